@@ -1,0 +1,49 @@
+"""codemode-gateway: one MCP server in front of many, running model-written Python in a wasm sandbox."""
+
+from gateway._errors import (
+    CapabilityDenied,
+    CodeTooLarge,
+    ConfigError,
+    ExecutionFailed,
+    FuelExhausted,
+    GatewayError,
+    GuestCrashed,
+    LimitExceeded,
+    MemoryLimitExceeded,
+    SandboxUnavailable,
+    SnippetError,
+    StackExhausted,
+    ToolCallError,
+    ToolCallLimitExceeded,
+    ToolPayloadTooLarge,
+    WallTimeExceeded,
+)
+from gateway._host import ToolCaller
+from gateway._limits import SandboxLimits
+from gateway._result import ErrorInfo, ExecutionResult, ToolCallRecord
+from gateway._sandbox import Sandbox
+
+__all__ = [
+    "CapabilityDenied",
+    "CodeTooLarge",
+    "ConfigError",
+    "ErrorInfo",
+    "ExecutionFailed",
+    "ExecutionResult",
+    "FuelExhausted",
+    "GatewayError",
+    "GuestCrashed",
+    "LimitExceeded",
+    "MemoryLimitExceeded",
+    "Sandbox",
+    "SandboxLimits",
+    "SandboxUnavailable",
+    "SnippetError",
+    "StackExhausted",
+    "ToolCallError",
+    "ToolCallLimitExceeded",
+    "ToolCaller",
+    "ToolCallRecord",
+    "ToolPayloadTooLarge",
+    "WallTimeExceeded",
+]

@@ -1,0 +1,128 @@
+"""The hardened wasmtime Engine and the cached, precompiled sandbox component."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from dataclasses import dataclass
+from importlib.metadata import version
+from pathlib import Path
+
+import platformdirs
+import wasmtime
+from wasmtime.component import Component
+
+from gateway._errors import SandboxUnavailable
+
+__all__ = ["COMPONENT_PATH", "LoadedComponent", "load_component", "make_engine"]
+
+log = logging.getLogger(__name__)
+
+COMPONENT_PATH = Path(__file__).resolve().parent.parent / "runtime-wasm" / "build" / "sandbox.wasm"
+WASMTIME_VERSION = version("wasmtime")
+
+
+def _engine_settings(max_wasm_stack: int) -> dict[str, object]:
+    # Fuel and epochs bound CPU and wall time; every proposal the guest does not use is off.
+    return {
+        "consume_fuel": True,
+        "epoch_interruption": True,
+        "max_wasm_stack": max_wasm_stack,
+        "wasm_threads": False,
+        "shared_memory": False,
+        "wasm_gc": False,
+        "wasm_function_references": False,
+        "wasm_exceptions": False,
+        "wasm_memory64": False,
+        "wasm_stack_switching": False,
+        "wasm_tail_call": False,
+        "cranelift_opt_level": "speed",
+    }
+
+
+def make_engine(max_wasm_stack: int) -> tuple[wasmtime.Engine, str]:
+    """A hardened engine and a fingerprint of its configuration (part of the artifact cache key)."""
+    settings = _engine_settings(max_wasm_stack)
+    config = wasmtime.Config()
+    for name, value in settings.items():
+        setattr(config, name, value)
+    return wasmtime.Engine(config), json.dumps(settings, sort_keys=True)
+
+
+def default_cache_dir() -> Path:
+    """Where precompiled artifacts live: `CODEMODE_CACHE_DIR`, else the user's cache directory."""
+    override = os.environ.get("CODEMODE_CACHE_DIR")
+    return Path(override) if override else Path(platformdirs.user_cache_dir("codemode-gateway"))
+
+
+@dataclass(frozen=True)
+class LoadedComponent:
+    component: Component
+    sha256: str
+    artifact: Path
+    compiled: bool  # whether this load had to compile (cache miss, stale or corrupt entry)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _load_cached(engine: wasmtime.Engine, artifact: Path, checksum: Path) -> Component | None:
+    if not (artifact.exists() and checksum.exists()):
+        return None
+    # Deserialising runs native code from the file: verify it is exactly what we wrote.
+    if _sha256(artifact) != checksum.read_text().strip():
+        log.warning("artifact checksum mismatch, recompiling", extra={"artifact": str(artifact)})
+        return None
+    try:
+        return Component.deserialize_file(engine, str(artifact))
+    except wasmtime.WasmtimeError as exc:
+        log.warning("artifact rejected by wasmtime, recompiling", extra={"artifact": str(artifact), "error": str(exc)})
+        return None
+
+
+def load_component(
+    engine: wasmtime.Engine, engine_fingerprint: str, *, path: Path | None = None, cache_dir: Path | None = None
+) -> LoadedComponent:
+    """Load the sandbox component, compiling it once per (component, wasmtime, engine config)."""
+    path = path or COMPONENT_PATH
+    if not path.exists():
+        raise SandboxUnavailable(f"sandbox component not found at {path}: run `make setup` to build it")
+    component_sha = _sha256(path)
+    key = hashlib.sha256(f"{component_sha}\n{WASMTIME_VERSION}\n{engine_fingerprint}".encode()).hexdigest()
+    cache = cache_dir or default_cache_dir()
+    artifact = cache / f"sandbox-{key[:32]}.cwasm"
+    checksum = artifact.with_suffix(".cwasm.sha256")
+    cached = _load_cached(engine, artifact, checksum)
+    if cached is not None:
+        return LoadedComponent(cached, component_sha, artifact, compiled=False)
+    try:
+        component = Component.from_file(engine, str(path))
+    except wasmtime.WasmtimeError as exc:
+        raise SandboxUnavailable(f"sandbox component at {path} does not load: {exc}") from exc
+    data = component.serialize()
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        _write_atomically(artifact, data)
+        _write_atomically(checksum, (hashlib.sha256(data).hexdigest() + "\n").encode())
+    except OSError as exc:  # a read-only cache costs start-up time, not correctness
+        log.warning("cannot write artifact cache", extra={"artifact": str(artifact), "error": str(exc)})
+    return LoadedComponent(component, component_sha, artifact, compiled=True)

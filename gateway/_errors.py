@@ -1,0 +1,120 @@
+"""Every error the gateway raises or reports.
+
+    GatewayError                  root: catch this to catch everything below
+    ├── ConfigError               a config file or value is wrong (exit code 2)
+    ├── SandboxUnavailable        the component is missing or cannot be loaded
+    ├── ToolCallError             a tool caller's failure; the snippet sees a catchable ToolError
+    └── ExecutionFailed           one execution did not succeed; the gateway keeps serving
+        ├── SnippetError          the snippet raised (its own traceback is attached)
+        ├── CapabilityDenied      the snippet reached a capability the sandbox lacks
+        ├── GuestCrashed          the guest trapped for another reason
+        └── LimitExceeded         a sandbox limit ended the execution
+            ├── FuelExhausted, WallTimeExceeded, MemoryLimitExceeded, StackExhausted
+            └── ToolCallLimitExceeded, ToolPayloadTooLarge, CodeTooLarge
+
+Errors from wasmtime are translated once, in `gateway._traps`, at the sandbox boundary.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CapabilityDenied",
+    "CodeTooLarge",
+    "ConfigError",
+    "ExecutionFailed",
+    "FuelExhausted",
+    "GatewayError",
+    "GuestCrashed",
+    "LimitExceeded",
+    "MemoryLimitExceeded",
+    "SandboxUnavailable",
+    "SnippetError",
+    "StackExhausted",
+    "ToolCallError",
+    "ToolCallLimitExceeded",
+    "ToolPayloadTooLarge",
+    "WallTimeExceeded",
+]
+
+
+class GatewayError(Exception):
+    """Root of every gateway error."""
+
+
+class ConfigError(GatewayError):
+    """The configuration is invalid; the message names every bad key."""
+
+
+class SandboxUnavailable(GatewayError):
+    """The sandbox component is missing, stale or cannot be loaded."""
+
+
+class ToolCallError(GatewayError):
+    """Raised by a tool caller when a call fails; the snippet sees it as a catchable ToolError."""
+
+    def __init__(self, message: str, *, kind: str = "ToolError") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class ExecutionFailed(GatewayError):
+    """An execution ended without success. `kind` groups the subclasses for clients."""
+
+    kind = "crash"
+
+
+class SnippetError(ExecutionFailed):
+    """The snippet raised an exception."""
+
+    kind = "snippet"
+
+    def __init__(self, message: str, *, exc_type: str, traceback: str = "") -> None:
+        super().__init__(message)
+        self.exc_type = exc_type
+        self.traceback = traceback
+
+
+class CapabilityDenied(ExecutionFailed):
+    """The snippet reached a capability the sandbox does not have (filesystem, network, clock...)."""
+
+    kind = "denied"
+
+
+class GuestCrashed(ExecutionFailed):
+    """The guest trapped for a reason that is not a limit or a denied capability."""
+
+    kind = "crash"
+
+
+class LimitExceeded(ExecutionFailed):
+    """A sandbox limit ended the execution."""
+
+    kind = "limit"
+
+
+class FuelExhausted(LimitExceeded):
+    """The snippet used all its CPU fuel (`sandbox.fuel`)."""
+
+
+class WallTimeExceeded(LimitExceeded):
+    """The snippet ran past its wall-clock budget (`sandbox.timeout_seconds`)."""
+
+
+class MemoryLimitExceeded(LimitExceeded):
+    """The snippet needed more linear memory than `sandbox.memory_bytes`."""
+
+
+class StackExhausted(LimitExceeded):
+    """The snippet recursed past the wasm stack (`sandbox.max_wasm_stack_bytes`)."""
+
+
+class ToolCallLimitExceeded(LimitExceeded):
+    """The snippet made more tool calls than `sandbox.max_tool_calls`."""
+
+
+class ToolPayloadTooLarge(LimitExceeded):
+    """A tool call's arguments or result exceeded its byte cap."""
+
+
+class CodeTooLarge(LimitExceeded):
+    """The snippet itself is larger than `sandbox.max_code_bytes`."""

@@ -1,0 +1,213 @@
+"""The host side of the sandbox's one import: clock, bounded sleep and tool calls.
+
+Runs on the execution's worker thread. A tool call reaches the async tool caller on the event
+loop through `anyio.from_thread.run`, bounded by the per-call timeout and by what remains of the
+execution's wall budget (wasm epochs never interrupt time spent in here). A limit ends the
+execution: the error is recorded on the `Execution` and a trap unwinds the guest, so the
+snippet cannot catch it. Every other refusal is a catchable `ToolError` in the snippet.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.from_thread
+import wasmtime
+from wasmtime.component import Variant
+
+from gateway._errors import (
+    ExecutionFailed,
+    GuestCrashed,
+    ToolCallError,
+    ToolCallLimitExceeded,
+    ToolPayloadTooLarge,
+    WallTimeExceeded,
+)
+from gateway._limits import SandboxLimits
+from gateway._result import ToolCallRecord
+
+__all__ = ["Execution", "ToolCaller", "host_call", "use_execution"]
+
+log = logging.getLogger(__name__)
+
+ToolCaller = Callable[[str, dict[str, Any]], Awaitable[Any]]
+"""Calls a namespaced tool with JSON arguments and returns a JSON-able value; raises ToolCallError."""
+
+MAX_NAME_CHARS = 256
+
+
+class _Refused(Exception):
+    """A refusal the snippet sees as a catchable ToolError."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass
+class Execution:
+    """Per-execution state the host function reads and writes."""
+
+    limits: SandboxLimits
+    timeout: float
+    tool_caller: ToolCaller | None
+    started: float = field(default_factory=time.monotonic)
+    tool_calls: list[ToolCallRecord] = field(default_factory=list[ToolCallRecord])
+    ended_by: ExecutionFailed | None = None
+
+    def remaining(self) -> float:
+        return self.timeout - (time.monotonic() - self.started)
+
+    def _budget_error(self, what: str) -> WallTimeExceeded:
+        return WallTimeExceeded(
+            f"{what} would outlast the wall-clock budget of {self.timeout:g} s "
+            f"({max(self.remaining(), 0):.2f} s left; sandbox.timeout_seconds): do less per execution"
+        )
+
+    def sleep(self, payload: Any) -> dict[str, Any]:
+        seconds = payload.get("seconds") if isinstance(payload, dict) else None
+        if not isinstance(seconds, int | float) or not math.isfinite(seconds) or seconds < 0:
+            raise _Refused("ValueError", "time.sleep() takes a finite, non-negative number of seconds")
+        if seconds >= self.remaining():
+            raise self._budget_error(f"time.sleep({seconds:g})")
+        _run_on_loop(anyio.sleep, seconds, fallback=lambda: time.sleep(seconds))
+        return {}
+
+    def call_tool(self, name: str, args_json: str) -> str:
+        limits = self.limits
+        if len(self.tool_calls) >= limits.max_tool_calls:
+            raise ToolCallLimitExceeded(
+                f"tool call limit reached: {limits.max_tool_calls} calls per execution (sandbox.max_tool_calls); "
+                "batch the work or split it across executions"
+            )
+        size = len(args_json.encode())
+        if size > limits.max_tool_args_bytes:
+            raise ToolPayloadTooLarge(
+                f"arguments to {name} are {size} bytes, over the {limits.max_tool_args_bytes}-byte cap "
+                "(sandbox.max_tool_args_bytes)"
+            )
+        try:
+            arguments = json.loads(args_json)
+        except ValueError as exc:
+            raise _Refused("ToolError", f"arguments to {name} are not valid JSON: {exc}") from None
+        if not isinstance(arguments, dict):
+            raise _Refused("ToolError", f"arguments to {name} must be a JSON object, got {type(arguments).__name__}")
+        if self.tool_caller is None:
+            raise _Refused("ToolError", f"no tools are configured, so {name} cannot be called")
+        remaining = self.remaining()
+        if remaining <= 0:
+            raise self._budget_error(f"calling {name}")
+        timeout = min(limits.tool_call_timeout_seconds, remaining)
+        started = time.monotonic()
+        record = ToolCallRecord(tool=name, ms=0.0, ok=False)
+        self.tool_calls.append(record)
+        try:
+            result = _run_on_loop(_call_with_timeout, self.tool_caller, name, arguments, timeout)
+        except TimeoutError:
+            record.error = "timeout"
+            if timeout < limits.tool_call_timeout_seconds:
+                raise self._budget_error(f"waiting for {name}") from None
+            raise _Refused("ToolError", f"{name} timed out after {timeout:g} s (sandbox.tool_call_timeout_seconds)") \
+                from None
+        except ToolCallError as exc:
+            record.error = exc.kind
+            raise _Refused(exc.kind, str(exc)) from None
+        finally:
+            record.ms = round((time.monotonic() - started) * 1000, 3)
+        try:
+            encoded = json.dumps(result, ensure_ascii=False)
+        except (TypeError, ValueError) as exc:
+            record.error = "bad result"
+            raise _Refused("ToolError", f"{name} returned a value that is not JSON: {exc}") from None
+        size = len(encoded.encode())
+        if size > limits.max_tool_result_bytes:
+            record.error = "result too large"
+            raise ToolPayloadTooLarge(
+                f"result of {name} is {size} bytes, over the {limits.max_tool_result_bytes}-byte cap "
+                "(sandbox.max_tool_result_bytes); ask the tool for less (filters, pagination)"
+            )
+        record.ok = True
+        return encoded
+
+
+async def _call_with_timeout(caller: ToolCaller, name: str, arguments: dict[str, Any], timeout: float) -> Any:
+    with anyio.fail_after(timeout):
+        return await caller(name, arguments)
+
+
+def _run_on_loop(func: Callable[..., Awaitable[Any]], *args: Any, fallback: Callable[[], Any] | None = None) -> Any:
+    try:
+        return anyio.from_thread.run(func, *args)
+    except anyio.NoEventLoopError:
+        # Called outside an anyio worker thread (a synchronous embedding): only waits can do without the loop.
+        if fallback is None:
+            raise
+        return fallback()
+
+
+_current = threading.local()
+
+
+class use_execution:  # noqa: N801 - used as a context manager, reads like a function
+    """Bind an Execution to the current worker thread for the host function to find."""
+
+    def __init__(self, execution: Execution) -> None:
+        self._execution = execution
+
+    def __enter__(self) -> Execution:
+        _current.execution = self._execution
+        return self._execution
+
+    def __exit__(self, *_exc: object) -> None:
+        _current.execution = None
+
+
+def _error(kind: str, message: str) -> Variant:
+    return Variant("err", json.dumps({"type": kind, "message": message}))
+
+
+def _dispatch(execution: Execution, name: str, args_json: str) -> str:
+    if name == "@clock":
+        return json.dumps({"time_ns": time.time_ns(), "monotonic_ns": time.monotonic_ns()})
+    if name == "@sleep":
+        return json.dumps(execution.sleep(_loads_or_refuse(args_json)))
+    if name.startswith("@"):
+        raise _Refused("ToolError", f"unknown host service {name[:MAX_NAME_CHARS]!r}")
+    if len(name) > MAX_NAME_CHARS:
+        raise _Refused("ToolError", f"tool name is {len(name)} characters, over the {MAX_NAME_CHARS}-character cap")
+    return execution.call_tool(name, args_json)
+
+
+def _loads_or_refuse(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise _Refused("ToolError", "host service arguments are not valid JSON") from None
+
+
+def host_call(_store: object, name: str, args_json: str) -> Variant:
+    """The `host.call` import: never raises anything but a WasmtimeError (which traps the guest)."""
+    execution: Execution | None = getattr(_current, "execution", None)
+    if execution is None:  # cannot happen through Sandbox; refuse rather than act without limits
+        return _error("ToolError", "no execution is bound to this thread")
+    try:
+        return Variant("ok", _dispatch(execution, name, args_json))
+    except _Refused as refused:
+        return _error(refused.kind, str(refused))
+    except ExecutionFailed as exc:
+        execution.ended_by = exc
+    except Exception as exc:  # a bug on the host side: contained, logged, never shown to the model
+        log.exception("host call failed", extra={"tool": name[:MAX_NAME_CHARS]})
+        execution.ended_by = GuestCrashed(f"the gateway failed while serving {name[:MAX_NAME_CHARS]!r}: "
+                                          f"{type(exc).__name__}; see the gateway log")
+    # A WasmtimeError (not any other exception: wasmtime-py keeps those in a process-wide global,
+    # which concurrent executions would race on) traps the guest and unwinds it.
+    raise wasmtime.WasmtimeError("codemode: execution ended by the host")

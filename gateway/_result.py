@@ -1,0 +1,66 @@
+"""What one execution returns: the wire shape of `exec --json` and of execute_code's structuredContent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from gateway import _errors
+
+__all__ = ["ErrorInfo", "ExecutionResult", "ToolCallRecord"]
+
+
+class ToolCallRecord(BaseModel):
+    """One tool call the snippet made."""
+
+    tool: str
+    ms: float
+    ok: bool
+    error: str | None = None
+
+
+class ErrorInfo(BaseModel):
+    """Why an execution failed. `type` is the error class; `kind` is snippet|limit|denied|crash."""
+
+    type: str
+    kind: str
+    message: str
+    traceback: str | None = None
+
+    @classmethod
+    def from_exception(cls, exc: _errors.ExecutionFailed) -> ErrorInfo:
+        """Describe a gateway execution error for the wire."""
+        if isinstance(exc, _errors.SnippetError):
+            return cls(type=exc.exc_type, kind=exc.kind, message=str(exc), traceback=exc.traceback or None)
+        return cls(type=type(exc).__name__, kind=exc.kind, message=str(exc))
+
+
+class ExecutionResult(BaseModel):
+    """The outcome of one snippet: output, last value, error, tool-call log and cost."""
+
+    ok: bool
+    stdout: str = ""
+    stderr: str = ""
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    value: Any = Field(default=None, description="The last expression's value as JSON (its repr if not JSON).")
+    value_repr: str | None = None
+    error: ErrorInfo | None = None
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list[ToolCallRecord])
+    fuel: int = 0
+    ms: float = 0.0
+
+    def summary(self) -> str:
+        """A short text for a human or a model: output, then the value or the error."""
+        parts: list[str] = []
+        if self.stdout:
+            parts.append(self.stdout.rstrip("\n"))
+        if self.stderr:
+            parts.append("[stderr]\n" + self.stderr.rstrip("\n"))
+        if self.error is not None:
+            parts.append(self.error.traceback.rstrip("\n") if self.error.traceback
+                         else f"{self.error.type}: {self.error.message}")
+        elif self.value_repr is not None:
+            parts.append(self.value_repr)
+        return "\n".join(parts) if parts else "(no output)"

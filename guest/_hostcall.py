@@ -1,0 +1,33 @@
+"""The one way out of the sandbox: a JSON call through the `host` import."""
+
+import json
+from typing import Any
+
+from componentize_py_types import Err
+from wit_world.imports import host
+
+__all__ = ["ToolError", "host_call"]
+
+
+class ToolError(Exception):
+    """A tool call failed: the child said so, or the gateway refused it. Catch it and recover."""
+
+    def __init__(self, message: str, *, tool: str = "", kind: str = "ToolError") -> None:
+        super().__init__(message)
+        self.tool = tool
+        self.kind = kind
+        self.message = message
+
+
+def host_call(name: str, payload: Any) -> Any:
+    """Call the host with a JSON payload and return its decoded JSON answer."""
+    try:
+        args_json = json.dumps(payload, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"arguments to {name} must be JSON values: {exc}") from None
+    try:
+        answer = host.call(name, args_json)
+    except Err as err:
+        info = json.loads(err.value)
+        raise ToolError(info.get("message", "tool call failed"), tool=name, kind=info.get("type", "ToolError")) from None
+    return json.loads(answer)

@@ -1,0 +1,97 @@
+"""Build the sandbox component from guest/ with componentize-py, only when its inputs changed.
+
+Writes runtime-wasm/build/sandbox.wasm, its sha256 (sandbox.wasm.sha256) and the hash of the
+inputs it was built from (inputs.sha256). The inputs are the WIT world, every guest source,
+this script and the exact componentize-py version: when their hash matches, nothing is done.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.metadata
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+WIT_DIR = HERE / "wit"
+GUEST_DIR = ROOT / "guest"
+BUILD_DIR = HERE / "build"
+COMPONENT = BUILD_DIR / "sandbox.wasm"
+COMPONENT_SHA = BUILD_DIR / "sandbox.wasm.sha256"
+INPUTS_SHA = BUILD_DIR / "inputs.sha256"
+WORLD = "sandbox"
+APP_MODULE = "guest.main"
+
+
+def _input_files() -> list[Path]:
+    files = sorted(WIT_DIR.rglob("*.wit")) + sorted(GUEST_DIR.rglob("*.py")) + [Path(__file__).resolve()]
+    return [f for f in files if "__pycache__" not in f.parts]
+
+
+def inputs_hash() -> str:
+    """Hash of everything the component is built from, componentize-py's version included."""
+    digest = hashlib.sha256()
+    digest.update(f"componentize-py=={importlib.metadata.version('componentize-py')}\n".encode())
+    for path in _input_files():
+        digest.update(str(path.relative_to(ROOT)).encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def is_current(expected: str) -> bool:
+    """Whether the built component exists, is intact and was built from these inputs."""
+    if not (COMPONENT.exists() and COMPONENT_SHA.exists() and INPUTS_SHA.exists()):
+        return False
+    if INPUTS_SHA.read_text().strip() != expected:
+        return False
+    return hashlib.sha256(COMPONENT.read_bytes()).hexdigest() == COMPONENT_SHA.read_text().strip()
+
+
+def build(force: bool = False) -> bool:
+    """Build the component if needed; return whether a build ran."""
+    expected = inputs_hash()
+    if not force and is_current(expected):
+        return False
+    BUILD_DIR.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="codemode-guest-") as tmp:
+        # Only guest/ is on the build's python path: the snapshot holds nothing else of ours.
+        shutil.copytree(GUEST_DIR, Path(tmp) / "guest", ignore=shutil.ignore_patterns("__pycache__"))
+        out = Path(tmp) / "sandbox.wasm"
+        env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+        cmd = [
+            sys.executable, "-c", "import sys; from componentize_py import script; sys.exit(script())", "--quiet", "-d", str(WIT_DIR), "-w", WORLD,
+            "componentize", "--stub-wasi", "-p", tmp, "-o", str(out), APP_MODULE,
+        ]
+        started = time.monotonic()
+        done = subprocess.run(cmd, env=env, cwd=tmp, capture_output=True, text=True)
+        if done.returncode != 0:
+            sys.stderr.write(done.stdout + done.stderr)
+            raise SystemExit(f"componentize-py failed (exit {done.returncode}); see the output above")
+        data = out.read_bytes()
+        tmp_component = COMPONENT.with_suffix(".wasm.tmp")
+        tmp_component.write_bytes(data)
+        os.replace(tmp_component, COMPONENT)
+    COMPONENT_SHA.write_text(hashlib.sha256(data).hexdigest() + "\n")
+    INPUTS_SHA.write_text(expected + "\n")
+    print(f"built {COMPONENT.relative_to(ROOT)} ({len(data) / 1e6:.1f} MB) in {time.monotonic() - started:.1f} s",
+          file=sys.stderr)
+    return True
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--force", action="store_true", help="rebuild even when the inputs did not change")
+    args = parser.parse_args()
+    if not build(force=args.force):
+        print(f"{COMPONENT.relative_to(ROOT)} is up to date", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
