@@ -34,3 +34,5 @@ class SandboxLimits(BaseModel):
     tool_call_timeout_seconds: float = Field(default=30.0, gt=0, le=3600,
                                              description="Per tool call, also bounded by the remaining budget.")
     max_concurrent_executions: int = Field(default=4, ge=1, le=256)
+    prewarm_instances: int = Field(default=2, ge=0, le=64,
+                                   description="Fresh instances made ahead of demand (each is used once).")

@@ -27,6 +27,7 @@ from gateway._errors import (
 )
 from gateway._host import Execution, ToolCaller, host_call, use_execution
 from gateway._limits import SandboxLimits
+from gateway._pool import InstancePool
 from gateway._result import ErrorInfo, ExecutionResult
 from gateway._traps import translate_trap
 
@@ -41,6 +42,7 @@ EPOCH_TICK_SECONDS = 0.01
 _MAX_INSTANCES = 64
 _MAX_MEMORIES = 2
 _MAX_TABLES = 8
+_INSTANTIATE_TICKS = int(60 / EPOCH_TICK_SECONDS)
 
 
 class _EpochTicker:
@@ -102,6 +104,7 @@ class Sandbox:
             host.add_func("call", host_call)
         self._limiter = anyio.CapacityLimiter(self.limits.max_concurrent_executions)
         self._ticker = _EpochTicker(self._engine)
+        self._pool = InstancePool(self._instantiate, self.limits.prewarm_instances)
 
     def __enter__(self) -> Sandbox:
         return self
@@ -110,8 +113,21 @@ class Sandbox:
         self.close()
 
     def close(self) -> None:
-        """Stop the epoch ticker; executions in flight still end at their fuel limit."""
+        """Stop prewarming and the epoch ticker; executions in flight still end at their fuel limit."""
+        self._pool.close()
         self._ticker.close()
+
+    def _instantiate(self) -> tuple[wasmtime.Store, wasmtime.component.Func]:
+        store = wasmtime.Store(self._engine)
+        store.set_limits(memory_size=self.limits.memory_bytes, instances=_MAX_INSTANCES,
+                         memories=_MAX_MEMORIES, tables=_MAX_TABLES)
+        store.set_fuel(self.limits.fuel)
+        store.set_epoch_deadline(_INSTANTIATE_TICKS)  # instantiation runs start functions, which check epochs
+        instance = self._linker.instantiate(store, self._component)
+        run = instance.get_func(store, "run")
+        if run is None:
+            raise SandboxUnavailable("the sandbox component exports no `run` function")
+        return store, run
 
     def timeout_for(self, requested: float | None) -> float:
         """The wall budget for one execution: the request's, capped by the config's."""
@@ -136,17 +152,14 @@ class Sandbox:
             error = CodeTooLarge(f"the snippet is {size} bytes, over the {self.limits.max_code_bytes}-byte cap "
                                  "(sandbox.max_code_bytes); move data into tool calls")
             return self._failed(execution, error, fuel=0)
-        store = wasmtime.Store(self._engine)
-        store.set_fuel(self.limits.fuel)
+        try:
+            store, run = self._pool.take()
+        except wasmtime.WasmtimeError as exc:
+            raise SandboxUnavailable(f"cannot instantiate the sandbox component: {exc}") from exc
+        store.set_fuel(self.limits.fuel)  # what instantiation used is not the snippet's
         store.set_epoch_deadline(int(execution.timeout / EPOCH_TICK_SECONDS) + 1)
-        store.set_limits(memory_size=self.limits.memory_bytes, instances=_MAX_INSTANCES,
-                         memories=_MAX_MEMORIES, tables=_MAX_TABLES)
         with use_execution(execution):
             try:
-                instance = self._linker.instantiate(store, self._component)
-                run = instance.get_func(store, "run")
-                if run is None:
-                    raise SandboxUnavailable("the sandbox component exports no `run` function")
                 outcome = run(store, code, _run_options(self.limits))
             except wasmtime.WasmtimeError as exc:
                 error = execution.ended_by or translate_trap(str(exc), self.limits, execution.timeout)

@@ -1,0 +1,53 @@
+# codemode-gateway: every target that needs the venv or the sandbox depends on `setup`.
+SHELL := /bin/bash
+PYTHON_BOOT ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+NPM_DIR := .cache/npm
+PYTEST_ARGS ?=
+
+.DEFAULT_GOAL := help
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[test,bench,lint]"
+	touch $(STAMP)
+
+setup: $(STAMP) ## Create the venv, install dependencies, build and precompile the sandbox (idempotent)
+	$(PY) runtime-wasm/build.py
+	$(PY) -m gateway precompile
+
+test: setup ## Run the whole test suite (escape suite included)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+sandbox-test: setup ## Run the sandbox escape suite on its own
+	$(PY) -m pytest -m sandbox $(PYTEST_ARGS)
+
+bench: setup ## Run the benchmarks and print the table (also written to docs/benchmarks.md)
+	$(PY) tests/bench/run_bench.py --write docs/benchmarks.md
+
+lint: setup ## ruff and pyright --strict
+	$(VENV)/bin/ruff check gateway guest tests runtime-wasm/build.py
+	$(VENV)/bin/ruff format --check gateway guest tests runtime-wasm/build.py
+	$(VENV)/bin/pyright
+
+format: setup ## Apply ruff's formatting and safe fixes
+	$(VENV)/bin/ruff check --fix gateway guest tests runtime-wasm/build.py
+	$(VENV)/bin/ruff format gateway guest tests runtime-wasm/build.py
+
+run: setup ## Serve MCP over stdio on the built-in default config
+	$(VENV)/bin/codemode-gateway serve
+
+demo: setup ## Show the product working: run snippets in the sandbox
+	$(PY) examples/demo.py
+
+clean: ## Remove the venv, the sandbox build and caches
+	rm -rf $(VENV) runtime-wasm/build .cache .pytest_cache .ruff_cache
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+
+.PHONY: help setup test sandbox-test bench lint format run demo clean
