@@ -2,6 +2,7 @@
 
 from gateway._errors import (
     CapabilityDenied,
+    ChildUnavailable,
     CodeTooLarge,
     ConfigError,
     ExecutionFailed,
@@ -25,6 +26,7 @@ from gateway._sandbox import Sandbox
 
 __all__ = [
     "CapabilityDenied",
+    "ChildUnavailable",
     "CodeTooLarge",
     "ConfigError",
     "ErrorInfo",

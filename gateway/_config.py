@@ -1,59 +1,335 @@
-"""The gateway's config file: `sandbox` limits now; child servers and policy join it later."""
+"""The gateway's config file: child servers (`mcpServers`, as Claude Code writes it) and `sandbox` limits."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
+import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    PrivateAttr,
+    Tag,
+    ValidationError,
+    field_validator,
+)
 
 from gateway._errors import ConfigError
 from gateway._limits import SandboxLimits
 
-__all__ = ["CONFIG_ENV", "GatewayConfig", "format_validation_error", "load_config"]
+__all__ = [
+    "CONFIG_ENV",
+    "DEFAULT_STARTUP_TIMEOUT_SECONDS",
+    "NPM_SERVER_PINS",
+    "GatewayConfig",
+    "HttpServer",
+    "ServerConfig",
+    "SseServer",
+    "StdioServer",
+    "config_json_schema",
+    "default_config",
+    "format_validation_error",
+    "load_config",
+    "parse_config",
+]
 
 CONFIG_ENV = "CODEMODE_CONFIG"
+DEFAULT_STARTUP_TIMEOUT_SECONDS = 30.0
+SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+# The npm servers of the built-in default, pinned; the Makefile installs the same versions for the tests.
+NPM_SERVER_PINS = {
+    "@modelcontextprotocol/server-everything": "2026.8.31",
+    "@modelcontextprotocol/server-memory": "2026.8.31",
+    "@modelcontextprotocol/server-filesystem": "2026.8.31",
+}
+# `npx -y` may have to fetch the package on first use, which takes longer than starting it.
+_NPX_STARTUP_TIMEOUT_SECONDS = 120.0
+
+_StartupTimeout = Annotated[
+    float | None,
+    Field(
+        default=None,
+        gt=0,
+        le=3600,
+        description="Seconds to connect and list tools; default: the top-level one.",
+    ),
+]
+
+
+class StdioServer(BaseModel):
+    """A child started as a subprocess, speaking MCP on its stdin/stdout."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, title="Stdio server")
+
+    type: Literal["stdio"] = "stdio"
+    command: str = Field(min_length=1, description="Executable to run (looked up on PATH).")
+    args: list[str] = Field(default_factory=list[str])
+    # Values often hold tokens: keep them out of reprs (logs, tracebacks).
+    env: dict[str, str] = Field(
+        default_factory=dict[str, str],
+        repr=False,
+        description="Added to a minimal inherited environment (PATH, HOME, ...).",
+    )
+    cwd: str | None = Field(default=None, description="Working directory of the child.")
+    startup_timeout_seconds: _StartupTimeout = None
+
+    @property
+    def transport(self) -> str:
+        return "stdio"
+
+
+class _RemoteServer(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    url: str = Field(description="The server's endpoint, http:// or https://.")
+    headers: dict[str, str] = Field(
+        default_factory=dict[str, str],
+        repr=False,
+        description="Sent with every request (e.g. Authorization).",
+    )
+    startup_timeout_seconds: _StartupTimeout = None
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, url: str) -> str:
+        scheme, sep, rest = url.partition("://")
+        if not sep or scheme.lower() not in ("http", "https") or not rest.strip("/"):
+            raise ValueError("must be an http:// or https:// URL")
+        return url
+
+
+class HttpServer(_RemoteServer):
+    """A remote child over streamable HTTP."""
+
+    model_config = ConfigDict(title="Streamable HTTP server")
+
+    type: Literal["http", "streamable-http"]
+
+    @property
+    def transport(self) -> str:
+        return "http"
+
+
+class SseServer(_RemoteServer):
+    """A legacy remote child over HTTP+SSE."""
+
+    model_config = ConfigDict(title="SSE server (legacy)")
+
+    type: Literal["sse"]
+
+    @property
+    def transport(self) -> str:
+        return "sse"
+
+
+_TAGS = {"stdio": "stdio", "http": "http", "streamable-http": "http", "sse": "sse"}
+
+
+def _server_tag(value: Any) -> str | None:
+    # Claude Desktop writes stdio entries without "type", so no type means stdio.
+    kind = value.get("type", "stdio") if isinstance(value, dict) else getattr(value, "type", None)
+    return _TAGS.get(kind) if isinstance(kind, str) else None
+
+
+ServerConfig = Annotated[
+    Annotated[StdioServer, Tag("stdio")]
+    | Annotated[HttpServer, Tag("http")]
+    | Annotated[SseServer, Tag("sse")],
+    Discriminator(
+        _server_tag,
+        custom_error_type="server_type",
+        custom_error_message='"type" must be "stdio" (the default), "http", "streamable-http" or "sse"',
+    ),
+]
 
 
 class GatewayConfig(BaseModel):
-    """The whole config file."""
+    """codemode-gateway config: a superset of the `mcpServers` JSON of Claude Code and Claude Desktop."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, title="codemode-gateway config")
 
-    schema_: str | None = Field(default=None, alias="$schema", description="JSON Schema URL or path, for editors.")
+    schema_: str | None = Field(
+        default=None, alias="$schema", description="JSON Schema URL or path, for editors."
+    )
+    mcp_servers: dict[str, ServerConfig] = Field(
+        default_factory=dict,
+        alias="mcpServers",
+        description="Child MCP servers by name; `${VAR}` and `${VAR:-default}` expand from the environment.",
+    )
+    startup_timeout_seconds: float = Field(
+        default=DEFAULT_STARTUP_TIMEOUT_SECONDS,
+        gt=0,
+        le=3600,
+        description="Default seconds for a child to connect and list its tools.",
+    )
     sandbox: SandboxLimits = Field(default_factory=SandboxLimits)
+    # Values that came from environment variables, for redaction; private, so never in repr or dumps.
+    _secret_values: frozenset[str] = PrivateAttr(default_factory=frozenset[str])
+
+    @property
+    def secret_values(self) -> frozenset[str]:
+        """Non-empty values that `${VAR}` expansion took from the environment."""
+        return self._secret_values
+
+
+def config_json_schema() -> dict[str, Any]:
+    """The JSON Schema of the config file (what `codemode-gateway schema` prints)."""
+    schema = GatewayConfig.model_json_schema(by_alias=True)
+    return {"$schema": SCHEMA_DIALECT, **schema}
+
+
+# ---- ${VAR} expansion ---------------------------------------------------------------------------
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_EXPANDED_STRINGS = ("command", "cwd", "url")
+_EXPANDED_LISTS = ("args",)
+_EXPANDED_MAPS = ("env", "headers")
+
+
+class _Expander:
+    """Expands `${VAR}` / `${VAR:-default}`, recording where variables are missing and what was secret."""
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self.environ = environ
+        self.problems: list[str] = []
+        self.secrets: set[str] = set()
+
+    def expand(self, value: Any, where: str) -> Any:
+        if not isinstance(value, str):
+            return value  # validation reports the wrong type
+        matches = list(_VAR.finditer(value))
+        if value.count("${") != len(matches):
+            self.problems.append(
+                f"{where}: malformed variable reference (write ${{NAME}} or ${{NAME:-default}})"
+            )
+            return value
+        return _VAR.sub(lambda match: self._lookup(match, where), value)
+
+    def _lookup(self, match: re.Match[str], where: str) -> str:
+        name, default = match.group(1), match.group(2)
+        found = self.environ.get(name)
+        if found is None or (found == "" and default is not None):  # `:-` also covers empty, as in the shell
+            if default is None:
+                self.problems.append(f"{where}: ${{{name}}} is not set")
+                return match.group(0)
+            return default
+        if found:
+            self.secrets.add(found)
+        return found
+
+    def server(self, entry: dict[str, Any], where: str) -> dict[str, Any]:
+        out = dict(entry)
+        for key in _EXPANDED_STRINGS:
+            if key in out:
+                out[key] = self.expand(out[key], f"{where}.{key}")
+        for key in _EXPANDED_LISTS:
+            items: Any = out.get(key)
+            if isinstance(items, list):
+                out[key] = [self.expand(item, f"{where}.{key}[{i}]") for i, item in enumerate(items)]  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+        for key in _EXPANDED_MAPS:
+            pairs: Any = out.get(key)
+            if isinstance(pairs, dict):
+                out[key] = {k: self.expand(v, f"{where}.{key}.{k}") for k, v in pairs.items()}  # pyright: ignore[reportUnknownVariableType]
+        return out
+
+
+def _expand_servers(data: Any, environ: Mapping[str, str]) -> tuple[Any, _Expander]:
+    expander = _Expander(environ)
+    servers: Any = data.get("mcpServers") if isinstance(data, dict) else None
+    if not isinstance(servers, dict):
+        return data, expander
+    expanded: dict[Any, Any] = {}
+    for name, entry in servers.items():  # pyright: ignore[reportUnknownVariableType]
+        where = f"mcpServers.{name}"
+        expanded[name] = expander.server(entry, where) if isinstance(entry, dict) else entry  # pyright: ignore[reportUnknownArgumentType]
+    return {**data, "mcpServers": expanded}, expander
+
+
+# ---- errors, parsing, loading -------------------------------------------------------------------
 
 
 def _location(loc: tuple[int | str, ...]) -> str:
+    if len(loc) > 2 and loc[0] == "mcpServers" and loc[2] in _TAGS.values():
+        loc = loc[:2] + loc[3:]  # drop the union's tag: users wrote `mcpServers.x.args`, not `.stdio.args`
     path = ""
     for part in loc:
         path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
     return path or "(top level)"
 
 
+def _error_lines(exc: ValidationError) -> list[str]:
+    return [
+        f"{_location(error['loc'])}: {error['msg'].removeprefix('Value error, ')}"
+        for error in exc.errors(include_url=False)
+    ]
+
+
+def _report(source: str, problems: list[str]) -> str:
+    return "\n".join([f"{source}: {len(problems)} invalid setting(s)", *(f"  {line}" for line in problems)])
+
+
 def format_validation_error(exc: ValidationError, source: str) -> str:
     """One line per bad key, `path.to[2].key: what is wrong`, never a traceback."""
-    lines = [f"{source}: {exc.error_count()} invalid setting(s)"]
-    for error in exc.errors(include_url=False):
-        lines.append(f"  {_location(error['loc'])}: {error['msg']}")
-    return "\n".join(lines)
+    return _report(source, _error_lines(exc))
 
 
-def parse_config(data: Any, source: str) -> GatewayConfig:
-    """Validate already-parsed JSON as a config."""
+def parse_config(data: Any, source: str, environ: Mapping[str, str] | None = None) -> GatewayConfig:
+    """Validate already-parsed JSON as a config, expanding `${VAR}` in the server entries."""
+    expanded, expander = _expand_servers(data, os.environ if environ is None else environ)
+    problems = list(expander.problems)
     try:
-        return GatewayConfig.model_validate(data)
+        config = GatewayConfig.model_validate(expanded)
     except ValidationError as exc:
-        raise ConfigError(format_validation_error(exc, source)) from None
+        raise ConfigError(_report(source, problems + _error_lines(exc))) from None
+    if problems:
+        raise ConfigError(_report(source, problems))
+    config._secret_values = frozenset(expander.secrets)  # pyright: ignore[reportPrivateUsage]
+    return config
 
 
-def load_config(path: str | os.PathLike[str] | None = None) -> GatewayConfig:
+def _git_toplevel(start: Path) -> Path | None:
+    for directory in (start, *start.parents):
+        if (directory / ".git").exists():  # a directory, or a file in worktrees and submodules
+            return directory
+    return None
+
+
+def default_config(cwd: Path | None = None) -> GatewayConfig:
+    """The built-in children: time and git from this venv, plus memory and everything when npx exists."""
+    servers: dict[str, Any] = {"time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]}}
+    git_args = ["-m", "mcp_server_git"]
+    repository = _git_toplevel((cwd or Path.cwd()).resolve())
+    if repository is not None:
+        git_args += ["--repository", str(repository)]
+    servers["git"] = {"command": sys.executable, "args": git_args}
+    if shutil.which("npx"):
+        for name in ("memory", "everything"):
+            package = f"@modelcontextprotocol/server-{name}"
+            servers[name] = {
+                "command": "npx",
+                "args": ["-y", f"{package}@{NPM_SERVER_PINS[package]}"],
+                "startup_timeout_seconds": _NPX_STARTUP_TIMEOUT_SECONDS,
+            }
+    return GatewayConfig.model_validate({"mcpServers": servers})
+
+
+def load_config(
+    path: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None
+) -> GatewayConfig:
     """Load the config from `path`, else `$CODEMODE_CONFIG`, else the built-in default."""
-    chosen = path or os.environ.get(CONFIG_ENV)
+    environ = os.environ if environ is None else environ
+    chosen = path or environ.get(CONFIG_ENV)
     if not chosen:
-        return GatewayConfig()
+        return default_config()
     file = Path(chosen)
     try:
         text = file.read_text(encoding="utf-8")
@@ -62,5 +338,7 @@ def load_config(path: str | os.PathLike[str] | None = None) -> GatewayConfig:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"{file}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    return parse_config(data, str(file))
+        raise ConfigError(
+            f"{file}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
+    return parse_config(data, str(file), environ)

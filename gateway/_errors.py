@@ -4,6 +4,7 @@
     ├── ConfigError               a config file or value is wrong (exit code 2)
     ├── SandboxUnavailable        the component is missing or cannot be loaded
     ├── ToolCallError             a tool caller's failure; the snippet sees a catchable ToolError
+    │   └── ChildUnavailable      the child server is unknown, failed to start, or its connection was lost
     └── ExecutionFailed           one execution did not succeed; the gateway keeps serving
         ├── SnippetError          the snippet raised (its own traceback is attached)
         ├── CapabilityDenied      the snippet reached a capability the sandbox lacks
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 __all__ = [
     "CapabilityDenied",
+    "ChildUnavailable",
     "CodeTooLarge",
     "ConfigError",
     "ExecutionFailed",
@@ -55,6 +57,13 @@ class ToolCallError(GatewayError):
     def __init__(self, message: str, *, kind: str = "ToolError") -> None:
         super().__init__(message)
         self.kind = kind
+
+
+class ChildUnavailable(ToolCallError):
+    """The child server is unknown, failed to start, or lost its connection; other children still serve."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, kind="ChildUnavailable")
 
 
 class ExecutionFailed(GatewayError):

@@ -21,7 +21,7 @@ ALLOWED_MODULES: tuple[str, ...] = (
 
 # Lazily imported by allowlisted modules at run time, so they must be in the snapshot too.
 WARM_ONLY_MODULES: tuple[str, ...] = (
-    "_strptime", "encodings.idna", "encodings.latin_1", "encodings.ascii", "encodings.utf_16",
+    "_strptime", "encodings.idna", "encodings.punycode", "encodings.latin_1", "encodings.ascii", "encodings.utf_16",
     "encodings.utf_32", "encodings.cp1252", "encodings.unicode_escape", "encodings.raw_unicode_escape",
     "encodings.hex_codec", "encodings.base64_codec", "stringprep", "linecache", "tokenize",
 )

@@ -167,8 +167,8 @@ def _install_refusals() -> None:
         "spawnv", "spawnve", "spawnvp", "execl", "execle", "execlp", "execv", "execve", "execvp",
         "posix_spawn", "posix_spawnp", "wait", "waitpid",
     ):
-        if hasattr(os, name):
-            setattr(os, name, _refusing("processes", f"os.{name}()"))
+        # Defined even where WASI lacks them, so the snippet learns why rather than an AttributeError.
+        setattr(os, name, _refusing("processes", f"os.{name}()"))
     os.environ.clear()
 
 
@@ -225,7 +225,7 @@ def _warm_up() -> None:
     import traceback
 
     datetime.datetime.strptime("2024-01-02 03:04", "%Y-%m-%d %H:%M")
-    "x".encode("idna")
+    "bücher.example".encode("idna").decode("idna")
     try:
         raise ValueError("warm-up")
     except ValueError as exc:

@@ -30,18 +30,20 @@ WORLD = "sandbox"
 APP_MODULE = "guest.main"
 
 
-def _input_files() -> list[Path]:
-    files = sorted(WIT_DIR.rglob("*.wit")) + sorted(GUEST_DIR.rglob("*.py")) + [Path(__file__).resolve()]
-    return [f for f in files if "__pycache__" not in f.parts]
+def _input_files() -> list[tuple[str, Path]]:
+    """Every input with a stable label (its path inside its own folder), sorted."""
+    files = [(f"wit/{p.relative_to(WIT_DIR)}", p) for p in WIT_DIR.rglob("*.wit")]
+    files += [(f"guest/{p.relative_to(GUEST_DIR)}", p) for p in GUEST_DIR.rglob("*.py") if "__pycache__" not in p.parts]
+    files.append(("runtime-wasm/build.py", Path(__file__).resolve()))
+    return sorted(files)
 
 
 def inputs_hash() -> str:
     """Hash of everything the component is built from, componentize-py's version included."""
     digest = hashlib.sha256()
     digest.update(f"componentize-py=={importlib.metadata.version('componentize-py')}\n".encode())
-    for path in _input_files():
-        digest.update(str(path.relative_to(ROOT)).encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
+    for label, path in _input_files():
+        digest.update(label.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 

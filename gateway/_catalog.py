@@ -1,0 +1,217 @@
+"""An immutable snapshot of every child server's tools under Python names, with lookup and suggestions.
+
+A new Catalog is built whenever a child's tools or state change; readers never see it mutate.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, Literal, cast
+
+from mcp.types import Tool
+from pydantic import BaseModel, ConfigDict, Field
+
+from gateway._naming import assign_identifiers
+
+__all__ = ["Catalog", "CatalogEntry", "ServerState", "ServerStatus", "as_list", "as_schema", "properties_of"]
+
+ServerState = Literal["connecting", "ready", "failed"]
+
+_SUGGEST_CUTOFF = 0.6
+
+
+def as_schema(value: object) -> dict[str, Any] | None:
+    """`value` if it is a JSON Schema object (a dict), else None; `true` and `{}` both mean "anything"."""
+    return cast("dict[str, Any]", value) if isinstance(value, dict) else None
+
+
+def as_list(value: object) -> list[Any]:
+    """`value` if it is a JSON array, else an empty list."""
+    return cast("list[Any]", value) if isinstance(value, list) else []
+
+
+def properties_of(schema: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """An object schema's properties, in order (a property whose schema is `true` counts as `{}`)."""
+    properties = as_schema(schema.get("properties")) if schema else None
+    if properties is None:
+        return {}
+    return {str(name): as_schema(sub) or {} for name, sub in properties.items()}
+
+
+class CatalogEntry(BaseModel):
+    """One child tool: its Python names for the model, its original names for the MCP call."""
+
+    model_config = ConfigDict(frozen=True)
+
+    server_id: str
+    server_name: str
+    tool_name: str
+    python_name: str
+    qualified: str
+    title: str | None = None
+    description: str = ""
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any] | None = None
+    argument_names: dict[str, str] = Field(default_factory=dict[str, str])
+    """Python parameter name -> the schema's property name, for every top-level property."""
+    read_only: bool | None = None
+    destructive: bool | None = None
+
+    @classmethod
+    def from_tool(cls, server_id: str, server_name: str, python_name: str, tool: Tool) -> CatalogEntry:
+        """Wrap an MCP Tool once its server and tool identifiers are settled."""
+        names = list(properties_of(tool.input_schema))
+        python_args = assign_identifiers(names, fallback="arg")
+        hints = tool.annotations
+        return cls(
+            server_id=server_id,
+            server_name=server_name,
+            tool_name=tool.name,
+            python_name=python_name,
+            qualified=f"{server_id}.{python_name}",
+            title=tool.title or (hints.title if hints else None),
+            description=(tool.description or "").strip(),
+            input_schema=tool.input_schema,
+            output_schema=tool.output_schema,
+            argument_names={python_args[n]: n for n in names},
+            read_only=hints.read_only_hint if hints else None,
+            destructive=hints.destructive_hint if hints else None,
+        )
+
+
+class ServerStatus(BaseModel):
+    """A child server's state as the catalog shows it; the catalog fills `identifier` and `tool_count`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    state: ServerState
+    error: str | None = None
+    identifier: str = ""
+    tool_count: int = 0
+    startup_ms: float | None = None
+
+
+class Catalog:
+    """Every child's tools, looked up by `server.tool` in Python or original spelling."""
+
+    # __weakref__: derived data (the search index) is cached per catalog in weak maps.
+    __slots__ = ("__weakref__", "_by_name", "_by_server", "_entries", "_servers")
+
+    def __init__(
+        self,
+        tools: Mapping[str, Sequence[Tool]] | None = None,
+        statuses: Iterable[ServerStatus] = (),
+    ) -> None:
+        tools = tools or {}
+        given = {status.name: status for status in statuses}
+        server_ids = assign_identifiers([*tools, *given], fallback="server")
+        entries: list[CatalogEntry] = []
+        by_server: dict[str, tuple[CatalogEntry, ...]] = {}
+        servers: dict[str, ServerStatus] = {}
+        for server_name, server_id in sorted(server_ids.items(), key=lambda item: item[1]):
+            listed = _first_of_each_name(tools.get(server_name, ()))
+            python_names = assign_identifiers(tool.name for tool in listed)
+            own = tuple(
+                CatalogEntry.from_tool(server_id, server_name, python_names[t.name], t) for t in listed
+            )
+            entries.extend(own)
+            by_server[server_id] = own
+            status = given.get(server_name) or ServerStatus(name=server_name, state="ready")
+            servers[server_id] = status.model_copy(update={"identifier": server_id, "tool_count": len(own)})
+        self._entries = tuple(entries)
+        self._by_server = by_server
+        self._servers = servers
+        self._by_name = self._index_names(self._entries)
+
+    @staticmethod
+    def _index_names(entries: Sequence[CatalogEntry]) -> dict[str, CatalogEntry]:
+        by_name = {entry.qualified: entry for entry in entries}
+        # Original spellings resolve too, but never shadow another tool's Python name.
+        for entry in entries:
+            for server in (entry.server_id, entry.server_name):
+                for tool in (entry.python_name, entry.tool_name):
+                    by_name.setdefault(f"{server}.{tool}", entry)
+        return by_name
+
+    @property
+    def entries(self) -> tuple[CatalogEntry, ...]:
+        """Every tool, servers in identifier order, each server's tools in the order it listed them."""
+        return self._entries
+
+    @property
+    def servers(self) -> tuple[ServerStatus, ...]:
+        """Every server, ready or not, in identifier order."""
+        return tuple(self._servers.values())
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __iter__(self) -> Iterator[CatalogEntry]:
+        return iter(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.get(name) is not None
+
+    def get(self, name: str) -> CatalogEntry | None:
+        """The tool called `name` ("server.tool", Python or original spelling, optional `tools.` prefix)."""
+        name = name.strip()
+        found = self._by_name.get(name)
+        if found is None and name.startswith("tools."):
+            found = self._by_name.get(name.removeprefix("tools."))
+        return found
+
+    def server(self, name: str) -> ServerStatus | None:
+        """A server by identifier or original name."""
+        found = self._servers.get(name)
+        if found is None:
+            found = next((s for s in self._servers.values() if s.name == name), None)
+        return found
+
+    def tools_of(self, server: str) -> tuple[CatalogEntry, ...]:
+        """One server's tools (by identifier or original name); empty for an unknown server."""
+        status = self.server(server)
+        return self._by_server.get(status.identifier, ()) if status else ()
+
+    def suggest(self, name: str, limit: int = 3) -> list[str]:
+        """Up to `limit` qualified names close to `name`, which may be "server.tool" or a tool alone."""
+        wanted = name.strip().removeprefix("tools.").lower()
+        server_part, _, tool_part = wanted.rpartition(".")
+        server = self.server(server_part) if server_part else None
+        scored: list[tuple[float, str]] = []
+        for entry in self._entries:
+            score = max(
+                _ratio(wanted, entry.qualified.lower()),
+                _ratio(tool_part, entry.python_name.lower()),
+                _ratio(tool_part, entry.tool_name.lower()),
+            )
+            # A correctly named server breaks ties toward its own tools.
+            if server is not None and server.identifier == entry.server_id:
+                score += 0.05
+            if score >= _SUGGEST_CUTOFF:
+                scored.append((score, entry.qualified))
+        scored.sort(key=lambda item: (-item[0], item[1]))
+        return [qualified for _, qualified in scored[:limit]]
+
+    def suggest_servers(self, name: str, limit: int = 3) -> list[str]:
+        """Up to `limit` server identifiers close to `name`."""
+        names = {s.identifier: s.identifier for s in self._servers.values()}
+        names.update({s.name: s.identifier for s in self._servers.values()})
+        close = difflib.get_close_matches(name.strip(), list(names), n=limit * 2, cutoff=_SUGGEST_CUTOFF)
+        return list(dict.fromkeys(names[c] for c in close))[:limit]
+
+
+def _first_of_each_name(tools: Iterable[Tool]) -> list[Tool]:
+    # A server that lists one name twice gets its first definition only: calls go by name.
+    seen: set[str] = set()
+    kept: list[Tool] = []
+    for tool in tools:
+        if tool.name not in seen:
+            seen.add(tool.name)
+            kept.append(tool)
+    return kept
+
+
+def _ratio(a: str, b: str) -> float:
+    return difflib.SequenceMatcher(None, a, b).ratio() if a and b else 0.0

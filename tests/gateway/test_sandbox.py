@@ -1,0 +1,190 @@
+"""The runner: outputs, values, tracebacks, host services, limits and concurrency."""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+import pytest
+
+from gateway import Sandbox, SandboxLimits, ToolCallError
+from gateway.testing import InProcessTools
+
+pytestmark = pytest.mark.anyio
+
+
+async def run(sandbox: Sandbox, code: str, **kwargs: object):  # type: ignore[no-untyped-def]
+    with anyio.fail_after(30):
+        return await sandbox.execute(code, **kwargs)  # type: ignore[arg-type]
+
+
+async def test_stdout_and_the_last_expression_value_are_returned(sandbox: Sandbox) -> None:
+    result = await run(sandbox, "print('hello')\n{'a': [1, 2.5, None]}")
+    assert result.ok
+    assert result.stdout == "hello\n"
+    assert result.value == {"a": [1, 2.5, None]}
+    assert result.fuel > 0
+    assert result.ms > 0
+
+
+async def test_a_statement_last_line_gives_no_value(sandbox: Sandbox) -> None:
+    result = await run(sandbox, "x = 1")
+    assert result.ok
+    assert result.value is None
+    assert result.value_repr is None
+
+
+async def test_a_value_that_is_not_json_comes_back_as_its_repr(sandbox: Sandbox) -> None:
+    result = await run(sandbox, "{1, 2}")
+    assert result.value == "{1, 2}"
+    assert result.value_repr == "{1, 2}"
+
+
+async def test_a_traceback_shows_the_snippets_own_lines_and_nothing_of_the_host(sandbox: Sandbox) -> None:
+    result = await run(sandbox, "x = 1\n\ndef f():\n    return {}['missing']\n\nf()\n")
+    assert not result.ok
+    assert result.error is not None
+    assert result.error.type == "KeyError"
+    tb = result.error.traceback or ""
+    assert 'File "<snippet>", line 6, in <module>' in tb
+    assert 'File "<snippet>", line 4, in f' in tb
+    assert "return {}['missing']" in tb
+    assert "guest" not in tb
+    assert "gateway" not in tb
+
+
+async def test_top_level_await_and_asyncio_gather_work(sandbox: Sandbox) -> None:
+    tools = InProcessTools({"m.add": lambda a, b: a + b})
+    code = "import asyncio\nx = await tools.m.add(a=1, b=2)\nys = await asyncio.gather(tools.m.add(a=x, b=1), asyncio.sleep(0, 5))\n[x, ys]"
+    result = await run(sandbox, code, tool_caller=tools)
+    assert result.ok, result.error
+    assert result.value == [3, [4, 5]]
+    assert [call[0] for call in tools.calls] == ["m.add", "m.add"]
+    assert [c.ok for c in result.tool_calls] == [True, True]
+
+
+async def test_call_tool_passes_arguments_and_returns_the_result(sandbox: Sandbox) -> None:
+    tools = InProcessTools({"srv.echo": lambda **kw: {"got": kw}})
+    result = await run(sandbox, "call_tool('srv.echo', n=1, s='x')", tool_caller=tools)
+    assert result.value == {"got": {"n": 1, "s": "x"}}
+    assert tools.calls == [("srv.echo", {"n": 1, "s": "x"})]
+
+
+async def test_a_failed_tool_call_is_a_catchable_tool_error_with_the_childs_message(sandbox: Sandbox) -> None:
+    def refuse() -> None:
+        raise ToolCallError("repository not found")
+
+    tools = InProcessTools({"git.status": refuse})
+    code = "try:\n    tools.git.status()\nexcept ToolError as e:\n    print('caught:', e)\n'after'"
+    result = await run(sandbox, code, tool_caller=tools)
+    assert result.ok
+    assert result.stdout == "caught: repository not found\n"
+    assert result.value == "after"
+    assert result.tool_calls[0].ok is False
+
+
+async def test_without_a_tool_caller_a_tool_call_says_no_tools_are_configured(sandbox: Sandbox) -> None:
+    result = await run(sandbox, "tools.a.b()")
+    assert result.error is not None
+    assert result.error.type == "ToolError"
+    assert "no tools are configured" in result.error.message
+
+
+async def test_the_clock_is_the_hosts(sandbox: Sandbox) -> None:
+    result = await run(sandbox, "import time, datetime\n[time.time(), datetime.datetime.now().timestamp()]")
+    assert result.ok, result.error
+    now = time.time()
+    assert abs(result.value[0] - now) < 5
+    assert abs(result.value[1] - now) < 5
+
+
+async def test_time_sleep_waits_on_the_host(sandbox: Sandbox) -> None:
+    result = await run(sandbox, "import time\nt = time.monotonic()\ntime.sleep(0.05)\ntime.monotonic() - t")
+    assert result.ok, result.error
+    assert result.value >= 0.05
+
+
+async def test_every_run_draws_fresh_randomness(sandbox: Sandbox) -> None:
+    code = "import random, os, uuid, secrets\n[random.random(), os.urandom(8).hex(), str(uuid.uuid4()), secrets.token_hex(8), random.Random().random()]"
+    first, second = await run(sandbox, code), await run(sandbox, code)
+    assert first.ok and second.ok, (first.error, second.error)
+    for a, b in zip(first.value, second.value, strict=True):
+        assert a != b
+
+
+async def test_tampering_with_builtins_does_not_survive_into_the_next_execution(sandbox: Sandbox) -> None:
+    tampered = await run(sandbox, "import builtins, sys\nbuiltins.len = lambda x: 0\nsys.modules.clear()\nlen([1, 2])")
+    assert tampered.value == 0
+    fresh = await run(sandbox, "len([1, 2])")
+    assert fresh.value == 2
+
+
+async def test_a_cpu_loop_past_the_wall_clock_budget_is_interrupted() -> None:
+    limits = SandboxLimits(fuel=10**13, timeout_seconds=0.5, prewarm_instances=0)
+    with Sandbox(limits) as sandbox:
+        result = await run(sandbox, "while True: pass")
+        assert result.error is not None
+        assert result.error.type == "WallTimeExceeded"
+        assert "0.5 s (sandbox.timeout_seconds)" in result.error.message
+        assert (await run(sandbox, "1 + 1")).value == 2
+
+
+async def test_the_fuel_error_names_the_configured_fuel() -> None:
+    with Sandbox(SandboxLimits(fuel=50_000_000, prewarm_instances=0)) as sandbox:
+        result = await run(sandbox, "while True: pass")
+        assert result.error is not None
+        assert result.error.type == "FuelExhausted"
+        assert "50,000,000" in result.error.message
+        assert result.fuel == 50_000_000
+
+
+async def test_a_requested_timeout_is_capped_by_the_config(sandbox: Sandbox) -> None:
+    assert sandbox.timeout_for(10**6) == sandbox.limits.timeout_seconds
+    assert sandbox.timeout_for(2) == 2
+    result = await run(sandbox, "import time; time.sleep(1)", timeout=0.5)
+    assert result.error is not None
+    assert result.error.type == "WallTimeExceeded"
+
+
+async def test_a_bug_in_the_tool_caller_is_contained_without_a_host_traceback(sandbox: Sandbox) -> None:
+    def broken() -> None:
+        raise KeyError("internal detail")
+
+    result = await run(sandbox, "try:\n    tools.x.broken()\nexcept BaseException:\n    pass", tool_caller=InProcessTools({"x.broken": broken}))
+    assert result.error is not None
+    assert result.error.type == "GuestCrashed"
+    assert "internal detail" not in result.error.message
+    assert "Traceback" not in result.error.message
+    assert (await run(sandbox, "2 * 3")).value == 6
+
+
+async def test_two_executions_run_at_once_and_get_their_own_outputs(sandbox: Sandbox) -> None:
+    both_inside = anyio.Event()
+    arrived: list[str] = []
+
+    async def rendezvous(who: str) -> str:
+        arrived.append(who)
+        if len(arrived) == 2:
+            both_inside.set()
+        await both_inside.wait()  # returns only if both executions are live at the same time
+        return who.upper()
+
+    tools = InProcessTools({"sync.meet": rendezvous})
+    results: dict[str, object] = {}
+
+    async def one(who: str) -> None:
+        results[who] = await sandbox.execute(f"print('{who}')\ntools.sync.meet(who='{who}')", tool_caller=tools)
+
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(one, "left")
+            tg.start_soon(one, "right")
+    for who in ("left", "right"):
+        result = results[who]
+        assert result.stdout == f"{who}\n"  # type: ignore[attr-defined]
+        assert result.value == who.upper()  # type: ignore[attr-defined]
+
+
+def test_execute_sync_runs_without_an_event_loop(sandbox: Sandbox) -> None:
+    result = sandbox.execute_sync("sum(range(10))")
+    assert result.value == 45
