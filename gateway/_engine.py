@@ -95,12 +95,18 @@ def _load_cached(engine: wasmtime.Engine, artifact: Path, checksum: Path) -> Com
     try:
         return Component.deserialize_file(engine, str(artifact))
     except wasmtime.WasmtimeError as exc:
-        log.warning("artifact rejected by wasmtime, recompiling", extra={"artifact": str(artifact), "error": str(exc)})
+        log.warning(
+            "artifact rejected by wasmtime, recompiling", extra={"artifact": str(artifact), "error": str(exc)}
+        )
         return None
 
 
 def load_component(
-    engine: wasmtime.Engine, engine_fingerprint: str, *, path: Path | None = None, cache_dir: Path | None = None
+    engine: wasmtime.Engine,
+    engine_fingerprint: str,
+    *,
+    path: Path | None = None,
+    cache_dir: Path | None = None,
 ) -> LoadedComponent:
     """Load the sandbox component, compiling it once per (component, wasmtime, engine config)."""
     path = path or COMPONENT_PATH
@@ -115,10 +121,10 @@ def load_component(
     if cached is not None:
         return LoadedComponent(cached, component_sha, artifact, compiled=False)
     try:
-        component = Component.from_file(engine, str(path))
+        component = Component.from_file(engine, str(path))  # pyright: ignore[reportUnknownMemberType]
     except wasmtime.WasmtimeError as exc:
         raise SandboxUnavailable(f"sandbox component at {path} does not load: {exc}") from exc
-    data = component.serialize()
+    data = bytes(component.serialize())
     try:
         cache.mkdir(parents=True, exist_ok=True)
         _write_atomically(artifact, data)

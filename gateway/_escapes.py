@@ -22,7 +22,7 @@ __all__ = ["CASES", "CaseOutcome", "EscapeCase", "probe_tools", "run_case"]
 
 @dataclass(frozen=True)
 class EscapeCase:
-    """One hostile snippet. `error` is the expected error type, or None when it must succeed and pass `check`."""
+    """One hostile snippet; `error` is the expected error type, or None: it must succeed and pass `check`."""
 
     id: str
     category: str
@@ -63,6 +63,7 @@ _FS = "the sandbox has no filesystem"
 _NET = "the sandbox has no network"
 _PROC = "the sandbox has no processes"
 
+# fmt: off
 CASES: tuple[EscapeCase, ...] = (
     # filesystem
     _case("fs-open-read", "filesystem", "open('/etc/passwd').read()", "SandboxRestriction", _FS),
@@ -263,6 +264,7 @@ CASES: tuple[EscapeCase, ...] = (
     _case("code-too-large", "input", "x = '" + "a" * 300_000 + "'", "CodeTooLarge", "sandbox.max_code_bytes"),
     _case("sys-exit-nonzero", "input", "import sys; sys.exit(3)", "SystemExit", "3"),
 )
+# fmt: on
 
 
 def probe_tools(fail_message: str = "probe failed") -> InProcessTools:
@@ -280,10 +282,16 @@ def probe_tools(fail_message: str = "probe failed") -> InProcessTools:
 
         raise ToolCallError(fail_message)
 
+    def echo(**arguments: object) -> dict[str, object]:
+        return arguments
+
+    def big(n: int) -> str:
+        return "b" * n
+
     return InProcessTools(
         {
-            "probe.echo": lambda **kw: kw,
-            "probe.big": lambda n: "b" * n,
+            "probe.echo": echo,
+            "probe.big": big,
             "probe.fail": fail,
             "probe.slow": slow,
             "probe.crash": crash,

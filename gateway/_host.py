@@ -14,7 +14,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,7 +73,7 @@ class Execution:
         )
 
     def sleep(self, payload: Any) -> dict[str, Any]:
-        seconds = payload.get("seconds") if isinstance(payload, dict) else None
+        seconds: object = payload.get("seconds") if isinstance(payload, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
         if not isinstance(seconds, int | float) or not math.isfinite(seconds) or seconds < 0:
             raise _Refused("ValueError", "time.sleep() takes a finite, non-negative number of seconds")
         if seconds >= self.remaining():
@@ -85,7 +85,8 @@ class Execution:
         limits = self.limits
         if len(self.tool_calls) >= limits.max_tool_calls:
             raise ToolCallLimitExceeded(
-                f"tool call limit reached: {limits.max_tool_calls} calls per execution (sandbox.max_tool_calls); "
+                f"tool call limit reached: {limits.max_tool_calls} calls per execution "
+                "(sandbox.max_tool_calls); "
                 "batch the work or split it across executions"
             )
         size = len(args_json.encode())
@@ -99,7 +100,9 @@ class Execution:
         except ValueError as exc:
             raise _Refused("ToolError", f"arguments to {name} are not valid JSON: {exc}") from None
         if not isinstance(arguments, dict):
-            raise _Refused("ToolError", f"arguments to {name} must be a JSON object, got {type(arguments).__name__}")
+            raise _Refused(
+                "ToolError", f"arguments to {name} must be a JSON object, got {type(arguments).__name__}"
+            )
         if self.tool_caller is None:
             raise _Refused("ToolError", f"no tools are configured, so {name} cannot be called")
         remaining = self.remaining()
@@ -115,8 +118,9 @@ class Execution:
             record.error = "timeout"
             if timeout < limits.tool_call_timeout_seconds:
                 raise self._budget_error(f"waiting for {name}") from None
-            raise _Refused("ToolError", f"{name} timed out after {timeout:g} s (sandbox.tool_call_timeout_seconds)") \
-                from None
+            raise _Refused(
+                "ToolError", f"{name} timed out after {timeout:g} s (sandbox.tool_call_timeout_seconds)"
+            ) from None
         except ToolCallError as exc:
             record.error = exc.kind
             raise _Refused(exc.kind, str(exc)) from None
@@ -143,7 +147,9 @@ async def _call_with_timeout(caller: ToolCaller, name: str, arguments: dict[str,
         return await caller(name, arguments)
 
 
-def _run_on_loop(func: Callable[..., Awaitable[Any]], *args: Any, fallback: Callable[[], Any] | None = None) -> Any:
+def _run_on_loop(
+    func: Callable[..., Coroutine[Any, Any, Any]], *args: Any, fallback: Callable[[], Any] | None = None
+) -> Any:
     try:
         return anyio.from_thread.run(func, *args)
     except anyio.NoEventLoopError:
@@ -156,7 +162,7 @@ def _run_on_loop(func: Callable[..., Awaitable[Any]], *args: Any, fallback: Call
 _current = threading.local()
 
 
-class use_execution:  # noqa: N801 - used as a context manager, reads like a function
+class use_execution:
     """Bind an Execution to the current worker thread for the host function to find."""
 
     def __init__(self, execution: Execution) -> None:
@@ -182,7 +188,9 @@ def _dispatch(execution: Execution, name: str, args_json: str) -> str:
     if name.startswith("@"):
         raise _Refused("ToolError", f"unknown host service {name[:MAX_NAME_CHARS]!r}")
     if len(name) > MAX_NAME_CHARS:
-        raise _Refused("ToolError", f"tool name is {len(name)} characters, over the {MAX_NAME_CHARS}-character cap")
+        raise _Refused(
+            "ToolError", f"tool name is {len(name)} characters, over the {MAX_NAME_CHARS}-character cap"
+        )
     return execution.call_tool(name, args_json)
 
 
@@ -206,8 +214,10 @@ def host_call(_store: object, name: str, args_json: str) -> Variant:
         execution.ended_by = exc
     except Exception as exc:  # a bug on the host side: contained, logged, never shown to the model
         log.exception("host call failed", extra={"tool": name[:MAX_NAME_CHARS]})
-        execution.ended_by = GuestCrashed(f"the gateway failed while serving {name[:MAX_NAME_CHARS]!r}: "
-                                          f"{type(exc).__name__}; see the gateway log")
+        execution.ended_by = GuestCrashed(
+            f"the gateway failed while serving {name[:MAX_NAME_CHARS]!r}: "
+            f"{type(exc).__name__}; see the gateway log"
+        )
     # A WasmtimeError (not any other exception: wasmtime-py keeps those in a process-wide global,
     # which concurrent executions would race on) traps the guest and unwinds it.
     raise wasmtime.WasmtimeError("codemode: execution ended by the host")

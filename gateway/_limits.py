@@ -16,23 +16,37 @@ class SandboxLimits(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     fuel: int = Field(
-        default=20_000_000_000, ge=1_000_000,
+        default=20_000_000_000,
+        ge=1_000_000,
         description="wasmtime fuel per execution; ~1e9 is ~0.1 s of CPython work here.",
     )
-    timeout_seconds: float = Field(default=30.0, gt=0, le=3600, description="Wall-clock budget per execution.")
-    memory_bytes: int = Field(default=256 * _MIB, ge=64 * _MIB, description="Linear memory cap per execution.")
-    max_wasm_stack_bytes: int = Field(default=1 * _MIB, ge=256 * _KIB, le=64 * _MIB,
-                                      description="wasm call stack; deep recursion past it traps.")
-    max_code_bytes: int = Field(default=256 * _KIB, ge=1024, le=16 * _MIB, description="Cap on the snippet's source.")
+    timeout_seconds: float = Field(
+        default=30.0, gt=0, le=3600, description="Wall-clock budget per execution."
+    )
+    memory_bytes: int = Field(
+        default=256 * _MIB, ge=64 * _MIB, description="Linear memory cap per execution."
+    )
+    max_wasm_stack_bytes: int = Field(
+        default=1 * _MIB,
+        ge=256 * _KIB,
+        le=64 * _MIB,
+        description="wasm call stack; deep recursion past it traps.",
+    )
+    max_code_bytes: int = Field(
+        default=256 * _KIB, ge=1024, le=16 * _MIB, description="Cap on the snippet's source."
+    )
     max_stdout_bytes: int = Field(default=64 * _KIB, ge=0, le=64 * _MIB)
     max_stderr_bytes: int = Field(default=16 * _KIB, ge=0, le=64 * _MIB)
-    max_value_bytes: int = Field(default=64 * _KIB, ge=256, le=64 * _MIB,
-                                 description="Cap on the last expression's JSON/repr.")
+    max_value_bytes: int = Field(
+        default=64 * _KIB, ge=256, le=64 * _MIB, description="Cap on the last expression's JSON/repr."
+    )
     max_tool_calls: int = Field(default=100, ge=0, description="Tool calls per execution.")
     max_tool_args_bytes: int = Field(default=256 * _KIB, ge=2, description="JSON arguments per tool call.")
     max_tool_result_bytes: int = Field(default=1 * _MIB, ge=2, description="JSON result per tool call.")
-    tool_call_timeout_seconds: float = Field(default=30.0, gt=0, le=3600,
-                                             description="Per tool call, also bounded by the remaining budget.")
+    tool_call_timeout_seconds: float = Field(
+        default=30.0, gt=0, le=3600, description="Per tool call, also bounded by the remaining budget."
+    )
     max_concurrent_executions: int = Field(default=4, ge=1, le=256)
-    prewarm_instances: int = Field(default=2, ge=0, le=64,
-                                   description="Fresh instances made ahead of demand (each is used once).")
+    prewarm_instances: int = Field(
+        default=2, ge=0, le=64, description="Fresh instances made ahead of demand (each is used once)."
+    )

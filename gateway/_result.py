@@ -44,7 +44,9 @@ class ExecutionResult(BaseModel):
     stderr: str = ""
     stdout_truncated: bool = False
     stderr_truncated: bool = False
-    value: Any = Field(default=None, description="The last expression's value as JSON (its repr if not JSON).")
+    value: Any = Field(
+        default=None, description="The last expression's value as JSON (its repr if not JSON)."
+    )
     value_repr: str | None = None
     error: ErrorInfo | None = None
     tool_calls: list[ToolCallRecord] = Field(default_factory=list[ToolCallRecord])
@@ -59,8 +61,11 @@ class ExecutionResult(BaseModel):
         if self.stderr:
             parts.append("[stderr]\n" + self.stderr.rstrip("\n"))
         if self.error is not None:
-            parts.append(self.error.traceback.rstrip("\n") if self.error.traceback
-                         else f"{self.error.type}: {self.error.message}")
+            parts.append(
+                self.error.traceback.rstrip("\n")
+                if self.error.traceback
+                else f"{self.error.type}: {self.error.message}"
+            )
         elif self.value_repr is not None:
             parts.append(self.value_repr)
         return "\n".join(parts) if parts else "(no output)"

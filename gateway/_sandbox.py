@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import wasmtime
-from wasmtime.component import Linker, Record
+from wasmtime.component import Func, Linker, Record
 
 from gateway._engine import load_component, make_engine
 from gateway._errors import (
@@ -117,10 +117,14 @@ class Sandbox:
         self._pool.close()
         self._ticker.close()
 
-    def _instantiate(self) -> tuple[wasmtime.Store, wasmtime.component.Func]:
+    def _instantiate(self) -> tuple[wasmtime.Store, Func]:
         store = wasmtime.Store(self._engine)
-        store.set_limits(memory_size=self.limits.memory_bytes, instances=_MAX_INSTANCES,
-                         memories=_MAX_MEMORIES, tables=_MAX_TABLES)
+        store.set_limits(
+            memory_size=self.limits.memory_bytes,
+            instances=_MAX_INSTANCES,
+            memories=_MAX_MEMORIES,
+            tables=_MAX_TABLES,
+        )
         store.set_fuel(self.limits.fuel)
         store.set_epoch_deadline(_INSTANTIATE_TICKS)  # instantiation runs start functions, which check epochs
         instance = self._linker.instantiate(store, self._component)
@@ -149,8 +153,10 @@ class Sandbox:
         execution = Execution(self.limits, self.timeout_for(timeout), tool_caller)
         size = len(code.encode("utf-8", "replace"))
         if size > self.limits.max_code_bytes:
-            error = CodeTooLarge(f"the snippet is {size} bytes, over the {self.limits.max_code_bytes}-byte cap "
-                                 "(sandbox.max_code_bytes); move data into tool calls")
+            error = CodeTooLarge(
+                f"the snippet is {size} bytes, over the {self.limits.max_code_bytes}-byte cap "
+                "(sandbox.max_code_bytes); move data into tool calls"
+            )
             return self._failed(execution, error, fuel=0)
         try:
             store, run = self._pool.take()
@@ -160,7 +166,7 @@ class Sandbox:
         store.set_epoch_deadline(int(execution.timeout / EPOCH_TICK_SECONDS) + 1)
         with use_execution(execution):
             try:
-                outcome = run(store, code, _run_options(self.limits))
+                outcome: Any = run(store, code, _run_options(self.limits))
             except wasmtime.WasmtimeError as exc:
                 error = execution.ended_by or translate_trap(str(exc), self.limits, execution.timeout)
                 if isinstance(error, GuestCrashed):
@@ -170,7 +176,10 @@ class Sandbox:
 
     def _failed(self, execution: Execution, error: ExecutionFailed, *, fuel: int) -> ExecutionResult:
         return ExecutionResult(
-            ok=False, error=ErrorInfo.from_exception(error), tool_calls=execution.tool_calls, fuel=fuel,
+            ok=False,
+            error=ErrorInfo.from_exception(error),
+            tool_calls=execution.tool_calls,
+            fuel=fuel,
             ms=round((time.monotonic() - execution.started) * 1000, 3),
         )
 
@@ -204,9 +213,15 @@ class Sandbox:
         exc_type, message, traceback = str(failure.type), str(failure.message), str(failure.traceback)
         if exc_type == "MemoryError":
             # A failed memory.grow surfaces in the guest as MemoryError: name the limit behind it.
-            return ErrorInfo.from_exception(MemoryLimitExceeded(
-                f"memory limit reached: the snippet needed more than {self.limits.memory_bytes:,} bytes "
-                "(sandbox.memory_bytes); process data in smaller pieces"))
+            return ErrorInfo.from_exception(
+                MemoryLimitExceeded(
+                    f"memory limit reached: the snippet needed more than {self.limits.memory_bytes:,} bytes "
+                    "(sandbox.memory_bytes); process data in smaller pieces"
+                )
+            )
         cap = self.limits.max_value_bytes
-        return ErrorInfo.from_exception(SnippetError(
-            _capped(message, cap)[0], exc_type=exc_type[:200], traceback=_capped(traceback, cap)[0]))
+        return ErrorInfo.from_exception(
+            SnippetError(
+                _capped(message, cap)[0], exc_type=exc_type[:200], traceback=_capped(traceback, cap)[0]
+            )
+        )

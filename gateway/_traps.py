@@ -36,8 +36,11 @@ _STUB_MARKERS: tuple[tuple[str, str, str], ...] = (
 def _denied_capability(message: str) -> tuple[str, str] | None:
     # The first frames of a backtrace are the stub itself; the libc frame that called it names it.
     lowered = message.lower()
-    hits = [(lowered.find(marker), capability, advice) for marker, capability, advice in _STUB_MARKERS
-            if marker in lowered]
+    hits = [
+        (lowered.find(marker), capability, advice)
+        for marker, capability, advice in _STUB_MARKERS
+        if marker in lowered
+    ]
     if not hits:
         return None
     _, capability, advice = min(hits)
@@ -58,7 +61,8 @@ def translate_trap(message: str, limits: SandboxLimits, timeout: float) -> Execu
         )
     if "call stack exhausted" in lowered or "stack overflow" in lowered:
         return StackExhausted(
-            f"stack limit reached: recursion went deeper than the {limits.max_wasm_stack_bytes:,}-byte wasm stack "
+            "stack limit reached: recursion went deeper than the "
+            f"{limits.max_wasm_stack_bytes:,}-byte wasm stack "
             "allows (sandbox.max_wasm_stack_bytes); use iteration or less nesting"
         )
     if "memory" in lowered and ("grow" in lowered or "limit" in lowered or "allocation" in lowered):
@@ -69,6 +73,10 @@ def translate_trap(message: str, limits: SandboxLimits, timeout: float) -> Execu
     denied = _denied_capability(message)
     if denied is not None:
         capability, advice = denied
-        return CapabilityDenied(f"the sandbox has no {capability}: the snippet reached a disabled capability; {advice}")
+        return CapabilityDenied(
+            f"the sandbox has no {capability}: the snippet reached a disabled capability; {advice}"
+        )
     first_line = message.strip().splitlines()[0] if message.strip() else "unknown trap"
-    return GuestCrashed(f"the sandbox crashed ({first_line[:200]}); the gateway is fine, try again or simplify")
+    return GuestCrashed(
+        f"the sandbox crashed ({first_line[:200]}); the gateway is fine, try again or simplify"
+    )

@@ -37,8 +37,12 @@ def drive(coro: Coroutine[Any, Any, Any]) -> Any:
         while True:
             yielded = coro.send(None)
             if yielded is not None:
-                coro.throw(RuntimeError(
-                    "the sandbox has no event loop: await tool calls, asyncio.sleep and asyncio.gather only"))
+                coro.throw(
+                    RuntimeError(
+                        "the sandbox has no event loop: "
+                        "await tool calls, asyncio.sleep and asyncio.gather only"
+                    )
+                )
     except StopIteration as stop:
         return stop.value
 

@@ -118,8 +118,8 @@ def _install_clock() -> None:
         # A host wait bounded by the execution's remaining wall budget, never an unbounded one.
         host_call("@sleep", {"seconds": float(seconds)})
 
-    def now_or(secs: float | None) -> float:
-        return time_ns() / 1e9 if secs is None else secs
+    def now_or(secs: Any) -> float:
+        return time_ns() / 1e9 if secs is None else float(secs)
 
     time.time_ns = time_ns
     time.time = lambda: time_ns() / 1e9
@@ -128,12 +128,16 @@ def _install_clock() -> None:
     time.process_time_ns = time.thread_time_ns = monotonic_ns
     time.process_time = time.thread_time = time.monotonic
     time.sleep = sleep
+
+    def or_now(t: Any) -> Any:
+        return c_localtime(now_or(None)) if t is None else t
+
+    plain_asctime = time.asctime
     time.localtime = lambda secs=None: c_localtime(now_or(secs))
     time.gmtime = lambda secs=None: c_gmtime(now_or(secs))
-    time.ctime = lambda secs=None: time.asctime(c_localtime(now_or(secs)))
-    time.strftime = lambda fmt, t=None: c_strftime(fmt, c_localtime(now_or(None)) if t is None else t)
-    plain_asctime = time.asctime
-    time.asctime = lambda t=None: plain_asctime(c_localtime(now_or(None)) if t is None else t)
+    time.ctime = lambda secs=None: plain_asctime(c_localtime(now_or(secs)))
+    time.strftime = lambda fmt, t=None: c_strftime(fmt, or_now(t))
+    time.asctime = lambda t=None: plain_asctime(or_now(t))
 
 
 class _NoStdin:
@@ -155,28 +159,100 @@ def _install_refusals() -> None:
     builtins.input = _refusing("stdin", "input()")
     sys.stdin = sys.__stdin__ = _NoStdin()  # type: ignore[assignment]
     for name in (
-        "listdir", "scandir", "stat", "lstat", "open", "walk", "fwalk", "getcwd", "getcwdb", "chdir",
-        "mkdir", "makedirs", "remove", "removedirs", "unlink", "rmdir", "rename", "renames", "replace",
-        "access", "chmod", "chown", "link", "symlink", "readlink", "truncate", "utime", "statvfs",
-        "opendir", "mkfifo", "mknod", "pipe", "dup", "dup2",
+        "listdir",
+        "scandir",
+        "stat",
+        "lstat",
+        "open",
+        "walk",
+        "fwalk",
+        "getcwd",
+        "getcwdb",
+        "chdir",
+        "mkdir",
+        "makedirs",
+        "remove",
+        "removedirs",
+        "unlink",
+        "rmdir",
+        "rename",
+        "renames",
+        "replace",
+        "access",
+        "chmod",
+        "chown",
+        "link",
+        "symlink",
+        "readlink",
+        "truncate",
+        "utime",
+        "statvfs",
+        "opendir",
+        "mkfifo",
+        "mknod",
+        "pipe",
+        "dup",
+        "dup2",
     ):
         if hasattr(os, name):
             setattr(os, name, _refusing("filesystem", f"os.{name}()"))
     for name in (
-        "system", "popen", "fork", "forkpty", "kill", "killpg", "spawnl", "spawnle", "spawnlp",
-        "spawnv", "spawnve", "spawnvp", "execl", "execle", "execlp", "execv", "execve", "execvp",
-        "posix_spawn", "posix_spawnp", "wait", "waitpid",
+        "system",
+        "popen",
+        "fork",
+        "forkpty",
+        "kill",
+        "killpg",
+        "spawnl",
+        "spawnle",
+        "spawnlp",
+        "spawnv",
+        "spawnve",
+        "spawnvp",
+        "execl",
+        "execle",
+        "execlp",
+        "execv",
+        "execve",
+        "execvp",
+        "posix_spawn",
+        "posix_spawnp",
+        "wait",
+        "waitpid",
     ):
         # Defined even where WASI lacks them, so the snippet learns why rather than an AttributeError.
         setattr(os, name, _refusing("processes", f"os.{name}()"))
     os.environ.clear()
 
 
-_AUDIT_CAPABILITY = {"open": "filesystem", "subprocess": "processes", "socket": "network", "ctypes": "native code",
-                     "mmap": "native code", "shutil": "filesystem", "sqlite3": "filesystem", "urllib": "network",
-                     "http": "network", "ftplib": "network", "smtplib": "network", "glob": "filesystem"}
-_AUDIT_OS_PROCESSES = frozenset({"os.system", "os.exec", "os.fork", "os.forkpty", "os.posix_spawn", "os.spawn",
-                                 "os.kill", "os.killpg", "os.startfile", "os.popen"})
+_AUDIT_CAPABILITY = {
+    "open": "filesystem",
+    "subprocess": "processes",
+    "socket": "network",
+    "ctypes": "native code",
+    "mmap": "native code",
+    "shutil": "filesystem",
+    "sqlite3": "filesystem",
+    "urllib": "network",
+    "http": "network",
+    "ftplib": "network",
+    "smtplib": "network",
+    "glob": "filesystem",
+}
+_AUDIT_OS_PROCESSES = frozenset(
+    {
+        "os.system",
+        "os.exec",
+        "os.fork",
+        "os.forkpty",
+        "os.posix_spawn",
+        "os.spawn",
+        "os.kill",
+        "os.killpg",
+        "os.startfile",
+        "os.popen",
+    }
+)
 _AUDIT_OS_ALLOWED = frozenset({"os.putenv", "os.unsetenv"})
 
 
@@ -186,7 +262,9 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
     # CPython itself from opening a "file" named after the snippet to quote a SyntaxError's line.
     head = event.partition(".")[0]
     if head == "os" and event not in _AUDIT_OS_ALLOWED:
-        _refuse("processes" if event in _AUDIT_OS_PROCESSES else "filesystem", event.removeprefix("os.") + "()")
+        _refuse(
+            "processes" if event in _AUDIT_OS_PROCESSES else "filesystem", event.removeprefix("os.") + "()"
+        )
     capability = _AUDIT_CAPABILITY.get(head)
     if capability is not None:
         what = f"open({args[0]!r})" if event == "open" and args else event
@@ -204,11 +282,14 @@ class _SandboxFinder:
     """The only import finder: what is not in the snapshot does not exist."""
 
     @classmethod
-    def find_spec(cls, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None) -> None:
+    def find_spec(
+        cls, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> None:
         capability = DENIED_CAPABILITIES.get(fullname) or DENIED_CAPABILITIES.get(fullname.split(".")[0])
         if capability:
-            raise ModuleNotFoundError(f"module {fullname!r} is not available: {_ADVICE.get(capability, capability)}",
-                                      name=fullname)
+            raise ModuleNotFoundError(
+                f"module {fullname!r} is not available: {_ADVICE.get(capability, capability)}", name=fullname
+            )
         raise ModuleNotFoundError(
             f"No module named {fullname!r} in the sandbox; it can import: {', '.join(ALLOWED_MODULES)}",
             name=fullname,

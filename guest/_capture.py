@@ -27,7 +27,7 @@ class CappedStream(io.TextIOBase):
         return False
 
     def write(self, text: str) -> int:
-        if not isinstance(text, str):
+        if not isinstance(text, str):  # pyright: ignore[reportUnnecessaryIsInstance]  # snippets pass anything
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
         if self.dropped:
             self.dropped += len(text.encode("utf-8", "replace"))

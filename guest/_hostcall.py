@@ -27,7 +27,9 @@ def host_call(name: str, payload: Any) -> Any:
         raise TypeError(f"arguments to {name} must be JSON values: {exc}") from None
     try:
         answer = host.call(name, args_json)
-    except Err as err:
-        info = json.loads(err.value)
-        raise ToolError(info.get("message", "tool call failed"), tool=name, kind=info.get("type", "ToolError")) from None
+    except Err as err:  # pyright: ignore[reportUnknownVariableType]  # generic in the generated bindings
+        info = json.loads(str(err.value))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+        raise ToolError(
+            info.get("message", "tool call failed"), tool=name, kind=info.get("type", "ToolError")
+        ) from None
     return json.loads(answer)

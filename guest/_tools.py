@@ -9,7 +9,7 @@ __all__ = ["ToolError", "call_tool", "tools"]
 
 def call_tool(name: str, /, **arguments: Any) -> Any:
     """Call a child tool by its namespaced name (`server.tool`) and return its result as a Python value."""
-    if not isinstance(name, str) or not name or name.startswith("@"):
+    if not isinstance(name, str) or not name or name.startswith("@"):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ToolError(f"tool name must be 'server.tool', got {name!r}", tool=str(name))
     return host_call(name, arguments)
 

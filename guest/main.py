@@ -20,7 +20,8 @@ _aio.install()
 
 
 def _truncation_note(stream: CappedStream, limit_key: str, limit: int) -> str:
-    return f"\n[... {stream.dropped} more bytes dropped: {stream.name} is capped at {limit} bytes ({limit_key})]\n"
+    dropped = f"{stream.dropped} more bytes dropped"
+    return f"\n[... {dropped}: {stream.name} is capped at {limit} bytes ({limit_key})]\n"
 
 
 def _encode_value(outcome: SnippetOutcome, limit: int) -> tuple[str | None, str | None]:

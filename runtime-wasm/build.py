@@ -26,6 +26,7 @@ BUILD_DIR = HERE / "build"
 COMPONENT = BUILD_DIR / "sandbox.wasm"
 COMPONENT_SHA = BUILD_DIR / "sandbox.wasm.sha256"
 INPUTS_SHA = BUILD_DIR / "inputs.sha256"
+BINDINGS_DIR = BUILD_DIR / "bindings"  # for type checkers and editors; the build generates its own
 WORLD = "sandbox"
 APP_MODULE = "guest.main"
 
@@ -33,7 +34,11 @@ APP_MODULE = "guest.main"
 def _input_files() -> list[tuple[str, Path]]:
     """Every input with a stable label (its path inside its own folder), sorted."""
     files = [(f"wit/{p.relative_to(WIT_DIR)}", p) for p in WIT_DIR.rglob("*.wit")]
-    files += [(f"guest/{p.relative_to(GUEST_DIR)}", p) for p in GUEST_DIR.rglob("*.py") if "__pycache__" not in p.parts]
+    files += [
+        (f"guest/{p.relative_to(GUEST_DIR)}", p)
+        for p in GUEST_DIR.rglob("*.py")
+        if "__pycache__" not in p.parts
+    ]
     files.append(("runtime-wasm/build.py", Path(__file__).resolve()))
     return sorted(files)
 
@@ -49,11 +54,21 @@ def inputs_hash() -> str:
 
 def is_current(expected: str) -> bool:
     """Whether the built component exists, is intact and was built from these inputs."""
-    if not (COMPONENT.exists() and COMPONENT_SHA.exists() and INPUTS_SHA.exists()):
+    if not (COMPONENT.exists() and COMPONENT_SHA.exists() and INPUTS_SHA.exists() and BINDINGS_DIR.exists()):
         return False
     if INPUTS_SHA.read_text().strip() != expected:
         return False
     return hashlib.sha256(COMPONENT.read_bytes()).hexdigest() == COMPONENT_SHA.read_text().strip()
+
+
+def _componentize_py(*args: str, cwd: str) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    script = "import sys; from componentize_py import script; sys.exit(script())"
+    cmd = [sys.executable, "-c", script, "--quiet", "-d", str(WIT_DIR), "-w", WORLD, *args]
+    done = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.stderr.write(done.stdout + done.stderr)
+        raise SystemExit(f"componentize-py {args[0]} failed (exit {done.returncode}); see the output above")
 
 
 def build(force: bool = False) -> bool:
@@ -66,29 +81,26 @@ def build(force: bool = False) -> bool:
         # Only guest/ is on the build's python path: the snapshot holds nothing else of ours.
         shutil.copytree(GUEST_DIR, Path(tmp) / "guest", ignore=shutil.ignore_patterns("__pycache__"))
         out = Path(tmp) / "sandbox.wasm"
-        env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
-        cmd = [
-            sys.executable, "-c", "import sys; from componentize_py import script; sys.exit(script())", "--quiet", "-d", str(WIT_DIR), "-w", WORLD,
-            "componentize", "--stub-wasi", "-p", tmp, "-o", str(out), APP_MODULE,
-        ]
         started = time.monotonic()
-        done = subprocess.run(cmd, env=env, cwd=tmp, capture_output=True, text=True)
-        if done.returncode != 0:
-            sys.stderr.write(done.stdout + done.stderr)
-            raise SystemExit(f"componentize-py failed (exit {done.returncode}); see the output above")
+        _componentize_py("componentize", "--stub-wasi", "-p", tmp, "-o", str(out), APP_MODULE, cwd=tmp)
+        shutil.rmtree(BINDINGS_DIR, ignore_errors=True)
+        _componentize_py("bindings", str(BINDINGS_DIR), cwd=tmp)
         data = out.read_bytes()
         tmp_component = COMPONENT.with_suffix(".wasm.tmp")
         tmp_component.write_bytes(data)
         os.replace(tmp_component, COMPONENT)
     COMPONENT_SHA.write_text(hashlib.sha256(data).hexdigest() + "\n")
     INPUTS_SHA.write_text(expected + "\n")
-    print(f"built {COMPONENT.relative_to(ROOT)} ({len(data) / 1e6:.1f} MB) in {time.monotonic() - started:.1f} s",
-          file=sys.stderr)
+    print(
+        f"built {COMPONENT.relative_to(ROOT)} ({len(data) / 1e6:.1f} MB) "
+        f"in {time.monotonic() - started:.1f} s",
+        file=sys.stderr,
+    )
     return True
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description="Build the sandbox component when its inputs changed.")
     parser.add_argument("--force", action="store_true", help="rebuild even when the inputs did not change")
     args = parser.parse_args()
     if not build(force=args.force):

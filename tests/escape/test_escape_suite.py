@@ -34,6 +34,19 @@ async def test_hostile_snippet_is_contained_and_the_sandbox_still_serves(
 
 def test_suite_covers_every_category() -> None:
     categories = {case.category for case in CASES}
-    assert {"filesystem", "network", "processes", "environment", "cpu", "wall-time", "memory", "stack",
-            "output", "tools", "host-calls", "imports", "input"} <= categories
+    assert {
+        "filesystem",
+        "network",
+        "processes",
+        "environment",
+        "cpu",
+        "wall-time",
+        "memory",
+        "stack",
+        "output",
+        "tools",
+        "host-calls",
+        "imports",
+        "input",
+    } <= categories
     assert len({case.id for case in CASES}) == len(CASES)

@@ -62,8 +62,9 @@ def test_a_corrupt_artifact_is_detected_and_rebuilt(warm_cache: Path, tmp_path: 
     assert load_component(engine, fingerprint, cache_dir=cache).compiled is False
 
 
-def test_an_artifact_wasmtime_rejects_is_rebuilt_even_when_its_checksum_matches(warm_cache: Path,
-                                                                              tmp_path: Path) -> None:
+def test_an_artifact_wasmtime_rejects_is_rebuilt_even_when_its_checksum_matches(
+    warm_cache: Path, tmp_path: Path
+) -> None:
     import hashlib
 
     engine, fingerprint = make_engine(STACK)
@@ -83,7 +84,9 @@ def test_a_missing_component_says_how_to_build_it(tmp_path: Path) -> None:
         load_component(engine, fingerprint, path=tmp_path / "absent.wasm")
 
 
-def test_the_cache_dir_can_be_set_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_the_cache_dir_can_be_set_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("CODEMODE_CACHE_DIR", str(tmp_path))
     assert default_cache_dir() == tmp_path
 

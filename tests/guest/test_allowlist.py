@@ -13,7 +13,8 @@ pytestmark = pytest.mark.anyio
 
 async def test_every_allowlisted_module_imports_in_the_sandbox(sandbox: Sandbox) -> None:
     code = "import importlib\n[m for m in MODULES if importlib.import_module(m) is None]".replace(
-        "MODULES", repr(list(ALLOWED_MODULES)))
+        "MODULES", repr(list(ALLOWED_MODULES))
+    )
     with anyio.fail_after(30):
         result = await sandbox.execute(code)
     assert result.ok, result.error
@@ -33,7 +34,10 @@ def test_no_module_is_both_allowed_and_denied() -> None:
 
 
 async def test_datetime_strptime_and_idna_work_after_the_imports_are_sealed(sandbox: Sandbox) -> None:
-    code = "import datetime\n[datetime.datetime.strptime('2024-05-06', '%Y-%m-%d').day, 'bücher.de'.encode('idna').decode()]"
+    code = (
+        "import datetime\n"
+        "[datetime.datetime.strptime('2024-05-06', '%Y-%m-%d').day, 'bücher.de'.encode('idna').decode()]"
+    )
     with anyio.fail_after(30):
         result = await sandbox.execute(code)
     assert result.ok, result.error

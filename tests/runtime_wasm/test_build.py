@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _load_build_module() -> ModuleType:
     spec = importlib.util.spec_from_file_location("codemode_build", ROOT / "runtime-wasm" / "build.py")
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -35,11 +36,13 @@ def build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     monkeypatch.setattr(module, "COMPONENT", build_dir / "sandbox.wasm")
     monkeypatch.setattr(module, "COMPONENT_SHA", build_dir / "sandbox.wasm.sha256")
     monkeypatch.setattr(module, "INPUTS_SHA", build_dir / "inputs.sha256")
+    monkeypatch.setattr(module, "BINDINGS_DIR", build_dir / "bindings")
     monkeypatch.setattr(module, "__file__", str(ROOT / "runtime-wasm" / "build.py"))
     return module
 
 
 def _pretend_built(build: ModuleType, content: bytes = b"component") -> None:
+    build.BINDINGS_DIR.mkdir(exist_ok=True)
     build.COMPONENT.write_bytes(content)
     build.COMPONENT_SHA.write_text(hashlib.sha256(content).hexdigest())
     build.INPUTS_SHA.write_text(build.inputs_hash())
@@ -69,8 +72,9 @@ def test_a_damaged_component_is_not_current(build: ModuleType) -> None:
     assert not build.is_current(build.inputs_hash())
 
 
-def test_the_inputs_hash_covers_the_componentize_py_version(build: ModuleType,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_inputs_hash_covers_the_componentize_py_version(
+    build: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
     before = build.inputs_hash()
     monkeypatch.setattr(build.importlib.metadata, "version", lambda _name: "0.0.0-other")
     assert build.inputs_hash() != before
