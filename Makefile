@@ -5,6 +5,11 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 NPM_DIR := .cache/npm
+NPM_STAMP := $(NPM_DIR)/.installed
+# The npm child servers the tests run, pinned exactly (gateway/_config.py NPM_SERVER_PINS must match).
+NPM_PACKAGES := @modelcontextprotocol/server-everything@2026.8.31 \
+	@modelcontextprotocol/server-memory@2026.8.31 \
+	@modelcontextprotocol/server-filesystem@2026.8.31
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
@@ -18,7 +23,11 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[test,bench,lint]"
 	touch $(STAMP)
 
-setup: $(STAMP) ## Create the venv, install dependencies, build and precompile the sandbox (idempotent)
+$(NPM_STAMP): Makefile
+	npm install --prefix $(NPM_DIR) --save-exact --no-audit --no-fund --loglevel=error $(NPM_PACKAGES)
+	touch $(NPM_STAMP)
+
+setup: $(STAMP) $(NPM_STAMP) ## Create the venv, install dependencies, build and precompile the sandbox (idempotent)
 	$(PY) runtime-wasm/build.py
 	$(PY) -m gateway precompile
 

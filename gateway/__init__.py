@@ -44,8 +44,8 @@ __all__ = [
     "StackExhausted",
     "ToolCallError",
     "ToolCallLimitExceeded",
-    "ToolCaller",
     "ToolCallRecord",
+    "ToolCaller",
     "ToolPayloadTooLarge",
     "WallTimeExceeded",
 ]

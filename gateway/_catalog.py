@@ -79,6 +79,10 @@ class CatalogEntry(BaseModel):
             destructive=hints.destructive_hint if hints else None,
         )
 
+    def wire_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """Keyword arguments as the child expects them: Python parameter names back to property names."""
+        return {self.argument_names.get(name, name): value for name, value in arguments.items()}
+
 
 class ServerStatus(BaseModel):
     """A child server's state as the catalog shows it; the catalog fills `identifier` and `tool_count`."""

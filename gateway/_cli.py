@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -10,11 +11,13 @@ from collections.abc import Sequence
 
 import anyio
 
-from gateway._config import load_config
+from gateway._children import ChildState, check_children, format_statuses
+from gateway._config import config_json_schema, load_config
 from gateway._errors import ConfigError, GatewayError
 from gateway._logging import configure_logging
 from gateway._result import ExecutionResult
 from gateway._sandbox import Sandbox
+from gateway._server import run_stdio
 
 __all__ = ["main"]
 
@@ -24,7 +27,10 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="codemode-gateway", description="A code-mode MCP gateway.")
     parser.add_argument("--log-level", default=os.environ.get("CODEMODE_LOG_LEVEL", "WARNING"))
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command")
+
+    serve = commands.add_parser("serve", help="serve MCP over stdio (the default command)")
+    serve.add_argument("--config", help="config file (default: $CODEMODE_CONFIG, else built-in)")
 
     run = commands.add_parser("exec", help="run one snippet in the sandbox and print its outcome")
     source = run.add_mutually_exclusive_group(required=True)
@@ -36,6 +42,13 @@ def _parser() -> argparse.ArgumentParser:
 
     pre = commands.add_parser("precompile", help="compile the sandbox component into the cache (done once)")
     pre.add_argument("--config", help="config file (its sandbox settings shape the engine)")
+
+    check = commands.add_parser(
+        "check", help="validate the config, connect to every child, print their status"
+    )
+    check.add_argument("--config", help="config file (default: $CODEMODE_CONFIG, else built-in)")
+
+    commands.add_parser("schema", help="print the config file's JSON Schema")
     return parser
 
 
@@ -79,17 +92,42 @@ def _precompile(args: argparse.Namespace) -> int:
     started = time.monotonic()
     with Sandbox(config.sandbox.model_copy(update={"prewarm_instances": 0})) as sandbox:
         what = "compiled" if sandbox.compiled_on_load else "already cached"
-    print(f"sandbox component {sandbox.component_sha256[:12]}: {what} ({time.monotonic() - started:.1f} s)",
-          file=sys.stderr)
+    print(
+        f"sandbox component {sandbox.component_sha256[:12]}: {what} ({time.monotonic() - started:.1f} s)",
+        file=sys.stderr,
+    )
+    return EXIT_OK
+
+
+def _check(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    if not config.mcp_servers:
+        print("no child servers configured (mcpServers is empty)")
+        return EXIT_OK
+    statuses = anyio.run(check_children, config)
+    print(format_statuses(statuses))
+    return EXIT_OK if all(status.state is ChildState.READY for status in statuses) else EXIT_FAILED
+
+
+def _serve(args: argparse.Namespace) -> int:
+    run_stdio(load_config(args.config))
+    return EXIT_OK
+
+
+def _schema(args: argparse.Namespace) -> int:
+    print(json.dumps(config_json_schema(), indent=2, ensure_ascii=False))
     return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the `codemode-gateway` console script."""
     args = _parser().parse_args(argv)
+    if args.command is None:
+        args = _parser().parse_args([*(argv or sys.argv[1:]), "serve"])
     configure_logging(args.log_level)
     try:
-        code = {"exec": _exec, "precompile": _precompile}[args.command](args)
+        commands = {"serve": _serve, "exec": _exec, "precompile": _precompile, "check": _check, "schema": _schema}
+        code = commands[args.command](args)
     except ConfigError as exc:
         print(f"codemode-gateway: {exc}", file=sys.stderr)
         code = EXIT_USAGE

@@ -9,7 +9,7 @@ import shutil
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from pydantic import (
     BaseModel,
@@ -136,7 +136,8 @@ _TAGS = {"stdio": "stdio", "http": "http", "streamable-http": "http", "sse": "ss
 
 def _server_tag(value: Any) -> str | None:
     # Claude Desktop writes stdio entries without "type", so no type means stdio.
-    kind = value.get("type", "stdio") if isinstance(value, dict) else getattr(value, "type", None)
+    fields = _as_dict(value)
+    kind = fields.get("type", "stdio") if fields is not None else getattr(value, "type", None)
     return _TAGS.get(kind) if isinstance(kind, str) else None
 
 
@@ -184,7 +185,8 @@ class GatewayConfig(BaseModel):
 def config_json_schema() -> dict[str, Any]:
     """The JSON Schema of the config file (what `codemode-gateway schema` prints)."""
     schema = GatewayConfig.model_json_schema(by_alias=True)
-    return {"$schema": SCHEMA_DIALECT, **schema}
+    head = {"$schema": SCHEMA_DIALECT, "title": schema.pop("title"), "description": schema.pop("description")}
+    return head | schema
 
 
 # ---- ${VAR} expansion ---------------------------------------------------------------------------
@@ -232,26 +234,34 @@ class _Expander:
             if key in out:
                 out[key] = self.expand(out[key], f"{where}.{key}")
         for key in _EXPANDED_LISTS:
-            items: Any = out.get(key)
-            if isinstance(items, list):
-                out[key] = [self.expand(item, f"{where}.{key}[{i}]") for i, item in enumerate(items)]  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+            if (items := _as_list(out.get(key))) is not None:
+                out[key] = [self.expand(item, f"{where}.{key}[{i}]") for i, item in enumerate(items)]
         for key in _EXPANDED_MAPS:
-            pairs: Any = out.get(key)
-            if isinstance(pairs, dict):
-                out[key] = {k: self.expand(v, f"{where}.{key}.{k}") for k, v in pairs.items()}  # pyright: ignore[reportUnknownVariableType]
+            if (pairs := _as_dict(out.get(key))) is not None:
+                out[key] = {k: self.expand(v, f"{where}.{key}.{k}") for k, v in pairs.items()}
         return out
+
+
+def _as_dict(value: Any) -> dict[str, Any] | None:
+    """`value` if it is a JSON object (keys of parsed JSON are strings), else None."""
+    return cast(dict[str, Any], value) if isinstance(value, dict) else None
+
+
+def _as_list(value: Any) -> list[Any] | None:
+    return cast(list[Any], value) if isinstance(value, list) else None
 
 
 def _expand_servers(data: Any, environ: Mapping[str, str]) -> tuple[Any, _Expander]:
     expander = _Expander(environ)
-    servers: Any = data.get("mcpServers") if isinstance(data, dict) else None
-    if not isinstance(servers, dict):
-        return data, expander
-    expanded: dict[Any, Any] = {}
-    for name, entry in servers.items():  # pyright: ignore[reportUnknownVariableType]
-        where = f"mcpServers.{name}"
-        expanded[name] = expander.server(entry, where) if isinstance(entry, dict) else entry  # pyright: ignore[reportUnknownArgumentType]
-    return {**data, "mcpServers": expanded}, expander
+    top = _as_dict(data)
+    servers = _as_dict(top.get("mcpServers")) if top is not None else None
+    if top is None or servers is None:
+        return data, expander  # validation reports the wrong shape
+    expanded: dict[str, Any] = {}
+    for name, entry in servers.items():
+        fields = _as_dict(entry)
+        expanded[name] = expander.server(fields, f"mcpServers.{name}") if fields is not None else entry
+    return {**top, "mcpServers": expanded}, expander
 
 
 # ---- errors, parsing, loading -------------------------------------------------------------------

@@ -34,6 +34,20 @@ _STOPWORDS = frozenset(
         "you", "your",
     }
 )  # fmt: skip
+# Words people search with that tool authors spell otherwise; each adds its partner to the query.
+_SYNONYMS = {
+    "folder": "directory",
+    "dir": "directory",
+    "rename": "move",
+    "remove": "delete",
+    "erase": "delete",
+    "history": "log",
+    "find": "search",
+    "lookup": "search",
+    "make": "create",
+    "env": "environment",
+    "tz": "timezone",
+}
 _WORD = re.compile(r"[A-Za-z0-9]+")
 
 
@@ -118,6 +132,7 @@ class _Index:
 
     def query_terms(self, query: str) -> list[str]:
         terms = tokenize(query)
+        terms += [_SYNONYMS[t] for t in terms if t in _SYNONYMS]
         # "time zone" finds "timezone", "file system" finds "filesystem": join neighbours we know.
         joined = [a + b for a, b in itertools.pairwise(terms) if a + b in self.idf]
         return list(dict.fromkeys(terms + joined))

@@ -1,25 +1,42 @@
 """Python stubs for child tools, rendered from their JSON Schemas, that the model can call as written.
 
-`memory.create_entities(*, entities: list[dict]) -> dict  # Create multiple new entities ...`
-Parameters are keyword-only because the guest's proxies take keywords only.
+`git.git_log(*, repo_path: str, max_count: int = 10) -> Any  # Shows the commit logs`
+Parameters are keyword-only because the guest's proxies take keywords only. Untitled objects show
+their keys inline, `{'name': str, 'tags': NotRequired[list[str]]}`: not a type, but valid Python
+that tells the model what JSON to pass; titled objects and `$ref`s show the name.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gateway._catalog import CatalogEntry, as_list, as_schema, properties_of
 from gateway._naming import to_identifier
 
-__all__ = ["MAX_SIGNATURE_CHARS", "first_sentence", "full_doc", "render_type", "signature", "type_name"]
+__all__ = [
+    "FULL",
+    "MAX_SIGNATURE_CHARS",
+    "Style",
+    "compact_json",
+    "first_sentence",
+    "full_doc",
+    "render_type",
+    "return_type",
+    "signature",
+    "type_name",
+]
 
 MAX_SIGNATURE_CHARS = 400
 """About 100 tokens: the budget of one tool's line in `signatures` mode."""
 
 _MAX_LITERAL_CHARS = 60  # a longer enum reads better as its base type; `full` still lists it
 _MAX_DEFAULT_CHARS = 24  # a longer default is shown as `...`: the tool fills it in anyway
+_MAX_SHAPE_KEYS = 8  # an object with more keys reads as `dict`; `full` shows its schema
+_MAX_SHAPE_DEPTH = 4
+_MIN_SUMMARY_CHARS = 80  # what the comment keeps before types lose detail
 _JSON_TYPES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
 _ABBREVIATION = re.compile(r"\b(?:e\.g|i\.e|etc|vs|cf|approx|incl)\.$", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?](?=\s)|\n\s*\n")
@@ -43,18 +60,45 @@ def _union(members: list[str]) -> str:
     return " | ".join(unique) or "Any"
 
 
-def _literal(values: list[Any], simple: bool) -> str | None:
+@dataclass(frozen=True)
+class Style:
+    """How much of a schema a type shows: Literals for enums, inline `{'key': T}` shapes for objects."""
+
+    literals: bool = True
+    shapes: bool = True
+    return_shapes: bool = True
+    optional: bool = True
+
+
+FULL = Style()
+_STYLES = (
+    FULL,
+    Style(return_shapes=False),
+    Style(shapes=False, return_shapes=False),
+    Style(literals=False, shapes=False, return_shapes=False),
+    Style(literals=False, shapes=False, return_shapes=False, optional=False),
+)
+"""Tried in turn until a signature fits its budget: the least useful detail goes first."""
+
+
+def _python_type(value: Any) -> str:
+    return (
+        "None" if value is None else type(value).__name__ if isinstance(value, str | int | float) else "Any"
+    )
+
+
+def _literal(values: list[Any], style: Style) -> str | None:
     if not values or not all(isinstance(v, str | int | bool) or v is None for v in values):
         return None
     shown = [v for v in values if v is not None]
     text = f"Literal[{', '.join(repr(v) for v in shown)}]" if shown else ""
-    if simple or len(text) > _MAX_LITERAL_CHARS:
+    if not style.literals or len(text) > _MAX_LITERAL_CHARS:
         return None
     return _union([text, "None"]) if None in values else text
 
 
-def render_type(schema: object, simple: bool = False) -> str:
-    """A JSON Schema as a Python type expression; `simple` drops Literals to keep signatures short."""
+def render_type(schema: object, style: Style = FULL, depth: int = 0) -> str:
+    """A JSON Schema as a Python type expression, e.g. `list[str] | None`, `Literal['a', 'b']`."""
     node = as_schema(schema)
     if node is None:
         return "Any"
@@ -62,40 +106,55 @@ def render_type(schema: object, simple: bool = False) -> str:
     if isinstance(ref, str):
         # A local `#/$defs/Name` reads as the def's name; a remote ref is beyond what we render.
         return type_name(ref.rsplit("/", 1)[-1]) if ref.startswith("#/") else "Any"
-    if "const" in node:
-        rendered = _literal([node["const"]], simple)
-        if rendered:
-            return rendered
-    enum = _literal(as_list(node.get("enum")), simple)
-    if enum:
-        return enum
+    values = [node["const"]] if "const" in node else as_list(node.get("enum"))
+    if values:
+        literal = _literal(values, style)
+        if literal:
+            return literal
+        if "type" not in node:
+            return _union([_python_type(v) for v in values])
     options = as_list(node.get("anyOf")) or as_list(node.get("oneOf"))
     if options:
-        return _union([render_type(option, simple) for option in options])
+        return _union([render_type(option, style, depth) for option in options])
     all_of = as_list(node.get("allOf"))
     if len(all_of) == 1:
-        return render_type(all_of[0], simple)
+        return render_type(all_of[0], style, depth)
+    several = as_list(node.get("type"))
+    if several:
+        return _union([render_type({**node, "type": kind}, style, depth) for kind in several])
     kinds = node.get("type")
-    if isinstance(kinds, list):
-        return _union([render_type({**node, "type": kind}, simple) for kind in as_list(kinds)])
     if kinds is None:
         kinds = "object" if "properties" in node else "array" if "items" in node else None
     if kinds == "array":
         items = node.get("items")
-        return f"list[{render_type(items, simple)}]" if as_schema(items) else "list"
+        return f"list[{render_type(items, style, depth + 1)}]" if as_schema(items) else "list"
     if kinds == "object":
-        return _object_type(node, simple)
+        return _object_type(node, style, depth)
     return _JSON_TYPES.get(str(kinds), "Any")
 
 
-def _object_type(node: dict[str, Any], simple: bool) -> str:
+def _object_type(node: dict[str, Any], style: Style, depth: int) -> str:
     title = node.get("title")
     if isinstance(title, str) and title.strip():
         return type_name(title)
+    properties = properties_of(node)
+    if style.shapes and properties and len(properties) <= _MAX_SHAPE_KEYS and depth < _MAX_SHAPE_DEPTH:
+        # The keys the JSON needs, as a dict display: still a Python expression, and the model
+        # can build the argument without asking for the full schema.
+        required = {str(name) for name in as_list(node.get("required"))}
+        keys = [
+            f"{name!r}: {_maybe_missing(render_type(sub, style, depth + 1), name in required)}"
+            for name, sub in properties.items()
+        ]
+        return "{" + ", ".join(keys) + "}"
     values = as_schema(node.get("additionalProperties"))
-    if values and not node.get("properties"):
-        return f"dict[str, {render_type(values, simple)}]"
+    if values and not properties:
+        return f"dict[str, {render_type(values, style, depth + 1)}]"
     return "dict"
+
+
+def _maybe_missing(rendered: str, required: bool) -> str:
+    return rendered if required else f"NotRequired[{rendered}]"
 
 
 def _default_literal(value: Any) -> str:
@@ -103,26 +162,37 @@ def _default_literal(value: Any) -> str:
     return text if len(text) <= _MAX_DEFAULT_CHARS else "..."
 
 
-def _parameters(entry: CatalogEntry, simple: bool) -> str:
+def _parameters(entry: CatalogEntry, style: Style) -> str:
     properties = properties_of(entry.input_schema)
     required = {str(name) for name in as_list(entry.input_schema.get("required"))}
     originals = {original: python for python, original in entry.argument_names.items()}
     mandatory: list[str] = []
     optional: list[str] = []
     for name, schema in properties.items():
-        param = f"{originals.get(name, name)}: {render_type(schema, simple)}"
+        param = f"{originals.get(name, name)}: {render_type(schema, style, 1)}"
         if name in required:
             mandatory.append(param)
         else:
             default = _default_literal(schema["default"]) if "default" in schema else "None"
             optional.append(f"{param} = {default}")
+    if optional and not style.optional:
+        # The last resort for a huge tool: its required parameters, the rest behind `full` detail.
+        optional = ["**options: Any"]
     params = mandatory + optional
-    return f"*, {', '.join(params)}" if params else ""
+    if not params:
+        return ""
+    return ", ".join(params) if params[0].startswith("**") else f"*, {', '.join(params)}"
 
 
-def return_type(entry: CatalogEntry, simple: bool = False) -> str:
-    """The output schema's type (its title, else `dict`), else `Any`."""
-    return render_type(entry.output_schema, simple) if entry.output_schema is not None else "Any"
+def return_type(entry: CatalogEntry, style: Style = FULL) -> str:
+    """The output schema's type (its title, its shape, else `dict`), else `Any`."""
+    if entry.output_schema is None:
+        return "Any"
+    return render_type(entry.output_schema, replace(style, shapes=style.return_shapes))
+
+
+def _head(entry: CatalogEntry, style: Style) -> str:
+    return f"{entry.qualified}({_parameters(entry, style)}) -> {return_type(entry, style)}"
 
 
 def first_sentence(text: str) -> str:
@@ -145,18 +215,25 @@ def _clip(text: str, room: int) -> str:
     return cut + "..."
 
 
+def _deprecated(entry: CatalogEntry) -> bool:
+    # Servers say so in the title ("Read File (Deprecated)"), which signatures do not otherwise show.
+    return "deprecated" in (entry.title or "").lower()
+
+
 def signature(entry: CatalogEntry, max_chars: int = MAX_SIGNATURE_CHARS) -> str:
     """One line: `server.tool(*, params) -> Ret  # first sentence`, at most about `max_chars` long."""
-    head = ""
-    for simple in (False, True):
-        head = f"{entry.qualified}({_parameters(entry, simple)}) -> {return_type(entry, simple)}"
-        if len(head) <= max_chars:
-            break
     summary = first_sentence(entry.description)
-    if entry.title and "deprecated" in entry.title.lower() and "deprecated" not in summary.lower():
+    if _deprecated(entry) and "deprecated" not in summary.lower():
         summary = f"(deprecated) {summary}"
+    wanted = min(len(summary), _MIN_SUMMARY_CHARS) + 4
+    head = ""
+    for style in _STYLES:
+        head = _head(entry, style)
+        if len(head) + wanted <= max_chars:
+            break
     comment = _clip(summary, max_chars - len(head) - 4)
-    # A head longer than the budget still goes out whole: a call cannot be written from half of one.
+    # A head still over budget (dozens of required parameters) goes out whole: a call cannot be
+    # written from half of one.
     return f"{head}  # {comment}" if comment else head
 
 
@@ -181,20 +258,24 @@ def _clean_schema(node: object) -> object:
 
 
 def compact_json(schema: object) -> str:
-    """A schema as one line of JSON without `$schema` or scalar titles."""
-    return json.dumps(_clean_schema(schema), separators=(",", ":"), ensure_ascii=False)
+    """A schema as one line of JSON without `$schema`, the root's title or scalar titles."""
+    cleaned = _clean_schema(schema)
+    root = as_schema(cleaned)
+    if root is not None:
+        # The root's title names the arguments model ("logArguments"): nothing a caller uses.
+        root.pop("title", None)
+    return json.dumps(cleaned, separators=(",", ":"), ensure_ascii=False)
 
 
 def full_doc(entry: CatalogEntry) -> str:
     """The untruncated signature, hints, whole description, input schema and output schema if any."""
-    lines = [f"{entry.qualified}({_parameters(entry, False)}) -> {return_type(entry)}"]
-    hints = [
-        hint
-        for hint, flag in (("read-only", entry.read_only), ("destructive", entry.destructive))
-        if flag
-    ]
-    if entry.title:
-        hints.insert(0, f'"{entry.title}"')
+    lines = [_head(entry, FULL)]
+    flags = (
+        ("deprecated", _deprecated(entry)),
+        ("read-only", entry.read_only),
+        ("destructive", entry.destructive),
+    )
+    hints = [hint for hint, flag in flags if flag]
     if hints:
         lines.append("  " + ", ".join(hints))
     lines.extend("  " + line for line in entry.description.splitlines() if line.strip())

@@ -19,6 +19,9 @@ class ToolError(Exception):
         self.message = message
 
 
+ToolError.__module__ = "builtins"  # tracebacks show `ToolError: ...`, not a guest path
+
+
 def host_call(name: str, payload: Any) -> Any:
     """Call the host with a JSON payload and return its decoded JSON answer."""
     try:

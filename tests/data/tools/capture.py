@@ -33,7 +33,9 @@ def _servers(npm_prefix: Path, scratch: Path) -> dict[str, StdioServerParameters
 
     return {
         "time": StdioServerParameters(command=str(VENV_BIN / "mcp-server-time")),
-        "git": StdioServerParameters(command=str(VENV_BIN / "mcp-server-git"), args=["--repository", str(REPO)]),
+        "git": StdioServerParameters(
+            command=str(VENV_BIN / "mcp-server-git"), args=["--repository", str(REPO)]
+        ),
         "everything": node("server-everything", "stdio"),
         "memory": node("server-memory", env={"MEMORY_FILE_PATH": str(scratch / "memory.jsonl")}),
         "filesystem": node("server-filesystem", str(scratch)),

@@ -1,0 +1,161 @@
+"""The pool of child MCP servers: connected in parallel, in the background; one failing stops no other."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any, Self
+
+import anyio
+from anyio.abc import TaskGroup
+from mcp import types
+
+from gateway._child import Child, ChildState, ChildStatus
+from gateway._config import DEFAULT_STARTUP_TIMEOUT_SECONDS, GatewayConfig, ServerConfig
+from gateway._errors import ChildUnavailable
+
+__all__ = ["ChildPool", "ChildState", "ChildStatus", "check_children", "format_statuses"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SHUTDOWN_TIMEOUT_SECONDS = 5.0
+
+
+class ChildPool:
+    """Every configured child server. Entering starts the connections and returns at once.
+
+    Each child connects under its own startup timeout; one that fails is kept with state
+    "failed" and its error while the others serve. Use `wait_ready` (or `wait_child`) where
+    connected children are needed; `call_tool` waits for a child that is still connecting.
+    """
+
+    def __init__(
+        self,
+        servers: Mapping[str, ServerConfig],
+        *,
+        startup_timeout_seconds: float = DEFAULT_STARTUP_TIMEOUT_SECONDS,
+        shutdown_timeout_seconds: float = DEFAULT_SHUTDOWN_TIMEOUT_SECONDS,
+    ) -> None:
+        self._children = {
+            name: Child(name, server, server.startup_timeout_seconds or startup_timeout_seconds)
+            for name, server in servers.items()
+        }
+        self._shutdown_timeout = shutdown_timeout_seconds
+        self._task_group: TaskGroup | None = None
+
+    @classmethod
+    def from_config(cls, config: GatewayConfig, **kwargs: Any) -> ChildPool:
+        """A pool of the config's `mcpServers`, with its default startup timeout."""
+        return cls(config.mcp_servers, startup_timeout_seconds=config.startup_timeout_seconds, **kwargs)
+
+    async def __aenter__(self) -> Self:
+        if self._task_group is not None:
+            raise RuntimeError("ChildPool is already running")
+        task_group = anyio.create_task_group()
+        await task_group.__aenter__()
+        self._task_group = task_group
+        try:
+            for child in self._children.values():
+                task_group.start_soon(child.run, name=f"codemode-child-{child.name}")
+        except BaseException:
+            await self._close()  # nothing may outlive a failed enter
+            raise
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self._close()
+
+    async def _close(self) -> None:
+        task_group, self._task_group = self._task_group, None
+        if task_group is None:
+            return
+        for child in self._children.values():
+            child.stop()
+        # Shielded so that a cancelled caller still reaps every child process; bounded so that a
+        # child ignoring its closed stdin (or an HTTP server that never answers) cannot hang exit.
+        try:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(self._shutdown_timeout):
+                for child in self._children.values():
+                    await child.finished.wait()
+        finally:
+            # What is left is cancelled; the SDK's stdio teardown is itself shielded and bounded.
+            # The group's own scope is shielded: a new scope around its exit would break LIFO order.
+            task_group.cancel_scope.cancel()
+            task_group.cancel_scope.shield = True
+            await task_group.__aexit__(None, None, None)
+
+    @property
+    def names(self) -> list[str]:
+        """The configured children, in config order."""
+        return list(self._children)
+
+    def statuses(self) -> list[ChildStatus]:
+        """A snapshot of every child, in config order."""
+        return [child.status() for child in self._children.values()]
+
+    def tools(self) -> dict[str, list[types.Tool]]:
+        """The tools of every ready child, by server name."""
+        return {
+            name: list(child.tools)
+            for name, child in self._children.items()
+            if child.state is ChildState.READY
+        }
+
+    async def wait_ready(self, timeout: float | None = None) -> bool:
+        """Wait until every child is ready or failed; False if `timeout` ran out first."""
+        with anyio.move_on_after(timeout):
+            for child in self._children.values():
+                await child.settled.wait()
+            return True
+        return False
+
+    async def wait_child(self, name: str) -> ChildStatus:
+        """Wait until one child is ready or failed (its own startup timeout bounds this)."""
+        child = self._child(name)
+        await child.settled.wait()
+        return child.status()
+
+    async def call_tool(
+        self, server_name: str, tool_name: str, arguments: dict[str, Any]
+    ) -> types.CallToolResult:
+        """Call a child's tool. Raises ChildUnavailable (failed or unknown child) or ToolCallError."""
+        return await self._child(server_name).call_tool(tool_name, arguments)
+
+    def _child(self, name: str) -> Child:
+        child = self._children.get(name)
+        if child is None:
+            known = ", ".join(sorted(self._children)) or "none"
+            raise ChildUnavailable(f"no child server named {name!r} (configured: {known})")
+        return child
+
+
+async def check_children(config: GatewayConfig) -> list[ChildStatus]:
+    """Connect to every child of `config` once and report how each one fared."""
+    async with ChildPool.from_config(config) as pool:
+        await pool.wait_ready()
+        return pool.statuses()
+
+
+def format_statuses(statuses: list[ChildStatus]) -> str:
+    """A plain-text table: child, transport, status, tools, startup ms, error."""
+    header = ("child", "transport", "status", "tools", "startup ms", "error")
+    rows = [
+        (
+            s.name,
+            s.transport,
+            s.state.value,
+            str(s.tool_count) if s.state is ChildState.READY else "-",
+            f"{s.startup_ms:.0f}" if s.startup_ms is not None else "-",
+            s.error or "",
+        )
+        for s in statuses
+    ]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header) - 1)]
+    lines = [
+        "  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[-1]]).rstrip()
+        for row in [header, *rows]
+    ]
+    return "\n".join(lines)

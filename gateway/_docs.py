@@ -1,0 +1,133 @@
+"""The text `search_docs` returns: an overview, ranked signatures, or an error the model can act on.
+
+Everything here lands in a model's context, so it is terse: one line per tool, no decoration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from gateway._catalog import Catalog, CatalogEntry, ServerStatus
+from gateway._search import search
+from gateway._signatures import full_doc, signature
+
+__all__ = ["CALL_HINT", "Detail", "render_overview", "render_search"]
+
+Detail = Literal["names", "signatures", "full"]
+
+CALL_HINT = (
+    "Call tools in execute_code as tools.<server>.<tool>(arg=value, ...) (keywords only); "
+    "search_docs(query) shows their signatures."
+)
+_MAX_NAMES_PER_SERVER = 40  # past this the overview says how many more: search finds them
+_MAX_ERROR_CHARS = 200
+
+
+def _one_line(text: str, limit: int = _MAX_ERROR_CHARS) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def _state(status: ServerStatus) -> str:
+    if status.state == "failed":
+        return f"failed: {_one_line(status.error or 'no error was reported')}"
+    if status.state == "connecting":
+        return "connecting, its tools appear when it is ready"
+    count = status.tool_count
+    return f"ready, {count} tool{'' if count == 1 else 's'}"
+
+
+def render_overview(catalog: Catalog) -> str:
+    """Every server with its state and tool names, then how to call them."""
+    servers = catalog.servers
+    if not servers:
+        return "No child servers are configured: there are no tools to call."
+    ready = sum(1 for s in servers if s.state == "ready")
+    lines = [f"{len(servers)} servers ({ready} ready), {len(catalog)} tools. {CALL_HINT}"]
+    for status in servers:
+        line = f"{status.identifier} ({_state(status)})"
+        names = [entry.python_name for entry in catalog.tools_of(status.identifier)]
+        if names:
+            shown = names[:_MAX_NAMES_PER_SERVER]
+            more = len(names) - len(shown)
+            line += ": " + ", ".join(shown) + (f", ... {more} more" if more else "")
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _render_entries(entries: Sequence[CatalogEntry], detail: Detail) -> list[str]:
+    if detail == "names":
+        return [entry.qualified for entry in entries]
+    if detail == "full":
+        return "\n\n".join(full_doc(entry) for entry in entries).split("\n")
+    return [signature(entry) for entry in entries]
+
+
+def _unknown_server(catalog: Catalog, server: str) -> str:
+    known = ", ".join(s.identifier for s in catalog.servers) or "none are configured"
+    close = catalog.suggest_servers(server)
+    hint = f" Did you mean {' or '.join(close)}?" if close else ""
+    return f'Unknown server "{server}".{hint} Known servers: {known}.'
+
+
+def _not_ready_note(catalog: Catalog, only: str | None) -> str | None:
+    pending = [
+        f"{s.identifier} ({_state(s)})"
+        for s in catalog.servers
+        if s.state != "ready" and (only is None or s.identifier == only)
+    ]
+    if not pending:
+        return None
+    return "Not in these results: " + "; ".join(pending) + "."
+
+
+def _server_listing(catalog: Catalog, status: ServerStatus, limit: int, detail: Detail) -> str:
+    entries = catalog.tools_of(status.identifier)
+    lines = [f"{status.identifier} ({_state(status)})"]
+    lines += _render_entries(entries[:limit], detail)
+    rest = entries[limit:]
+    if rest:
+        lines.append(f"{len(rest)} more: " + ", ".join(entry.python_name for entry in rest))
+    if entries:
+        lines.append(CALL_HINT)
+    return "\n".join(lines)
+
+
+def _no_results(catalog: Catalog, query: str, server: str | None) -> str:
+    where = f" on {server}" if server else ""
+    lines = [f'No tools match "{query}"{where}.']
+    close = catalog.suggest(query)
+    if close:
+        lines.append("Did you mean " + " or ".join(close) + "?")
+    lines.append(
+        "Try fewer or broader words"
+        + (", drop the server filter" if server else "")
+        + ", or call search_docs with an empty query for the overview of every server and tool."
+    )
+    return "\n".join(lines)
+
+
+def render_search(
+    catalog: Catalog, query: str, server: str | None = None, limit: int = 10, detail: Detail = "signatures"
+) -> str:
+    """search_docs's answer: the overview for an empty query, else the best `limit` tools in `detail`."""
+    limit = max(limit, 1)
+    status = catalog.server(server) if server is not None else None
+    if server is not None and status is None:
+        return _unknown_server(catalog, server)
+    query = query.strip()
+    if not query:
+        return render_overview(catalog) if status is None else _server_listing(catalog, status, limit, detail)
+    only = status.identifier if status else None
+    hits = search(catalog, query, only, limit)
+    note = _not_ready_note(catalog, only)
+    if not hits:
+        text = _no_results(catalog, query, only)
+        return f"{text}\n{note}" if note else text
+    count = f"{len(hits)} tool{'' if len(hits) == 1 else 's'}"
+    lines = [f'{count} for "{query}"{f" on {only}" if only else ""}, best first:']
+    lines += _render_entries([entry for entry, _ in hits], detail)
+    if note:
+        lines.append(note)
+    return "\n".join(lines)

@@ -1,0 +1,130 @@
+"""The product's core: the child pool, the catalog over it, and the sandbox that calls it."""
+
+from __future__ import annotations
+
+import logging
+from contextlib import AsyncExitStack
+from functools import partial
+from types import TracebackType
+from typing import Any, Self
+
+import anyio
+import anyio.to_thread
+
+from gateway._arguments import prepare_arguments
+from gateway._catalog import Catalog, ServerStatus
+from gateway._children import ChildPool
+from gateway._config import GatewayConfig
+from gateway._docs import Detail, render_search
+from gateway._errors import ChildUnavailable, SandboxUnavailable, ToolCallError
+from gateway._normalize import tool_result_value
+from gateway._result import ExecutionResult
+from gateway._sandbox import Sandbox
+
+__all__ = ["Gateway"]
+
+log = logging.getLogger(__name__)
+
+# How long search_docs waits for children that are still connecting before it answers without them.
+SEARCH_WAIT_SECONDS = 10.0
+
+
+class Gateway:
+    """Entering starts the children and loads the sandbox in the background, then returns at once."""
+
+    def __init__(self, config: GatewayConfig) -> None:
+        self.config = config
+        self._pool = ChildPool.from_config(config)
+        self._sandbox: Sandbox | None = None
+        self._sandbox_error: Exception | None = None
+        self._sandbox_ready = anyio.Event()
+        self._catalog_key: tuple[Any, ...] | None = None
+        self._catalog = Catalog()
+        self._stack = AsyncExitStack()
+
+    async def __aenter__(self) -> Self:
+        async with AsyncExitStack() as stack:  # unwinds whatever was entered if a later step fails
+            await stack.enter_async_context(self._pool)
+            stack.callback(self._close_sandbox)
+            task_group = await stack.enter_async_context(anyio.create_task_group())
+            task_group.start_soon(self._load_sandbox)
+            self._stack = stack.pop_all()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self._stack.__aexit__(exc_type, exc, tb)
+
+    def _close_sandbox(self) -> None:
+        if self._sandbox is not None:
+            self._sandbox.close()
+
+    async def _load_sandbox(self) -> None:
+        try:
+            self._sandbox = await anyio.to_thread.run_sync(Sandbox, self.config.sandbox)
+        except Exception as exc:  # reported on every execute_code, logged once here
+            log.exception("the sandbox failed to load")
+            self._sandbox_error = exc
+        finally:
+            self._sandbox_ready.set()
+
+    @property
+    def pool(self) -> ChildPool:
+        return self._pool
+
+    def catalog(self) -> Catalog:
+        """The current catalog; rebuilt only when a child's state or tools changed."""
+        statuses = self._pool.statuses()
+        key = tuple((s.name, s.state, s.tool_count, s.error) for s in statuses)
+        if key != self._catalog_key:
+            self._catalog = Catalog(
+                self._pool.tools(),
+                [ServerStatus.model_validate(s, from_attributes=True) for s in statuses],
+            )
+            self._catalog_key = key
+        return self._catalog
+
+    async def sandbox(self) -> Sandbox:
+        """The loaded sandbox, waiting for the background load if it is still running."""
+        await self._sandbox_ready.wait()
+        if self._sandbox is None:
+            raise SandboxUnavailable(f"the sandbox is unavailable: {self._sandbox_error}")
+        return self._sandbox
+
+    async def search_docs(
+        self, query: str = "", server: str | None = None, limit: int = 10, detail: Detail = "signatures"
+    ) -> str:
+        """The text search_docs returns, once children still starting have had a moment to list their tools."""
+        await self._pool.wait_ready(timeout=min(SEARCH_WAIT_SECONDS, self.config.startup_timeout_seconds))
+        return render_search(self.catalog(), query, server, limit, detail)
+
+    async def execute_code(self, code: str, timeout: float | None = None) -> ExecutionResult:
+        """Run a snippet whose tool calls reach the children through this execution's catalog."""
+        sandbox = await self.sandbox()
+        # Children still starting would be missing from the catalog: give them their startup time.
+        await self._pool.wait_ready(timeout=self.config.startup_timeout_seconds)
+        caller = partial(self._call_tool, self.catalog())
+        return await sandbox.execute(code, tool_caller=caller, timeout=timeout)
+
+    async def _call_tool(self, catalog: Catalog, name: str, arguments: dict[str, Any]) -> Any:
+        entry = catalog.get(name)
+        if entry is None:
+            raise ToolCallError(_unknown_tool_message(catalog, name))
+        wire = prepare_arguments(entry, arguments)
+        try:
+            result = await self._pool.call_tool(entry.server_name, entry.tool_name, wire)
+        except ChildUnavailable as exc:
+            raise ToolCallError(str(exc), kind="ToolError") from exc
+        return tool_result_value(result)
+
+
+def _unknown_tool_message(catalog: Catalog, name: str) -> str:
+    server = name.partition(".")[0]
+    status = catalog.server(server)
+    if status is not None and status.state != "ready":
+        reason = f": {status.error}" if status.error else ""
+        return f"server {server!r} is {status.state}{reason}; its tools cannot be called now"
+    suggestions = catalog.suggest(name)
+    hint = f"; did you mean {' or '.join(suggestions)}?" if suggestions else "."
+    return f"unknown tool {name!r}{hint} Call search_docs to find tools."

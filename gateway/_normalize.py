@@ -1,0 +1,81 @@
+"""A child's CallToolResult as the Python value a snippet receives.
+
+`structuredContent` when the child gives it; else each content block as a value (text parsed as
+JSON when it is JSON, else the text); one block is the value itself, several are a list.
+Images, audio and binary resources become blob markers that the guest turns into small `Blob`
+objects (mime type, size, `.data`): their base64 never lands in output unless asked for.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Any
+
+from mcp import types
+
+from gateway._errors import ToolCallError
+from guest._blob import BLOB_MARKER
+
+__all__ = ["tool_result_value"]
+
+
+def _blob(kind: str, mime_type: str | None, data: str, **extra: Any) -> dict[str, Any]:
+    try:
+        size = len(base64.b64decode(data, validate=True))
+    except (binascii.Error, ValueError):
+        size = -1
+    return {BLOB_MARKER: True, "kind": kind, "mime_type": mime_type, "size": size, "data": data, **extra}
+
+
+def _text_value(text: str) -> Any:
+    stripped = text.strip()
+    if stripped[:1] in ('{', '[', '"') or stripped in ("true", "false", "null") or _is_number(stripped):
+        try:
+            return json.loads(stripped)
+        except ValueError:
+            return text
+    return text
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _block_value(block: types.ContentBlock) -> Any:
+    if isinstance(block, types.TextContent):
+        return _text_value(block.text)
+    if isinstance(block, types.ImageContent):
+        return _blob("image", block.mime_type, block.data)
+    if isinstance(block, types.AudioContent):
+        return _blob("audio", block.mime_type, block.data)
+    if isinstance(block, types.EmbeddedResource):
+        resource = block.resource
+        if isinstance(resource, types.TextResourceContents):
+            return {"type": "resource", "uri": str(resource.uri), "mime_type": resource.mime_type,
+                    "text": resource.text}
+        return _blob("resource", resource.mime_type, resource.blob, uri=str(resource.uri))
+    link = block.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return {key: value for key, value in link.items() if key not in ("_meta", "annotations", "icons")}
+
+
+def _error_text(result: types.CallToolResult) -> str:
+    texts = [block.text for block in result.content if isinstance(block, types.TextContent)]
+    return "\n".join(texts).strip() or "the tool reported an error without a message"
+
+
+def tool_result_value(result: types.CallToolResult) -> Any:
+    """The Python value of a tool result; `isError` raises ToolCallError with the child's message."""
+    if result.is_error:
+        raise ToolCallError(_error_text(result))
+    if result.structured_content is not None:
+        return result.structured_content
+    values = [_block_value(block) for block in result.content]
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else values

@@ -1,0 +1,123 @@
+"""The bench run in quick mode: every row is produced and carries a number. Targets are never asserted."""
+
+from __future__ import annotations
+
+import math
+
+import anyio
+import pytest
+import run_bench
+
+from gateway import Sandbox
+
+EXPECTED_ROWS = [
+    "fresh_sync",
+    "fresh_async",
+    "fresh_inline",
+    "plain_wasi",
+    "monty_fresh",
+    "cpu_fib",
+    "cpu_json",
+    "cpu_regex",
+    "cpu_sort",
+    "monty_fib",
+    "tool_call",
+    "memory_1",
+    "memory_4",
+    "memory_8",
+]
+WAIT_SECONDS = 120
+
+
+@pytest.fixture(scope="module")
+def quick_report() -> run_bench.Report:
+    """One quick run of the whole bench, shared by the tests that read its output."""
+    return anyio.run(run_bench.collect, run_bench.QUICK)
+
+
+def table_cells(table: str) -> list[list[str]]:
+    """The body rows of a markdown table, split into stripped cells."""
+    lines = table.splitlines()[2:]
+    return [[cell.strip() for cell in line.strip("|").split("|")] for line in lines]
+
+
+def test_the_quick_bench_produces_every_row_in_order(quick_report: run_bench.Report) -> None:
+    assert [row.key for row in quick_report.rows] == EXPECTED_ROWS
+
+
+def test_every_row_holds_a_finite_number(quick_report: run_bench.Report) -> None:
+    assert all(math.isfinite(row.value) for row in quick_report.rows)
+
+
+def test_rows_with_a_target_report_pass_or_miss_and_the_rest_report_info(
+    quick_report: run_bench.Report,
+) -> None:
+    for row in quick_report.rows:
+        assert row.status in (("PASS", "MISS") if row.target else ("info",))
+
+
+def test_the_table_shows_a_numeric_value_for_every_row(quick_report: run_bench.Report) -> None:
+    cells = table_cells(run_bench.render_table(quick_report.rows))
+
+    assert [cell[0] for cell in cells] == [row.label for row in quick_report.rows]
+    for cell, row in zip(cells, quick_report.rows, strict=True):
+        assert cell[1].endswith(row.unit)
+        assert math.isfinite(float(cell[1].removesuffix(row.unit)))
+
+
+def test_the_document_names_the_machine_the_command_and_the_interpreters(
+    quick_report: run_bench.Report,
+) -> None:
+    document = run_bench.render_document(quick_report, "python tests/bench/run_bench.py --write out.md")
+
+    assert "`python tests/bench/run_bench.py --write out.md`" in document
+    assert quick_report.machine.cpu in document
+    assert f"{quick_report.machine.cores} cores" in document
+    assert "CPython 3.14" in document
+    assert f"wasmtime-py {quick_report.machine.wasmtime}" in document
+    assert "Load average" in document
+    assert run_bench.render_table(quick_report.rows) in document
+
+
+def test_the_percentile_is_the_nearest_rank() -> None:
+    samples = [float(n) for n in range(1, 201)]
+
+    assert run_bench.percentile(samples, 50) == 100.0
+    assert run_bench.percentile(samples, 99) == 198.0
+    assert run_bench.percentile([7.0], 99) == 7.0
+
+
+def test_a_target_can_bound_a_value_from_above_or_from_below() -> None:
+    assert run_bench.Target(3.0).met(2.9)
+    assert not run_bench.Target(3.0).met(3.1)
+    assert run_bench.Target(20.0, at_least=True).met(21.0)
+    assert not run_bench.Target(20.0, at_least=True).met(19.0)
+
+
+@pytest.mark.anyio
+async def test_tool_overhead_counts_every_call_of_the_snippet(sandbox: Sandbox) -> None:
+    with anyio.fail_after(WAIT_SECONDS):
+        overhead = await run_bench.measure_tool_overhead(sandbox, calls=5, repeats=1)
+
+    assert overhead.calls == 5
+    assert math.isfinite(overhead.added_ms_per_call)
+
+
+@pytest.mark.anyio
+async def test_memory_is_sampled_while_every_execution_is_parked_in_the_gate(sandbox: Sandbox) -> None:
+    with anyio.fail_after(WAIT_SECONDS):
+        memory = await run_bench.sample_live_rss(sandbox, live=3)
+
+    assert memory.live == 3
+    assert memory.live_bytes > 0
+    assert math.isfinite(memory.per_execution_mib)
+
+
+@pytest.mark.parametrize("workload", run_bench.WORKLOADS, ids=lambda workload: workload.key)
+def test_a_workload_gives_the_same_answer_in_the_sandbox_and_natively(
+    sandbox: Sandbox, workload: run_bench.Workload
+) -> None:
+    _, in_guest_ms, answer = run_bench.run_sandboxed(sandbox, workload)
+
+    assert answer == run_bench.run_native(workload)[1]
+    assert in_guest_ms > 0

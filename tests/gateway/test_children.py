@@ -1,0 +1,260 @@
+"""The child pool against real child servers: stdio (Python and npm), streamable HTTP and SSE."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import types
+from mcp.server.mcpserver import MCPServer
+from starlette.types import ASGIApp
+
+from gateway import ChildUnavailable, ToolCallError
+from gateway._children import ChildPool, ChildState, ChildStatus
+from gateway._config import parse_config
+
+pytestmark = pytest.mark.anyio
+
+Entry = dict[str, Any]
+ServeAsgi = Callable[[ASGIApp], AbstractAsyncContextManager[tuple[int, list[dict[str, str]]]]]
+
+TIME: Entry = {"command": sys.executable, "args": ["-m", "mcp_server_time"]}
+# Real children start in seconds (the Python ones import a lot); this bounds a hang, not a race.
+WAIT = 60
+
+
+def pool_of(servers: dict[str, Entry], **top: Any) -> ChildPool:
+    return ChildPool.from_config(parse_config({"mcpServers": servers, **top}, "test"))
+
+
+def by_name(pool: ChildPool) -> dict[str, ChildStatus]:
+    return {status.name: status for status in pool.statuses()}
+
+
+def text_of(result: types.CallToolResult) -> str:
+    return "".join(block.text for block in result.content if isinstance(block, types.TextContent))
+
+
+class _Recorder(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture
+def child_log() -> Iterator[list[logging.LogRecord]]:
+    """Records of the child module's logger, whatever configure_logging did to propagation."""
+    recorder = _Recorder()
+    logger = logging.getLogger("gateway._child")
+    previous = logger.level
+    logger.addHandler(recorder)
+    logger.setLevel(logging.INFO)
+    try:
+        yield recorder.records
+    finally:
+        logger.removeHandler(recorder)
+        logger.setLevel(previous)
+
+
+async def test_real_stdio_children_connect_list_their_tools_and_answer_calls(git_repo: Path) -> None:
+    git: Entry = {"command": sys.executable, "args": ["-m", "mcp_server_git", "--repository", str(git_repo)]}
+    with anyio.fail_after(WAIT):
+        async with pool_of({"time": TIME, "git": git}) as pool:
+            assert await pool.wait_ready()
+            statuses = by_name(pool)
+            assert {s.state for s in statuses.values()} == {ChildState.READY}
+            assert all(s.startup_ms is not None and s.startup_ms > 0 for s in statuses.values())
+            tools = pool.tools()
+            assert "get_current_time" in {tool.name for tool in tools["time"]}
+            assert "git_status" in {tool.name for tool in tools["git"]}
+            assert statuses["git"].tool_count == len(tools["git"])
+
+            now = await pool.call_tool("time", "get_current_time", {"timezone": "UTC"})
+            status = await pool.call_tool("git", "git_status", {"repo_path": str(git_repo)})
+    assert not now.is_error
+    assert now.structured_content is not None
+    assert now.structured_content["timezone"] == "UTC"
+    assert "hello.txt" in text_of(status)
+
+
+async def test_entering_the_pool_returns_at_once_and_a_call_waits_for_its_child_to_connect() -> None:
+    with anyio.fail_after(WAIT):
+        async with pool_of({"time": TIME}) as pool:
+            assert [s.state for s in pool.statuses()] == [ChildState.CONNECTING]
+            assert pool.tools() == {}
+            result = await pool.call_tool("time", "get_current_time", {"timezone": "UTC"})
+            assert not result.is_error
+            assert (await pool.wait_child("time")).state is ChildState.READY
+
+
+async def test_a_child_that_cannot_start_or_exits_at_once_fails_alone_while_the_others_serve(
+    child_log: list[logging.LogRecord],
+) -> None:
+    exits = [sys.executable, "-c", "import sys; print('missing API key', file=sys.stderr); sys.exit(3)"]
+    servers: dict[str, Entry] = {
+        "time": TIME,
+        "missing": {"command": "/nonexistent/codemode-no-such-server"},
+        "exits": {"command": exits[0], "args": exits[1:]},
+    }
+    with anyio.fail_after(WAIT):
+        async with pool_of(servers) as pool:
+            assert await pool.wait_ready()
+            statuses = by_name(pool)
+            assert statuses["time"].state is ChildState.READY
+            assert statuses["missing"].state is ChildState.FAILED
+            assert "cannot start '/nonexistent/codemode-no-such-server'" in (statuses["missing"].error or "")
+            assert statuses["exits"].state is ChildState.FAILED
+            # The child's own explanation, from its stderr, is part of the error.
+            assert "missing API key" in (statuses["exits"].error or "")
+            assert set(pool.tools()) == {"time"}
+
+            result = await pool.call_tool("time", "get_current_time", {"timezone": "UTC"})
+            assert not result.is_error
+            with pytest.raises(ChildUnavailable, match="missing API key"):
+                await pool.call_tool("exits", "anything", {})
+    assert any(getattr(r, "line", None) == "missing API key" for r in child_log)
+    assert any(r.getMessage() == "child failed" and getattr(r, "child", None) == "missing" for r in child_log)
+
+
+async def test_a_child_that_does_not_connect_within_its_startup_timeout_fails_naming_the_timeout() -> None:
+    silent: Entry = {"command": sys.executable, "args": ["-c", "import sys; sys.stdin.read()"]}
+    servers = {"silent": {**silent, "startup_timeout_seconds": 0.5}}
+    with anyio.fail_after(WAIT):
+        async with pool_of(servers, startup_timeout_seconds=600) as pool:
+            assert await pool.wait_ready()
+            [status] = pool.statuses()
+    assert status.state is ChildState.FAILED
+    assert status.error == "did not connect within 0.5 s (startup_timeout_seconds)"
+
+
+async def test_an_unknown_child_is_unavailable_and_names_the_configured_ones() -> None:
+    with anyio.fail_after(WAIT):
+        async with pool_of({}) as pool:
+            assert await pool.wait_ready()
+            with pytest.raises(ChildUnavailable, match=r"no child server named 'nope' \(configured: none\)"):
+                await pool.call_tool("nope", "tool", {})
+
+
+async def test_a_protocol_error_from_a_child_is_a_tool_call_error_and_the_child_stays_ready() -> None:
+    with anyio.fail_after(WAIT):
+        async with pool_of({"time": TIME}) as pool:
+            # mcp-server-time answers an unknown tool with a JSON-RPC error, not an error result.
+            with pytest.raises(ToolCallError, match=r"^time\.no_such_tool: Unknown tool") as caught:
+                await pool.call_tool("time", "no_such_tool", {})
+            assert not isinstance(caught.value, ChildUnavailable)
+            result = await pool.call_tool("time", "get_current_time", {"timezone": "UTC"})
+            assert not result.is_error
+
+
+async def test_a_child_that_dies_after_connecting_becomes_unavailable_with_the_reason(
+    tiny_server: Entry,
+) -> None:
+    with anyio.fail_after(WAIT):
+        async with pool_of({"tiny": tiny_server}) as pool:
+            assert await pool.wait_ready()
+            with pytest.raises(ChildUnavailable, match="connection lost"):
+                await pool.call_tool("tiny", "die", {})
+            [status] = pool.statuses()
+            assert status.state is ChildState.FAILED
+            assert pool.tools() == {}
+            with pytest.raises(ChildUnavailable, match="connection lost"):
+                await pool.call_tool("tiny", "echo", {"text": "x"})
+
+
+async def test_a_childs_stderr_goes_to_the_log_as_records_never_to_stdout(
+    tiny_server: Entry, child_log: list[logging.LogRecord], capfd: pytest.CaptureFixture[str]
+) -> None:
+    with anyio.fail_after(WAIT):
+        async with pool_of({"tiny": tiny_server}) as pool:
+            assert await pool.wait_ready()
+    lines = [r for r in child_log if r.getMessage() == "child stderr"]
+    assert "tiny server starting" in [getattr(r, "line", None) for r in lines]
+    assert all(getattr(r, "child", None) == "tiny" for r in lines)
+    out, err = capfd.readouterr()
+    assert "tiny server starting" not in out
+    assert "tiny server starting" not in err  # forwarded through logging, not inherited raw
+
+
+async def test_leaving_the_pool_while_children_still_connect_stops_them_within_the_bound() -> None:
+    pool = pool_of({"time": TIME})
+    with anyio.fail_after(WAIT):
+        with anyio.CancelScope() as scope:
+            async with pool:
+                scope.cancel()  # the caller is cancelled while the child is still starting
+                await pool.wait_ready()
+    [status] = pool.statuses()
+    assert status.state is ChildState.FAILED
+    assert status.error == "stopped before it connected"
+
+
+async def test_a_remote_child_over_streamable_http_connects_with_its_headers_and_answers(
+    serve_asgi: ServeAsgi, tiny_mcp: MCPServer
+) -> None:
+    with anyio.fail_after(WAIT):
+        async with serve_asgi(tiny_mcp.streamable_http_app()) as (port, seen_headers):
+            remote: Entry = {
+                "type": "http",
+                "url": f"http://127.0.0.1:{port}/mcp",
+                "headers": {"Authorization": "Bearer ${TINY_TOKEN}"},
+            }
+            config = parse_config({"mcpServers": {"remote": remote}}, "test", {"TINY_TOKEN": "t0k3n"})
+            async with ChildPool.from_config(config) as pool:
+                assert await pool.wait_ready()
+                [status] = pool.statuses()
+                assert (status.transport, status.state) == ("http", ChildState.READY)
+                result = await pool.call_tool("remote", "echo", {"text": "over http"})
+    assert text_of(result) == "over http"
+    assert seen_headers
+    assert all(headers.get("authorization") == "Bearer t0k3n" for headers in seen_headers)
+
+
+async def test_a_legacy_remote_child_over_sse_connects_and_answers(
+    serve_asgi: ServeAsgi, tiny_mcp: MCPServer
+) -> None:
+    with anyio.fail_after(WAIT):
+        async with serve_asgi(tiny_mcp.sse_app()) as (port, _):
+            remote: Entry = {"type": "sse", "url": f"http://127.0.0.1:{port}/sse"}
+            async with pool_of({"legacy": remote}) as pool:
+                assert await pool.wait_ready()
+                [status] = pool.statuses()
+                assert (status.transport, status.state, status.error) == ("sse", ChildState.READY, None)
+                result = await pool.call_tool("legacy", "echo", {"text": "over sse"})
+    assert text_of(result) == "over sse"
+
+
+async def test_an_unreachable_remote_child_fails_naming_its_url(closed_port: int) -> None:
+    url = f"http://127.0.0.1:{closed_port}/mcp"
+    with anyio.fail_after(WAIT):
+        async with pool_of({"remote": {"type": "http", "url": url}}) as pool:
+            assert await pool.wait_ready()
+            [status] = pool.statuses()
+    assert status.state is ChildState.FAILED
+    assert (status.error or "").startswith(f"cannot reach {url}: ")
+
+
+async def test_the_pinned_npm_servers_run_under_node_and_server_everything_answers(
+    npm_server: Callable[..., Entry], tmp_path: Path
+) -> None:
+    memory = npm_server("@modelcontextprotocol/server-memory")
+    memory["env"] = {"MEMORY_FILE_PATH": str(tmp_path / "memory.jsonl")}
+    servers = {
+        "everything": npm_server("@modelcontextprotocol/server-everything"),
+        "memory": memory,
+        "filesystem": npm_server("@modelcontextprotocol/server-filesystem", str(tmp_path)),
+    }
+    with anyio.fail_after(WAIT):
+        async with pool_of(servers) as pool:
+            assert await pool.wait_ready()
+            assert {s.name: s.state for s in pool.statuses()} == dict.fromkeys(servers, ChildState.READY)
+            assert "echo" in {tool.name for tool in pool.tools()["everything"]}
+            result = await pool.call_tool("everything", "echo", {"message": "hi"})
+    assert text_of(result) == "Echo: hi"

@@ -1,0 +1,138 @@
+"""What search_docs returns: an overview, ranked tools in three levels of detail, or actionable errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from mcp.types import ListToolsResult
+
+from gateway._catalog import Catalog, ServerStatus
+from gateway._docs import CALL_HINT, render_overview, render_search
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "tools"
+
+
+def _catalog(*statuses: ServerStatus) -> Catalog:
+    tools = {
+        path.stem: ListToolsResult.model_validate_json(path.read_text()).tools for path in DATA.glob("*.json")
+    }
+    return Catalog(tools, statuses)
+
+
+@pytest.fixture(scope="module")
+def real() -> Catalog:
+    return _catalog()
+
+
+@pytest.fixture(scope="module")
+def mixed() -> Catalog:
+    return _catalog(
+        ServerStatus(name="slack", state="failed", error="command not found: slack-mcp\n(exit status 127)"),
+        ServerStatus(name="jira-cloud", state="connecting"),
+    )
+
+
+def test_an_empty_query_gives_an_overview_of_every_server_and_its_tools(real: Catalog) -> None:
+    lines = render_search(real, "", None, 10, "signatures").split("\n")
+    assert lines[0] == f"5 servers (5 ready), 50 tools. {CALL_HINT}"
+    assert "time (ready, 2 tools): get_current_time, convert_time" in lines
+    assert lines[1].startswith("everything (ready, 13 tools): echo, get_annotated_message, ")
+    assert len(lines) == 6
+
+
+def test_the_overview_stays_compact(real: Catalog) -> None:
+    assert len(render_overview(real)) < 2000
+
+
+def test_the_overview_shows_failed_servers_with_their_error_and_connecting_ones(mixed: Catalog) -> None:
+    lines = render_search(mixed, "  ", None, 10, "names").split("\n")
+    assert lines[0].startswith("7 servers (5 ready), 50 tools.")
+    assert "slack (failed: command not found: slack-mcp (exit status 127))" in lines
+    assert "jira_cloud (connecting, its tools appear when it is ready)" in lines
+
+
+def test_the_overview_of_no_servers_says_there_are_none() -> None:
+    assert render_search(Catalog(), "", None, 10, "signatures") == (
+        "No child servers are configured: there are no tools to call."
+    )
+
+
+def test_an_unknown_server_lists_the_known_ones_with_a_did_you_mean(real: Catalog) -> None:
+    assert render_search(real, "log", "gti", 10, "signatures") == (
+        'Unknown server "gti". Did you mean git? Known servers: everything, filesystem, git, memory, time.'
+    )
+
+
+def test_a_search_returns_one_signature_per_line_best_first(real: Catalog) -> None:
+    lines = render_search(real, "current time in a timezone", None, 2, "signatures").split("\n")
+    assert lines == [
+        '2 tools for "current time in a timezone", best first:',
+        "time.get_current_time(*, timezone: str) -> TimeResult  # Get current time in a specific timezone",
+        "time.convert_time(*, source_timezone: str, time: str, target_timezone: str) -> TimeConversionResult"
+        "  # Convert time between timezones",
+    ]
+
+
+def test_names_detail_lists_only_qualified_names(real: Catalog) -> None:
+    header, *names = render_search(real, "git diff", "git", 3, "names").split("\n")
+    assert header == '3 tools for "git diff" on git, best first:'
+    assert names[0] == "git.git_diff"
+    assert set(names) == {"git.git_diff", "git.git_diff_unstaged", "git.git_diff_staged"}
+
+
+def test_full_detail_adds_the_description_hints_and_schemas(real: Catalog) -> None:
+    text = render_search(real, "time.get_current_time", None, 1, "full")
+    lines = text.split("\n")
+    assert lines[1] == "time.get_current_time(*, timezone: str) -> TimeResult"
+    assert lines[2] == "  read-only"
+    assert lines[3] == "  Get current time in a specific timezone"
+    assert lines[4].startswith(
+        '  input: {"type":"object","properties":{"timezone":{"description":"IANA timezone'
+    )
+    assert lines[5].startswith('  output: {"properties":{"timezone":{"type":"string"},')
+
+
+def test_no_results_say_so_and_point_to_a_broader_query_or_the_overview(real: Catalog) -> None:
+    assert render_search(real, "zzzqqq", None, 10, "signatures") == (
+        'No tools match "zzzqqq".\n'
+        "Try fewer or broader words, or call search_docs with an empty query for the overview of every server"
+        " and tool."
+    )
+
+
+def test_no_results_on_one_server_suggest_dropping_the_filter(real: Catalog) -> None:
+    assert "drop the server filter" in render_search(real, "knowledge graph", "git", 10, "signatures")
+
+
+def test_an_empty_query_on_one_server_lists_its_tools_up_to_the_limit(real: Catalog) -> None:
+    lines = render_search(real, "", "git", 2, "signatures").split("\n")
+    assert lines[0] == "git (ready, 12 tools)"
+    assert lines[1].startswith("git.git_status(*, repo_path: str) -> Any  # ")
+    assert lines[2].startswith("git.git_diff_unstaged(")
+    assert lines[3].startswith("10 more: git_diff_staged, git_diff, ")
+    assert lines[4] == CALL_HINT
+
+
+def test_servers_are_found_by_their_original_names_too(mixed: Catalog) -> None:
+    assert render_search(mixed, "", "jira-cloud", 10, "signatures") == (
+        "jira_cloud (connecting, its tools appear when it is ready)"
+    )
+
+
+def test_results_note_servers_whose_tools_are_missing(mixed: Catalog) -> None:
+    last = render_search(mixed, "read a file", None, 3, "names").split("\n")[-1]
+    assert last == (
+        "Not in these results: jira_cloud (connecting, its tools appear when it is ready);"
+        " slack (failed: command not found: slack-mcp (exit status 127))."
+    )
+
+
+def test_a_search_on_a_failed_server_explains_why_it_is_empty(mixed: Catalog) -> None:
+    text = render_search(mixed, "post a message", "slack", 10, "signatures")
+    assert text.startswith('No tools match "post a message" on slack.')
+    assert text.endswith("slack (failed: command not found: slack-mcp (exit status 127)).")
+
+
+def test_ten_signatures_fit_in_a_few_kilobytes(real: Catalog) -> None:
+    assert len(render_search(real, "file", None, 10, "signatures")) < 3000

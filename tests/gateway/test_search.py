@@ -1,0 +1,154 @@
+"""Ranked tool search (BM25) over the real child servers' tools and small made-up catalogs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from mcp.types import ListToolsResult, Tool
+
+from gateway._catalog import Catalog, CatalogEntry
+from gateway._search import search, tokenize
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "tools"
+
+
+@pytest.fixture(scope="module")
+def real() -> Catalog:
+    return Catalog(
+        {
+            path.stem: ListToolsResult.model_validate_json(path.read_text()).tools
+            for path in DATA.glob("*.json")
+        }
+    )
+
+
+def _tool(name: str, description: str) -> Tool:
+    return Tool(name=name, description=description, input_schema={"type": "object"})
+
+
+def _names(hits: list[tuple[CatalogEntry, float]]) -> list[str]:
+    return [entry.qualified for entry, _ in hits]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("current time in a timezone", "time.get_current_time"),
+        ("what time is it in Tokyo", "time.get_current_time"),
+        ("convert time between time zones", "time.convert_time"),
+        ("commit history", "git.git_log"),
+        ("git diff of staged changes", "git.git_diff_staged"),
+        ("unstaged changes", "git.git_diff_unstaged"),
+        ("create a branch", "git.git_create_branch"),
+        ("switch branch", "git.git_checkout"),
+        ("commit changes", "git.git_commit"),
+        ("working tree status", "git.git_status"),
+        ("add numbers", "everything.get_sum"),
+        ("sum of two numbers", "everything.get_sum"),
+        ("echo a message", "everything.echo"),
+        ("environment variables", "everything.get_env"),
+        ("compress a file with gzip", "everything.gzip_file_as_resource"),
+        ("create entities knowledge graph", "memory.create_entities"),
+        ("relations between entities", "memory.create_relations"),
+        ("search the knowledge graph", "memory.search_nodes"),
+        ("delete observations", "memory.delete_observations"),
+        ("read a file", "filesystem.read_text_file"),
+        ("write a file", "filesystem.write_file"),
+        ("list files in a directory", "filesystem.list_directory"),
+        ("find files matching a pattern", "filesystem.search_files"),
+        ("rename a file", "filesystem.move_file"),
+        ("file size and modification time", "filesystem.get_file_info"),
+        ("edit a file", "filesystem.edit_file"),
+        ("make a new folder", "filesystem.create_directory"),
+        ("read an image", "filesystem.read_media_file"),
+    ],
+)
+def test_realistic_queries_find_the_expected_tool_in_the_top_three(
+    real: Catalog, query: str, expected: str
+) -> None:
+    assert expected in _names(search(real, query, limit=3))
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("git_diff", "git.git_diff"),
+        ("everything.get-sum", "everything.get_sum"),
+        ("tools.git.git_log", "git.git_log"),
+    ],
+)
+def test_a_tool_named_exactly_by_the_query_comes_first(real: Catalog, query: str, expected: str) -> None:
+    assert _names(search(real, query))[0] == expected
+
+
+def test_results_are_sorted_best_first_and_capped_at_the_limit(real: Catalog) -> None:
+    hits = search(real, "file", limit=4)
+    assert len(hits) == 4
+    scores = [score for _, score in hits]
+    assert scores == sorted(scores, reverse=True)
+    assert all(score > 0 for score in scores)
+
+
+def test_a_server_filter_keeps_only_that_servers_tools(real: Catalog) -> None:
+    hits = search(real, "read", server="memory")
+    assert hits
+    assert {entry.server_id for entry, _ in hits} == {"memory"}
+
+
+def test_an_unknown_server_filter_raises_key_error(real: Catalog) -> None:
+    with pytest.raises(KeyError):
+        search(real, "read", server="nope")
+
+
+@pytest.mark.parametrize("query", ["", "   ", "zzzqqq", "the of and"])
+def test_queries_without_known_words_find_nothing(real: Catalog, query: str) -> None:
+    assert search(real, query) == []
+
+
+def test_searching_an_empty_catalog_finds_nothing() -> None:
+    assert search(Catalog(), "anything") == []
+
+
+def test_name_words_outweigh_the_same_words_in_a_description() -> None:
+    catalog = Catalog(
+        {
+            "mail": [
+                _tool("post_note", "Stores a note; never used to send email to anyone"),
+                _tool("send_email", "Delivers a message to a recipient"),
+            ]
+        }
+    )
+    assert _names(search(catalog, "send email"))[0] == "mail.send_email"
+
+
+def test_rare_words_count_more_than_common_ones() -> None:
+    catalog = Catalog(
+        {"srv": [_tool("a", "list items"), _tool("b", "list things"), _tool("c", "list archived items")]}
+    )
+    assert _names(search(catalog, "list archived"))[0] == "srv.c"
+
+
+def test_neighbouring_query_words_find_a_compound_word() -> None:
+    catalog = Catalog({"srv": [_tool("a", "Checks the filesystem"), _tool("b", "Checks the network")]})
+    assert _names(search(catalog, "file system")) == ["srv.a"]
+
+
+def test_parameter_names_and_descriptions_are_searched() -> None:
+    tool = Tool(
+        name="fetch",
+        input_schema={"type": "object", "properties": {"maxRetries": {"description": "backoff attempts"}}},
+    )
+    catalog = Catalog({"srv": [tool]})
+    assert _names(search(catalog, "retries")) == ["srv.fetch"]
+    assert _names(search(catalog, "backoff")) == ["srv.fetch"]
+
+
+def test_tokens_are_lowercased_split_identifiers_with_plurals_stemmed() -> None:
+    assert tokenize("getCurrentTime list_directories git-branches") == [
+        "get", "current", "time", "list", "directory", "git", "branch",
+    ]  # fmt: skip
+
+
+def test_stopwords_and_single_letters_are_dropped_and_status_is_not_a_plural() -> None:
+    assert tokenize("Show me the status of a file") == ["show", "status", "file"]
