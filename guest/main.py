@@ -11,7 +11,7 @@ from guest import _aio, _capabilities
 from guest._capture import CappedStream
 from guest._hostcall import ToolError
 from guest._snippet import SnippetOutcome, run_snippet
-from guest._tools import call_tool, tools
+from guest._tools import Blob, call_tool, tools
 
 __all__ = ["WitWorld"]
 
@@ -53,6 +53,7 @@ class WitWorld(wit_world.WitWorld):
             "tools": tools,
             "call_tool": call_tool,
             "ToolError": ToolError,
+            "Blob": Blob,
         }
         outcome = run_snippet(code, namespace)
         value_json, value_repr = _encode_value(outcome, options.max_value_bytes)

@@ -78,7 +78,8 @@ ServeAsgi = Callable[[ASGIApp], AbstractAsyncContextManager[Served]]
 
 
 @asynccontextmanager
-async def _serve_asgi(app: ASGIApp) -> AsyncIterator[Served]:
+async def serve_asgi_app(app: ASGIApp) -> AsyncIterator[Served]:
+    """Serve a real HTTP app on 127.0.0.1 on a free port; yields the port and the headers seen."""
     seen: list[dict[str, str]] = []
 
     async def recording(scope: Scope, receive: Receive, send: Send) -> None:
@@ -108,7 +109,7 @@ async def _serve_asgi(app: ASGIApp) -> AsyncIterator[Served]:
 @pytest.fixture
 def serve_asgi() -> ServeAsgi:
     """`async with serve_asgi(app) as (port, headers):` serves a real HTTP app on 127.0.0.1:port."""
-    return _serve_asgi
+    return serve_asgi_app
 
 
 @pytest.fixture
