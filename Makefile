@@ -41,13 +41,13 @@ bench: setup ## Run the benchmarks and print the table (also written to docs/ben
 	$(PY) tests/bench/run_bench.py --write docs/benchmarks.md
 
 lint: setup ## ruff and pyright --strict
-	$(VENV)/bin/ruff check gateway guest tests runtime-wasm/build.py
-	$(VENV)/bin/ruff format --check gateway guest tests runtime-wasm/build.py
+	$(VENV)/bin/ruff check gateway guest tests examples runtime-wasm/build.py
+	$(VENV)/bin/ruff format --check gateway guest tests examples runtime-wasm/build.py
 	$(VENV)/bin/pyright
 
 format: setup ## Apply ruff's formatting and safe fixes
-	$(VENV)/bin/ruff check --fix gateway guest tests runtime-wasm/build.py
-	$(VENV)/bin/ruff format gateway guest tests runtime-wasm/build.py
+	$(VENV)/bin/ruff check --fix gateway guest tests examples runtime-wasm/build.py
+	$(VENV)/bin/ruff format gateway guest tests examples runtime-wasm/build.py
 
 run: setup ## Serve MCP over stdio on the built-in default config
 	$(VENV)/bin/codemode-gateway serve

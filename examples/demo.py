@@ -38,7 +38,9 @@ def text_of(result: types.CallToolResult) -> str:
     return "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
 
 
-async def call(session: ClientSession, title: str, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+async def call(
+    session: ClientSession, title: str, tool: str, arguments: dict[str, Any]
+) -> types.CallToolResult:
     started = time.perf_counter()
     result = await session.call_tool(tool, arguments)
     show(title, started, text_of(result))
@@ -53,17 +55,30 @@ async def main() -> None:
         show("initialize", started, f"server: {info.server_info.name} {info.server_info.version}")
         started = time.perf_counter()
         listed = await session.list_tools()
-        size = len(json.dumps([t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listed.tools]))
+        size = len(
+            json.dumps([t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listed.tools])
+        )
         show("tools/list", started, f"{[t.name for t in listed.tools]}: {size} bytes of JSON")
         await call(session, "search_docs (overview)", "search_docs", {})
-        await call(session, "search_docs 'current time in a timezone'", "search_docs",
-                   {"query": "current time in a timezone", "limit": 3})
-        await call(session, "search_docs 'commit history'", "search_docs", {"query": "commit history", "limit": 3})
+        await call(
+            session,
+            "search_docs 'current time in a timezone'",
+            "search_docs",
+            {"query": "current time in a timezone", "limit": 3},
+        )
+        await call(
+            session, "search_docs 'commit history'", "search_docs", {"query": "commit history", "limit": 3}
+        )
         snippet = SNIPPET.replace("REPO", repr(os.getcwd()))
-        result = await call(session, "execute_code (time + git in one snippet)", "execute_code", {"code": snippet})
+        result = await call(
+            session, "execute_code (time + git in one snippet)", "execute_code", {"code": snippet}
+        )
         structured = result.structured_content or {}
         calls = ", ".join(f"{c['tool']} {c['ms']:.1f} ms" for c in structured.get("tool_calls", []))
-        print(f"   tool calls: {calls}; fuel {structured.get('fuel', 0):,}; {structured.get('ms', 0):.1f} ms in the sandbox")
+        print(
+            f"   tool calls: {calls}; fuel {structured.get('fuel', 0):,}; "
+            f"{structured.get('ms', 0):.1f} ms in the sandbox"
+        )
 
 
 if __name__ == "__main__":

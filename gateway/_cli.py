@@ -126,7 +126,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         args = _parser().parse_args([*(argv or sys.argv[1:]), "serve"])
     configure_logging(args.log_level)
     try:
-        commands = {"serve": _serve, "exec": _exec, "precompile": _precompile, "check": _check, "schema": _schema}
+        commands = {
+            "serve": _serve,
+            "exec": _exec,
+            "precompile": _precompile,
+            "check": _check,
+            "schema": _schema,
+        }
         code = commands[args.command](args)
     except ConfigError as exc:
         print(f"codemode-gateway: {exc}", file=sys.stderr)

@@ -95,7 +95,7 @@ class Gateway:
     async def search_docs(
         self, query: str = "", server: str | None = None, limit: int = 10, detail: Detail = "signatures"
     ) -> str:
-        """The text search_docs returns, once children still starting have had a moment to list their tools."""
+        """The search_docs text, once children still starting have had a moment to list their tools."""
         await self._pool.wait_ready(timeout=min(SEARCH_WAIT_SECONDS, self.config.startup_timeout_seconds))
         return render_search(self.catalog(), query, server, limit, detail)
 

@@ -31,7 +31,7 @@ def _blob(kind: str, mime_type: str | None, data: str, **extra: Any) -> dict[str
 
 def _text_value(text: str) -> Any:
     stripped = text.strip()
-    if stripped[:1] in ('{', '[', '"') or stripped in ("true", "false", "null") or _is_number(stripped):
+    if stripped[:1] in ("{", "[", '"') or stripped in ("true", "false", "null") or _is_number(stripped):
         try:
             return json.loads(stripped)
         except ValueError:
@@ -57,8 +57,12 @@ def _block_value(block: types.ContentBlock) -> Any:
     if isinstance(block, types.EmbeddedResource):
         resource = block.resource
         if isinstance(resource, types.TextResourceContents):
-            return {"type": "resource", "uri": str(resource.uri), "mime_type": resource.mime_type,
-                    "text": resource.text}
+            return {
+                "type": "resource",
+                "uri": str(resource.uri),
+                "mime_type": resource.mime_type,
+                "text": resource.text,
+            }
         return _blob("resource", resource.mime_type, resource.blob, uri=str(resource.uri))
     link = block.model_dump(mode="json", by_alias=True, exclude_none=True)
     return {key: value for key, value in link.items() if key not in ("_meta", "annotations", "icons")}

