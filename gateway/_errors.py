@@ -4,14 +4,18 @@
     ├── ConfigError               a config file or value is wrong (exit code 2)
     ├── SandboxUnavailable        the component is missing or cannot be loaded
     ├── ToolCallError             a tool caller's failure; the snippet sees a catchable ToolError
-    │   └── ChildUnavailable      the child server is unknown, failed to start, or its connection was lost
+    │   ├── ChildUnavailable      the child server is unknown, failed to start, or its connection was lost
+    │   ├── PolicyDenied          the policy refuses the call (deny, allow, read_only, argument constraints)
+    │   └── QuotaExceeded         a policy quota or rate limit refuses the call
     └── ExecutionFailed           one execution did not succeed; the gateway keeps serving
         ├── SnippetError          the snippet raised (its own traceback is attached)
         ├── CapabilityDenied      the snippet reached a capability the sandbox lacks
         ├── GuestCrashed          the guest trapped for another reason
+        ├── ExecutionCancelled    the client cancelled the request
         └── LimitExceeded         a sandbox limit ended the execution
             ├── FuelExhausted, WallTimeExceeded, MemoryLimitExceeded, StackExhausted
-            └── ToolCallLimitExceeded, ToolPayloadTooLarge, CodeTooLarge
+            ├── ToolCallLimitExceeded, ToolPayloadTooLarge, CodeTooLarge
+            └── GatewayBusy       every slot busy and the queue full
 
 Errors from wasmtime are translated once, in `gateway._traps`, at the sandbox boundary.
 """
@@ -23,12 +27,16 @@ __all__ = [
     "ChildUnavailable",
     "CodeTooLarge",
     "ConfigError",
+    "ExecutionCancelled",
     "ExecutionFailed",
     "FuelExhausted",
+    "GatewayBusy",
     "GatewayError",
     "GuestCrashed",
     "LimitExceeded",
     "MemoryLimitExceeded",
+    "PolicyDenied",
+    "QuotaExceeded",
     "SandboxUnavailable",
     "SnippetError",
     "StackExhausted",
@@ -64,6 +72,24 @@ class ChildUnavailable(ToolCallError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, kind="ChildUnavailable")
+
+
+class PolicyDenied(ToolCallError):
+    """The policy refuses the call; `rule` names the config rule (never a hidden tool)."""
+
+    def __init__(self, message: str, *, rule: str) -> None:
+        super().__init__(message, kind="PolicyDenied")
+        self.rule = rule
+
+
+class QuotaExceeded(ToolCallError):
+    """A policy quota refuses the call: `quota` is its config path, `limit` its value, `retry_after` in s."""
+
+    def __init__(self, message: str, *, quota: str, limit: int, retry_after: float | None = None) -> None:
+        super().__init__(message, kind="QuotaExceeded")
+        self.quota = quota
+        self.limit = limit
+        self.retry_after = retry_after  # None for per-execution quotas: waiting frees nothing
 
 
 class ExecutionFailed(GatewayError):
@@ -127,3 +153,13 @@ class ToolPayloadTooLarge(LimitExceeded):
 
 class CodeTooLarge(LimitExceeded):
     """The snippet itself is larger than `sandbox.max_code_bytes`."""
+
+
+class ExecutionCancelled(ExecutionFailed):
+    """The client cancelled the request while the snippet ran or waited on a tool."""
+
+    kind = "cancelled"
+
+
+class GatewayBusy(LimitExceeded):
+    """Every execution slot is busy and the queue is full."""

@@ -14,9 +14,9 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.from_thread
@@ -24,6 +24,7 @@ import wasmtime
 from wasmtime.component import Variant
 
 from gateway._errors import (
+    ExecutionCancelled,
     ExecutionFailed,
     GuestCrashed,
     ToolCallError,
@@ -62,6 +63,47 @@ class Execution:
     started: float = field(default_factory=time.monotonic)
     tool_calls: list[ToolCallRecord] = field(default_factory=list[ToolCallRecord])
     ended_by: ExecutionFailed | None = None
+    cancelled: bool = False
+    interrupt: Callable[[], None] | None = None  # set by the slot running it: stops the wasm
+    _wait_scope: anyio.CancelScope | None = None  # the host wait (tool call, sleep) in progress
+
+    def restart_clock(self) -> None:
+        self.started = time.monotonic()
+
+    def cancel(self) -> None:
+        """Stop this execution: interrupt its wasm and abort a host wait. Call on the event loop."""
+        self.cancelled = True
+        if self.interrupt is not None:
+            self.interrupt()
+        if self._wait_scope is not None:
+            self._wait_scope.cancel()
+
+    async def _wait(self, start: Callable[[], Awaitable[Any]], timeout: float | None) -> Any:
+        # Runs on the event loop, so `cancel` (also on the loop) can reach this scope.
+        with anyio.CancelScope() as scope:
+            self._wait_scope = scope
+            try:
+                with anyio.fail_after(timeout):
+                    return await start()
+            finally:
+                self._wait_scope = None
+        raise ExecutionCancelled("the execution was cancelled by the client")
+
+    def _wait_from_worker(
+        self,
+        start: Callable[[], Awaitable[Any]],
+        timeout: float | None,
+        fallback: Callable[[], Any] | None = None,
+    ) -> Any:
+        if self.cancelled:
+            raise ExecutionCancelled("the execution was cancelled by the client")
+        try:
+            return anyio.from_thread.run(self._wait, start, timeout)
+        except anyio.NoEventLoopError:
+            # Outside an anyio worker thread (a synchronous embedding): only waits can do without the loop.
+            if fallback is None:
+                raise
+            return fallback()
 
     def remaining(self) -> float:
         return self.timeout - (time.monotonic() - self.started)
@@ -78,7 +120,7 @@ class Execution:
             raise _Refused("ValueError", "time.sleep() takes a finite, non-negative number of seconds")
         if seconds >= self.remaining():
             raise self._budget_error(f"time.sleep({seconds:g})")
-        _run_on_loop(anyio.sleep, seconds, fallback=lambda: time.sleep(seconds))
+        self._wait_from_worker(lambda: anyio.sleep(seconds), None, fallback=lambda: time.sleep(seconds))
         return {}
 
     def call_tool(self, name: str, args_json: str) -> str:
@@ -113,7 +155,8 @@ class Execution:
         record = ToolCallRecord(tool=name, ms=0.0, ok=False)
         self.tool_calls.append(record)
         try:
-            result = _run_on_loop(_call_with_timeout, self.tool_caller, name, arguments, timeout)
+            caller, wire_arguments = self.tool_caller, cast("dict[str, Any]", arguments)
+            result = self._wait_from_worker(lambda: caller(name, wire_arguments), timeout)
         except TimeoutError:
             record.error = "timeout"
             if timeout < limits.tool_call_timeout_seconds:
@@ -140,23 +183,6 @@ class Execution:
             )
         record.ok = True
         return encoded
-
-
-async def _call_with_timeout(caller: ToolCaller, name: str, arguments: dict[str, Any], timeout: float) -> Any:
-    with anyio.fail_after(timeout):
-        return await caller(name, arguments)
-
-
-def _run_on_loop(
-    func: Callable[..., Coroutine[Any, Any, Any]], *args: Any, fallback: Callable[[], Any] | None = None
-) -> Any:
-    try:
-        return anyio.from_thread.run(func, *args)
-    except anyio.NoEventLoopError:
-        # Called outside an anyio worker thread (a synchronous embedding): only waits can do without the loop.
-        if fallback is None:
-            raise
-        return fallback()
 
 
 _current = threading.local()
@@ -201,6 +227,18 @@ def _loads_or_refuse(text: str) -> Any:
         raise _Refused("ToolError", "host service arguments are not valid JSON") from None
 
 
+def _unexpected(execution: Execution, name: str, exc: BaseException) -> ExecutionFailed:
+    if execution.cancelled or type(exc).__name__ in ("CancelledError", "Cancelled"):
+        execution.cancelled = True
+        return ExecutionCancelled("the execution was cancelled by the client")
+    # A bug on the host side: contained, logged, never shown to the model.
+    log.error("host call failed", exc_info=exc, extra={"tool": name[:MAX_NAME_CHARS]})
+    shown = name[:MAX_NAME_CHARS]
+    return GuestCrashed(
+        f"the gateway failed while serving {shown!r}: {type(exc).__name__}; see the gateway log"
+    )
+
+
 def host_call(_store: object, name: str, args_json: str) -> Variant:
     """The `host.call` import: never raises anything but a WasmtimeError (which traps the guest)."""
     execution: Execution | None = getattr(_current, "execution", None)
@@ -212,12 +250,10 @@ def host_call(_store: object, name: str, args_json: str) -> Variant:
         return _error(refused.kind, str(refused))
     except ExecutionFailed as exc:
         execution.ended_by = exc
-    except Exception as exc:  # a bug on the host side: contained, logged, never shown to the model
-        log.exception("host call failed", extra={"tool": name[:MAX_NAME_CHARS]})
-        execution.ended_by = GuestCrashed(
-            f"the gateway failed while serving {name[:MAX_NAME_CHARS]!r}: "
-            f"{type(exc).__name__}; see the gateway log"
-        )
+    except BaseException as exc:
+        # Nothing may escape a ctypes callback: wasmtime-py would ignore it and the process crash.
+        # The event loop's cancellation of a wait arrives here as its own exception class.
+        execution.ended_by = _unexpected(execution, name, exc)
     # A WasmtimeError (not any other exception: wasmtime-py keeps those in a process-wide global,
     # which concurrent executions would race on) traps the guest and unwinds it.
     raise wasmtime.WasmtimeError("codemode: execution ended by the host")

@@ -46,7 +46,12 @@ class SandboxLimits(BaseModel):
     tool_call_timeout_seconds: float = Field(
         default=30.0, gt=0, le=3600, description="Per tool call, also bounded by the remaining budget."
     )
-    max_concurrent_executions: int = Field(default=4, ge=1, le=256)
+    max_concurrent_executions: int = Field(
+        default=4, ge=1, le=64, description="Execution slots (one wasm engine each); more requests queue."
+    )
+    max_queued_executions: int = Field(
+        default=16, ge=0, le=10_000, description="Requests waiting for a slot."
+    )
     prewarm_instances: int = Field(
         default=2, ge=0, le=64, description="Fresh instances made ahead of demand (each is used once)."
     )

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+import queue
 import secrets
-import threading
 import time
 from pathlib import Path
 from types import TracebackType
@@ -14,53 +14,26 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import wasmtime
-from wasmtime.component import Func, Linker, Record
+from wasmtime.component import Record
 
-from gateway._engine import load_component, make_engine
 from gateway._errors import (
     CodeTooLarge,
+    ExecutionCancelled,
     ExecutionFailed,
+    GatewayBusy,
     GuestCrashed,
     MemoryLimitExceeded,
-    SandboxUnavailable,
     SnippetError,
 )
-from gateway._host import Execution, ToolCaller, host_call, use_execution
+from gateway._host import Execution, ToolCaller, use_execution
 from gateway._limits import SandboxLimits
-from gateway._pool import InstancePool
 from gateway._result import ErrorInfo, ExecutionResult
+from gateway._slots import HOST_INTERFACE, Slot, Watchdog, load_slots
 from gateway._traps import translate_trap
 
 __all__ = ["HOST_INTERFACE", "Sandbox"]
 
 log = logging.getLogger(__name__)
-
-HOST_INTERFACE = "codemode:sandbox/host@0.1.0"
-EPOCH_TICK_SECONDS = 0.01
-# Core instances, memories and tables a fresh instance of the component creates (measured with
-# a probe build: componentize-py links libc, libpython and the bindings as separate core modules).
-_MAX_INSTANCES = 64
-_MAX_MEMORIES = 2
-_MAX_TABLES = 8
-_INSTANTIATE_TICKS = int(60 / EPOCH_TICK_SECONDS)
-
-
-class _EpochTicker:
-    """Advances the engine's epoch every tick; a store's deadline is a number of ticks."""
-
-    def __init__(self, engine: wasmtime.Engine) -> None:
-        self._engine = engine
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="codemode-epoch", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.wait(EPOCH_TICK_SECONDS):
-            self._engine.increment_epoch()
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=1)
 
 
 def _run_options(limits: SandboxLimits) -> Record:
@@ -75,6 +48,14 @@ def _run_options(limits: SandboxLimits) -> Record:
     return options
 
 
+def _used(store: wasmtime.Store, limits: SandboxLimits) -> int:
+    return limits.fuel - store.get_fuel()
+
+
+def _cancelled() -> ExecutionCancelled:
+    return ExecutionCancelled("the execution was cancelled by the client")
+
+
 def _capped(text: str, limit: int) -> tuple[str, bool]:
     # The guest caps its own streams; this holds even if a snippet tampered with the guest's capture.
     data = text.encode()
@@ -84,7 +65,8 @@ def _capped(text: str, limit: int) -> tuple[str, bool]:
 
 
 class Sandbox:
-    """One hardened engine, linker and compiled component; a fresh store and instance per execution."""
+    """Execution slots (an engine, its compiled component and prewarmed instances each); a fresh
+    store and instance per execution; at most one execution per slot at a time."""
 
     def __init__(
         self,
@@ -94,17 +76,15 @@ class Sandbox:
         cache_dir: Path | None = None,
     ) -> None:
         self.limits = limits or SandboxLimits()
-        self._engine, fingerprint = make_engine(self.limits.max_wasm_stack_bytes)
-        loaded = load_component(self._engine, fingerprint, path=component_path, cache_dir=cache_dir)
+        slots, loaded = load_slots(self.limits, component_path=component_path, cache_dir=cache_dir)
         self.component_sha256 = loaded.sha256
         self.compiled_on_load = loaded.compiled
-        self._component = loaded.component
-        self._linker = Linker(self._engine)
-        with self._linker.root() as root, root.add_instance(HOST_INTERFACE) as host:
-            host.add_func("call", host_call)
-        self._limiter = anyio.CapacityLimiter(self.limits.max_concurrent_executions)
-        self._ticker = _EpochTicker(self._engine)
-        self._pool = InstancePool(self._instantiate, self.limits.prewarm_instances)
+        self._slots = slots
+        self._free: queue.SimpleQueue[Slot] = queue.SimpleQueue()
+        for slot in slots:
+            self._free.put(slot)
+        self._limiter = anyio.CapacityLimiter(len(slots))
+        self._watchdog = Watchdog(slots)
 
     def __enter__(self) -> Sandbox:
         return self
@@ -113,44 +93,50 @@ class Sandbox:
         self.close()
 
     def close(self) -> None:
-        """Stop prewarming and the epoch ticker; executions in flight still end at their fuel limit."""
-        self._pool.close()
-        self._ticker.close()
-
-    def _instantiate(self) -> tuple[wasmtime.Store, Func]:
-        store = wasmtime.Store(self._engine)
-        store.set_limits(
-            memory_size=self.limits.memory_bytes,
-            instances=_MAX_INSTANCES,
-            memories=_MAX_MEMORIES,
-            tables=_MAX_TABLES,
-        )
-        store.set_fuel(self.limits.fuel)
-        store.set_epoch_deadline(_INSTANTIATE_TICKS)  # instantiation runs start functions, which check epochs
-        instance = self._linker.instantiate(store, self._component)
-        run = instance.get_func(store, "run")
-        if run is None:
-            raise SandboxUnavailable("the sandbox component exports no `run` function")
-        return store, run
+        """Stop prewarming and the watchdog; executions in flight still end at their fuel limit."""
+        self._watchdog.close()
+        for slot in self._slots:
+            slot.close()
 
     def timeout_for(self, requested: float | None) -> float:
         """The wall budget for one execution: the request's, capped by the config's."""
         configured = self.limits.timeout_seconds
         return configured if requested is None else max(0.001, min(float(requested), configured))
 
+    def _busy(self) -> GatewayBusy | None:
+        waiting = self._limiter.statistics().tasks_waiting
+        if self._limiter.available_tokens > 0 or waiting < self.limits.max_queued_executions:
+            return None
+        return GatewayBusy(
+            f"the gateway is busy: {self._limiter.total_tokens:g} executions running and {waiting} queued "
+            f"(sandbox.max_concurrent_executions, sandbox.max_queued_executions); retry shortly"
+        )
+
     async def execute(
         self, code: str, *, tool_caller: ToolCaller | None = None, timeout: float | None = None
     ) -> ExecutionResult:
-        """Run a snippet in a fresh instance on a worker thread; the event loop never blocks on wasm."""
-        return await anyio.to_thread.run_sync(
-            self.execute_sync, code, tool_caller, timeout, limiter=self._limiter, abandon_on_cancel=False
-        )
+        """Run a snippet on a worker thread; cancelling the caller interrupts the snippet at once."""
+        execution = Execution(self.limits, self.timeout_for(timeout), tool_caller)
+        busy = self._busy()
+        if busy is not None:
+            return self._failed(execution, busy, fuel=0)
+        try:
+            # Abandoned on cancel so that this task can interrupt the worker instead of waiting for it.
+            return await anyio.to_thread.run_sync(
+                self._execute, code, execution, limiter=self._limiter, abandon_on_cancel=True
+            )
+        except anyio.get_cancelled_exc_class():
+            execution.cancel()
+            raise
 
     def execute_sync(
         self, code: str, tool_caller: ToolCaller | None = None, timeout: float | None = None
     ) -> ExecutionResult:
         """Run a snippet on the calling thread. Tool calls need an anyio worker thread (see `execute`)."""
-        execution = Execution(self.limits, self.timeout_for(timeout), tool_caller)
+        return self._execute(code, Execution(self.limits, self.timeout_for(timeout), tool_caller))
+
+    def _execute(self, code: str, execution: Execution) -> ExecutionResult:
+        execution.restart_clock()  # queueing for a slot is not the snippet's time
         size = len(code.encode("utf-8", "replace"))
         if size > self.limits.max_code_bytes:
             error = CodeTooLarge(
@@ -158,21 +144,37 @@ class Sandbox:
                 "(sandbox.max_code_bytes); move data into tool calls"
             )
             return self._failed(execution, error, fuel=0)
+        slot = self._free.get()
         try:
-            store, run = self._pool.take()
-        except wasmtime.WasmtimeError as exc:
-            raise SandboxUnavailable(f"cannot instantiate the sandbox component: {exc}") from exc
-        store.set_fuel(self.limits.fuel)  # what instantiation used is not the snippet's
-        store.set_epoch_deadline(int(execution.timeout / EPOCH_TICK_SECONDS) + 1)
-        with use_execution(execution):
-            try:
-                outcome: Any = run(store, code, _run_options(self.limits))
-            except wasmtime.WasmtimeError as exc:
-                error = execution.ended_by or translate_trap(str(exc), self.limits, execution.timeout)
-                if isinstance(error, GuestCrashed):
-                    log.warning("guest trapped", extra={"trap": str(exc)[:2000]})
-                return self._failed(execution, error, fuel=self.limits.fuel - store.get_fuel())
-        return self._finish(execution, outcome, fuel=self.limits.fuel - store.get_fuel())
+            return self._run_in(slot, code, execution)
+        finally:
+            self._free.put(slot)
+
+    def _run_in(self, slot: Slot, code: str, execution: Execution) -> ExecutionResult:
+        store, run = slot.fresh_instance()
+        execution.interrupt = lambda: slot.interrupt(execution)
+        slot.begin(execution)
+        try:
+            with use_execution(execution):
+                if execution.cancelled:
+                    return self._failed(execution, _cancelled(), fuel=0)
+                try:
+                    outcome: Any = run(store, code, _run_options(self.limits))
+                except wasmtime.WasmtimeError as exc:
+                    return self._failed(
+                        execution, self._trap_error(execution, exc), fuel=_used(store, self.limits)
+                    )
+        finally:
+            slot.end()
+        return self._finish(execution, outcome, fuel=_used(store, self.limits))
+
+    def _trap_error(self, execution: Execution, exc: wasmtime.WasmtimeError) -> ExecutionFailed:
+        if execution.cancelled:
+            return _cancelled()
+        error = execution.ended_by or translate_trap(str(exc), self.limits, execution.timeout)
+        if isinstance(error, GuestCrashed):
+            log.warning("guest trapped", extra={"trap": str(exc)[:2000]})
+        return error
 
     def _failed(self, execution: Execution, error: ExecutionFailed, *, fuel: int) -> ExecutionResult:
         return ExecutionResult(

@@ -206,3 +206,88 @@ async def test_two_executions_run_at_once_and_get_their_own_outputs(sandbox: San
 def test_execute_sync_runs_without_an_event_loop(sandbox: Sandbox) -> None:
     result = sandbox.execute_sync("sum(range(10))")
     assert result.value == 45
+
+
+async def test_cancelling_the_caller_interrupts_a_running_snippet_and_frees_its_slot() -> None:
+    limits = SandboxLimits(fuel=10**13, timeout_seconds=600, max_concurrent_executions=1, prewarm_instances=0)
+    started = anyio.Event()
+    tools = InProcessTools({"sync.started": started.set})
+    with Sandbox(limits) as sandbox:
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+
+                async def spin() -> None:
+                    await sandbox.execute("tools.sync.started()\nwhile True: pass", tool_caller=tools)
+
+                tg.start_soon(spin)
+                await started.wait()
+                tg.cancel_scope.cancel()
+            # One slot: this runs only if the spinning snippet really stopped.
+            assert (await sandbox.execute("21 * 2")).value == 42
+
+
+async def test_cancelling_the_caller_aborts_a_pending_tool_call() -> None:
+    limits = SandboxLimits(max_concurrent_executions=1, prewarm_instances=0)
+    entered, aborted = anyio.Event(), anyio.Event()
+
+    async def hang() -> None:
+        entered.set()
+        try:
+            await anyio.Event().wait()
+        finally:
+            aborted.set()
+
+    with Sandbox(limits) as sandbox:
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+                tools = InProcessTools({"slow.hang": hang})
+                tg.start_soon(lambda: sandbox.execute("tools.slow.hang()", tool_caller=tools))
+                await entered.wait()
+                tg.cancel_scope.cancel()
+            await aborted.wait()
+            assert (await sandbox.execute("'served'")).value == "served"
+
+
+async def test_past_the_queue_a_request_gets_a_busy_error_naming_the_limits() -> None:
+    limits = SandboxLimits(max_concurrent_executions=1, max_queued_executions=0, prewarm_instances=0)
+    inside, release = anyio.Event(), anyio.Event()
+
+    async def hold() -> str:
+        inside.set()
+        await release.wait()
+        return "held"
+
+    with Sandbox(limits) as sandbox:
+        results: list[str] = []
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+
+                async def first() -> None:
+                    result = await sandbox.execute(
+                        "tools.q.hold()", tool_caller=InProcessTools({"q.hold": hold})
+                    )
+                    results.append(str(result.value))
+
+                tg.start_soon(first)
+                await inside.wait()
+                busy = await sandbox.execute("1")
+                release.set()
+            assert busy.error is not None
+            assert busy.error.type == "GatewayBusy"
+            assert "sandbox.max_concurrent_executions" in busy.error.message
+            assert "sandbox.max_queued_executions" in busy.error.message
+            assert results == ["held"]
+            assert (await sandbox.execute("1")).value == 1
+
+
+async def test_a_base_exception_from_the_tool_caller_cannot_crash_the_process(sandbox: Sandbox) -> None:
+    class Escaping(BaseException):
+        """Not an Exception: it would sail past `except Exception` into the ctypes callback."""
+
+    def escape() -> None:
+        raise Escaping()
+
+    result = await run(sandbox, "tools.x.escape()", tool_caller=InProcessTools({"x.escape": escape}))
+    assert result.error is not None
+    assert result.error.type == "GuestCrashed"
+    assert (await run(sandbox, "'alive'")).value == "alive"

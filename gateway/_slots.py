@@ -1,0 +1,146 @@
+"""Execution slots: one engine each, so interrupting one execution never touches another.
+
+wasmtime checks a store's epoch deadline at function entries and loop back-edges. Each slot's
+store runs with a deadline one epoch ahead, and nothing advances a slot's epoch except the
+watchdog (the wall-clock deadline passed) or a cancellation: bumping that engine's epoch once
+interrupts exactly the execution running in that slot, within microseconds of CPython work.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import wasmtime
+from wasmtime.component import Component, Func, Linker
+
+from gateway._engine import LoadedComponent, load_component, make_engine
+from gateway._errors import SandboxUnavailable
+from gateway._host import Execution, host_call
+from gateway._limits import SandboxLimits
+from gateway._pool import InstancePool
+
+__all__ = ["HOST_INTERFACE", "Slot", "Watchdog", "load_slots"]
+
+HOST_INTERFACE = "codemode:sandbox/host@0.1.0"
+WATCHDOG_PERIOD_SECONDS = 0.01
+# Core instances, memories and tables a fresh instance of the component creates (componentize-py
+# links libc, libpython and the bindings as separate core modules); generous, but bounded.
+_MAX_INSTANCES = 64
+_MAX_MEMORIES = 2
+_MAX_TABLES = 8
+# Instantiation runs start functions, which check epochs: never let an interrupt meant for an
+# execution trap a prewarming instantiation on the same engine.
+_INSTANTIATE_EPOCHS = 1 << 40
+
+Instance = tuple[wasmtime.Store, Func]
+
+
+@dataclass(eq=False)
+class Slot:
+    """An engine, its compiled component and prewarmed instances; runs one execution at a time."""
+
+    index: int
+    engine: wasmtime.Engine
+    component: Component
+    limits: SandboxLimits
+    _linker: Linker = field(init=False)
+    _pool: InstancePool[Instance] = field(init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _running: Execution | None = None
+
+    def __post_init__(self) -> None:
+        self._linker = Linker(self.engine)
+        with self._linker.root() as root, root.add_instance(HOST_INTERFACE) as host:
+            host.add_func("call", host_call)
+        self._pool = InstancePool(self._instantiate, self.limits.prewarm_instances)
+
+    def _instantiate(self) -> Instance:
+        store = wasmtime.Store(self.engine)
+        store.set_limits(
+            memory_size=self.limits.memory_bytes,
+            instances=_MAX_INSTANCES,
+            memories=_MAX_MEMORIES,
+            tables=_MAX_TABLES,
+        )
+        store.set_fuel(self.limits.fuel)
+        store.set_epoch_deadline(_INSTANTIATE_EPOCHS)
+        instance = self._linker.instantiate(store, self.component)
+        run = instance.get_func(store, "run")
+        if run is None:
+            raise SandboxUnavailable("the sandbox component exports no `run` function")
+        return store, run
+
+    def fresh_instance(self) -> Instance:
+        """A never-used instance, with fresh fuel, armed to trap at the next epoch bump."""
+        try:
+            store, run = self._pool.take()
+        except wasmtime.WasmtimeError as exc:
+            raise SandboxUnavailable(f"cannot instantiate the sandbox component: {exc}") from exc
+        store.set_fuel(self.limits.fuel)  # what instantiation used is not the snippet's
+        store.set_epoch_deadline(1)
+        return store, run
+
+    def begin(self, execution: Execution) -> None:
+        with self._lock:
+            self._running = execution
+
+    def end(self) -> None:
+        with self._lock:
+            self._running = None
+
+    def interrupt(self, execution: Execution) -> None:
+        """Stop `execution` if it is still the one running here (safe from any thread)."""
+        with self._lock:
+            if self._running is execution:
+                self.engine.increment_epoch()
+
+    def overdue(self, now: float) -> Execution | None:
+        with self._lock:
+            running = self._running
+        return running if running is not None and now - running.started >= running.timeout else None
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+class Watchdog:
+    """Interrupts executions past their wall-clock budget."""
+
+    def __init__(self, slots: list[Slot]) -> None:
+        self._slots = slots
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="codemode-watchdog", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(WATCHDOG_PERIOD_SECONDS):
+            now = time.monotonic()
+            for slot in self._slots:
+                execution = slot.overdue(now)
+                if execution is not None:
+                    slot.interrupt(execution)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=1)
+
+
+def load_slots(
+    limits: SandboxLimits, *, component_path: Path | None, cache_dir: Path | None
+) -> tuple[list[Slot], LoadedComponent]:
+    """One slot per concurrent execution; the component is compiled (or read from cache) once."""
+    engine, fingerprint = make_engine(limits.max_wasm_stack_bytes)
+    loaded = load_component(engine, fingerprint, path=component_path, cache_dir=cache_dir)
+    slots = [Slot(0, engine, loaded.component, limits)]
+    for index in range(1, limits.max_concurrent_executions):
+        other, _ = make_engine(limits.max_wasm_stack_bytes)
+        # Same engine settings, so the artifact just verified (or written) fits this engine too.
+        if loaded.artifact.exists():
+            component = Component.deserialize_file(other, str(loaded.artifact))
+        else:  # the cache was not writable: hand the compiled bytes over in memory
+            component = Component.deserialize(other, loaded.component.serialize())
+        slots.append(Slot(index, other, component, limits))
+    return slots, loaded
