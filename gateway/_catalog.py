@@ -6,7 +6,7 @@ A new Catalog is built whenever a child's tools or state change; readers never s
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, cast
 
 from mcp.types import Tool
@@ -157,6 +157,21 @@ class Catalog:
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and self.get(name) is not None
+
+    def filtered(
+        self, keep: Callable[[CatalogEntry], bool], keep_server: Callable[[ServerStatus], bool] | None = None
+    ) -> Catalog:
+        """This catalog without the tools and servers the predicates reject, as if they never existed."""
+        kept = Catalog.__new__(Catalog)
+        servers = {k: s for k, s in self._servers.items() if keep_server is None or keep_server(s)}
+        kept._by_server = {k: tuple(filter(keep, self._by_server.get(k, ()))) for k in servers}
+        kept._entries = tuple(entry for own in kept._by_server.values() for entry in own)
+        # Counts too: search_docs shows them, and "3 tools" where 4 are listed would betray a hidden one.
+        kept._servers = {
+            k: s.model_copy(update={"tool_count": len(kept._by_server[k])}) for k, s in servers.items()
+        }
+        kept._by_name = self._index_names(kept._entries)
+        return kept
 
     def get(self, name: str) -> CatalogEntry | None:
         """The tool called `name` ("server.tool", Python or original spelling, optional `tools.` prefix)."""

@@ -31,6 +31,7 @@ from mcp.shared.exceptions import MCPError
 
 from gateway._config import HttpServer, ServerConfig, StdioServer
 from gateway._errors import ChildUnavailable, ToolCallError
+from gateway._secrets import child_environment
 
 __all__ = ["Child", "ChildState", "ChildStatus"]
 
@@ -239,9 +240,9 @@ class Child:
         server = self.server
         if isinstance(server, StdioServer):
             self._pump = _StderrPump(self.name)
-            params = StdioServerParameters(
-                command=server.command, args=server.args, env=server.env or None, cwd=server.cwd
-            )
+            # Built, not inherited: the gateway's own tokens reach only the children they are named for.
+            env = child_environment(server.env, server.env_passthrough)
+            params = StdioServerParameters(command=server.command, args=server.args, env=env, cwd=server.cwd)
             try:
                 read, write = await stack.enter_async_context(stdio_client(params, errlog=self._pump.writer))
             except OSError as exc:

@@ -8,15 +8,25 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import anyio
+from pydantic import ValidationError
 
+from gateway._audit import AuditConfig, format_records, parse_since, read_audit, select_records
 from gateway._children import ChildState, check_children, format_statuses
-from gateway._config import config_json_schema, load_config
+from gateway._config import (
+    CONFIG_ENV,
+    config_json_schema,
+    format_validation_error,
+    load_config,
+    read_config_data,
+)
 from gateway._errors import ConfigError, GatewayError
 from gateway._logging import configure_logging
 from gateway._result import ExecutionResult
 from gateway._sandbox import Sandbox
+from gateway._secrets import find_literal_secrets, literal_secret_warning
 from gateway._server import run_stdio
 
 __all__ = ["main"]
@@ -47,6 +57,13 @@ def _parser() -> argparse.ArgumentParser:
         "check", help="validate the config, connect to every child, print their status"
     )
     check.add_argument("--config", help="config file (default: $CODEMODE_CONFIG, else built-in)")
+
+    audit = commands.add_parser("audit", help="print the audit log (rotated files too, oldest first)")
+    audit.add_argument("--config", help="config file whose `audit` section names the log")
+    audit.add_argument("--path", help="the log file itself (instead of --config)")
+    audit.add_argument("--since", help="only records at or after an ISO time or an age (30m, 1h, 2d)")
+    audit.add_argument("--tool", help="only the tool calls whose tool matches this glob (github.*)")
+    audit.add_argument("--json", action="store_true", help="print the records as JSON lines")
 
     commands.add_parser("schema", help="print the config file's JSON Schema")
     return parser
@@ -99,14 +116,56 @@ def _precompile(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _config_file(args: argparse.Namespace) -> Path | None:
+    chosen = args.config or os.environ.get(CONFIG_ENV)
+    return Path(chosen) if chosen else None
+
+
 def _check(args: argparse.Namespace) -> int:
     config = load_config(args.config)
+    if (file := _config_file(args)) is not None:
+        for path in find_literal_secrets(read_config_data(file)):
+            print(literal_secret_warning(path), file=sys.stderr)
     if not config.mcp_servers:
         print("no child servers configured (mcpServers is empty)")
         return EXIT_OK
     statuses = anyio.run(check_children, config)
     print(format_statuses(statuses))
     return EXIT_OK if all(status.state is ChildState.READY for status in statuses) else EXIT_FAILED
+
+
+def _audit_path(args: argparse.Namespace) -> Path:
+    if args.path:
+        return Path(args.path)
+    file = _config_file(args)
+    # Only the `audit` section is read: reading a log must not need the children's tokens in the environment.
+    data = read_config_data(file) if file is not None else None
+    section = data.get("audit") if isinstance(data, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    if file is None or section is None:
+        raise ConfigError('no audit log configured: add an "audit" section to the config, or pass --path')
+    try:
+        audit = AuditConfig.model_validate(section)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, f"{file}: audit")) from None
+    return audit.resolve_path(file.resolve().parent)
+
+
+def _audit(args: argparse.Namespace) -> int:
+    path = _audit_path(args)
+    since = parse_since(args.since) if args.since else None
+    log = read_audit(path)
+    if not log.records and not log.malformed and not path.exists():
+        print(f"codemode-gateway: no audit log at {path}", file=sys.stderr)
+        return EXIT_FAILED
+    if log.malformed:
+        print(f"codemode-gateway: skipped {log.malformed} unreadable line(s) in {path}", file=sys.stderr)
+    records = select_records(log.records, since=since, tool=args.tool)
+    if args.json:
+        for record in records:
+            print(json.dumps(record, ensure_ascii=False))
+    else:
+        print(format_records(records))
+    return EXIT_OK
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -131,6 +190,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             "exec": _exec,
             "precompile": _precompile,
             "check": _check,
+            "audit": _audit,
             "schema": _schema,
         }
         code = commands[args.command](args)

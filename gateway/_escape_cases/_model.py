@@ -1,0 +1,250 @@
+"""What an escape case is: a hostile snippet, and what containing it looks like."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+
+from gateway._limits import SandboxLimits
+from gateway._result import ExecutionResult
+
+__all__ = [
+    "ALLOWLIST",
+    "ANY_ERROR",
+    "AUDIT_OFF",
+    "FIND_CLASS",
+    "LOAD_BUILTIN",
+    "NATIVE",
+    "NO_FS",
+    "NO_NET",
+    "NO_PROC",
+    "NO_STDIN",
+    "REFUSE_OFF",
+    "LIMIT_KEYS",
+    "Check",
+    "EscapeCase",
+    "Expect",
+    "Source",
+    "any_outcome",
+    "case_maker",
+    "clip",
+    "crash",
+    "limit",
+    "needs_tool_calls",
+    "refused",
+    "succeeds",
+    "summarize",
+    "value_is",
+    "within_budget",
+]
+
+Check = Callable[[ExecutionResult, SandboxLimits], bool]
+"""A check on an accepted result, given the limits the suite ran with."""
+
+Source = str | Callable[[SandboxLimits], str]
+"""A snippet, or a function of the limits that writes one (sizes just past a cap, sleeps just past the budget)."""
+
+# A limit error must name the config key behind it, so the model (and the team) can act on it.
+LIMIT_KEYS: dict[str, str] = {
+    "FuelExhausted": "sandbox.fuel",
+    "WallTimeExceeded": "sandbox.timeout_seconds",
+    "MemoryLimitExceeded": "sandbox.memory_bytes",
+    "StackExhausted": "sandbox.max_wasm_stack_bytes",
+    "ToolCallLimitExceeded": "sandbox.max_tool_calls",
+    "CodeTooLarge": "sandbox.max_code_bytes",
+}
+
+# A trap in the guest (a stub reached, a runtime panic, corrupted interpreter state): the
+# execution ends and the gateway serves on. Which of the two the host reports depends on which
+# stub the trap's backtrace passed through (a Rust panic writes to stderr first, for one).
+_TRAPS = ("CapabilityDenied", "GuestCrashed")
+ANY_ERROR = "*"
+
+
+# What the prelude's refusals say: the snippet learns which capability is missing.
+NO_FS = "the sandbox has no filesystem"
+NO_NET = "the sandbox has no network"
+NO_PROC = "the sandbox has no processes"
+NO_STDIN = "the sandbox has no stdin"
+NATIVE = "the sandbox runs no native code"
+ALLOWLIST = "it can import: "
+
+# Snippet fragments that hostile cases build on.
+AUDIT_OFF = (
+    "import sys\n"
+    "sys.modules['guest._capabilities']._audit.__code__ = (lambda event, args: None).__code__\n"
+)
+"""Neuter the prelude's audit hook (hooks cannot be removed, but their code can be swapped)."""
+
+REFUSE_OFF = "import sys\nsys.modules['guest._capabilities']._refuse = lambda *args: None\n"
+"""Make every prelude refusal a no-op, so only the wasm boundary is left to hold."""
+
+FIND_CLASS = """
+def find_class(name):
+    todo, seen = [object], set()
+    while todo:
+        cls = todo.pop()
+        if cls.__name__ == name:
+            return cls
+        for sub in type.__subclasses__(cls):
+            if sub not in seen:
+                seen.add(sub)
+                todo.append(sub)
+    raise LookupError(name)
+"""
+"""`find_class(name)`: walk `object.__subclasses__()` for a class the snippet cannot import."""
+
+LOAD_BUILTIN = (
+    FIND_CLASS
+    + """
+import importlib._bootstrap as _bootstrap
+def load_builtin(name):
+    return _bootstrap._load(find_class('BuiltinImporter').find_spec(name))
+"""
+)
+"""`load_builtin(name)`: a fresh copy of a C module compiled into the interpreter, past the import seal."""
+
+
+def clip(text: object, limit: int = 160) -> str:
+    """One line of at most `limit` characters."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def summarize(result: ExecutionResult) -> str:
+    """What an execution did, in one short line."""
+    if result.error is not None:
+        return f"{result.error.type}: {clip(result.error.message, 120)}"
+    shown = result.value_repr if result.value_repr is not None else repr(result.value)
+    extra = f", stdout {len(result.stdout)} chars" if result.stdout else ""
+    return f"ok: {clip(shown, 100)}{extra}"
+
+
+@dataclass(frozen=True)
+class Expect:
+    """Containment: the execution fails with one of `errors`, its message naming `says` (and a
+    limit error its config key), or, when `ok`, succeeds; `check` then holds on either."""
+
+    errors: tuple[str, ...] = ()
+    says: str = ""
+    ok: bool = False
+    check: Check | None = None
+    what: str = ""  # `check` in words, for reports
+
+    def accepts(self, error_type: str) -> bool:
+        """Whether an execution failing with `error_type` can be contained as expected."""
+        return error_type in self.errors or ANY_ERROR in self.errors
+
+    def describe(self) -> str:
+        """The expectation in a few words (for `sandbox-test --list` and failure details)."""
+        if ANY_ERROR in self.errors:
+            text = "any result from the host"
+        else:
+            options = [" or ".join(self.errors) + (f" saying {self.says!r}" if self.says else "")]
+            text = " or ".join([*(options if self.errors else []), *(["success"] if self.ok else [])])
+        return f"{text} ({self.what})" if self.what else text
+
+    def judge(self, result: ExecutionResult, limits: SandboxLimits) -> str | None:
+        """None when `result` is contained as expected, else what went wrong."""
+        error = result.error
+        if error is None:
+            if not self.ok:
+                return f"expected {self.describe()}, but the snippet succeeded: {summarize(result)}"
+        elif not self.accepts(error.type):
+            return f"expected {self.describe()}, got {summarize(result)}"
+        else:
+            key = LIMIT_KEYS.get(error.type, "")
+            if self.says not in error.message or key not in error.message:
+                wanted = " and ".join(repr(s) for s in (self.says, key) if s)
+                return f"expected the message to name {wanted}, got {summarize(result)}"
+        if self.check is not None and not self.check(result, limits):
+            return f"check failed ({self.what or 'custom check'}): {summarize(result)}"
+        return None
+
+
+def refused(error: str, says: str = "") -> Expect:
+    """The snippet gets `error` (a Python exception or a gateway error) naming `says`."""
+    return Expect((error,), says)
+
+
+def limit(*errors: str, check: Check | None = None, what: str = "") -> Expect:
+    """A limit ends the execution: one of `errors`, each naming its config key."""
+    return Expect(errors, check=check, what=what)
+
+
+def crash(*also: str, ok: bool = False, what: str = "") -> Expect:
+    """The guest traps (or raises one of `also`): contained, whichever way the host labels it."""
+    return Expect((*_TRAPS, *also), ok=ok, what=what)
+
+
+def succeeds(check: Check | None = None, what: str = "") -> Expect:
+    """The snippet runs to the end and `check` holds: the attempt found nothing to escape through."""
+    return Expect(ok=True, check=check, what=what)
+
+
+def value_is(expected: object) -> Expect:
+    """The snippet succeeds with exactly this value."""
+    return succeeds(lambda r, _: r.value == expected, f"value == {clip(repr(expected), 60)}")
+
+
+def any_outcome(what: str = "the host returns a result and serves on") -> Expect:
+    """Any result at all: what must hold is that the host answered (did not raise) and serves on."""
+    return Expect((ANY_ERROR,), ok=True, what=what)
+
+
+def within_budget(result: ExecutionResult, limits: SandboxLimits) -> bool:
+    """The execution ended close to its wall-clock budget, not long after it."""
+    return result.ms <= (limits.timeout_seconds * 1.25 + 0.3) * 1000
+
+
+def needs_tool_calls(count: int) -> Callable[[SandboxLimits], str | None]:
+    """Skip the case when the config allows fewer than `count` tool calls per execution."""
+
+    def check(limits: SandboxLimits) -> str | None:
+        if limits.max_tool_calls >= count:
+            return None
+        return f"needs {count} tool call(s); sandbox.max_tool_calls is {limits.max_tool_calls}"
+
+    return check
+
+
+@dataclass(frozen=True)
+class EscapeCase:
+    """One hostile snippet and what containing it looks like.
+
+    `then`, when set, runs in a fresh execution right after the snippet; `then_check` sees both
+    results (tampering that must not survive, entropy that must differ). `needs` says why a
+    config cannot run the case (it is then skipped, never failed).
+    """
+
+    id: str
+    category: str
+    code: Source
+    expect: Expect
+    then: str | None = None
+    then_check: Callable[[ExecutionResult, ExecutionResult], bool] | None = None
+    needs: Callable[[SandboxLimits], str | None] | None = None
+
+    def source(self, limits: SandboxLimits) -> str:
+        """The snippet to run under `limits`."""
+        code = self.code if isinstance(self.code, str) else self.code(limits)
+        return code.strip("\n") + "\n"
+
+
+def _make(
+    category: str,
+    id: str,
+    code: Source,
+    expect: Expect,
+    *,
+    then: str | None = None,
+    then_check: Callable[[ExecutionResult, ExecutionResult], bool] | None = None,
+    needs: Callable[[SandboxLimits], str | None] | None = None,
+) -> EscapeCase:
+    return EscapeCase(id, category, code, expect, then, then_check, needs)
+
+
+def case_maker(category: str) -> Callable[..., EscapeCase]:
+    """`case(id, code, expect, ...)` with the category filled in."""
+    return partial(_make, category)
