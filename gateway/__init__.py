@@ -1,5 +1,6 @@
 """codemode-gateway: one MCP server in front of many, running model-written Python in a wasm sandbox."""
 
+from gateway._audit import AuditConfig, AuditLog
 from gateway._errors import (
     CapabilityDenied,
     ChildUnavailable,
@@ -27,8 +28,11 @@ from gateway._host import ToolCaller
 from gateway._limits import SandboxLimits
 from gateway._result import ErrorInfo, ExecutionResult, ToolCallRecord
 from gateway._sandbox import Sandbox
+from gateway._secrets import Redactor
 
 __all__ = [
+    "AuditConfig",
+    "AuditLog",
     "CapabilityDenied",
     "ChildUnavailable",
     "CodeTooLarge",
@@ -45,6 +49,7 @@ __all__ = [
     "MemoryLimitExceeded",
     "PolicyDenied",
     "QuotaExceeded",
+    "Redactor",
     "Sandbox",
     "SandboxLimits",
     "SandboxUnavailable",

@@ -55,7 +55,7 @@ ArgumentsMode = Literal["redacted", "hash", "omit"]
 _MIB = 1024 * 1024
 _SHORT_ID_CHARS = 8
 # Gateway-wide settings, not limits on one execution.
-_NOT_PER_EXECUTION = frozenset({"prewarm_instances", "max_concurrent_executions"})
+_NOT_PER_EXECUTION = frozenset({"prewarm_instances", "max_concurrent_executions", "max_queued_executions"})
 
 
 class AuditConfig(BaseModel):

@@ -23,6 +23,7 @@ from gateway._config import (
     read_config_data,
 )
 from gateway._errors import ConfigError, GatewayError
+from gateway._escape_report import add_sandbox_test_arguments, run_sandbox_test
 from gateway._logging import configure_logging
 from gateway._result import ExecutionResult
 from gateway._sandbox import Sandbox
@@ -65,6 +66,9 @@ def _parser() -> argparse.ArgumentParser:
     audit.add_argument("--tool", help="only the tool calls whose tool matches this glob (github.*)")
     audit.add_argument("--json", action="store_true", help="print the records as JSON lines")
 
+    add_sandbox_test_arguments(
+        commands.add_parser("sandbox-test", help="run the sandbox escape suite against the config's limits")
+    )
     commands.add_parser("schema", help="print the config file's JSON Schema")
     return parser
 
@@ -192,6 +196,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             "check": _check,
             "audit": _audit,
             "schema": _schema,
+            "sandbox-test": run_sandbox_test,
         }
         code = commands[args.command](args)
     except ConfigError as exc:

@@ -132,8 +132,15 @@ async def still_serves(sandbox: Sandbox) -> str | None:
     return None
 
 
+class _HostFailed(Exception):
+    """The host raised while running a snippet."""
+
+
 async def _execute(sandbox: Sandbox, code: str) -> ExecutionResult:
-    return await sandbox.execute(code, tool_caller=probe_tools())
+    try:
+        return await sandbox.execute(code, tool_caller=probe_tools())
+    except Exception as exc:  # a snippet made the host fail: the most serious finding of all
+        raise _HostFailed(f"the host raised {type(exc).__name__}: {clip(exc)}") from exc
 
 
 async def _judge(sandbox: Sandbox, case: EscapeCase) -> tuple[bool, str]:
@@ -147,8 +154,8 @@ async def _judge(sandbox: Sandbox, case: EscapeCase) -> tuple[bool, str]:
             second = await _execute(sandbox, case.then)
             if case.then_check is not None and not case.then_check(first, second):
                 return False, f"the next execution saw it: {summarize(second)}"
-    except Exception as exc:  # a snippet made the host fail: the most serious finding of all
-        return False, f"the host raised {type(exc).__name__}: {clip(exc)}"
+    except _HostFailed as failed:
+        return False, str(failed)
     return True, summarize(first)
 
 

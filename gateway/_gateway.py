@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from functools import partial
@@ -11,9 +13,11 @@ from typing import Any, Self
 
 import anyio
 import anyio.to_thread
+from mcp import types
 
 from gateway._approval import ApprovalOutcome, Approver, no_approver
 from gateway._arguments import prepare_arguments
+from gateway._audit import Approval, AuditLog, new_execution_id
 from gateway._catalog import Catalog, ServerStatus
 from gateway._children import ChildPool
 from gateway._config import GatewayConfig
@@ -23,6 +27,7 @@ from gateway._normalize import tool_result_value
 from gateway._policy import ExecutionQuota, Policy
 from gateway._result import ExecutionResult
 from gateway._sandbox import Sandbox
+from gateway._secrets import Redactor
 
 __all__ = ["Gateway"]
 
@@ -38,6 +43,8 @@ class Gateway:
     def __init__(self, config: GatewayConfig) -> None:
         self.config = config
         self.policy = Policy(config.policy)
+        self.redactor = Redactor.from_config(config)
+        self._audit: AuditLog | None = None
         self._pool = ChildPool.from_config(config)
         self._sandbox: Sandbox | None = None
         self._sandbox_error: Exception | None = None
@@ -48,6 +55,9 @@ class Gateway:
 
     async def __aenter__(self) -> Self:
         async with AsyncExitStack() as stack:  # unwinds whatever was entered if a later step fails
+            if self.config.audit is not None:
+                self._audit = AuditLog.from_config(self.config.audit, self.config.base_dir, self.redactor)
+                stack.callback(self._audit.close)
             await stack.enter_async_context(self._pool)
             stack.callback(self._close_sandbox)
             task_group = await stack.enter_async_context(anyio.create_task_group())
@@ -110,37 +120,80 @@ class Gateway:
         return render_search(self.catalog(), query, server, limit, detail)
 
     async def execute_code(
-        self, code: str, timeout: float | None = None, approver: Approver = no_approver
+        self,
+        code: str,
+        timeout: float | None = None,
+        approver: Approver = no_approver,
+        client: types.Implementation | None = None,
     ) -> ExecutionResult:
         """Run a snippet whose tool calls reach the children through this execution's catalog."""
         sandbox = await self.sandbox()
         # Children still starting would be missing from the catalog: give them their startup time.
         await self._pool.wait_ready(timeout=self.config.startup_timeout_seconds)
-        run = _Run(self.catalog(), self.policy.new_execution(), approver)
-        return await sandbox.execute(code, tool_caller=partial(self._call_tool, run), timeout=timeout)
+        run = _Run(new_execution_id(), self.catalog(), self.policy.new_execution(), approver)
+        result = await sandbox.execute(code, tool_caller=partial(self._call_tool, run), timeout=timeout)
+        result = self.redactor.redact_result(result)
+        self._record(
+            lambda audit: audit.execution(
+                run.execution_id,
+                code,
+                result,
+                limits=sandbox.limits,
+                timeout=sandbox.timeout_for(timeout),
+                client_name=client.name if client else None,
+                client_version=client.version if client else None,
+            )
+        )
+        return result
 
     async def _call_tool(self, run: _Run, name: str, arguments: dict[str, Any]) -> Any:
-        entry = run.catalog.get(name)
-        if entry is None:
-            raise ToolCallError(_unknown_tool_message(run.catalog, name))
-        # Access first, so a denied tool's schema is never described; constraints see the wire form.
-        self.policy.check_access(entry)
-        wire = prepare_arguments(entry, arguments)
-        self.policy.check_arguments(entry, wire)
-        run.quota.acquire(entry)
-        if self.policy.needs_approval(entry):
-            _raise_unless_approved(entry.qualified, await run.approver(entry.qualified, wire))
+        started = time.monotonic()
+        approval: Approval = "not_required"
+        failure: BaseException | None = None
+        wire = arguments
         try:
-            result = await self._pool.call_tool(entry.server_name, entry.tool_name, wire)
-        except ChildUnavailable as exc:
-            raise ToolCallError(str(exc), kind="ToolError") from exc
-        return tool_result_value(result)
+            entry = run.catalog.get(name)
+            if entry is None:
+                raise ToolCallError(_unknown_tool_message(run.catalog, name))
+            # Access first, so a denied tool's schema is never described; constraints see the wire form.
+            self.policy.check_access(entry)
+            wire = prepare_arguments(entry, arguments)
+            self.policy.check_arguments(entry, wire)
+            run.quota.acquire(entry)
+            if self.policy.needs_approval(entry):
+                approval = await run.approver(entry.qualified, wire)
+                _raise_unless_approved(entry.qualified, approval)
+            try:
+                result = await self._pool.call_tool(entry.server_name, entry.tool_name, wire)
+            except ChildUnavailable as exc:
+                raise ToolCallError(str(exc), kind="ToolError") from exc
+            # A secret the gateway expanded never reaches the snippet, so no transform can leak it.
+            return self.redactor.redact_json(tool_result_value(result))
+        except BaseException as exc:
+            failure = exc
+            raise
+        finally:
+            ms = round((time.monotonic() - started) * 1000, 3)
+            self._record(
+                lambda audit: audit.tool_call(
+                    run.execution_id, name, wire, ms=ms, error=failure, approval=approval
+                )
+            )
+
+    def _record(self, write: Callable[[AuditLog], None]) -> None:
+        if self._audit is None:
+            return
+        try:
+            write(self._audit)
+        except OSError:  # a full disk must not take the gateway down; it is loud in the log instead
+            log.exception("cannot write the audit log")
 
 
 @dataclass(frozen=True)
 class _Run:
-    """What one execution's tool calls share: the catalog it started with, its quota, its approver."""
+    """What one execution's tool calls share: its id, the catalog it started with, quota, approver."""
 
+    execution_id: str
     catalog: Catalog
     quota: ExecutionQuota
     approver: Approver

@@ -17,6 +17,7 @@ from gateway._config import GatewayConfig
 from gateway._errors import GatewayError
 from gateway._gateway import Gateway
 from gateway._result import ExecutionResult
+from gateway._secrets import redact_logs
 
 __all__ = ["build_server", "serve_stdio"]
 
@@ -131,7 +132,8 @@ def build_server(gateway: Gateway) -> Server[Any]:
                 return _bad_arguments("execute_code", exc)
             try:
                 approver = elicitation_approver(ctx.session, ctx.request_id)
-                result = await gateway.execute_code(run.code, run.timeout, approver)
+                client = ctx.session.client_params.client_info if ctx.session.client_params else None
+                result = await gateway.execute_code(run.code, run.timeout, approver, client)
             except GatewayError as exc:
                 return _text(f"execute_code failed: {exc}", is_error=True)
             return types.CallToolResult(
@@ -164,6 +166,7 @@ def _version() -> str:
 async def serve_stdio(config: GatewayConfig) -> None:
     """Serve MCP over stdin/stdout until the client closes stdin."""
     async with Gateway(config) as gateway:
+        redact_logs(gateway.redactor)
         server = build_server(gateway)
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 
 from gateway._limits import SandboxLimits
 from gateway._result import ExecutionResult
@@ -14,6 +13,7 @@ __all__ = [
     "ANY_ERROR",
     "AUDIT_OFF",
     "FIND_CLASS",
+    "LIMIT_KEYS",
     "LOAD_BUILTIN",
     "NATIVE",
     "NO_FS",
@@ -21,7 +21,7 @@ __all__ = [
     "NO_PROC",
     "NO_STDIN",
     "REFUSE_OFF",
-    "LIMIT_KEYS",
+    "CaseMaker",
     "Check",
     "EscapeCase",
     "Expect",
@@ -31,6 +31,7 @@ __all__ = [
     "clip",
     "crash",
     "limit",
+    "needs_fuel",
     "needs_tool_calls",
     "refused",
     "succeeds",
@@ -43,7 +44,7 @@ Check = Callable[[ExecutionResult, SandboxLimits], bool]
 """A check on an accepted result, given the limits the suite ran with."""
 
 Source = str | Callable[[SandboxLimits], str]
-"""A snippet, or a function of the limits that writes one (sizes just past a cap, sleeps just past the budget)."""
+"""A snippet, or a function of the limits that writes one (a size just past a cap, say)."""
 
 # A limit error must name the config key behind it, so the model (and the team) can act on it.
 LIMIT_KEYS: dict[str, str] = {
@@ -72,8 +73,7 @@ ALLOWLIST = "it can import: "
 
 # Snippet fragments that hostile cases build on.
 AUDIT_OFF = (
-    "import sys\n"
-    "sys.modules['guest._capabilities']._audit.__code__ = (lambda event, args: None).__code__\n"
+    "import sys\nsys.modules['guest._capabilities']._audit.__code__ = (lambda event, args: None).__code__\n"
 )
 """Neuter the prelude's audit hook (hooks cannot be removed, but their code can be swapped)."""
 
@@ -209,6 +209,15 @@ def needs_tool_calls(count: int) -> Callable[[SandboxLimits], str | None]:
     return check
 
 
+def needs_fuel(fuel: int) -> Callable[[SandboxLimits], str | None]:
+    """Skip the case when the config's fuel cannot finish it (a scan of the whole heap, say)."""
+
+    def check(limits: SandboxLimits) -> str | None:
+        return None if limits.fuel >= fuel else f"needs {fuel:,} fuel; sandbox.fuel is {limits.fuel:,}"
+
+    return check
+
+
 @dataclass(frozen=True)
 class EscapeCase:
     """One hostile snippet and what containing it looks like.
@@ -232,19 +241,25 @@ class EscapeCase:
         return code.strip("\n") + "\n"
 
 
-def _make(
-    category: str,
-    id: str,
-    code: Source,
-    expect: Expect,
-    *,
-    then: str | None = None,
-    then_check: Callable[[ExecutionResult, ExecutionResult], bool] | None = None,
-    needs: Callable[[SandboxLimits], str | None] | None = None,
-) -> EscapeCase:
-    return EscapeCase(id, category, code, expect, then, then_check, needs)
-
-
-def case_maker(category: str) -> Callable[..., EscapeCase]:
+class CaseMaker:
     """`case(id, code, expect, ...)` with the category filled in."""
-    return partial(_make, category)
+
+    def __init__(self, category: str) -> None:
+        self.category = category
+
+    def __call__(
+        self,
+        id: str,
+        code: Source,
+        expect: Expect,
+        *,
+        then: str | None = None,
+        then_check: Callable[[ExecutionResult, ExecutionResult], bool] | None = None,
+        needs: Callable[[SandboxLimits], str | None] | None = None,
+    ) -> EscapeCase:
+        return EscapeCase(id, self.category, code, expect, then, then_check, needs)
+
+
+def case_maker(category: str) -> CaseMaker:
+    """`case(id, code, expect, ...)` with the category filled in."""
+    return CaseMaker(category)

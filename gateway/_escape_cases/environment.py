@@ -6,6 +6,7 @@ from gateway._escape_cases._model import (
     NO_STDIN,
     EscapeCase,
     case_maker,
+    needs_fuel,
     refused,
     succeeds,
     value_is,
@@ -21,20 +22,17 @@ _case = case_maker("environment")
 _HEAP_SCAN = r"""
 import gc
 gc.unfreeze()
+strings = []
+for obj in gc.get_objects():
+    items = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, (tuple, list)) else ()
+    strings += [x if isinstance(x, str) else x.decode('latin-1') for x in items if isinstance(x, str | bytes)]
+heap = '\0'.join(strings)
 needles = [s[::-1] for s in ('/emoh/', '/toor/', '/krow/', '/vnev.', '=NEKOT', '=TERCES', '=DROWSSAP',
                              'YEK ETAVIRP', '_phg', 'AIKA', 'SDNETXE_LENNAHC')]
-found = set()
-for obj in gc.get_objects():
-    if obj is needles or obj is found:
-        continue
-    items = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, (tuple, list)) else ()
-    for item in items:
-        if isinstance(item, bytes):
-            item = item.decode('latin-1')
-        if isinstance(item, str) and any(n in item for n in needles):
-            found.add(item[:80])
-sorted(found)
+[n for n in needles if n in heap]
 """
+
+_NOTHING: list[object] = [[], [], "", []]
 
 CASES: tuple[EscapeCase, ...] = (
     _case("env-os-environ-is-empty", "import os; dict(os.environ)", value_is({})),
@@ -44,14 +42,14 @@ CASES: tuple[EscapeCase, ...] = (
     _case(
         "env-argv-and-executable-are-empty",
         "import sys; [sys.argv, sys.orig_argv, sys.executable, sys.path]",
-        value_is([[], [], "", []]),
+        value_is(_NOTHING),
     ),
     _case(
         "env-uname-is-wasi",
         "import os; os.uname().sysname",
         value_is("wasi"),
     ),
-    _case("env-no-host-strings-in-heap", _HEAP_SCAN, value_is([])),
+    _case("env-no-host-strings-in-heap", _HEAP_SCAN, value_is([]), needs=needs_fuel(800_000_000)),
     _case(
         "env-putenv-stays-inside",
         "import os\nos.environ['LEAK'] = 'x'\nos.putenv('LEAK2', 'y')\nos.getenv('LEAK')",

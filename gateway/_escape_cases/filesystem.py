@@ -58,7 +58,8 @@ CASES: tuple[EscapeCase, ...] = (
     ),
     _case(
         "fs-source-loader-get-data",
-        "import importlib._bootstrap_external as e\ne.SourceFileLoader('x', '/etc/passwd').get_data('/etc/passwd')",
+        "import importlib._bootstrap_external as e\n"
+        "e.SourceFileLoader('x', '/etc/passwd').get_data('/etc/passwd')",
         _DENIED,
     ),
     _case(

@@ -67,7 +67,8 @@ CASES: tuple[EscapeCase, ...] = (
     ),
     _case(
         "import-create-builtin-_socket",
-        "import _imp\nspec = type('Spec', (), {'name': '_socket'})()\n_imp.create_builtin(spec).socket()",
+        "import _imp\nspec = type('Spec', (), {'name': '_socket'})()\n"
+        "m = _imp.create_builtin(spec)\n_imp.exec_builtin(m)\nm.socket()",
         refused("SandboxRestriction", NO_NET),
     ),
     _native("native-import-ctypes", "import ctypes", refused("ModuleNotFoundError", NATIVE)),
@@ -91,7 +92,8 @@ CASES: tuple[EscapeCase, ...] = (
     ),
     _audit(
         "audit-hook-raising-systemexit",
-        "import sys\ndef hook(event, args):\n    raise SystemExit\nsys.addaudithook(hook)\nopen('/etc/passwd')",
+        "import sys\ndef hook(event, args):\n    raise SystemExit\n"
+        "sys.addaudithook(hook)\nopen('/etc/passwd')",
         refused("CapabilityDenied", "processes"),
     ),
     _audit(

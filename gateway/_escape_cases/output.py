@@ -28,11 +28,19 @@ def _stderr_capped(result: ExecutionResult, limits: SandboxLimits) -> bool:
 
 
 def _stdout_truncated(result: ExecutionResult, limits: SandboxLimits) -> bool:
-    return _stdout_capped(result, limits) and result.stdout_truncated and "sandbox.max_stdout_bytes" in result.stdout
+    return (
+        _stdout_capped(result, limits)
+        and result.stdout_truncated
+        and "sandbox.max_stdout_bytes" in result.stdout
+    )
 
 
 def _stderr_truncated(result: ExecutionResult, limits: SandboxLimits) -> bool:
-    return _stderr_capped(result, limits) and result.stderr_truncated and "sandbox.max_stderr_bytes" in result.stderr
+    return (
+        _stderr_capped(result, limits)
+        and result.stderr_truncated
+        and "sandbox.max_stderr_bytes" in result.stderr
+    )
 
 
 def _value_truncated(result: ExecutionResult, limits: SandboxLimits) -> bool:
@@ -64,11 +72,17 @@ CASES: tuple[EscapeCase, ...] = (
     ),
     _case(
         "out-stderr-flood",
-        lambda lim: f"import sys\nfor _ in range({_chunks(lim.max_stderr_bytes)}):\n"
-        "    print('y' * 10**5, file=sys.stderr)",
+        lambda lim: (
+            f"import sys\nfor _ in range({_chunks(lim.max_stderr_bytes)}):\n"
+            "    print('y' * 10**5, file=sys.stderr)"
+        ),
         succeeds(_stderr_truncated, "stderr cut at sandbox.max_stderr_bytes"),
     ),
-    _case("out-print-loop", "for i in range(10**5):\n    print(i)", succeeds(_stdout_capped, "stdout capped")),
+    _case(
+        "out-print-loop",
+        lambda lim: f"for i in range({lim.max_stdout_bytes // 1000 + 10}):\n    print(i, 'x' * 1000)",
+        succeeds(_stdout_truncated, "stdout cut at sandbox.max_stdout_bytes"),
+    ),
     _case(
         "out-write-loop",
         "import sys\nfor _ in range(10**4):\n    sys.stdout.write('abcdefgh' * 100)",
@@ -91,16 +105,23 @@ CASES: tuple[EscapeCase, ...] = (
     ),
     _case(
         "out-huge-error-message",
-        "raise ValueError('e' * 10**7)",
+        lambda lim: f"raise ValueError('e' * {lim.max_value_bytes * 4})",
         Expect(("ValueError",), check=_message_capped, what="message and traceback capped"),
     ),
     _case(
         "out-warning-flood",
-        "import warnings\nfor i in range(10**4):\n    warnings.warn(str(i))",
+        lambda lim: (
+            "import warnings\n"
+            f"for i in range({lim.max_stderr_bytes // 100 + 100}):\n    warnings.warn(str(i))"
+        ),
         succeeds(_stderr_capped, "stderr capped"),
     ),
-    _case("out-os-write-stdout", "import os\nos.write(1, b'x' * 10**6)", refused("CapabilityDenied", "console")),
-    _case("out-os-write-stderr", "import os\nos.write(2, b'x' * 10**6)", refused("CapabilityDenied", "console")),
+    _case(
+        "out-os-write-stdout", "import os\nos.write(1, b'x' * 10**6)", refused("CapabilityDenied", "console")
+    ),
+    _case(
+        "out-os-write-stderr", "import os\nos.write(2, b'x' * 10**6)", refused("CapabilityDenied", "console")
+    ),
     _case("out-stdout-set-to-none", "import sys\nsys.stdout = sys.stderr = None\nprint('x')", _NOTHING_OUT),
     _case(
         "out-stdout-redirected-to-memory",

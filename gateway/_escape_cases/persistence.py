@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 from gateway._escape_cases._model import (
     EscapeCase,
@@ -34,10 +35,15 @@ def _differs(first: ExecutionResult, second: ExecutionResult) -> bool:
 
 
 def _all_differ(first: ExecutionResult, second: ExecutionResult) -> bool:
-    a, b = first.value, second.value
-    return second.ok and isinstance(a, list) and isinstance(b, list) and all(x != y for x, y in zip(a, b))
+    a: object = first.value
+    b: object = second.value
+    if not (second.ok and isinstance(a, list) and isinstance(b, list)):
+        return False
+    draws = cast("list[object]", a), cast("list[object]", b)
+    return len(draws[0]) == len(draws[1]) and all(x != y for x, y in zip(*draws, strict=True))
 
 
+_SEALED: list[object] = [1, [], []]  # one finder, no path, no path hooks
 _DRAWS = (
     "import os, random, secrets, uuid\n"
     "[random.random(), random.getrandbits(64), os.urandom(8).hex(), secrets.token_hex(8),\n"
@@ -134,7 +140,7 @@ CASES: tuple[EscapeCase, ...] = (
         "import sys\nsys.meta_path.clear()\nsys.path.append('/evil')\nsys.path_hooks.append(print)",
         _TAMPERS,
         then="import sys\n[len(sys.meta_path), sys.path, sys.path_hooks]",
-        then_check=_value([1, [], []]),
+        then_check=_value(_SEALED),
     ),
     _case(
         "persist-audit-hook",
@@ -204,7 +210,7 @@ CASES: tuple[EscapeCase, ...] = (
         "import os\nlen({os.urandom(16) for _ in range(1000)})",
         value_is(1000),
     ),
-    _entropy("entropy-large-urandom", "import os\nlen(os.urandom(10**6))", value_is(10**6)),
+    _entropy("entropy-large-urandom", "import os\nlen(os.urandom(10**5))", value_is(10**5)),
     # random.seed() with no argument is the module's bound method from import time: the
     # prelude's patched Random.seed does not reach it, so it reads WASI random and traps.
     _entropy(

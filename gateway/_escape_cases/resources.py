@@ -46,12 +46,14 @@ CASES: tuple[EscapeCase, ...] = (
     # The trap is not a Python exception: no handler can swallow it.
     _cpu(
         "cpu-catch-everything",
-        "while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n        pass",
+        "while True:\n    try:\n        while True:\n            pass\n"
+        "    except BaseException:\n        pass",
         _FUEL,
     ),
     _cpu(
         "cpu-catch-in-finally",
-        "while True:\n    try:\n        while True:\n            pass\n    finally:\n        while True:\n            pass",
+        "while True:\n    try:\n        while True:\n            pass\n"
+        "    finally:\n        while True:\n            pass",
         _FUEL,
     ),
     _cpu(
@@ -59,7 +61,9 @@ CASES: tuple[EscapeCase, ...] = (
         "str(10**100000)",
         refused("ValueError", "integer string conversion"),
     ),
-    _cpu("cpu-str-to-int-digit-guard", "int('9' * 100000)", refused("ValueError", "integer string conversion")),
+    _cpu(
+        "cpu-str-to-int-digit-guard", "int('9' * 100000)", refused("ValueError", "integer string conversion")
+    ),
     _cpu(
         "cpu-digit-guard-lifted",
         "import sys\nsys.set_int_max_str_digits(0)\nlen(str(10 ** (10**6)))",
@@ -86,13 +90,15 @@ CASES: tuple[EscapeCase, ...] = (
     _mem("mem-set-of-range", "set(range(10**8))", _FUEL_OR_MEMORY),
     _mem(
         "mem-zlib-bomb",
-        "import zlib\nz = zlib.compress(bytes(2 * 10**7))\nout = []\nwhile True:\n    out.append(zlib.decompress(z))",
+        "import zlib\nz = zlib.compress(bytes(2 * 10**7))\n"
+        "out = []\nwhile True:\n    out.append(zlib.decompress(z))",
         _FUEL_OR_MEMORY,
     ),
     # MemoryError is catchable in Python; a snippet that swallows it still runs out of something.
     _mem(
         "mem-swallow-memoryerror",
-        "x = []\nwhile True:\n    try:\n        x.append(bytearray(10**7))\n    except MemoryError:\n        pass",
+        "x = []\nwhile True:\n    try:\n        x.append(bytearray(10**7))\n"
+        "    except MemoryError:\n        pass",
         limit("FuelExhausted", "WallTimeExceeded", "MemoryLimitExceeded"),
     ),
     _mem(
@@ -107,7 +113,11 @@ CASES: tuple[EscapeCase, ...] = (
         "import json\njson.loads('[' * 10**6)",
         _STACK,
     ),
-    _stack("stack-recursion-limit", "def f(n):\n    return f(n + 1)\nf(0)", refused("RecursionError", "recursion")),
+    _stack(
+        "stack-recursion-limit",
+        "def f(n):\n    return f(n + 1)\nf(0)",
+        refused("RecursionError", "recursion"),
+    ),
     _stack(
         "stack-recursion-limit-raised",
         "import sys\nsys.setrecursionlimit(10**9)\ndef f(n):\n    return f(n + 1) + 1\nf(0)",
@@ -115,9 +125,15 @@ CASES: tuple[EscapeCase, ...] = (
     ),
     # The parser reports nesting past its own stack as a MemoryError.
     _stack("stack-eval-parentheses", "eval('(' * 10**6)", limit("MemoryLimitExceeded", "StackExhausted")),
-    _stack("stack-eval-unary-chain", "eval('-' * 10**5 + '1')", limit("MemoryLimitExceeded", "StackExhausted")),
+    _stack(
+        "stack-eval-unary-chain", "eval('-' * 10**5 + '1')", limit("MemoryLimitExceeded", "StackExhausted")
+    ),
     _stack("stack-eval-binop-chain", "eval('1+' * 50000 + '1')", _STACK),
-    _stack("stack-ast-parse", "import ast\nast.parse('[' * 10**5)", limit("MemoryLimitExceeded", "StackExhausted")),
+    _stack(
+        "stack-ast-parse",
+        "import ast\nast.parse('[' * 10**5)",
+        limit("MemoryLimitExceeded", "StackExhausted"),
+    ),
     _stack(
         "stack-literal-eval",
         "import ast\nast.literal_eval('-' * 10**5 + '1')",

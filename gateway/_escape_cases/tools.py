@@ -75,8 +75,10 @@ CASES: tuple[EscapeCase, ...] = (
     ),
     _case(
         "tool-flood-gather",
-        lambda lim: "import asyncio\nasync def one(i):\n    return tools.probe.echo(i=i)\n"
-        f"await asyncio.gather(*(one(i) for i in range({lim.max_tool_calls + 10})))",
+        lambda lim: (
+            "import asyncio\nasync def one(i):\n    return tools.probe.echo(i=i)\n"
+            f"await asyncio.gather(*(one(i) for i in range({lim.max_tool_calls + 10})))"
+        ),
         _LIMITED,
     ),
     _case(
@@ -120,8 +122,12 @@ CASES: tuple[EscapeCase, ...] = (
         needs=_ONE,
     ),
     _case("tool-result-not-json", "tools.probe.weird()", refused("ToolError", "not JSON"), needs=_ONE),
-    _case("tool-nan-argument", "tools.probe.echo(x=float('nan'))", refused("TypeError", "must be JSON values")),
-    _case("tool-object-argument", "tools.probe.echo(x=object())", refused("TypeError", "must be JSON values")),
+    _case(
+        "tool-nan-argument", "tools.probe.echo(x=float('nan'))", refused("TypeError", "must be JSON values")
+    ),
+    _case(
+        "tool-object-argument", "tools.probe.echo(x=object())", refused("TypeError", "must be JSON values")
+    ),
     _case(
         "tool-name-at-service",
         "call_tool('@sleep', seconds=1)",

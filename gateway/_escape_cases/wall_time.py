@@ -41,18 +41,24 @@ CASES: tuple[EscapeCase, ...] = (
     ),
     _case("wall-sleep-negative", "import time\ntime.sleep(-1)", refused("ToolError", "non-negative")),
     _case("wall-sleep-nan", "import time\ntime.sleep(float('nan'))", refused("TypeError", "JSON values")),
-    _case("wall-sleep-infinity", "import time\ntime.sleep(float('inf'))", refused("TypeError", "JSON values")),
+    _case(
+        "wall-sleep-infinity", "import time\ntime.sleep(float('inf'))", refused("TypeError", "JSON values")
+    ),
     _case("wall-sleep-huge-int", "import time\ntime.sleep(10**400)", refused("OverflowError")),
     _case(
         "wall-sleep-chain",
         lambda lim: f"import time\nwhile True:\n    time.sleep({lim.timeout_seconds / 6:.3f})",
         _OUT_OF_TIME,
     ),
-    _case("wall-asyncio-sleep-forever", "import asyncio\nawait asyncio.sleep(10**6)", limit("WallTimeExceeded")),
+    _case(
+        "wall-asyncio-sleep-forever", "import asyncio\nawait asyncio.sleep(10**6)", limit("WallTimeExceeded")
+    ),
     _case(
         "wall-asyncio-gather-sleeps",
-        lambda lim: "import asyncio\n"
-        f"await asyncio.gather(*(asyncio.sleep({lim.timeout_seconds / 6:.3f}) for _ in range(100)))",
+        lambda lim: (
+            "import asyncio\n"
+            f"await asyncio.gather(*(asyncio.sleep({lim.timeout_seconds / 6:.3f}) for _ in range(100)))"
+        ),
         _OUT_OF_TIME,
     ),
     _case(
@@ -71,7 +77,9 @@ CASES: tuple[EscapeCase, ...] = (
         "import threading\nc = threading.Condition()\nwith c:\n    c.wait(10**6)",
         _CLOCK_STUB,
     ),
-    _case("wall-event-loop-run-forever", "import asyncio\nasyncio.new_event_loop().run_forever()", _CLOCK_STUB),
+    _case(
+        "wall-event-loop-run-forever", "import asyncio\nasyncio.new_event_loop().run_forever()", _CLOCK_STUB
+    ),
     _case(
         "wall-asyncio-event-wait",
         "import asyncio\nawait asyncio.Event().wait()",
@@ -87,7 +95,7 @@ CASES: tuple[EscapeCase, ...] = (
     ),
     _case(
         "wall-monotonic-never-goes-back",
-        "import time\nt = [time.monotonic() for _ in range(2000)]\nall(a <= b for a, b in zip(t, t[1:]))",
+        "import time\nt = [time.monotonic() for _ in range(300)]\nall(a <= b for a, b in zip(t, t[1:]))",
         value_is(True),
     ),
 )
