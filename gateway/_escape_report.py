@@ -17,7 +17,14 @@ from gateway._config import load_config
 from gateway._errors import ConfigError
 from gateway._escape_cases import CATEGORIES, EscapeCase
 from gateway._escape_cases._model import clip
-from gateway._escape_runner import CaseOutcome, cases_in, run_suite, still_serves, suite_limits
+from gateway._escape_runner import (
+    CaseOutcome,
+    SandboxTarget,
+    cases_in,
+    run_suite,
+    still_serves,
+    suite_limits,
+)
 from gateway._limits import SandboxLimits
 from gateway._sandbox import Sandbox
 
@@ -163,7 +170,7 @@ def _write_junit(tree: ET.ElementTree, path: Path) -> None:
 
 async def _run_checked(sandbox: Sandbox, cases: Sequence[EscapeCase], table: _Table) -> list[CaseOutcome]:
     # Under a config that cannot run normal work, every case would "fail": say what is wrong instead.
-    broken = await still_serves(sandbox)
+    broken = await still_serves(SandboxTarget(sandbox))
     if broken is not None:
         raise ConfigError(f"the sandbox cannot run a normal snippet under this config's limits: {broken}")
     table.header()

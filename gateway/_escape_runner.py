@@ -1,22 +1,30 @@
-"""Run escape cases through a real Sandbox: each hostile snippet, then a normal one.
+"""Run escape cases through the real execution path: each hostile snippet, then a normal one.
 
-A case passes when its execution ended the expected way and the sandbox then served a normal
-snippet (and a tool call) correctly. Anything the host raises is a failure, never an error of
-the suite: a snippet must not be able to make the host fail.
+Most cases run on a bare `Sandbox` whose tool calls reach in-process probe tools; the policy and
+secrets cases run through a whole `Gateway` in front of the probe MCP server, under the suite's
+own policy. A case passes when its execution ended the expected way and the target then served
+normal work. Anything the host raises is a failure, never an error of the suite: a snippet must
+not be able to make the host fail.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 import anyio
 
+from gateway._config import GatewayConfig, parse_config
 from gateway._errors import ToolCallError
 from gateway._escape_cases import CASES, EscapeCase
 from gateway._escape_cases._model import clip, succeeds, summarize
+from gateway._escape_cases.policy import PROBE_POLICY, PROBE_SECRET, PROBE_SECRET_VAR
+from gateway._gateway import Gateway
 from gateway._limits import SandboxLimits
 from gateway._result import ExecutionResult
 from gateway._sandbox import Sandbox
@@ -27,8 +35,13 @@ __all__ = [
     "SUITE_MAX_FUEL",
     "SUITE_MAX_TIMEOUT_SECONDS",
     "CaseOutcome",
+    "GatewayTarget",
+    "SandboxTarget",
     "Status",
+    "Target",
     "cases_in",
+    "gateway_target",
+    "probe_gateway_config",
     "probe_tools",
     "run_case",
     "run_suite",
@@ -41,6 +54,7 @@ __all__ = [
 SUITE_MAX_FUEL = 1_000_000_000
 SUITE_MAX_TIMEOUT_SECONDS = 1.5
 _MAX_PROBE_BYTES = 10**8
+_PROBE_STARTUP_SECONDS = 60.0
 
 Status = Literal["pass", "FAIL", "skip"]
 
@@ -61,7 +75,7 @@ def suite_limits(limits: SandboxLimits) -> SandboxLimits:
 
 
 def probe_tools(fail_message: str = "probe failed") -> InProcessTools:
-    """The in-process tools the tool-call cases use; each validates its own arguments."""
+    """The in-process tools the sandbox's tool-call cases use; each validates its own arguments."""
 
     async def slow(seconds: object = 0, **_: object) -> str:
         if not isinstance(seconds, int | float):
@@ -98,6 +112,93 @@ def probe_tools(fail_message: str = "probe failed") -> InProcessTools:
     )
 
 
+class Target(Protocol):
+    """What cases run against: executes snippets under `limits`."""
+
+    @property
+    def limits(self) -> SandboxLimits: ...
+
+    async def execute(self, code: str) -> ExecutionResult: ...
+
+    async def serves_tool_calls(self) -> str | None:
+        """None when a normal tool call works, else what went wrong."""
+        ...
+
+
+class SandboxTarget:
+    """A bare Sandbox; tool calls reach fresh in-process probe tools."""
+
+    def __init__(self, sandbox: Sandbox) -> None:
+        self.sandbox = sandbox
+
+    @property
+    def limits(self) -> SandboxLimits:
+        return self.sandbox.limits
+
+    async def execute(self, code: str) -> ExecutionResult:
+        return await self.sandbox.execute(code, tool_caller=probe_tools())
+
+    async def serves_tool_calls(self) -> str | None:
+        call = await self.execute("tools.probe.echo(n=1)")
+        return None if call.ok and call.value == {"n": 1} else f"a normal tool call failed: {summarize(call)}"
+
+
+class GatewayTarget:
+    """A whole Gateway (policy, redaction) in front of the probe MCP server."""
+
+    def __init__(self, gateway: Gateway, sandbox: Sandbox) -> None:
+        self.gateway = gateway
+        self._limits = sandbox.limits
+
+    @property
+    def limits(self) -> SandboxLimits:
+        return self._limits
+
+    async def execute(self, code: str) -> ExecutionResult:
+        return await self.gateway.execute_code(code)
+
+    async def serves_tool_calls(self) -> str | None:
+        call = await self.execute("tools.probe.echo(text='still here')")
+        if call.ok and call.value == {"result": "still here"}:
+            return None
+        return f"a normal tool call failed: {summarize(call)}"
+
+
+def probe_gateway_config(limits: SandboxLimits, environ: dict[str, str]) -> GatewayConfig:
+    """The probe MCP server behind the suite's policy, its token expanded from `environ`."""
+    data = {
+        "mcpServers": {
+            "probe": {
+                "command": sys.executable,
+                "args": ["-m", "gateway._probe_server"],
+                "env": {"PROBE_TOKEN": f"${{{PROBE_SECRET_VAR}}}"},
+                "startup_timeout_seconds": _PROBE_STARTUP_SECONDS,
+            }
+        },
+        "sandbox": limits.model_dump(),
+        "policy": PROBE_POLICY,
+    }
+    return parse_config(data, "<sandbox-test probe config>", environ)
+
+
+@asynccontextmanager
+async def gateway_target(limits: SandboxLimits) -> AsyncIterator[GatewayTarget]:
+    """A Gateway over the probe server; the secret sits in this process's environment meanwhile."""
+    # In the host's environment too, so that a case can check it is not passed on to children.
+    previous = os.environ.get(PROBE_SECRET_VAR)
+    os.environ[PROBE_SECRET_VAR] = PROBE_SECRET
+    try:
+        config = probe_gateway_config(limits, dict(os.environ))
+        async with Gateway(config) as gateway:
+            await gateway.pool.wait_ready(timeout=_PROBE_STARTUP_SECONDS)
+            yield GatewayTarget(gateway, await gateway.sandbox())
+    finally:
+        if previous is None:
+            os.environ.pop(PROBE_SECRET_VAR, None)
+        else:
+            os.environ[PROBE_SECRET_VAR] = previous
+
+
 @dataclass(frozen=True)
 class CaseOutcome:
     """How one case went: `detail` says what happened (or what went wrong)."""
@@ -117,16 +218,14 @@ SERVING_CASE = EscapeCase("still-serves", "serving", _SERVES, succeeds(what="aft
 """The final row of every run: the sandbox serves normal work after all the hostile cases."""
 
 
-async def still_serves(sandbox: Sandbox) -> str | None:
+async def still_serves(target: Target) -> str | None:
     """None when a normal snippet and a tool call run correctly, else what went wrong."""
     try:
-        normal = await sandbox.execute(_SERVES)
+        normal = await target.execute(_SERVES)
         if not (normal.ok and normal.stdout == "45\n" and normal.value is True):
             return f"a normal snippet failed: {summarize(normal)}"
-        if sandbox.limits.max_tool_calls >= 1:
-            call = await sandbox.execute("tools.probe.echo(n=1)", tool_caller=probe_tools())
-            if not (call.ok and call.value == {"n": 1}):
-                return f"a normal tool call failed: {summarize(call)}"
+        if target.limits.max_tool_calls >= 1:
+            return await target.serves_tool_calls()
     except Exception as exc:  # the host itself failed: report it, never raise it
         return f"the host raised {type(exc).__name__}: {clip(exc)}"
     return None
@@ -136,22 +235,22 @@ class _HostFailed(Exception):
     """The host raised while running a snippet."""
 
 
-async def _execute(sandbox: Sandbox, code: str) -> ExecutionResult:
+async def _execute(target: Target, code: str) -> ExecutionResult:
     try:
-        return await sandbox.execute(code, tool_caller=probe_tools())
+        return await target.execute(code)
     except Exception as exc:  # a snippet made the host fail: the most serious finding of all
         raise _HostFailed(f"the host raised {type(exc).__name__}: {clip(exc)}") from exc
 
 
-async def _judge(sandbox: Sandbox, case: EscapeCase) -> tuple[bool, str]:
-    limits = sandbox.limits
+async def _judge(target: Target, case: EscapeCase) -> tuple[bool, str]:
+    limits = target.limits
     try:
-        first = await _execute(sandbox, case.source(limits))
+        first = await _execute(target, case.source(limits))
         problem = case.expect.judge(first, limits)
         if problem is not None:
             return False, problem
         if case.then is not None:
-            second = await _execute(sandbox, case.then)
+            second = await _execute(target, case.then)
             if case.then_check is not None and not case.then_check(first, second):
                 return False, f"the next execution saw it: {summarize(second)}"
     except _HostFailed as failed:
@@ -159,17 +258,17 @@ async def _judge(sandbox: Sandbox, case: EscapeCase) -> tuple[bool, str]:
     return True, summarize(first)
 
 
-async def run_case(sandbox: Sandbox, case: EscapeCase) -> CaseOutcome:
-    """Run one hostile snippet (and its follow-up), then check that the sandbox still serves."""
-    reason = case.needs(sandbox.limits) if case.needs is not None else None
+async def run_case(target: Target, case: EscapeCase) -> CaseOutcome:
+    """Run one hostile snippet (and its follow-up), then check that the target still serves."""
+    reason = case.needs(target.limits) if case.needs is not None else None
     if reason is not None:
         return CaseOutcome(case, "skip", reason, 0.0)
     started = time.monotonic()
-    contained, detail = await _judge(sandbox, case)
+    contained, detail = await _judge(target, case)
     ms = (time.monotonic() - started) * 1000
-    broken = await still_serves(sandbox)
+    broken = await still_serves(target)
     if broken is not None:
-        contained, detail = False, f"{detail}; then the sandbox stopped serving: {broken}"
+        contained, detail = False, f"{detail}; then it stopped serving: {broken}"
     return CaseOutcome(case, "pass" if contained else "FAIL", detail, round(ms, 1))
 
 
@@ -181,12 +280,20 @@ def cases_in(categories: Iterable[str] | None) -> tuple[EscapeCase, ...]:
     return tuple(case for case in CASES if case.category in chosen)
 
 
+async def _run_all(
+    target: Target, cases: Sequence[EscapeCase], report: Callable[[CaseOutcome], None]
+) -> None:
+    for case in cases:
+        report(await run_case(target, case))
+
+
 async def run_suite(
     sandbox: Sandbox,
     cases: Iterable[EscapeCase],
     on_outcome: Callable[[CaseOutcome], None] | None = None,
 ) -> list[CaseOutcome]:
-    """Run `cases` one at a time, then a final check that the sandbox still serves."""
+    """Run `cases` one at a time (sandbox cases on `sandbox`, then the gateway cases on a Gateway
+    over the probe server under `sandbox.limits`), then a final check that the sandbox still serves."""
     outcomes: list[CaseOutcome] = []
 
     def report(outcome: CaseOutcome) -> None:
@@ -194,10 +301,21 @@ async def run_suite(
         if on_outcome is not None:
             on_outcome(outcome)
 
-    for case in cases:
-        report(await run_case(sandbox, case))
+    chosen = list(cases)
+    await _run_all(SandboxTarget(sandbox), [c for c in chosen if c.target == "sandbox"], report)
+    through_gateway = [c for c in chosen if c.target == "gateway"]
+    if through_gateway:
+        try:
+            async with gateway_target(sandbox.limits) as target:
+                await _run_all(target, through_gateway, report)
+        except Exception as exc:  # the probe server did not start: every gateway case failed to run
+            ran = {outcome.case.id for outcome in outcomes}
+            detail = f"the gateway over the probe server failed: {type(exc).__name__}: {clip(exc)}"
+            for case in through_gateway:
+                if case.id not in ran:
+                    report(CaseOutcome(case, "FAIL", detail, 0.0))
     started = time.monotonic()
-    broken = await still_serves(sandbox)
+    broken = await still_serves(SandboxTarget(sandbox))
     ms = round((time.monotonic() - started) * 1000, 1)
     detail = broken or "a normal snippet and a tool call ran correctly"
     report(CaseOutcome(SERVING_CASE, "FAIL" if broken else "pass", detail, ms))

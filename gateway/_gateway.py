@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from types import TracebackType
 from typing import Any, Self
@@ -125,13 +125,14 @@ class Gateway:
         timeout: float | None = None,
         approver: Approver = no_approver,
         client: types.Implementation | None = None,
+        progress: Progress | None = None,
     ) -> ExecutionResult:
         """Run a snippet whose tool calls reach the children through this execution's catalog."""
         sandbox = await self.sandbox()
         # Children still starting would be missing from the catalog: give them their startup time.
         await self._pool.wait_ready(timeout=self.config.startup_timeout_seconds)
-        run = _Run(new_execution_id(), self.catalog(), self.policy.new_execution(), approver)
-        result = await sandbox.execute(code, tool_caller=partial(self._call_tool, run), timeout=timeout)
+        run = _Run(new_execution_id(), self.catalog(), self.policy.new_execution(), approver, progress)
+        result = await self._run_with_progress(sandbox, code, run, timeout)
         result = self.redactor.redact_result(result)
         self._record(
             lambda audit: audit.execution(
@@ -145,6 +146,21 @@ class Gateway:
             )
         )
         return result
+
+    async def _run_with_progress(
+        self, sandbox: Sandbox, code: str, run: _Run, timeout: float | None
+    ) -> ExecutionResult:
+        caller = partial(self._call_tool, run)
+        if run.progress is None:
+            return await sandbox.execute(code, tool_caller=caller, timeout=timeout)
+        results: list[ExecutionResult] = []
+        async with anyio.create_task_group() as heartbeat:
+            heartbeat.start_soon(run.heartbeat)
+            try:
+                results.append(await sandbox.execute(code, tool_caller=caller, timeout=timeout))
+            finally:
+                heartbeat.cancel_scope.cancel()
+        return results[0]
 
     async def _call_tool(self, run: _Run, name: str, arguments: dict[str, Any]) -> Any:
         started = time.monotonic()
@@ -173,6 +189,8 @@ class Gateway:
             failure = exc
             raise
         finally:
+            run.calls += 1
+            await run.report()
             ms = round((time.monotonic() - started) * 1000, 3)
             self._record(
                 lambda audit: audit.tool_call(
@@ -189,7 +207,13 @@ class Gateway:
             log.exception("cannot write the audit log")
 
 
-@dataclass(frozen=True)
+Progress = Callable[[int, float], Awaitable[None]]
+"""Told (tool calls made so far, seconds elapsed) after each tool call and every PROGRESS_SECONDS."""
+
+PROGRESS_SECONDS = 1.0
+
+
+@dataclass
 class _Run:
     """What one execution's tool calls share: its id, the catalog it started with, quota, approver."""
 
@@ -197,6 +221,23 @@ class _Run:
     catalog: Catalog
     quota: ExecutionQuota
     approver: Approver
+    progress: Progress | None = None
+    calls: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+    async def report(self) -> None:
+        if self.progress is None:
+            return
+        with anyio.CancelScope(shield=True):  # a progress message is never half sent
+            try:
+                await self.progress(self.calls, time.monotonic() - self.started)
+            except Exception:  # progress is best effort: a client gone away must not fail the run
+                log.debug("progress notification failed", exc_info=True)
+
+    async def heartbeat(self) -> None:
+        while True:
+            await anyio.sleep(PROGRESS_SECONDS)
+            await self.report()
 
 
 def _raise_unless_approved(tool: str, outcome: ApprovalOutcome) -> None:

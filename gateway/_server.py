@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field, ValidationError
 from gateway._approval import elicitation_approver
 from gateway._config import GatewayConfig
 from gateway._errors import GatewayError
-from gateway._gateway import Gateway
+from gateway._gateway import Gateway, Progress
 from gateway._result import ExecutionResult
 from gateway._secrets import redact_logs
 
@@ -133,7 +133,7 @@ def build_server(gateway: Gateway) -> Server[Any]:
             try:
                 approver = elicitation_approver(ctx.session, ctx.request_id)
                 client = ctx.session.client_params.client_info if ctx.session.client_params else None
-                result = await gateway.execute_code(run.code, run.timeout, approver, client)
+                result = await gateway.execute_code(run.code, run.timeout, approver, client, _progress(ctx))
             except GatewayError as exc:
                 return _text(f"execute_code failed: {exc}", is_error=True)
             return types.CallToolResult(
@@ -152,6 +152,20 @@ def build_server(gateway: Gateway) -> Server[Any]:
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+
+
+def _progress(ctx: ServerRequestContext[Any]) -> Progress | None:
+    token = ctx.meta.get("progress_token") if ctx.meta else None
+    if token is None:
+        return None
+
+    async def report(calls: int, elapsed: float) -> None:
+        message = f"{calls} tool call{'s' if calls != 1 else ''}, {elapsed:.1f} s"
+        await ctx.session.send_progress_notification(
+            token, progress=calls, message=message, related_request_id=str(ctx.request_id)
+        )
+
+    return report
 
 
 def _version() -> str:

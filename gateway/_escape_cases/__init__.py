@@ -15,6 +15,7 @@ from gateway._escape_cases import (
     network,
     output,
     persistence,
+    policy,
     processes,
     resources,
     snippet_input,
@@ -39,6 +40,7 @@ CASES: tuple[EscapeCase, ...] = (
     *host_calls.CASES,
     *wall_time.CASES,
     *snippet_input.CASES,
+    *policy.CASES,
 )
 
 CATEGORIES: tuple[str, ...] = tuple(dict.fromkeys(case.category for case in CASES))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 from gateway._limits import SandboxLimits
 from gateway._result import ExecutionResult
@@ -26,6 +27,7 @@ __all__ = [
     "EscapeCase",
     "Expect",
     "Source",
+    "Target",
     "any_outcome",
     "case_maker",
     "clip",
@@ -39,6 +41,9 @@ __all__ = [
     "value_is",
     "within_budget",
 ]
+
+Target = Literal["sandbox", "gateway"]
+"""What a case runs against: a bare Sandbox with in-process probe tools, or a whole Gateway."""
 
 Check = Callable[[ExecutionResult, SandboxLimits], bool]
 """A check on an accepted result, given the limits the suite ran with."""
@@ -224,7 +229,8 @@ class EscapeCase:
 
     `then`, when set, runs in a fresh execution right after the snippet; `then_check` sees both
     results (tampering that must not survive, entropy that must differ). `needs` says why a
-    config cannot run the case (it is then skipped, never failed).
+    config cannot run the case (it is then skipped, never failed). `target` "gateway" runs it
+    through a whole Gateway (policy, redaction) in front of the probe MCP server.
     """
 
     id: str
@@ -234,6 +240,7 @@ class EscapeCase:
     then: str | None = None
     then_check: Callable[[ExecutionResult, ExecutionResult], bool] | None = None
     needs: Callable[[SandboxLimits], str | None] | None = None
+    target: Target = "sandbox"
 
     def source(self, limits: SandboxLimits) -> str:
         """The snippet to run under `limits`."""
@@ -242,10 +249,11 @@ class EscapeCase:
 
 
 class CaseMaker:
-    """`case(id, code, expect, ...)` with the category filled in."""
+    """`case(id, code, expect, ...)` with the category (and target) filled in."""
 
-    def __init__(self, category: str) -> None:
+    def __init__(self, category: str, target: Target = "sandbox") -> None:
         self.category = category
+        self.target = target
 
     def __call__(
         self,
@@ -257,9 +265,9 @@ class CaseMaker:
         then_check: Callable[[ExecutionResult, ExecutionResult], bool] | None = None,
         needs: Callable[[SandboxLimits], str | None] | None = None,
     ) -> EscapeCase:
-        return EscapeCase(id, self.category, code, expect, then, then_check, needs)
+        return EscapeCase(id, self.category, code, expect, then, then_check, needs, self.target)
 
 
-def case_maker(category: str) -> CaseMaker:
-    """`case(id, code, expect, ...)` with the category filled in."""
-    return CaseMaker(category)
+def case_maker(category: str, target: Target = "sandbox") -> CaseMaker:
+    """`case(id, code, expect, ...)` with the category (and target) filled in."""
+    return CaseMaker(category, target)

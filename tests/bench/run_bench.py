@@ -909,12 +909,49 @@ async def wait_for_children(gateway: Connection, children: int) -> float:
     return took
 
 
+def descendants(pid: int) -> list[int]:
+    """Every live process below `pid` (children, theirs, ...), from /proc."""
+    found: list[int] = []
+    pending = [pid]
+    while pending:
+        parent = pending.pop()
+        for task in Path(f"/proc/{parent}/task").glob("*"):
+            try:
+                children = [int(child) for child in (task / "children").read_text().split()]
+            except OSError:  # the task ended meanwhile
+                continue
+            found.extend(children)
+            pending.extend(children)
+    return found
+
+
+async def wait_exited(pids: Sequence[int]) -> None:
+    """Wait until every one of these processes has ended (a pidfd turns readable when it does).
+
+    A gateway that closes leaves children which were still starting to exit on their own a little
+    later: the next measurement must not share the CPU with their teardown.
+    """
+    with anyio.fail_after(GATEWAY_WAIT_SECONDS):
+        for pid in pids:
+            try:
+                pidfd = os.pidfd_open(pid)
+            except ProcessLookupError:
+                continue
+            try:
+                await anyio.wait_readable(pidfd)
+            finally:
+                os.close(pidfd)
+
+
 async def time_gateway_startup(
     params: StdioServerParameters, errlog: TextIO, children: int
 ) -> tuple[float, float]:
     """A fresh gateway: spawn → initialize result, and spawn → every child ready."""
     async with connect(params, errlog) as gateway:
-        return gateway.initialize_ms, await wait_for_children(gateway, children)
+        times = gateway.initialize_ms, await wait_for_children(gateway, children)
+        spawned = descendants(os.getpid())
+    await wait_exited(spawned)
+    return times
 
 
 async def time_import_floor() -> float:
@@ -994,6 +1031,8 @@ async def measure_gateway(plan: Plan) -> GatewayFigures:
                         )
                         for tool in CHILD_TOOLS
                     ]
+                    spawned = descendants(os.getpid())
+                await wait_exited(spawned)
                 startup = await measure_startup(params, errlog, len(servers), plan.startup_runs, first)
         except Exception:
             print(f"stderr of the gateway and its children:\n{log_tail(stderr_log)}", file=sys.stderr)

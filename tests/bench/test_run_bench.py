@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import os
+import sys
 from pathlib import Path
 
 import anyio
@@ -186,3 +188,15 @@ def test_tools_are_sized_as_compact_json() -> None:
     tool = types.Tool(name="echo", input_schema={"type": "object"})
 
     assert run_bench.tools_json_bytes([tool]) == len(b'[{"name":"echo","inputSchema":{"type":"object"}}]')
+
+
+@pytest.mark.anyio
+async def test_the_bench_waits_for_the_processes_it_spawned_to_end() -> None:
+    command = [sys.executable, "-c", "import sys; sys.stdin.read()"]  # lives until its stdin closes
+    async with await anyio.open_process(command) as process:
+        assert process.pid in run_bench.descendants(os.getpid())
+        assert process.stdin is not None
+        await process.stdin.aclose()
+        with anyio.fail_after(WAIT_SECONDS):
+            await run_bench.wait_exited([process.pid])
+            assert await process.wait() == 0

@@ -1,4 +1,4 @@
-"""Every escape case: the hostile snippet is contained and the sandbox serves the next execution."""
+"""Every escape case: the hostile snippet is contained and the target serves the next execution."""
 
 from __future__ import annotations
 
@@ -6,28 +6,54 @@ from collections import Counter
 from collections.abc import Iterator
 
 import anyio
+import anyio.from_thread
 import pytest
 
 from gateway import Sandbox, SandboxLimits
 from gateway._escape_cases import CASES, CATEGORIES, EscapeCase
-from gateway._escape_runner import run_case, suite_limits
+from gateway._escape_runner import GatewayTarget, SandboxTarget, gateway_target, run_case, suite_limits
 
-pytestmark = [pytest.mark.sandbox, pytest.mark.anyio]
+pytestmark = pytest.mark.sandbox
+
+# The default config's limits, capped as `sandbox-test` caps them.
+LIMITS = suite_limits(SandboxLimits())
+SANDBOX_CASES = [case for case in CASES if case.target == "sandbox"]
+GATEWAY_CASES = [case for case in CASES if case.target == "gateway"]
 
 
 @pytest.fixture(scope="module")
 def suite_sandbox() -> Iterator[Sandbox]:
-    # The default config's limits, capped as `sandbox-test` caps them.
-    with Sandbox(suite_limits(SandboxLimits())) as sandbox:
+    with Sandbox(LIMITS) as sandbox:
         yield sandbox
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+@pytest.fixture(scope="module")
+def gateway_portal() -> Iterator[tuple[anyio.from_thread.BlockingPortal, GatewayTarget]]:
+    # One Gateway (and probe server) for every policy and secrets case, on its own event loop.
+    with (
+        anyio.from_thread.start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(gateway_target(LIMITS)) as target,
+    ):
+        yield portal, target
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("case", SANDBOX_CASES, ids=[c.id for c in SANDBOX_CASES])
 async def test_hostile_snippet_is_contained_and_the_sandbox_still_serves(
     suite_sandbox: Sandbox, case: EscapeCase
 ) -> None:
     with anyio.fail_after(60):
-        outcome = await run_case(suite_sandbox, case)
+        outcome = await run_case(SandboxTarget(suite_sandbox), case)
+    assert outcome.status != "skip", f"the default limits skip this case: {outcome.detail}"
+    assert outcome.status == "pass", outcome.detail
+
+
+@pytest.mark.parametrize("case", GATEWAY_CASES, ids=[c.id for c in GATEWAY_CASES])
+def test_policy_and_secrets_hold_through_the_gateway(
+    gateway_portal: tuple[anyio.from_thread.BlockingPortal, GatewayTarget], case: EscapeCase
+) -> None:
+    portal, target = gateway_portal
+    outcome = portal.call(run_case, target, case)
     assert outcome.status != "skip", f"the default limits skip this case: {outcome.detail}"
     assert outcome.status == "pass", outcome.detail
 
@@ -54,6 +80,8 @@ def test_suite_covers_every_category_with_unique_ids() -> None:
         "host-calls",
         "wall-time",
         "input",
+        "policy",
+        "secrets",
     }
     assert tuple(counts) == CATEGORIES
     assert len(CASES) >= 150
@@ -65,5 +93,4 @@ def test_every_case_states_what_containment_means() -> None:
         expect = case.expect
         assert expect.errors or expect.ok, case.id
         assert expect.describe(), case.id
-        limits = suite_limits(SandboxLimits())
-        assert case.source(limits).strip(), case.id
+        assert case.source(LIMITS).strip(), case.id

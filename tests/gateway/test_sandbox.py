@@ -259,6 +259,7 @@ async def test_past_the_queue_a_request_gets_a_busy_error_naming_the_limits() ->
 
     with Sandbox(limits) as sandbox:
         results: list[str] = []
+        busy = None
         with anyio.fail_after(20):
             async with anyio.create_task_group() as tg:
 
@@ -272,6 +273,7 @@ async def test_past_the_queue_a_request_gets_a_busy_error_naming_the_limits() ->
                 await inside.wait()
                 busy = await sandbox.execute("1")
                 release.set()
+            assert busy is not None
             assert busy.error is not None
             assert busy.error.type == "GatewayBusy"
             assert "sandbox.max_concurrent_executions" in busy.error.message
