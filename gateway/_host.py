@@ -43,6 +43,7 @@ ToolCaller = Callable[[str, dict[str, Any]], Awaitable[Any]]
 """Calls a namespaced tool with JSON arguments and returns a JSON-able value; raises ToolCallError."""
 
 MAX_NAME_CHARS = 256
+MAX_JSON_DEPTH = 64
 
 
 class _Refused(Exception):
@@ -115,8 +116,12 @@ class Execution:
         )
 
     def sleep(self, payload: Any) -> dict[str, Any]:
-        seconds: object = payload.get("seconds") if isinstance(payload, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-        if not isinstance(seconds, int | float) or not math.isfinite(seconds) or seconds < 0:
+        raw: object = payload.get("seconds") if isinstance(payload, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        try:
+            seconds = float(raw) if isinstance(raw, int | float) else math.nan  # a huge int overflows
+        except OverflowError:
+            seconds = math.nan
+        if not math.isfinite(seconds) or seconds < 0:
             raise _Refused("ValueError", "time.sleep() takes a finite, non-negative number of seconds")
         if seconds >= self.remaining():
             raise self._budget_error(f"time.sleep({seconds:g})")
@@ -137,10 +142,7 @@ class Execution:
                 f"arguments to {name} are {size} bytes, over the {limits.max_tool_args_bytes}-byte cap "
                 "(sandbox.max_tool_args_bytes)"
             )
-        try:
-            arguments = json.loads(args_json)
-        except ValueError as exc:
-            raise _Refused("ToolError", f"arguments to {name} are not valid JSON: {exc}") from None
+        arguments = _parse_json(args_json, f"arguments to {name}")
         if not isinstance(arguments, dict):
             raise _Refused(
                 "ToolError", f"arguments to {name} must be a JSON object, got {type(arguments).__name__}"
@@ -170,10 +172,12 @@ class Execution:
         finally:
             record.ms = round((time.monotonic() - started) * 1000, 3)
         try:
-            encoded = json.dumps(result, ensure_ascii=False)
-        except (TypeError, ValueError) as exc:
+            encoded = _encode_for_guest(result)
+        except (TypeError, ValueError, RecursionError) as exc:
             record.error = "bad result"
-            raise _Refused("ToolError", f"{name} returned a value that is not JSON: {exc}") from None
+            raise _Refused(
+                "ToolError", f"{name} returned a value that is not JSON the sandbox can take: {exc}"
+            ) from None
         size = len(encoded.encode())
         if size > limits.max_tool_result_bytes:
             record.error = "result too large"
@@ -210,7 +214,7 @@ def _dispatch(execution: Execution, name: str, args_json: str) -> str:
     if name == "@clock":
         return json.dumps({"time_ns": time.time_ns(), "monotonic_ns": time.monotonic_ns()})
     if name == "@sleep":
-        return json.dumps(execution.sleep(_loads_or_refuse(args_json)))
+        return json.dumps(execution.sleep(_parse_json(args_json, "host service arguments")))
     if name.startswith("@"):
         raise _Refused("ToolError", f"unknown host service {name[:MAX_NAME_CHARS]!r}")
     if len(name) > MAX_NAME_CHARS:
@@ -220,11 +224,44 @@ def _dispatch(execution: Execution, name: str, args_json: str) -> str:
     return execution.call_tool(name, args_json)
 
 
-def _loads_or_refuse(text: str) -> Any:
+def _depth(value: Any) -> int:
+    """Nesting depth of a JSON value, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        if isinstance(item, dict):
+            stack.extend((child, level + 1) for child in cast("dict[str, Any]", item).values())
+        elif isinstance(item, list):
+            stack.extend((child, level + 1) for child in cast("list[Any]", item))
+    return deepest
+
+
+def _parse_json(text: str, what: str) -> Any:
+    """Parse JSON from the guest; anything malformed or absurdly nested is a refusal, never a crash."""
     try:
-        return json.loads(text)
-    except ValueError:
-        raise _Refused("ToolError", "host service arguments are not valid JSON") from None
+        value = json.loads(text)
+    except ValueError as exc:
+        raise _Refused("ToolError", f"{what} are not valid JSON: {exc}") from None
+    except RecursionError:
+        value = None
+        depth = MAX_JSON_DEPTH + 1
+    else:
+        depth = _depth(value)
+    if depth > MAX_JSON_DEPTH:
+        # Children, schema validators and the SDK all recurse on nesting; refuse before they do.
+        raise _Refused("ToolError", f"{what} nest deeper than {MAX_JSON_DEPTH} levels")
+    return value
+
+
+def _encode_for_guest(result: Any) -> str:
+    """JSON text for the guest; a child's lone surrogates are escaped, since the boundary takes only UTF-8."""
+    encoded = json.dumps(result, ensure_ascii=False)
+    try:
+        encoded.encode()
+    except UnicodeEncodeError:
+        return json.dumps(result)
+    return encoded
 
 
 def _unexpected(execution: Execution, name: str, exc: BaseException) -> ExecutionFailed:

@@ -6,15 +6,12 @@ import json
 import logging
 import queue
 import secrets
-import time
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 import anyio
 import anyio.to_thread
 import wasmtime
-from wasmtime.component import Record
 
 from gateway._errors import (
     CodeTooLarge,
@@ -22,12 +19,12 @@ from gateway._errors import (
     ExecutionFailed,
     GatewayBusy,
     GuestCrashed,
-    MemoryLimitExceeded,
     SnippetError,
 )
 from gateway._host import Execution, ToolCaller, use_execution
 from gateway._limits import SandboxLimits
-from gateway._result import ErrorInfo, ExecutionResult
+from gateway._outcome import failed_result, outcome_result
+from gateway._result import ExecutionResult
 from gateway._slots import HOST_INTERFACE, Slot, Watchdog, load_slots
 from gateway._traps import translate_trap
 
@@ -36,16 +33,15 @@ __all__ = ["HOST_INTERFACE", "Sandbox"]
 log = logging.getLogger(__name__)
 
 
-def _run_options(limits: SandboxLimits) -> Record:
-    options = Record()
-    for name, value in {
-        "seed": secrets.token_bytes(32),
-        "max-stdout-bytes": limits.max_stdout_bytes,
-        "max-stderr-bytes": limits.max_stderr_bytes,
-        "max-value-bytes": limits.max_value_bytes,
-    }.items():
-        setattr(options, name, value)
-    return options
+def _run_options(limits: SandboxLimits) -> str:
+    return json.dumps(
+        {
+            "seed": secrets.token_hex(32),
+            "max_stdout_bytes": limits.max_stdout_bytes,
+            "max_stderr_bytes": limits.max_stderr_bytes,
+            "max_value_bytes": limits.max_value_bytes,
+        }
+    )
 
 
 def _used(store: wasmtime.Store, limits: SandboxLimits) -> int:
@@ -54,14 +50,6 @@ def _used(store: wasmtime.Store, limits: SandboxLimits) -> int:
 
 def _cancelled() -> ExecutionCancelled:
     return ExecutionCancelled("the execution was cancelled by the client")
-
-
-def _capped(text: str, limit: int) -> tuple[str, bool]:
-    # The guest caps its own streams; this holds even if a snippet tampered with the guest's capture.
-    data = text.encode()
-    if len(data) <= limit:
-        return text, False
-    return data[:limit].decode("utf-8", "ignore") + f"\n[... truncated at {limit} bytes by the host]\n", True
 
 
 class Sandbox:
@@ -119,7 +107,7 @@ class Sandbox:
         execution = Execution(self.limits, self.timeout_for(timeout), tool_caller)
         busy = self._busy()
         if busy is not None:
-            return self._failed(execution, busy, fuel=0)
+            return failed_result(execution, busy, fuel=0)
         try:
             # Abandoned on cancel so that this task can interrupt the worker instead of waiting for it.
             return await anyio.to_thread.run_sync(
@@ -137,13 +125,22 @@ class Sandbox:
 
     def _execute(self, code: str, execution: Execution) -> ExecutionResult:
         execution.restart_clock()  # queueing for a slot is not the snippet's time
-        size = len(code.encode("utf-8", "replace"))
+        try:
+            code.encode("utf-8")
+        except UnicodeEncodeError as exc:  # only UTF-8 crosses into the sandbox
+            error = SnippetError(
+                f"the snippet is not valid text: a lone surrogate at position {exc.start}; "
+                "write such characters as escapes, e.g. '\\ud800'",
+                exc_type="UnicodeError",
+            )
+            return failed_result(execution, error, fuel=0)
+        size = len(code.encode("utf-8"))
         if size > self.limits.max_code_bytes:
             error = CodeTooLarge(
                 f"the snippet is {size} bytes, over the {self.limits.max_code_bytes}-byte cap "
                 "(sandbox.max_code_bytes); move data into tool calls"
             )
-            return self._failed(execution, error, fuel=0)
+            return failed_result(execution, error, fuel=0)
         slot = self._free.get()
         try:
             return self._run_in(slot, code, execution)
@@ -157,16 +154,15 @@ class Sandbox:
         try:
             with use_execution(execution):
                 if execution.cancelled:
-                    return self._failed(execution, _cancelled(), fuel=0)
+                    return failed_result(execution, _cancelled(), fuel=0)
                 try:
-                    outcome: Any = run(store, code, _run_options(self.limits))
+                    outcome = str(run(store, code, _run_options(self.limits)))
                 except wasmtime.WasmtimeError as exc:
-                    return self._failed(
-                        execution, self._trap_error(execution, exc), fuel=_used(store, self.limits)
-                    )
+                    error = self._trap_error(execution, exc)
+                    return failed_result(execution, error, fuel=_used(store, self.limits))
         finally:
             slot.end()
-        return self._finish(execution, outcome, fuel=_used(store, self.limits))
+        return outcome_result(execution, outcome, self.limits, fuel=_used(store, self.limits))
 
     def _trap_error(self, execution: Execution, exc: wasmtime.WasmtimeError) -> ExecutionFailed:
         if execution.cancelled:
@@ -175,55 +171,3 @@ class Sandbox:
         if isinstance(error, GuestCrashed):
             log.warning("guest trapped", extra={"trap": str(exc)[:2000]})
         return error
-
-    def _failed(self, execution: Execution, error: ExecutionFailed, *, fuel: int) -> ExecutionResult:
-        return ExecutionResult(
-            ok=False,
-            error=ErrorInfo.from_exception(error),
-            tool_calls=execution.tool_calls,
-            fuel=fuel,
-            ms=round((time.monotonic() - execution.started) * 1000, 3),
-        )
-
-    def _finish(self, execution: Execution, outcome: Any, *, fuel: int) -> ExecutionResult:
-        limits = self.limits
-        stdout, stdout_cut = _capped(outcome.stdout, limits.max_stdout_bytes + 512)
-        stderr, stderr_cut = _capped(outcome.stderr, limits.max_stderr_bytes + 512)
-        error: ErrorInfo | None = None
-        failure = outcome.error
-        if failure is not None:
-            error = self._snippet_error(failure)
-        value: Any = None
-        value_json = getattr(outcome, "value-json")
-        if value_json is not None:
-            value = json.loads(value_json) if len(value_json) <= 2 * limits.max_value_bytes + 1024 else None
-        return ExecutionResult(
-            ok=error is None,
-            stdout=stdout,
-            stderr=stderr,
-            stdout_truncated=getattr(outcome, "stdout-truncated") or stdout_cut,
-            stderr_truncated=getattr(outcome, "stderr-truncated") or stderr_cut,
-            value=value,
-            value_repr=_capped(getattr(outcome, "value-repr") or "", limits.max_value_bytes + 512)[0] or None,
-            error=error,
-            tool_calls=execution.tool_calls,
-            fuel=fuel,
-            ms=round((time.monotonic() - execution.started) * 1000, 3),
-        )
-
-    def _snippet_error(self, failure: Any) -> ErrorInfo:
-        exc_type, message, traceback = str(failure.type), str(failure.message), str(failure.traceback)
-        if exc_type == "MemoryError":
-            # A failed memory.grow surfaces in the guest as MemoryError: name the limit behind it.
-            return ErrorInfo.from_exception(
-                MemoryLimitExceeded(
-                    f"memory limit reached: the snippet needed more than {self.limits.memory_bytes:,} bytes "
-                    "(sandbox.memory_bytes); process data in smaller pieces"
-                )
-            )
-        cap = self.limits.max_value_bytes
-        return ErrorInfo.from_exception(
-            SnippetError(
-                _capped(message, cap)[0], exc_type=exc_type[:200], traceback=_capped(traceback, cap)[0]
-            )
-        )

@@ -24,27 +24,35 @@ def _truncation_note(stream: CappedStream, limit_key: str, limit: int) -> str:
     return f"\n[... {dropped}: {stream.name} is capped at {limit} bytes ({limit_key})]\n"
 
 
-def _encode_value(outcome: SnippetOutcome, limit: int) -> tuple[str | None, str | None]:
+def _value_fields(outcome: SnippetOutcome, limit: int) -> dict[str, Any]:
     if not outcome.has_value:
-        return None, None
+        return {"value": None, "value_repr": None}
     value = outcome.value
     shown = repr(value)
     try:
         encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError):
-        encoded = json.dumps(shown, ensure_ascii=False)
+        value, encoded = shown, json.dumps(shown, ensure_ascii=False)
     if len(encoded.encode()) > limit or len(shown.encode()) > limit:
         shown = shown.encode()[:limit].decode("utf-8", "ignore")
         shown += f"... [value truncated: capped at {limit} bytes (sandbox.max_value_bytes)]"
-        encoded = json.dumps(shown, ensure_ascii=False)
-    return encoded, shown
+        value = shown
+    return {"value": value, "value_repr": shown}
+
+
+def _stream_fields(name: str, stream: CappedStream, limit: int) -> dict[str, Any]:
+    text = stream.getvalue()
+    if stream.dropped:
+        text += _truncation_note(stream, f"sandbox.max_{name}_bytes", limit)
+    return {name: text, f"{name}_truncated": bool(stream.dropped)}
 
 
 class WitWorld(wit_world.WitWorld):
-    def run(self, code: str, options: wit_world.RunOptions) -> wit_world.Outcome:
-        _capabilities.reseed(options.seed)
-        out = CappedStream(options.max_stdout_bytes, "stdout")
-        err = CappedStream(options.max_stderr_bytes, "stderr")
+    def run(self, code: str, options_json: str) -> str:
+        options = json.loads(options_json)
+        _capabilities.reseed(bytes.fromhex(options["seed"]))
+        out = CappedStream(options["max_stdout_bytes"], "stdout")
+        err = CappedStream(options["max_stderr_bytes"], "stderr")
         sys.stdout = sys.__stdout__ = out  # type: ignore[misc]
         sys.stderr = sys.__stderr__ = err  # type: ignore[misc]
         namespace: dict[str, Any] = {
@@ -56,25 +64,19 @@ class WitWorld(wit_world.WitWorld):
             "Blob": Blob,
         }
         outcome = run_snippet(code, namespace)
-        value_json, value_repr = _encode_value(outcome, options.max_value_bytes)
-        stdout, stderr = out.getvalue(), err.getvalue()
-        if out.dropped:
-            stdout += _truncation_note(out, "sandbox.max_stdout_bytes", options.max_stdout_bytes)
-        if err.dropped:
-            stderr += _truncation_note(err, "sandbox.max_stderr_bytes", options.max_stderr_bytes)
-        failure = None
+        error = None
         if outcome.error is not None:
-            failure = wit_world.Failure(
-                type=type(outcome.error).__name__,
-                message=str(outcome.error),
-                traceback=outcome.traceback,
-            )
-        return wit_world.Outcome(
-            stdout=stdout,
-            stderr=stderr,
-            stdout_truncated=bool(out.dropped),
-            stderr_truncated=bool(err.dropped),
-            value_json=value_json,
-            value_repr=value_repr,
-            error=failure,
+            error = {
+                "type": type(outcome.error).__name__,
+                "message": str(outcome.error),
+                "traceback": outcome.traceback,
+            }
+        return json.dumps(
+            {
+                **_stream_fields("stdout", out, options["max_stdout_bytes"]),
+                **_stream_fields("stderr", err, options["max_stderr_bytes"]),
+                **_value_fields(outcome, options["max_value_bytes"]),
+                "error": error,
+            },
+            ensure_ascii=False,
         )
