@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from functools import lru_cache
 from typing import Any, cast
 
 import jsonschema
@@ -18,11 +16,22 @@ from gateway._errors import ToolCallError
 __all__ = ["prepare_arguments"]
 
 
-@lru_cache(maxsize=512)
-def _validator(schema_json: str) -> Validator:
-    schema = json.loads(schema_json)
+# id(schema) -> (schema, validator). Holding the schema keeps its id from being reused; a catalog
+# rebuilt with new schemas simply adds entries, and the whole cache is dropped past its bound.
+_validators: dict[int, tuple[Mapping[str, Any], Validator]] = {}
+_MAX_VALIDATORS = 2048
+
+
+def _validator(schema: Mapping[str, Any]) -> Validator:
+    cached = _validators.get(id(schema))
+    if cached is not None and cached[0] is schema:
+        return cached[1]
+    if len(_validators) >= _MAX_VALIDATORS:
+        _validators.clear()
     cls = validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    return cls(schema)
+    validator: Validator = cls(schema)
+    _validators[id(schema)] = (schema, validator)
+    return validator
 
 
 def _accepts_null(schema: Mapping[str, Any]) -> bool:
@@ -55,7 +64,10 @@ def prepare_arguments(entry: CatalogEntry, arguments: Mapping[str, Any]) -> dict
         raise ToolCallError(
             f"{entry.qualified} got unknown argument(s) {', '.join(unknown)}; it takes: {expected}"
         )
-    found = _validator(json.dumps(entry.input_schema, sort_keys=True)).iter_errors(wire)
+    validator = _validator(entry.input_schema)
+    if validator.is_valid(wire):  # the common case, without building an error tree
+        return wire
+    found = validator.iter_errors(wire)
     error = cast(object, best_match(found))  # the stubs leave its return type open
     if error is not None:
         message, rule = getattr(error, "message", ""), getattr(error, "validator", "")

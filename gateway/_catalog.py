@@ -16,7 +16,8 @@ from gateway._naming import assign_identifiers
 
 __all__ = ["Catalog", "CatalogEntry", "ServerState", "ServerStatus", "as_list", "as_schema", "properties_of"]
 
-ServerState = Literal["connecting", "ready", "failed"]
+ServerState = Literal["idle", "connecting", "ready", "reconnecting", "failed"]
+"""idle: a lazy child not running (starts on first use); reconnecting: down, another attempt is due."""
 
 _SUGGEST_CUTOFF = 0.6
 
@@ -95,6 +96,8 @@ class ServerStatus(BaseModel):
     identifier: str = ""
     tool_count: int = 0
     startup_ms: float | None = None
+    attempt: int = 0
+    """While reconnecting: the attempt that is due or under way."""
 
 
 class Catalog:

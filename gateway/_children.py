@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import random
+from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any, Self
 
@@ -12,7 +13,7 @@ from anyio.abc import TaskGroup
 from mcp import types
 
 from gateway._child import Child, ChildState, ChildStatus
-from gateway._config import DEFAULT_STARTUP_TIMEOUT_SECONDS, GatewayConfig, ServerConfig
+from gateway._config import DEFAULT_STARTUP_TIMEOUT_SECONDS, GatewayConfig, RestartPolicy, ServerConfig
 from gateway._errors import ChildUnavailable
 
 __all__ = ["ChildPool", "ChildState", "ChildStatus", "check_children", "format_statuses"]
@@ -22,12 +23,20 @@ log = logging.getLogger(__name__)
 DEFAULT_SHUTDOWN_TIMEOUT_SECONDS = 5.0
 
 
+def _restart_policy(default: RestartPolicy, own: RestartPolicy | None) -> RestartPolicy:
+    """A child's policy: the keys its own `restart` names, the top-level one for the others."""
+    if own is None:
+        return default
+    return default.model_copy(update={key: getattr(own, key) for key in own.model_fields_set})
+
+
 class ChildPool:
     """Every configured child server. Entering starts the connections and returns at once.
 
-    Each child connects under its own startup timeout; one that fails is kept with state
-    "failed" and its error while the others serve. Use `wait_ready` (or `wait_child`) where
-    connected children are needed; `call_tool` waits for a child that is still connecting.
+    Each child connects under its own startup timeout; one that fails, exits or stops answering
+    is reconnected with backoff ("reconnecting") while the others serve, and is "failed" for good
+    once out of attempts. Lazy children start on first use. Use `wait_ready` (or `wait_child`)
+    where connected children are needed; `call_tool` waits for a child that is still connecting.
     """
 
     def __init__(
@@ -36,9 +45,25 @@ class ChildPool:
         *,
         startup_timeout_seconds: float = DEFAULT_STARTUP_TIMEOUT_SECONDS,
         shutdown_timeout_seconds: float = DEFAULT_SHUTDOWN_TIMEOUT_SECONDS,
+        restart: RestartPolicy | None = None,
+        reconnect: bool = True,
+        start_lazy: bool = False,
+        draw: Callable[[], float] = random.random,
     ) -> None:
+        """`reconnect=False` fails a child at its first failure; `start_lazy` starts lazy children
+        at once (both for `check`); `draw` is the backoff's jitter source, in [0, 1)."""
+        default = restart or RestartPolicy()
         self._children = {
-            name: Child(name, server, server.startup_timeout_seconds or startup_timeout_seconds)
+            name: Child(
+                name,
+                server,
+                server.startup_timeout_seconds or startup_timeout_seconds,
+                _restart_policy(default, server.restart),
+                reconnect=reconnect,
+                lazy=server.lazy and not start_lazy,
+                idle_seconds=server.idle_seconds,
+                draw=draw,
+            )
             for name, server in servers.items()
         }
         self._shutdown_timeout = shutdown_timeout_seconds
@@ -46,8 +71,13 @@ class ChildPool:
 
     @classmethod
     def from_config(cls, config: GatewayConfig, **kwargs: Any) -> ChildPool:
-        """A pool of the config's `mcpServers`, with its default startup timeout."""
-        return cls(config.mcp_servers, startup_timeout_seconds=config.startup_timeout_seconds, **kwargs)
+        """A pool of the config's `mcpServers`, with its default startup timeout and restart policy."""
+        return cls(
+            config.mcp_servers,
+            startup_timeout_seconds=config.startup_timeout_seconds,
+            restart=config.restart,
+            **kwargs,
+        )
 
     async def __aenter__(self) -> Self:
         if self._task_group is not None:
@@ -97,26 +127,41 @@ class ChildPool:
         return [child.status() for child in self._children.values()]
 
     def tools(self) -> dict[str, list[types.Tool]]:
-        """The tools of every ready child, by server name."""
+        """The known tools of every child, by server name: the ready ones, and those last listed by a
+        child that is idle or reconnecting (a call to one of them starts it, or fails fast)."""
         return {
             name: list(child.tools)
             for name, child in self._children.items()
-            if child.state is ChildState.READY
+            if child.tools or child.state is ChildState.READY
         }
 
     async def wait_ready(self, timeout: float | None = None) -> bool:
-        """Wait until every child is ready or failed; False if `timeout` ran out first."""
+        """Wait until no child is connecting (each is ready, idle, reconnecting or failed);
+        False if `timeout` ran out first."""
         with anyio.move_on_after(timeout):
             for child in self._children.values():
-                await child.settled.wait()
+                await child.wait_settled()
             return True
         return False
 
     async def wait_child(self, name: str) -> ChildStatus:
-        """Wait until one child is ready or failed (its own startup timeout bounds this)."""
+        """Wait until one child is no longer connecting (its own startup timeout bounds this)."""
         child = self._child(name)
-        await child.settled.wait()
+        await child.wait_settled()
         return child.status()
+
+    async def wait_status(self, name: str, predicate: Callable[[ChildStatus], bool]) -> ChildStatus:
+        """Wait until one child's status satisfies `predicate`; bound it with a timeout."""
+        child = self._child(name)
+        while not predicate(status := child.status()):
+            await child.wait_changed()
+        return status
+
+    def start(self, name: str) -> None:
+        """Start a lazy child that is idle (as its first use would); unknown names are ignored."""
+        child = self._children.get(name)
+        if child is not None:
+            child.start()
 
     async def call_tool(
         self, server_name: str, tool_name: str, arguments: dict[str, Any]
@@ -134,7 +179,8 @@ class ChildPool:
 
 async def check_children(config: GatewayConfig) -> list[ChildStatus]:
     """Connect to every child of `config` once and report how each one fared."""
-    async with ChildPool.from_config(config) as pool:
+    # One attempt each, lazy children included: `check` reports, it does not supervise.
+    async with ChildPool.from_config(config, reconnect=False, start_lazy=True) as pool:
         await pool.wait_ready()
         return pool.statuses()
 
@@ -146,7 +192,7 @@ def format_statuses(statuses: list[ChildStatus]) -> str:
         (
             s.name,
             s.transport,
-            s.state.value,
+            f"{s.state.value} (attempt {s.attempt})" if s.attempt else s.state.value,
             str(s.tool_count) if s.state is ChildState.READY else "-",
             f"{s.startup_ms:.0f}" if s.startup_ms is not None else "-",
             s.error or "",

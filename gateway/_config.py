@@ -21,6 +21,7 @@ from pydantic import (
     Tag,
     ValidationError,
     field_validator,
+    model_validator,
 )
 
 from gateway._audit import AuditConfig
@@ -34,6 +35,7 @@ __all__ = [
     "NPM_SERVER_PINS",
     "GatewayConfig",
     "HttpServer",
+    "RestartPolicy",
     "ServerConfig",
     "SseServer",
     "StdioServer",
@@ -69,6 +71,67 @@ _StartupTimeout = Annotated[
 ]
 
 
+class RestartPolicy(BaseModel):
+    """How a child that exits, loses its connection or stops answering is reconnected."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, title="Restart policy")
+
+    initial_seconds: float = Field(
+        default=0.5,
+        gt=0,
+        le=3600,
+        description="Delay before the first reconnect attempt; it doubles after each failed attempt, "
+        "and each delay is drawn at random between half and all of it (jitter).",
+    )
+    max_seconds: float = Field(
+        default=30.0, gt=0, le=86400, description="The cap on the delay between two attempts."
+    )
+    max_attempts: int | None = Field(
+        default=None,
+        ge=0,
+        description="Failed attempts in a row before the child is marked failed for good; "
+        "0 never reconnects, null keeps trying. A command that cannot be started is never retried.",
+    )
+    after_timeouts: int | None = Field(
+        default=3,
+        ge=1,
+        description="Restart a child once this many calls in a row time out with no answer from it "
+        "in between (it is wedged); null never restarts for timeouts.",
+    )
+
+
+_Restart = Annotated[
+    RestartPolicy | None,
+    Field(
+        default=None,
+        description="Overrides the keys it names of the top-level `restart`; the others come from it.",
+    ),
+]
+_Lazy = Annotated[
+    bool,
+    Field(
+        default=False,
+        description="Start the child on first use instead of with the gateway: a call to one of its "
+        "tools, or search_docs naming it as `server`. Until it first starts, its tools are not listed.",
+    ),
+]
+_IdleSeconds = Annotated[
+    float | None,
+    Field(
+        default=None,
+        gt=0,
+        le=86400 * 7,
+        description="Stop a lazy child after this many seconds without calls; its tools stay "
+        "listed and the next call starts it again. Needs `lazy`.",
+    ),
+]
+
+
+def _check_lazy(server: StdioServer | _RemoteServer) -> None:
+    if server.idle_seconds is not None and not server.lazy:
+        raise ValueError("idle_seconds needs lazy: true (only a lazy child starts again on demand)")
+
+
 class StdioServer(BaseModel):
     """A child started as a subprocess, speaking MCP on its stdin/stdout."""
 
@@ -89,6 +152,14 @@ class StdioServer(BaseModel):
     )
     cwd: str | None = Field(default=None, description="Working directory of the child.")
     startup_timeout_seconds: _StartupTimeout = None
+    restart: _Restart = None
+    lazy: _Lazy = False
+    idle_seconds: _IdleSeconds = None
+
+    @model_validator(mode="after")
+    def _lazy_idle(self) -> StdioServer:
+        _check_lazy(self)
+        return self
 
     @property
     def transport(self) -> str:
@@ -105,6 +176,14 @@ class _RemoteServer(BaseModel):
         description="Sent with every request (e.g. Authorization).",
     )
     startup_timeout_seconds: _StartupTimeout = None
+    restart: _Restart = None
+    lazy: _Lazy = False
+    idle_seconds: _IdleSeconds = None
+
+    @model_validator(mode="after")
+    def _lazy_idle(self) -> _RemoteServer:
+        _check_lazy(self)
+        return self
 
     @field_validator("url")
     @classmethod
@@ -179,6 +258,11 @@ class GatewayConfig(BaseModel):
         gt=0,
         le=3600,
         description="Default seconds for a child to connect and list its tools.",
+    )
+    restart: RestartPolicy = Field(
+        default_factory=RestartPolicy,
+        description="How children that exit, lose their connection or stop answering are reconnected: "
+        "exponential backoff with jitter, up to a cap; a child's own `restart` overrides keys of it.",
     )
     sandbox: SandboxLimits = Field(default_factory=SandboxLimits)
     policy: PolicyConfig = Field(

@@ -34,6 +34,14 @@ def _state(status: ServerStatus) -> str:
         return f"failed: {_one_line(status.error or 'no error was reported')}"
     if status.state == "connecting":
         return "connecting, its tools appear when it is ready"
+    if status.state == "reconnecting":
+        error = _one_line(status.error or "no error was reported")
+        return f"reconnecting (attempt {status.attempt}), calls fail until it is back; last error: {error}"
+    if status.state == "idle":
+        if status.tool_count:
+            return "idle, starts on first use"
+        hint = f'search_docs(server="{status.identifier}") starts it and lists its tools'
+        return f"idle, starts on first use: {hint}"
     count = status.tool_count
     return f"ready, {count} tool{'' if count == 1 else 's'}"
 
@@ -72,14 +80,23 @@ def _unknown_server(catalog: Catalog, server: str) -> str:
 
 
 def _not_ready_note(catalog: Catalog, only: str | None) -> str | None:
-    pending = [
-        f"{s.identifier} ({_state(s)})"
-        for s in catalog.servers
-        if s.state != "ready" and (only is None or s.identifier == only)
+    # Idle and reconnecting servers keep the tools they last listed: those are searched, and only
+    # a server that is down is worth a note; one without tools is missing from the results.
+    missing: list[str] = []
+    down: list[str] = []
+    for s in catalog.servers:
+        if s.state == "ready" or (only is not None and s.identifier != only):
+            continue
+        if not catalog.tools_of(s.identifier):
+            missing.append(f"{s.identifier} ({_state(s)})")
+        elif s.state == "reconnecting":
+            down.append(f"{s.identifier} ({_state(s)})")
+    notes = [
+        f"{label}: " + "; ".join(items) + "."
+        for label, items in (("Not in these results", missing), ("Down", down))
+        if items
     ]
-    if not pending:
-        return None
-    return "Not in these results: " + "; ".join(pending) + "."
+    return "\n".join(notes) or None
 
 
 def _server_listing(catalog: Catalog, status: ServerStatus, limit: int, detail: Detail) -> str:

@@ -74,6 +74,27 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _component_sha256(path: Path) -> str:
+    """The component's sha256: the build's record of it when that is newer than the file, else hashed."""
+    recorded = path.with_name(path.name + ".sha256")
+    try:
+        if recorded.stat().st_mtime_ns >= path.stat().st_mtime_ns:
+            digest = recorded.read_text().strip()
+            if len(digest) == 64 and all(c in "0123456789abcdef" for c in digest):
+                return digest
+    except OSError:
+        pass
+    return _sha256(path)
+
+
+def _prune_other_builds(cache: Path, keep: str) -> None:
+    # Artifacts of earlier component builds are dead weight (~40 MB each); other engine settings
+    # of the same build stay.
+    for old in cache.glob("sandbox-*.cwasm*"):
+        if not old.name.startswith(f"sandbox-{keep}-"):
+            old.unlink(missing_ok=True)
+
+
 def _write_atomically(path: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
     try:
@@ -112,10 +133,10 @@ def load_component(
     path = path or COMPONENT_PATH
     if not path.exists():
         raise SandboxUnavailable(f"sandbox component not found at {path}: run `make setup` to build it")
-    component_sha = _sha256(path)
+    component_sha = _component_sha256(path)
     key = hashlib.sha256(f"{component_sha}\n{WASMTIME_VERSION}\n{engine_fingerprint}".encode()).hexdigest()
     cache = cache_dir or default_cache_dir()
-    artifact = cache / f"sandbox-{key[:32]}.cwasm"
+    artifact = cache / f"sandbox-{component_sha[:12]}-{key[:24]}.cwasm"
     checksum = artifact.with_suffix(".cwasm.sha256")
     cached = _load_cached(engine, artifact, checksum)
     if cached is not None:
@@ -129,6 +150,7 @@ def load_component(
         cache.mkdir(parents=True, exist_ok=True)
         _write_atomically(artifact, data)
         _write_atomically(checksum, (hashlib.sha256(data).hexdigest() + "\n").encode())
+        _prune_other_builds(cache, keep=component_sha[:12])
     except OSError as exc:  # a read-only cache costs start-up time, not correctness
         log.warning("cannot write artifact cache", extra={"artifact": str(artifact), "error": str(exc)})
     return LoadedComponent(component, component_sha, artifact, compiled=True)

@@ -37,7 +37,7 @@ __all__ = [
     "summary_line",
 ]
 
-_DETAIL_CHARS = 96
+_DETAIL_CHARS = 80
 _SUITE_NAME = "codemode-gateway sandbox-test"
 # Characters XML 1.0 cannot carry at all (a snippet's error message may hold any of them).
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -68,7 +68,7 @@ def run_sandbox_test(args: argparse.Namespace) -> int:
 def format_cases(cases: Sequence[EscapeCase]) -> str:
     """The `--list` table: each case, its category and what containing it means."""
     width = max((len(case.id) for case in cases), default=4)
-    kinds = max((len(case.category) for case in cases), default=8)
+    kinds = max([len(case.category) for case in cases] + [len("category")])
     lines = [f"{'case':<{width}}  {'category':<{kinds}}  contained when"]
     lines += [f"{c.id:<{width}}  {c.category:<{kinds}}  {c.expect.describe()}" for c in cases]
     lines.append(f"{len(cases)} cases")
@@ -89,12 +89,26 @@ def _limit_notes(config: SandboxLimits, used: SandboxLimits) -> list[str]:
     ]
 
 
+def _header_notes(config: SandboxLimits, used: SandboxLimits, cases: Sequence[EscapeCase]) -> list[str]:
+    notes = _limit_notes(config, used)
+    if any(case.target == "sandbox" for case in cases):
+        notes.append(
+            "sandbox cases: a Sandbox whose tool calls reach in-process probe tools, not your servers"
+        )
+    if any(case.target == "gateway" for case in cases):
+        notes.append(
+            "policy and secrets cases: a Gateway over the probe MCP server (gateway._probe_server) "
+            "under the suite's own policy, not yours"
+        )
+    return notes
+
+
 class _Table:
     """Rows printed as the cases finish, so a long run shows progress."""
 
     def __init__(self, cases: Sequence[EscapeCase], out: TextIO) -> None:
         self._width = max([len(case.id) for case in cases] + [len("still-serves")])
-        self._kinds = max([len(case.category) for case in cases] + [len("serving")])
+        self._kinds = max([len(case.category) for case in cases] + [len("category")])
         self._out = out
 
     def _line(self, case: str, category: str, result: str, detail: str, ms: str) -> None:
@@ -185,10 +199,7 @@ def sandbox_test(
     list_only: bool = False,
     out: TextIO | None = None,
 ) -> int:
-    """Run the escape suite against `limits`; print the table and summary; 1 if any case is not contained.
-
-    Raises ConfigError (exit code 2) when the limits cannot even run a normal snippet.
-    """
+    """Run the suite against `limits`: 0 if every case is contained, 1 if not; ConfigError if unrunnable."""
     stream = out or sys.stdout
     cases = cases_in(only)
     if list_only:
@@ -203,11 +214,9 @@ def sandbox_test(
             f"sandbox component {sandbox.component_sha256[:12]}",
             file=stream,
         )
-        for note in _limit_notes(limits, used):
+        for note in _header_notes(limits, used, cases):
             print(note, file=stream)
-        print(
-            "tool-call cases call in-process probe tools (probe.*), not the config's servers\n", file=stream
-        )
+        print(file=stream)
         outcomes = anyio.run(_run_checked, sandbox, cases, _Table(cases, stream))
         component = sandbox.component_sha256
     seconds = time.monotonic() - started

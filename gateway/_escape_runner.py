@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, Protocol, cast
 
 import anyio
 
@@ -182,7 +182,7 @@ def probe_gateway_config(limits: SandboxLimits, environ: dict[str, str]) -> Gate
 
 
 @asynccontextmanager
-async def gateway_target(limits: SandboxLimits) -> AsyncIterator[GatewayTarget]:
+async def gateway_target(limits: SandboxLimits) -> AsyncGenerator[GatewayTarget]:
     """A Gateway over the probe server; the secret sits in this process's environment meanwhile."""
     # In the host's environment too, so that a case can check it is not passed on to children.
     previous = os.environ.get(PROBE_SECRET_VAR)
@@ -231,6 +231,20 @@ async def still_serves(target: Target) -> str | None:
     return None
 
 
+def _innermost(exc: BaseException) -> str:
+    """`Type: message` of the first leaf of an exception group (task groups wrap what failed)."""
+    leaf = exc
+    while inner := _members(leaf):
+        leaf = inner[0]
+    return f"{type(leaf).__name__}: {clip(leaf)}"
+
+
+def _members(exc: BaseException) -> tuple[BaseException, ...]:
+    if isinstance(exc, BaseExceptionGroup):
+        return cast("BaseExceptionGroup[BaseException]", exc).exceptions
+    return ()
+
+
 class _HostFailed(Exception):
     """The host raised while running a snippet."""
 
@@ -239,7 +253,7 @@ async def _execute(target: Target, code: str) -> ExecutionResult:
     try:
         return await target.execute(code)
     except Exception as exc:  # a snippet made the host fail: the most serious finding of all
-        raise _HostFailed(f"the host raised {type(exc).__name__}: {clip(exc)}") from exc
+        raise _HostFailed(f"the host raised {_innermost(exc)}") from exc
 
 
 async def _judge(target: Target, case: EscapeCase) -> tuple[bool, str]:
@@ -292,8 +306,7 @@ async def run_suite(
     cases: Iterable[EscapeCase],
     on_outcome: Callable[[CaseOutcome], None] | None = None,
 ) -> list[CaseOutcome]:
-    """Run `cases` one at a time (sandbox cases on `sandbox`, then the gateway cases on a Gateway
-    over the probe server under `sandbox.limits`), then a final check that the sandbox still serves."""
+    """Run `cases` one at a time (gateway cases last, on a Gateway), then the `still-serves` check."""
     outcomes: list[CaseOutcome] = []
 
     def report(outcome: CaseOutcome) -> None:
@@ -310,7 +323,7 @@ async def run_suite(
                 await _run_all(target, through_gateway, report)
         except Exception as exc:  # the probe server did not start: every gateway case failed to run
             ran = {outcome.case.id for outcome in outcomes}
-            detail = f"the gateway over the probe server failed: {type(exc).__name__}: {clip(exc)}"
+            detail = f"the gateway over the probe server failed: {_innermost(exc)}"
             for case in through_gateway:
                 if case.id not in ran:
                     report(CaseOutcome(case, "FAIL", detail, 0.0))

@@ -90,7 +90,7 @@ class Gateway:
     def catalog(self) -> Catalog:
         """What the model may see: the children's tools less the hidden ones, rebuilt on any change."""
         statuses = self._pool.statuses()
-        key = tuple((s.name, s.state, s.tool_count, s.error) for s in statuses)
+        key = tuple(statuses)  # whole snapshots: a tools/list_changed bumps `tools_version`
         if key != self._catalog_key:
             everything = Catalog(
                 self._pool.tools(),
@@ -116,6 +116,9 @@ class Gateway:
         self, query: str = "", server: str | None = None, limit: int = 10, detail: Detail = "signatures"
     ) -> str:
         """The search_docs text, once children still starting have had a moment to list their tools."""
+        named = self.catalog().server(server) if server is not None else None
+        if named is not None:
+            self._pool.start(named.name)  # a lazy child starts when a search names it
         await self._pool.wait_ready(timeout=min(SEARCH_WAIT_SECONDS, self.config.startup_timeout_seconds))
         return render_search(self.catalog(), query, server, limit, detail)
 
@@ -183,8 +186,12 @@ class Gateway:
                 result = await self._pool.call_tool(entry.server_name, entry.tool_name, wire)
             except ChildUnavailable as exc:
                 raise ToolCallError(str(exc), kind="ToolError") from exc
-            # A secret the gateway expanded never reaches the snippet, so no transform can leak it.
+            # A secret the gateway expanded never reaches the snippet, so no transform can leak it:
+            # neither in a result nor in the text of a child's error.
             return self.redactor.redact_json(tool_result_value(result))
+        except ToolCallError as exc:
+            failure = exc
+            raise ToolCallError(self.redactor.redact(str(exc)), kind=exc.kind) from None
         except BaseException as exc:
             failure = exc
             raise

@@ -14,8 +14,8 @@ from mcp.types import ToolAnnotations
 
 __all__ = ["build"]
 
-_READ = ToolAnnotations(readOnlyHint=True)
-_WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=True)
+_READ = ToolAnnotations(read_only_hint=True)
+_WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=True)
 
 
 def build() -> MCPServer:

@@ -16,8 +16,8 @@ from gateway._approval import elicitation_approver
 from gateway._config import GatewayConfig
 from gateway._errors import GatewayError
 from gateway._gateway import Gateway, Progress
-from gateway._result import ExecutionResult
 from gateway._secrets import redact_logs
+from gateway._stdio import StdinLines, cancel_on_signals
 
 __all__ = ["build_server", "serve_stdio"]
 
@@ -61,18 +61,45 @@ def _compact_schema(model: type[BaseModel]) -> dict[str, Any]:
     return schema
 
 
-def _output_schema() -> dict[str, Any]:
-    # The structuredContent shape, without descriptions: tools/list stays small.
-    schema = _compact_schema(ExecutionResult)
-    for definition in schema.get("$defs", {}).values():
-        definition.pop("title", None)
-        definition.pop("description", None)
-        for prop in definition.get("properties", {}).values():
-            prop.pop("title", None)
-    for prop in schema.get("properties", {}).values():
-        prop.pop("description", None)
-    schema.pop("description", None)
-    return schema
+_NULLABLE_STRING: dict[str, Any] = {"type": ["string", "null"]}
+# execute_code's structuredContent, written flat (no $ref, no anyOf): clients validate every result
+# against it, and jsonschema is many times slower on the shape pydantic generates for ExecutionResult.
+OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "ok": {"type": "boolean"},
+        "stdout": {"type": "string"},
+        "stderr": {"type": "string"},
+        "stdout_truncated": {"type": "boolean"},
+        "stderr_truncated": {"type": "boolean"},
+        "value": {},
+        "value_repr": _NULLABLE_STRING,
+        "error": {
+            "type": ["object", "null"],
+            "properties": {
+                "type": {"type": "string"},
+                "kind": {"type": "string"},
+                "message": {"type": "string"},
+                "traceback": _NULLABLE_STRING,
+            },
+        },
+        "tool_calls": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "tool": {"type": "string"},
+                    "ms": {"type": "number"},
+                    "ok": {"type": "boolean"},
+                    "error": _NULLABLE_STRING,
+                },
+            },
+        },
+        "fuel": {"type": "integer"},
+        "ms": {"type": "number"},
+    },
+    "required": ["ok", "stdout", "stderr", "value", "error", "tool_calls", "fuel", "ms"],
+}
 
 
 def _tools(read_only: bool, destructive: bool) -> list[types.Tool]:
@@ -87,7 +114,7 @@ def _tools(read_only: bool, destructive: bool) -> list[types.Tool]:
             name="execute_code",
             description=EXECUTE_CODE_DESCRIPTION,
             input_schema=_compact_schema(ExecuteCodeArgs),
-            output_schema=_output_schema(),
+            output_schema=OUTPUT_SCHEMA,
             # What the snippet can reach, so a client's auto-approval rules keep meaning what they say.
             annotations=types.ToolAnnotations(
                 read_only_hint=read_only, destructive_hint=destructive, open_world_hint=True
@@ -178,13 +205,17 @@ def _version() -> str:
 
 
 async def serve_stdio(config: GatewayConfig) -> None:
-    """Serve MCP over stdin/stdout until the client closes stdin."""
-    async with Gateway(config) as gateway:
-        redact_logs(gateway.redactor)
-        server = build_server(gateway)
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
-    log.info("stdin closed; gateway stopped")
+    """Serve MCP over stdin/stdout until the client closes stdin or SIGTERM/SIGINT arrives."""
+    async with anyio.create_task_group() as task_group:
+        # Watching first: a signal during startup also stops every child the gateway started.
+        await task_group.start(cancel_on_signals, task_group.cancel_scope)
+        async with Gateway(config) as gateway, StdinLines() as stdin:
+            redact_logs(gateway.redactor)
+            server = build_server(gateway)
+            async with stdio_server(stdin=stdin) as (read_stream, write_stream):
+                await server.run(read_stream, write_stream, server.create_initialization_options())
+        task_group.cancel_scope.cancel()  # stdin closed: stop watching for signals
+    log.info("gateway stopped")
 
 
 def run_stdio(config: GatewayConfig) -> None:

@@ -70,6 +70,13 @@ def translate_trap(message: str, limits: SandboxLimits, timeout: float) -> Execu
             f"memory limit reached: the snippet needed more than {limits.memory_bytes:,} bytes "
             "(sandbox.memory_bytes); process data in smaller pieces"
         )
+    if "panicking" in lowered or "rust_begin_unwind" in lowered:
+        # The guest runtime aborts when a value cannot be lowered across the boundary (a wrong type
+        # passed to the host import by hand, say): a crash of that run, not a capability it reached.
+        return GuestCrashed(
+            "the sandbox runtime aborted: a value could not cross the sandbox boundary "
+            "(call tools through `tools.<server>.<tool>(...)`, not the raw host import)"
+        )
     denied = _denied_capability(message)
     if denied is not None:
         capability, advice = denied

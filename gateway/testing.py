@@ -28,5 +28,9 @@ class InProcessTools:
         function = self._functions.get(name)
         if function is None:
             raise ToolCallError(f"unknown tool {name!r}; known: {', '.join(sorted(self._functions))}")
+        try:
+            inspect.signature(function).bind(**arguments)
+        except TypeError as exc:  # as a real child would: the caller's mistake, not a crash
+            raise ToolCallError(f"bad arguments for {name}: {exc}") from None
         result = function(**arguments)
         return await result if inspect.isawaitable(result) else result

@@ -98,6 +98,7 @@ def _install_randomness() -> None:
         plain_seed(self, a, version)
 
     random.Random.seed = seed  # type: ignore[method-assign]
+    random.seed = random._inst.seed  # type: ignore[attr-defined]  # the module's alias was bound to the old method
 
 
 def _clock() -> dict[str, int]:

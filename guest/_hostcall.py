@@ -6,7 +6,17 @@ from typing import Any
 from componentize_py_types import Err
 from wit_world.imports import host
 
-__all__ = ["ToolError", "host_call"]
+__all__ = ["ToolError", "boundary_json", "host_call"]
+
+
+def boundary_json(value: Any) -> str:
+    """JSON text that can cross into the host: only UTF-8 crosses, so lone surrogates are escaped."""
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return json.dumps(value, allow_nan=False)
+    return text
 
 
 class ToolError(Exception):
@@ -25,8 +35,8 @@ ToolError.__module__ = "builtins"  # tracebacks show `ToolError: ...`, not a gue
 def host_call(name: str, payload: Any) -> Any:
     """Call the host with a JSON payload and return its decoded JSON answer."""
     try:
-        args_json = json.dumps(payload, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
+        args_json = boundary_json(payload)
+    except (TypeError, ValueError, RecursionError) as exc:
         raise TypeError(f"arguments to {name} must be JSON values: {exc}") from None
     try:
         answer = host.call(name, args_json)

@@ -9,7 +9,7 @@ import wit_world
 
 from guest import _aio, _capabilities
 from guest._capture import CappedStream
-from guest._hostcall import ToolError
+from guest._hostcall import ToolError, boundary_json
 from guest._snippet import SnippetOutcome, run_snippet
 from guest._tools import Blob, call_tool, tools
 
@@ -24,14 +24,35 @@ def _truncation_note(stream: CappedStream, limit_key: str, limit: int) -> str:
     return f"\n[... {dropped}: {stream.name} is capped at {limit} bytes ({limit_key})]\n"
 
 
+# The host refuses JSON nested deeper than this; deeper values come back as their repr.
+MAX_VALUE_DEPTH = 64
+
+
+def _depth(value: Any) -> int:
+    deepest, stack = 0, [(value, 1)]
+    while stack and deepest <= MAX_VALUE_DEPTH:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        if isinstance(item, dict):
+            stack.extend((child, level + 1) for child in item.values())  # pyright: ignore[reportUnknownVariableType, reportUnknownMemberType, reportUnknownArgumentType]
+        elif isinstance(item, list | tuple):
+            stack.extend((child, level + 1) for child in item)  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+    return deepest
+
+
 def _value_fields(outcome: SnippetOutcome, limit: int) -> dict[str, Any]:
     if not outcome.has_value:
         return {"value": None, "value_repr": None}
     value = outcome.value
-    shown = repr(value)
     try:
+        shown = repr(value)
+    except Exception as exc:  # a snippet's own __repr__ may raise: report it, do not crash on it
+        shown = f"<{type(value).__name__} object; repr() raised {type(exc).__name__}>"
+    try:
+        if _depth(value) > MAX_VALUE_DEPTH:
+            raise ValueError("too deeply nested for JSON")
         encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         value, encoded = shown, json.dumps(shown, ensure_ascii=False)
     if len(encoded.encode()) > limit or len(shown.encode()) > limit:
         shown = shown.encode()[:limit].decode("utf-8", "ignore")
@@ -71,12 +92,11 @@ class WitWorld(wit_world.WitWorld):
                 "message": str(outcome.error),
                 "traceback": outcome.traceback,
             }
-        return json.dumps(
+        return boundary_json(
             {
                 **_stream_fields("stdout", out, options["max_stdout_bytes"]),
                 **_stream_fields("stderr", err, options["max_stderr_bytes"]),
                 **_value_fields(outcome, options["max_value_bytes"]),
                 "error": error,
-            },
-            ensure_ascii=False,
+            }
         )

@@ -128,13 +128,12 @@ def summarize(result: ExecutionResult) -> str:
 
 @dataclass(frozen=True)
 class Expect:
-    """Containment: the execution fails with one of `errors`, its message naming `says` (and a
-    limit error its config key), or, when `ok`, succeeds; `check` then holds on either."""
+    """What containment looks like for one case."""
 
-    errors: tuple[str, ...] = ()
-    says: str = ""
-    ok: bool = False
-    check: Check | None = None
+    errors: tuple[str, ...] = ()  # the execution may fail with one of these (ANY_ERROR: with anything)
+    says: str = ""  # ... its message naming this (a limit error must also name its config key)
+    ok: bool = False  # the execution may also succeed
+    check: Check | None = None  # and then this holds on the accepted result, failed or not
     what: str = ""  # `check` in words, for reports
 
     def accepts(self, error_type: str) -> bool:
@@ -225,21 +224,19 @@ def needs_fuel(fuel: int) -> Callable[[SandboxLimits], str | None]:
 
 @dataclass(frozen=True)
 class EscapeCase:
-    """One hostile snippet and what containing it looks like.
-
-    `then`, when set, runs in a fresh execution right after the snippet; `then_check` sees both
-    results (tampering that must not survive, entropy that must differ). `needs` says why a
-    config cannot run the case (it is then skipped, never failed). `target` "gateway" runs it
-    through a whole Gateway (policy, redaction) in front of the probe MCP server.
-    """
+    """One hostile snippet and what containing it looks like."""
 
     id: str
     category: str
     code: Source
     expect: Expect
+    # A second snippet, run in a fresh execution right after; `then_check` sees both results
+    # (tampering that must not survive, entropy that must differ).
     then: str | None = None
     then_check: Callable[[ExecutionResult, ExecutionResult], bool] | None = None
+    # Why a config cannot run the case (it is then skipped, never failed), or None.
     needs: Callable[[SandboxLimits], str | None] | None = None
+    # "gateway": through a whole Gateway (policy, redaction) in front of the probe MCP server.
     target: Target = "sandbox"
 
     def source(self, limits: SandboxLimits) -> str:
@@ -253,7 +250,7 @@ class CaseMaker:
 
     def __init__(self, category: str, target: Target = "sandbox") -> None:
         self.category = category
-        self.target = target
+        self.target: Target = target
 
     def __call__(
         self,

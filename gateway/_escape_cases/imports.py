@@ -36,6 +36,7 @@ CASES: tuple[EscapeCase, ...] = (
     _case("import-numpy", "import numpy", _NOT_ALLOWED),
     _case("import-email-by-importlib", "import importlib; importlib.import_module('email')", _NOT_ALLOWED),
     _case("import-pickle", "import pickle", _NOT_ALLOWED),
+    _case("import-importlib-util", "import importlib.util", _NOT_ALLOWED),
     _case(
         "import-with-meta-path-cleared",
         "import sys\ndel sys.meta_path[:]\nimport email",

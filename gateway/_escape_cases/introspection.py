@@ -8,8 +8,10 @@ cap, and that corrupting the interpreter itself stays inside the wasm instance.
 from __future__ import annotations
 
 from gateway._escape_cases._model import (
+    FIND_CLASS,
     LOAD_BUILTIN,
     EscapeCase,
+    Expect,
     any_outcome,
     case_maker,
     crash,
@@ -29,7 +31,14 @@ _SLACK = 1024  # the host's truncation note
 
 
 def _stdout_capped(result: ExecutionResult, limits: SandboxLimits) -> bool:
-    return result.ok and len(result.stdout.encode()) <= limits.max_stdout_bytes + _SLACK
+    return len(result.stdout.encode()) <= limits.max_stdout_bytes + _SLACK
+
+
+# The guest's own cap is the snippet's to lift; the host's is not. The host either caps the
+# output itself or refuses the whole outcome as malformed (GuestCrashed).
+_HOST_CAPS_STDOUT = Expect(
+    ("GuestCrashed",), ok=True, check=_stdout_capped, what="the host caps stdout or refuses it"
+)
 
 
 def _value_capped(result: ExecutionResult, limits: SandboxLimits) -> bool:
@@ -37,6 +46,16 @@ def _value_capped(result: ExecutionResult, limits: SandboxLimits) -> bool:
     shown = len((result.value_repr or "").encode())
     return result.ok and shown <= cap and len(repr(result.value)) <= 2 * cap
 
+
+_RAISE_VALUE_CAP = """
+options = runner['options']
+if isinstance(options, dict):
+    options['max_value_bytes'] = 10**9
+else:
+    options.max_value_bytes = 10**9
+"""
+# Every JSON the guest produces after the snippet (its outcome included) comes from this function.
+_FORGE_JSON = "import json\njson.dumps = lambda *args, **kwargs: {text}\n1"
 
 _BYTECODE = """
 import dis
@@ -78,44 +97,35 @@ CASES: tuple[EscapeCase, ...] = (
     ),
     _case(
         "intro-raise-the-value-cap",
-        lambda lim: _RUNNER + f"runner['options'].max_value_bytes = 10**9\n'v' * {lim.max_value_bytes * 4}",
+        lambda lim: _RUNNER + _RAISE_VALUE_CAP + f"'v' * {lim.max_value_bytes * 4}",
         succeeds(_value_capped, "the host still caps the value"),
     ),
     _case(
         "intro-raise-the-stdout-cap",
         _RUNNER + "runner['out']._limit = 10**9\nprint('x' * 10**7)",
-        succeeds(_stdout_capped, "the host still caps stdout"),
+        _HOST_CAPS_STDOUT,
     ),
     _case(
         "intro-stuff-the-stdout-buffer",
-        "import sys\nsys.stdout._parts.append('q' * 5 * 10**7)",
-        succeeds(_stdout_capped, "the host still caps stdout"),
+        "import sys\nsys.stdout._parts.append('q' * 5 * 10**6)",
+        _HOST_CAPS_STDOUT,
     ),
     _case(
         "intro-huge-captured-output",
         _RUNNER + "type(runner['out']).getvalue = lambda self: 'y' * 10**8",
-        crash("MemoryLimitExceeded", ok=True),
+        crash("MemoryLimitExceeded", "FuelExhausted", ok=True),
     ),
     _case(
-        "intro-break-the-outcome-type",
+        "intro-break-the-bindings",
         "import sys\nsys.modules['guest.main'].wit_world.Outcome = None",
-        crash(),
+        crash(ok=True),
     ),
-    # The host parses the value's JSON after the guest is done: it must survive whatever arrives.
+    # The host parses what the guest hands back after the snippet: it must survive whatever arrives.
+    _case("intro-outcome-invalid-json", _FORGE_JSON.format(text="'{not json'"), any_outcome()),
+    _case("intro-outcome-deeply-nested-json", _FORGE_JSON.format(text="'[' * 100000"), any_outcome()),
+    _case("intro-outcome-wrong-shape", _FORGE_JSON.format(text="'[1, 2, 3]'"), any_outcome()),
     _case(
-        "intro-value-json-invalid",
-        "import sys\nsys.modules['guest.main']._encode_value = lambda outcome, cap: ('{not json', 'x')",
-        any_outcome(),
-    ),
-    _case(
-        "intro-value-json-deeply-nested",
-        "import sys\nsys.modules['guest.main']._encode_value = lambda outcome, cap: ('[' * 100000, 'x')",
-        any_outcome(),
-    ),
-    _case(
-        "intro-json-dumps-tampered",
-        "import json\njson.dumps = lambda *args, **kwargs: '{not json'\n1",
-        any_outcome(),
+        "intro-outcome-wrong-types", _FORGE_JSON.format(text='\'{"stdout": 5, "error": 7}\''), any_outcome()
     ),
     _case(
         "intro-value-nested-990-deep",
@@ -125,6 +135,11 @@ CASES: tuple[EscapeCase, ...] = (
     _case(
         "intro-builtin-importer-posix",
         LOAD_BUILTIN + "load_builtin('posix').listdir('/')",
+        refused("SandboxRestriction", "no filesystem"),
+    ),
+    _case(
+        "intro-builtin-importer-load-module",
+        FIND_CLASS + "find_class('BuiltinImporter').load_module('posix').listdir('/')",
         refused("SandboxRestriction", "no filesystem"),
     ),
     _case(

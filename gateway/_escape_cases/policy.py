@@ -62,7 +62,7 @@ _NO_SUCH_TOOL = Expect(
 
 
 def _count_successes(call: str, times: int, *, keep: str = "") -> str:
-    """A snippet that tries `call` `times` times, swallowing refusals; its value: [successes, last refusal]."""
+    """Try `call` `times` times, swallowing refusals; the value is [successes, last refusal]."""
     return (
         f"n, last = 0, None\nfor _ in range({times}):\n    try:\n        {call}\n        n += 1\n"
         f"    except ToolError as e:\n        last = e.{keep or 'kind'}\n[n, last]"
@@ -175,7 +175,7 @@ CASES: tuple[EscapeCase, ...] = (
     ),
     _policy(
         "policy-args-fullwidth",
-        "tools.probe.read_note(name='ａｌｐｈａ')",
+        "tools.probe.read_note(name='\\uff41\\uff4c\\uff50\\uff48\\uff41')",  # fullwidth "alpha"
         _DENIED,
         needs=needs_tool_calls(1),
     ),

@@ -43,6 +43,11 @@ CASES: tuple[EscapeCase, ...] = (
         "import asyncio.base_subprocess as stash\nstash.subprocess.Popen(['id'])",
         _NO_WASI_PROCESSES,
     ),
+    _case(
+        "proc-wrap-close-by-subclass-walk",
+        FIND_CLASS + "import os\nfind_class('_wrap_close')(os.popen('id'), None).close()",
+        _DENIED,
+    ),
     _case("proc-popen-by-subclass-walk", FIND_CLASS + "find_class('Popen')(['id'])", _NO_WASI_PROCESSES),
     _case(
         "proc-asyncio-subprocess",

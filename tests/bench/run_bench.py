@@ -1367,7 +1367,8 @@ def render_method(report: Report) -> str:
             f"{plan.gateway_tool_calls} times, minus the same snippet with 0 calls, minus the client calling "
             f"the tool {plan.gateway_tool_calls} times on its own connection to a second copy of the child; "
             f"divided by the call count, median of {plan.gateway_tool_repeats} interleaved repeats. "
-            "The gateway's own record of each call (its `tool_calls[].ms`) is its wait on the child.",
+            "The gateway's own record of each call (`tool_calls[].ms`) is timed on the sandbox's thread: "
+            "the hop to the event loop, the argument checks and the child's answer.",
             "- Context: `tools/list` (every page) as compact UTF-8 JSON of the tools array, from the gateway "
             "and from each child on the bench's own connection; tokens are estimated as bytes / 4.",
             f"- Start-up: {plan.startup_runs} fresh gateway processes on the same config (the first is the "
