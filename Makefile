@@ -40,6 +40,9 @@ sandbox-test: setup ## Run the sandbox escape suite on its own
 bench: setup ## Run the benchmarks and print the table (also written to docs/benchmarks.md)
 	$(PY) tests/bench/run_bench.py --write docs/benchmarks.md
 
+soak: setup ## 10,000 mixed executions through the stdio gateway; adds the figures to docs/benchmarks.md
+	$(PY) tests/soak/run_soak.py --write docs/benchmarks.md
+
 lint: setup ## ruff and pyright --strict
 	$(VENV)/bin/ruff check gateway guest tests examples runtime-wasm/build.py
 	$(VENV)/bin/ruff format --check gateway guest tests examples runtime-wasm/build.py
@@ -59,4 +62,4 @@ clean: ## Remove the venv, the sandbox build and caches
 	rm -rf $(VENV) runtime-wasm/build .cache .pytest_cache .ruff_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
-.PHONY: help setup test sandbox-test bench lint format run demo clean
+.PHONY: help setup test sandbox-test bench soak lint format run demo clean

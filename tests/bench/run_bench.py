@@ -56,6 +56,8 @@ GATEWAY_SNIPPET = "sum(range(10))"
 GATEWAY_IMPORT = "import gateway._server"
 BYTES_PER_TOKEN = 4
 
+SOAK_MARKER = "<!-- soak -->"  # where run_soak.py's section starts
+
 
 class BenchError(RuntimeError):
     """A measurement did not run as intended (wrong output, failed execution)."""
@@ -1430,7 +1432,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(render_table(report.rows))
     destination: Path | None = args.write
     if destination is not None:
-        destination.write_text(render_document(report, invocation()))
+        # The soak run (tests/soak/run_soak.py) keeps its own section at the end: carry it over.
+        previous = destination.read_text(encoding="utf-8") if destination.exists() else ""
+        soak = previous[previous.index(SOAK_MARKER) :] if SOAK_MARKER in previous else ""
+        destination.write_text(
+            render_document(report, invocation()).rstrip() + ("\n\n" + soak if soak else "\n")
+        )
         print(f"\nwritten to {destination}")
     return 0
 
