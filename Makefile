@@ -55,7 +55,7 @@ format: setup ## Apply ruff's formatting and safe fixes
 run: setup ## Serve MCP over stdio on the built-in default config
 	$(VENV)/bin/codemode-gateway serve
 
-demo: setup ## Show the product working: run snippets in the sandbox
+demo: setup ## A real MCP client drives the gateway on its built-in config: search, then code over two children
 	$(PY) examples/demo.py
 
 clean: ## Remove the venv, the sandbox build and caches
