@@ -102,8 +102,8 @@ class ChildStatus:
 
 
 def backoff_delay(policy: RestartPolicy, attempt: int, draw: Callable[[], float] = random.random) -> float:
-    """Seconds before reconnect `attempt` (1-based): doubling from the initial delay up to the cap,
-    drawn between half and all of it so that children lost together do not retry in lockstep."""
+    """Seconds before reconnect `attempt` (1-based): doubling from the initial delay up to the cap."""
+    # Drawn between half and all of it, so that children lost together do not retry in lockstep.
     nominal = min(policy.max_seconds, policy.initial_seconds * 2.0 ** min(attempt - 1, 64))
     return nominal * (0.5 + 0.5 * draw())
 
@@ -179,11 +179,9 @@ class _StderrPump:
 
 
 def _process_group(pipe_id: tuple[int, int]) -> int | None:
-    """The process group of our child whose stderr is the pipe `pipe_id`; None off Linux.
-
-    The SDK starts each stdio child in a new session (its pid is the group id) but does not
-    expose the process; its stderr is a pipe only that child's tree holds.
-    """
+    """The process group of our child whose stderr is the pipe `pipe_id`; None off Linux."""
+    # The SDK starts each stdio child in a new session (its pid is the group id) but does not
+    # expose the process; its stderr is a pipe that only that child's tree holds.
     me = os.getpid()
     try:
         entries = os.listdir("/proc")
@@ -316,11 +314,9 @@ class _Connection:
             _signal_group(self.pgid, signal.SIGTERM)
 
     async def reap(self) -> None:
-        """End what is left of the child's process group once the SDK has stopped its leader.
-
-        The SDK signals the group only when the leader outlives its grace period, so a leader
-        that exits at once (an `npx`-style wrapper) can leave grandchildren running.
-        """
+        """End what is left of the child's process group once the SDK has stopped its leader."""
+        # The SDK signals the group only when the leader outlives its grace period, so a leader
+        # that exits at once (an `npx`-style wrapper) can leave grandchildren running.
         if self.pgid is not None:
             with anyio.CancelScope(shield=True):
                 await _end_group(self.pgid)
@@ -459,7 +455,6 @@ class Child:
         self.finished = anyio.Event()  # set once `run` has released every connection
         self.tools: list[types.Tool] = []
         self._reconnect = reconnect
-        self._lazy = lazy
         self._idle_seconds = idle_seconds if lazy else None
         self._draw = draw
         self._state = ChildState.IDLE if lazy else ChildState.CONNECTING
@@ -469,7 +464,6 @@ class Child:
         self._startup_ms: float | None = None
         self._connection: _Connection | None = None  # the ready one
         self._stopping = False
-        self._wanted = not lazy
         self._tools_stale = False
         self._in_flight = 0
         self._last_used = 0.0
@@ -506,8 +500,8 @@ class Child:
 
     def start(self) -> None:
         """Start an idle lazy child; anything else is left as it is."""
-        if self._state is ChildState.IDLE and not self._wanted:
-            self._wanted = True
+        if self._state is ChildState.IDLE and not self._stopping:
+            self._set(ChildState.CONNECTING)  # at once: waiters for connecting children wait for it
             self._poke()
 
     def stop(self) -> None:
@@ -543,10 +537,9 @@ class Child:
         try:
             while not self._stopping:
                 if self._state is ChildState.IDLE:
-                    await self._until(lambda: self._wanted or self._stopping)
+                    await self._until(lambda: self._state is not ChildState.IDLE or self._stopping)
                     if self._stopping:
                         break
-                    self._set(ChildState.CONNECTING)
                 await self._connect_and_serve()
                 if self._stopping or self._state is ChildState.FAILED:
                     break
@@ -680,7 +673,7 @@ class Child:
                 continue
             idle_in = self._idle_in()
             if idle_in is not None and idle_in <= 0:
-                self._connection, self._wanted = None, False
+                self._connection = None
                 self._set(ChildState.IDLE)
                 log.info(
                     "child idle, stopping it", extra={"child": self.name, "idle_seconds": self._idle_seconds}

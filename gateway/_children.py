@@ -50,8 +50,8 @@ class ChildPool:
         start_lazy: bool = False,
         draw: Callable[[], float] = random.random,
     ) -> None:
-        """`reconnect=False` fails a child at its first failure; `start_lazy` starts lazy children
-        at once (both for `check`); `draw` is the backoff's jitter source, in [0, 1)."""
+        """`reconnect=False` fails a child at its first failure, `start_lazy` starts lazy ones at once."""
+        # Both for `check`, which reports rather than supervises; `draw` is the backoff's jitter, in [0, 1).
         default = restart or RestartPolicy()
         self._children = {
             name: Child(
@@ -127,8 +127,8 @@ class ChildPool:
         return [child.status() for child in self._children.values()]
 
     def tools(self) -> dict[str, list[types.Tool]]:
-        """The known tools of every child, by server name: the ready ones, and those last listed by a
-        child that is idle or reconnecting (a call to one of them starts it, or fails fast)."""
+        """The known tools of every child by name: an idle or reconnecting child's are its last listed."""
+        # A call to one of those starts an idle child, or fails fast naming why the child is down.
         return {
             name: list(child.tools)
             for name, child in self._children.items()
@@ -136,8 +136,7 @@ class ChildPool:
         }
 
     async def wait_ready(self, timeout: float | None = None) -> bool:
-        """Wait until no child is connecting (each is ready, idle, reconnecting or failed);
-        False if `timeout` ran out first."""
+        """Wait until no child is connecting (ready, idle, reconnecting or failed); False on timeout."""
         with anyio.move_on_after(timeout):
             for child in self._children.values():
                 await child.wait_settled()

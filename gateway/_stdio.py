@@ -10,11 +10,12 @@ read still pending.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 import threading
 from types import TracebackType
-from typing import BinaryIO, Self
+from typing import Self
 
 import anyio
 import anyio.from_thread
@@ -26,21 +27,25 @@ __all__ = ["StdinLines", "cancel_on_signals"]
 log = logging.getLogger(__name__)
 
 SHUTDOWN_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+_READ_BYTES = 64 * 1024
 
 
 class StdinLines(anyio.AsyncFile[str]):
     """stdin's lines (UTF-8, bad bytes replaced) for `stdio_server(stdin=...)`, read by a daemon thread."""
 
-    def __init__(self, stream: BinaryIO | None = None) -> None:
+    def __init__(self, fd: int | None = None) -> None:
         super().__init__(sys.stdin)  # only for the pass-through attributes; reads never touch it
-        self._stream = stream if stream is not None else sys.stdin.buffer
+        # Raw reads of the descriptor: a buffered file's lock, held by a read that never returns,
+        # would block whoever closes or finalizes that file.
+        self._fd = sys.stdin.fileno() if fd is None else fd
         # One line in flight: the thread waits for the server to take it, so nothing piles up.
         self._send, self._receive = anyio.create_memory_object_stream[str](1)
+        self.thread: threading.Thread | None = None
 
     async def __aenter__(self) -> Self:
         token = anyio.lowlevel.current_token()
-        thread = threading.Thread(target=self._read, args=(token,), name="codemode-stdin", daemon=True)
-        thread.start()
+        self.thread = threading.Thread(target=self._read, args=(token,), name="codemode-stdin", daemon=True)
+        self.thread.start()
         return self
 
     async def __aexit__(
@@ -49,16 +54,24 @@ class StdinLines(anyio.AsyncFile[str]):
         self._receive.close()  # a line the thread still holds is dropped with it
 
     def _read(self, token: anyio.lowlevel.EventLoopToken) -> None:
+        def deliver(line: bytes) -> None:
+            anyio.from_thread.run(self._send.send, line.decode("utf-8", "replace"), token=token)
+
+        pending = bytearray()
         try:
-            for raw in iter(self._stream.readline, b""):
-                anyio.from_thread.run(self._send.send, raw.decode("utf-8", "replace"), token=token)
+            while chunk := os.read(self._fd, _READ_BYTES):
+                scanned = len(pending)  # the part before holds no newline: never scan it again
+                pending += chunk
+                start = 0
+                while (end := pending.find(b"\n", max(start, scanned))) >= 0:
+                    deliver(bytes(pending[start : end + 1]))
+                    start = end + 1
+                del pending[:start]
+            if pending:
+                deliver(bytes(pending))
+            anyio.from_thread.run_sync(self._send.close, token=token)  # EOF
         except Exception:  # the server has stopped (stream closed, loop gone): nobody is listening
             log.debug("stdin reader stopped", exc_info=True)
-            return
-        try:
-            anyio.from_thread.run_sync(self._send.close, token=token)  # EOF
-        except Exception:
-            log.debug("stdin reader could not report EOF", exc_info=True)
 
     async def readline(self) -> str:
         """The next line, or "" at EOF."""

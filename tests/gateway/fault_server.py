@@ -1,17 +1,17 @@
-"""A misbehaving MCP server for the fault tests, over stdio; flags choose how it misbehaves.
+"""A misbehaving MCP server for the fault tests, over stdio; its tools and flags choose how.
 
---exit-at-start TEXT   print TEXT to stderr and exit 3 before speaking MCP
---only-noise TEXT      print TEXT to stdout and never speak MCP
---stdout-noise TEXT    print TEXT to stdout, then serve
---flood-stderr BYTES   write BYTES of short lines and one line of BYTES to stderr, then serve
---grandchild           start a grandchild that ignores SIGTERM and its stdin, then serve
+    --stdout-noise TEXT    print TEXT to stdout (not MCP), then serve
+    --flood-stderr BYTES   write 4 MiB of short lines and one line of BYTES to stderr, then serve
+    --grandchild           start a grandchild that ignores SIGTERM and its stdin, then serve
+
+Faults that need no MCP at all (exiting at startup, never speaking MCP) are `python -c` one-liners
+in the tests: they start in milliseconds, where importing the SDK takes a second.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -106,23 +106,15 @@ def start_grandchild() -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--exit-at-start")
-    parser.add_argument("--only-noise")
     parser.add_argument("--stdout-noise")
     parser.add_argument("--flood-stderr", type=int, default=0)
     parser.add_argument("--grandchild", action="store_true")
     args = parser.parse_args()
-    if args.exit_at_start:
-        print(args.exit_at_start, file=sys.stderr, flush=True)
-        sys.exit(3)
-    if args.only_noise:
-        os.write(WIRE_FD, args.only_noise.encode() + b"\n")
-        signal.pause()
     if args.stdout_noise:
         os.write(WIRE_FD, args.stdout_noise.encode() + b"\n")
     if args.flood_stderr:
         line = b"flood " * 15 + b"\n"
-        sys.stderr.buffer.write(line * (args.flood_stderr // len(line)))
+        sys.stderr.buffer.write(line * (4 * 1024 * 1024 // len(line)))
         sys.stderr.buffer.write(b"x" * args.flood_stderr + b"\n")
         sys.stderr.buffer.write(b"flood done\n")
         sys.stderr.buffer.flush()
