@@ -176,12 +176,12 @@ class ChildPool:
         return child
 
 
-async def check_children(config: GatewayConfig) -> list[ChildStatus]:
-    """Connect to every child of `config` once and report how each one fared."""
+async def check_children(config: GatewayConfig) -> tuple[list[ChildStatus], dict[str, list[types.Tool]]]:
+    """Connect to every child of `config` once: how each one fared, and the tools of the ready ones."""
     # One attempt each, lazy children included: `check` reports, it does not supervise.
     async with ChildPool.from_config(config, reconnect=False, start_lazy=True) as pool:
         await pool.wait_ready()
-        return pool.statuses()
+        return pool.statuses(), pool.tools()
 
 
 def format_statuses(statuses: list[ChildStatus]) -> str:

@@ -14,6 +14,7 @@ import anyio
 from pydantic import ValidationError
 
 from gateway._audit import AuditConfig, format_records, parse_since, read_audit, select_records
+from gateway._catalog import Catalog, ServerStatus
 from gateway._children import ChildState, check_children, format_statuses
 from gateway._config import (
     CONFIG_ENV,
@@ -25,6 +26,7 @@ from gateway._config import (
 from gateway._errors import ConfigError, GatewayError
 from gateway._escape_report import add_sandbox_test_arguments, run_sandbox_test
 from gateway._logging import configure_logging
+from gateway._policy import Policy
 from gateway._result import ExecutionResult
 from gateway._sandbox import Sandbox
 from gateway._secrets import find_literal_secrets, literal_secret_warning
@@ -133,8 +135,11 @@ def _check(args: argparse.Namespace) -> int:
     if not config.mcp_servers:
         print("no child servers configured (mcpServers is empty)")
         return EXIT_OK
-    statuses = anyio.run(check_children, config)
+    statuses, tools = anyio.run(check_children, config)
     print(format_statuses(statuses))
+    catalog = Catalog(tools, [ServerStatus.model_validate(s, from_attributes=True) for s in statuses])
+    for line in Policy(config.policy).diagnostics(catalog):  # rules that match nothing: likely typos
+        print(f"warning: {line}", file=sys.stderr)
     return EXIT_OK if all(status.state is ChildState.READY for status in statuses) else EXIT_FAILED
 
 

@@ -18,7 +18,7 @@ from mcp import types
 from gateway._approval import ApprovalOutcome, Approver, no_approver
 from gateway._arguments import prepare_arguments
 from gateway._audit import Approval, AuditLog, new_execution_id
-from gateway._catalog import Catalog, ServerStatus
+from gateway._catalog import Catalog, CatalogEntry, ServerStatus
 from gateway._children import ChildPool
 from gateway._config import GatewayConfig
 from gateway._docs import Detail, render_search
@@ -171,7 +171,7 @@ class Gateway:
         failure: BaseException | None = None
         wire = arguments
         try:
-            entry = run.catalog.get(name)
+            entry = run.catalog.get(name) or await self._first_use_of_lazy_child(run.catalog, name)
             if entry is None:
                 raise ToolCallError(_unknown_tool_message(run.catalog, name))
             # Access first, so a denied tool's schema is never described; constraints see the wire form.
@@ -204,6 +204,15 @@ class Gateway:
                     run.execution_id, name, wire, ms=ms, error=failure, approval=approval
                 )
             )
+
+    async def _first_use_of_lazy_child(self, catalog: Catalog, name: str) -> CatalogEntry | None:
+        """Start an idle lazy child that was never listed, and look the tool up once it has listed."""
+        status = catalog.server(name.partition(".")[0])
+        if status is None or status.state != "idle":
+            return None
+        self._pool.start(status.name)
+        await self._pool.wait_child(status.name)  # the host's per-call timeout bounds this wait
+        return self.catalog().get(name)
 
     def _record(self, write: Callable[[AuditLog], None]) -> None:
         if self._audit is None:

@@ -107,3 +107,16 @@ async def test_schema_prints_exactly_the_shipped_schema_file() -> None:
     assert code == 0, err
     assert out == (REPO / "codemode-gateway.schema.json").read_text(encoding="utf-8")
     assert json.loads(out)["title"] == "codemode-gateway config"
+
+
+async def test_check_warns_about_a_policy_rule_that_matches_no_tool(tmp_path: Path) -> None:
+    config = {
+        "mcpServers": {"time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]}},
+        "policy": {"deny": ["time.get_curent_time"]},
+    }
+    path = tmp_path / "gateway.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    code, stdout, stderr = await gateway("check", "--config", str(path))
+    assert code == 0
+    assert table(stdout)["time"][2] == "ready"
+    assert 'policy.deny[0]: "time.get_curent_time" matches no tool' in stderr
