@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import logging
 import runpy
 import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -119,3 +120,27 @@ def closed_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
     return port
+
+
+class _Recorder(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture
+def child_log() -> Iterator[list[logging.LogRecord]]:
+    """Records of the child module's logger, whatever configure_logging did to propagation."""
+    recorder = _Recorder()
+    logger = logging.getLogger("gateway._child")
+    previous = logger.level
+    logger.addHandler(recorder)
+    logger.setLevel(logging.INFO)
+    try:
+        yield recorder.records
+    finally:
+        logger.removeHandler(recorder)
+        logger.setLevel(previous)

@@ -10,7 +10,7 @@ import logging
 import resource
 import socket
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -90,30 +90,6 @@ def gone(pid: int) -> bool:
     except FileNotFoundError:
         return True
     return stat.rpartition(")")[2].split()[0] in ("Z", "X")
-
-
-class _Recorder(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.INFO)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-
-@pytest.fixture
-def child_log() -> Iterator[list[logging.LogRecord]]:
-    """Records of the child module's logger."""
-    recorder = _Recorder()
-    logger = logging.getLogger("gateway._child")
-    previous = logger.level
-    logger.addHandler(recorder)
-    logger.setLevel(logging.INFO)
-    try:
-        yield recorder.records
-    finally:
-        logger.removeHandler(recorder)
-        logger.setLevel(previous)
 
 
 def messages(records: list[logging.LogRecord], message: str) -> list[logging.LogRecord]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
@@ -39,30 +39,6 @@ def by_name(pool: ChildPool) -> dict[str, ChildStatus]:
 
 def text_of(result: types.CallToolResult) -> str:
     return "".join(block.text for block in result.content if isinstance(block, types.TextContent))
-
-
-class _Recorder(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.INFO)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-
-@pytest.fixture
-def child_log() -> Iterator[list[logging.LogRecord]]:
-    """Records of the child module's logger, whatever configure_logging did to propagation."""
-    recorder = _Recorder()
-    logger = logging.getLogger("gateway._child")
-    previous = logger.level
-    logger.addHandler(recorder)
-    logger.setLevel(logging.INFO)
-    try:
-        yield recorder.records
-    finally:
-        logger.removeHandler(recorder)
-        logger.setLevel(previous)
 
 
 async def test_real_stdio_children_connect_list_their_tools_and_answer_calls(git_repo: Path) -> None:
