@@ -3,78 +3,43 @@ connected (reconnecting with backoff after failures), refreshes its tools, and s
 
 The connection lives in one task (`Child.run`) because the SDK's transports are task-group
 context managers that must be exited by the task that entered them. Errors from the SDK and
-its transports are translated here, once, into a child state or a gateway error.
+its transports are translated here, once, into a child state or a gateway error. Opening the
+transport and describing its errors live in `gateway._child_transport`; the stderr pump and the
+process-group cleanup of a stdio child in `gateway._child_process`.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import os
 import random
-import signal
-import threading
 import time
-from collections import deque
 from collections.abc import Callable
-from contextlib import AsyncExitStack, suppress
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from enum import StrEnum
-from importlib import metadata
-from types import TracebackType
-from typing import Any, Protocol, Self, TextIO, cast
+from typing import Any
 
 import anyio
-import anyio.to_thread
 import httpx2
-import pydantic
 from mcp import types
-from mcp.client.session import ClientSession, IncomingMessage
-from mcp.client.sse import sse_client
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import MCPError
-from mcp.shared.message import SessionMessage
+from mcp.client.session import IncomingMessage
 
-from gateway._config import HttpServer, RestartPolicy, ServerConfig, StdioServer
+from gateway._child_transport import (
+    ChildConnection,
+    SpawnFailed,
+    describe_error,
+    is_connection_lost,
+    leaf_error,
+    list_all_tools,
+    open_session,
+)
+from gateway._config import RestartPolicy, ServerConfig, StdioServer
 from gateway._errors import ChildUnavailable, ToolCallError
-from gateway._secrets import child_environment
 
 __all__ = ["Child", "ChildState", "ChildStatus", "backoff_delay"]
 
 log = logging.getLogger(__name__)
-
-_MAX_TOOL_PAGES = 100  # a paginator that never ends must not hang startup
-_STDERR_TAIL_LINES = 5  # quoted in a failure: usually the child's own explanation
-_STDERR_LINE_CHARS = 2000
-_STDERR_READ_BYTES = 64 * 1024  # one read's cap: a line without newlines never grows memory
-_STDERR_LOG_LINES_PER_SECOND = 100  # past this a flooding child's lines are counted, not logged
-_STDERR_JOIN_SECONDS = 1.0
-_GARBAGE_CHARS = 200
-_GROUP_GRACE_SECONDS = 1.0  # SIGTERM to SIGKILL for what the SDK left of a process group
-_GROUP_POLL_SECONDS = 0.01
-# The SDK's defaults for streamable HTTP: a server may hold a response stream open for minutes.
-_HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
-_SDK_PARSE_ERROR = "Failed to parse JSONRPC message from server"
-_CLOSED = "closed the connection"
-
-
-class _QuietParseErrors(logging.Filter):
-    """Drops the SDK's traceback per unparsable stdout line: `_Watched` logs them, briefly and bounded."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.getMessage() != _SDK_PARSE_ERROR
-
-
-logging.getLogger("mcp.client.stdio").addFilter(_QuietParseErrors())
-
-
-def _client_info() -> types.Implementation:
-    try:
-        version = metadata.version("codemode-gateway")
-    except metadata.PackageNotFoundError:
-        version = "0"
-    return types.Implementation(name="codemode-gateway", version=version)
 
 
 class ChildState(StrEnum):
@@ -106,326 +71,6 @@ def backoff_delay(policy: RestartPolicy, attempt: int, draw: Callable[[], float]
     # Drawn between half and all of it, so that children lost together do not retry in lockstep.
     nominal = min(policy.max_seconds, policy.initial_seconds * 2.0 ** min(attempt - 1, 64))
     return nominal * (0.5 + 0.5 * draw())
-
-
-class _StderrPump:
-    """Forwards a child's stderr, line by line, into the gateway's log (never to stdout).
-
-    The SDK hands `errlog` to the subprocess as its stderr, so it must be a real file: a pipe
-    whose read end a daemon thread drains, so a chatty child can never block on a full pipe.
-    Memory stays bounded whatever the child writes: reads are capped, a long line is cut, the
-    tail keeps a few lines and a flood is counted rather than logged.
-    """
-
-    def __init__(self, child: str) -> None:
-        read_fd, write_fd = os.pipe()
-        info = os.fstat(write_fd)
-        self.pipe_id = (info.st_dev, info.st_ino)  # how /proc shows this pipe in the child's fd table
-        self.writer: TextIO = os.fdopen(write_fd, "w", encoding="utf-8")
-        self.tail: deque[str] = deque(maxlen=_STDERR_TAIL_LINES)
-        self._child = child
-        self._window = 0.0
-        self._logged = 0
-        self._dropped = 0
-        self._thread = threading.Thread(
-            target=self._pump, args=(read_fd,), name=f"codemode-stderr-{child}", daemon=True
-        )
-        self._thread.start()
-
-    def _pump(self, read_fd: int) -> None:
-        with os.fdopen(read_fd, "rb") as pipe:
-            continued = False
-            while raw := pipe.readline(_STDERR_READ_BYTES):
-                if not continued:  # the rest of an over-long line is read and dropped
-                    self._line(raw[: _STDERR_LINE_CHARS * 4].decode("utf-8", "replace"))
-                continued = not raw.endswith(b"\n")
-        self._report_dropped()
-
-    def _line(self, text: str) -> None:
-        line = text.rstrip()[:_STDERR_LINE_CHARS]
-        if not line:
-            return
-        self.tail.append(line)
-        now = time.monotonic()
-        if now - self._window >= 1.0:
-            self._report_dropped()
-            self._window, self._logged = now, 0
-        self._logged += 1
-        if self._logged <= _STDERR_LOG_LINES_PER_SECOND:
-            log.info("child stderr", extra={"child": self._child, "line": line})
-        else:
-            self._dropped += 1
-
-    def _report_dropped(self) -> None:
-        if self._dropped:
-            log.info(
-                "child stderr lines not logged",
-                extra={
-                    "child": self._child,
-                    "lines": self._dropped,
-                    "limit_per_second": _STDERR_LOG_LINES_PER_SECOND,
-                },
-            )
-            self._dropped = 0
-
-    def close_writer(self) -> None:
-        """Drop our copy of the write end once the child holds its own, so EOF can arrive."""
-        self.writer.close()
-
-    async def drained_tail(self) -> str:
-        """The last lines, after waiting briefly for a dead child's final output to be read."""
-        await anyio.to_thread.run_sync(self._thread.join, _STDERR_JOIN_SECONDS)
-        return " | ".join(self.tail)
-
-
-def _process_group(pipe_id: tuple[int, int]) -> int | None:
-    """The process group of our child whose stderr is the pipe `pipe_id`; None off Linux."""
-    # The SDK starts each stdio child in a new session (its pid is the group id) but does not
-    # expose the process; its stderr is a pipe that only that child's tree holds.
-    me = os.getpid()
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return None
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            fields = _proc_stat(entry)
-            if int(fields[1]) != me:
-                continue
-            fd2 = os.stat(f"/proc/{entry}/fd/2")
-        except (OSError, ValueError, IndexError):
-            continue
-        if (fd2.st_dev, fd2.st_ino) == pipe_id:
-            return int(fields[2])
-    return None
-
-
-def _proc_stat(pid: str) -> list[bytes]:
-    """The fields of /proc/<pid>/stat after the name: state, ppid, pgrp, ..."""
-    with open(f"/proc/{pid}/stat", "rb") as file:
-        return file.read().rpartition(b")")[2].split()  # the name may hold spaces and parens
-
-
-def _group_alive(pgid: int) -> bool:
-    """Whether a live process is left in group `pgid` (a zombie is dead: its parent reaps it)."""
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        try:  # no /proc: a signal probe, which counts zombies as alive
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            pass
-        return True
-    for entry in entries:
-        if entry.isdigit():
-            try:
-                fields = _proc_stat(entry)
-                if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-                    return True
-            except (OSError, ValueError, IndexError):
-                continue  # gone meanwhile
-    return False
-
-
-def _signal_group(pgid: int, signum: signal.Signals) -> None:
-    with suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signum)
-
-
-async def _group_gone(pgid: int, seconds: float) -> bool:
-    with anyio.move_on_after(seconds):
-        while True:  # polled: nothing signals the exit of processes that are not our children
-            if not _group_alive(pgid):
-                return True
-            await anyio.sleep(_GROUP_POLL_SECONDS)
-    return False
-
-
-async def _end_group(pgid: int) -> None:
-    """SIGTERM what is left of a process group, then SIGKILL it after a grace period."""
-    if not _group_alive(pgid):
-        return
-    log.info("stopping leftover processes of a child", extra={"pgid": pgid})
-    _signal_group(pgid, signal.SIGTERM)
-    if await _group_gone(pgid, _GROUP_GRACE_SECONDS):
-        return
-    _signal_group(pgid, signal.SIGKILL)
-    if not await _group_gone(pgid, _GROUP_GRACE_SECONDS):
-        log.warning("leftover processes of a child survived SIGKILL", extra={"pgid": pgid})
-
-
-def _unparsed_text(exc: Exception) -> str:
-    text: object = None
-    if isinstance(exc, pydantic.ValidationError):
-        errors = exc.errors(include_url=False)
-        text = errors[0].get("input") if errors else None
-    if not isinstance(text, str):
-        text = f"{type(exc).__name__}: {exc}"
-    return text if len(text) <= _GARBAGE_CHARS else text[: _GARBAGE_CHARS - 3] + "..."
-
-
-class _Connection:
-    """One connection's resources and fate: its session, process group, and why it must end."""
-
-    def __init__(self, child: str, poke: Callable[[], None]) -> None:
-        self.child = child
-        self.session: ClientSession | None = None
-        self.pump: _StderrPump | None = None
-        self.pgid: int | None = None
-        self.end_reason: str | None = None  # set once: the first reason this connection must end
-        self.kill = False  # the child is wedged: signal its group rather than wait for it
-        self.timeouts = 0  # calls in a row abandoned at their deadline without an answer
-        self.garbage: str | None = None
-        self.garbage_count = 0
-        self._poke = poke
-
-    def end(self, reason: str, *, kill: bool = False) -> None:
-        if self.end_reason is None:
-            self.end_reason, self.kill = reason, kill
-            self._poke()
-
-    def closed(self) -> None:
-        self.end(f"connection lost: {_CLOSED}")
-
-    async def on_http_response(self, response: httpx2.Response) -> None:
-        # The spec's signal that a streamable HTTP server no longer knows our session (it restarted):
-        # only a new session helps, whatever error body the server chose.
-        if response.status_code == 404 and "mcp-session-id" in response.request.headers:
-            self.end("connection lost: the server no longer knows the session (HTTP 404)")
-
-    def unparsable(self, exc: Exception) -> None:
-        # MCP forbids non-protocol output on stdout, but stray prints are common: log and drop them.
-        self.garbage = _unparsed_text(exc)
-        self.garbage_count += 1
-        count = self.garbage_count
-        if count <= 3 or count % 1000 == 0:
-            log.warning(
-                "child wrote a message that is not MCP JSON",
-                extra={"child": self.child, "line": self.garbage, "count": count},
-            )
-
-    def terminate(self) -> None:
-        """SIGTERM the whole group: a wedged child may never read its closed stdin."""
-        if self.pgid is not None:
-            _signal_group(self.pgid, signal.SIGTERM)
-
-    async def reap(self) -> None:
-        """End what is left of the child's process group once the SDK has stopped its leader."""
-        # The SDK signals the group only when the leader outlives its grace period, so a leader
-        # that exits at once (an `npx`-style wrapper) can leave grandchildren running.
-        if self.pgid is not None:
-            with anyio.CancelScope(shield=True):
-                await _end_group(self.pgid)
-
-    async def stderr_tail(self) -> str:
-        return await self.pump.drained_tail() if self.pump is not None else ""
-
-
-class _Receiver(Protocol):
-    async def receive(self) -> SessionMessage | Exception: ...
-    async def aclose(self) -> None: ...
-
-
-class _Watched:
-    """The transport's read stream, watched: notices the end of the connection, drops unparsable lines."""
-
-    def __init__(self, inner: _Receiver, connection: _Connection) -> None:
-        self._inner = inner
-        self._connection = connection
-
-    @property
-    def last_context(self) -> object:
-        return getattr(self._inner, "last_context", None)  # the dispatcher reads it when present
-
-    async def receive(self) -> SessionMessage | Exception:
-        while True:
-            try:
-                item = await self._inner.receive()
-            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                self._connection.closed()
-                raise
-            if not isinstance(item, Exception):
-                return item
-            self._connection.unparsable(item)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    def __aiter__(self) -> Self:
-        return self
-
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-
-def _members(exc: BaseException) -> tuple[BaseException, ...]:
-    if isinstance(exc, BaseExceptionGroup):
-        return cast("BaseExceptionGroup[BaseException]", exc).exceptions
-    return ()
-
-
-def _leaf(exc: BaseException) -> BaseException:
-    """The first real error inside the SDK's (nested) exception groups."""
-    while inner := _members(exc):
-        exc = next((e for e in inner if isinstance(e, Exception)), inner[0])
-    return exc
-
-
-class _SpawnFailed(Exception):
-    """The child's command could not be started: retrying cannot help."""
-
-
-def _describe(exc: BaseException) -> str:
-    exc = _leaf(exc)
-    if isinstance(exc, _SpawnFailed):
-        return str(exc)
-    if isinstance(exc, MCPError):
-        return _CLOSED if exc.code == types.CONNECTION_CLOSED else exc.message
-    if isinstance(exc, httpx2.HTTPStatusError):
-        return f"HTTP {exc.response.status_code} from {exc.request.url}"
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def _lost_connection(exc: BaseException) -> bool:
-    exc = _leaf(exc)
-    if isinstance(exc, MCPError):
-        return exc.code == types.CONNECTION_CLOSED
-    return isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError | anyio.EndOfStream)
-
-
-async def _list_tools(session: ClientSession) -> list[types.Tool]:
-    capabilities = session.server_capabilities
-    if capabilities is not None and capabilities.tools is None:
-        return []  # a server without tools (prompts or resources only) is still a ready child
-    tools: list[types.Tool] = []
-    cursor: str | None = None
-    for _ in range(_MAX_TOOL_PAGES):
-        params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-        page = await session.list_tools(params=params)
-        tools.extend(page.tools)
-        cursor = page.next_cursor
-        if not cursor:
-            return tools
-    raise RuntimeError(f"tools/list returned more than {_MAX_TOOL_PAGES} pages")
 
 
 class Child:
@@ -462,7 +107,7 @@ class Child:
         self._attempt = 0
         self._tools_version = 0
         self._startup_ms: float | None = None
-        self._connection: _Connection | None = None  # the ready one
+        self._connection: ChildConnection | None = None  # the ready one
         self._stopping = False
         self._tools_stale = False
         self._in_flight = 0
@@ -555,7 +200,7 @@ class Child:
     async def _connect_and_serve(self) -> None:
         """One connection, from spawn to teardown; leaves the state saying how it ended."""
         started = time.monotonic()
-        connection = _Connection(self.name, self._poke)
+        connection = ChildConnection(self.name, self._poke)
         listed: list[types.Tool] | None = None
         failure: Exception | None = None
         scope = self._interruptible = anyio.CancelScope(deadline=anyio.current_time() + self.startup_timeout)
@@ -563,8 +208,10 @@ class Child:
             with scope:
                 async with AsyncExitStack() as stack:
                     stack.push_async_callback(connection.reap)  # last out: after the SDK stopped the leader
-                    connection.session = await self._open(stack, connection)
-                    listed = await _list_tools(connection.session)
+                    connection.session = await open_session(
+                        stack, self.name, self.server, connection, self._on_message
+                    )
+                    listed = await list_all_tools(connection.session)
                     scope.deadline = math.inf  # connected: from here on the connection ends by itself
                     self._interruptible = None
                     self._ready(connection, listed, started)
@@ -578,7 +225,7 @@ class Child:
             return
         if listed is not None:
             if self._state is ChildState.READY:  # the transport itself failed under the connection
-                self._down(f"connection lost: {_describe(failure) if failure else 'closed'}", retry=True)
+                self._down(f"connection lost: {describe_error(failure) if failure else 'closed'}", retry=True)
             if self._state in (ChildState.RECONNECTING, ChildState.FAILED):
                 tail = await connection.stderr_tail()
                 if tail and self._error is not None:
@@ -587,56 +234,17 @@ class Child:
         self._startup_ms = round((time.monotonic() - started) * 1000, 1)
         if failure is None:
             reason = f"did not connect within {self.startup_timeout:g} s (startup_timeout_seconds)"
-        elif not isinstance(self.server, StdioServer) and isinstance(_leaf(failure), httpx2.TransportError):
-            reason = f"cannot reach {self.server.url}: {_describe(failure)}"
+        elif not isinstance(self.server, StdioServer) and isinstance(
+            leaf_error(failure), httpx2.TransportError
+        ):
+            reason = f"cannot reach {self.server.url}: {describe_error(failure)}"
         else:
-            reason = _describe(failure)
+            reason = describe_error(failure)
         if connection.garbage is not None:
             reason += f"; it wrote non-MCP output to stdout: {connection.garbage!r}"
         if tail := await connection.stderr_tail():
             reason += f"; stderr: {tail}"
-        self._down(reason, retry=failure is None or not isinstance(_leaf(failure), _SpawnFailed))
-
-    async def _open(self, stack: AsyncExitStack, connection: _Connection) -> ClientSession:
-        server = self.server
-        if isinstance(server, StdioServer):
-            pump = connection.pump = _StderrPump(self.name)
-            # Built, not inherited: the gateway's own tokens reach only the children they are named for.
-            env = child_environment(server.env, server.env_passthrough)
-            params = StdioServerParameters(command=server.command, args=server.args, env=env, cwd=server.cwd)
-            try:
-                read, write = await stack.enter_async_context(stdio_client(params, errlog=pump.writer))
-            except (OSError, ValueError) as exc:
-                detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-                raise _SpawnFailed(f"cannot start {server.command!r}: {detail}") from exc
-            finally:
-                pump.close_writer()
-            connection.pgid = _process_group(pump.pipe_id)
-        elif isinstance(server, HttpServer):
-            http = await stack.enter_async_context(
-                httpx2.AsyncClient(
-                    headers=server.headers,
-                    timeout=_HTTP_TIMEOUT,
-                    event_hooks={"response": [connection.on_http_response]},
-                )
-            )
-            read, write = await stack.enter_async_context(
-                streamable_http_client(server.url, http_client=http)
-            )
-        else:
-            read, write = await stack.enter_async_context(
-                sse_client(server.url, headers=server.headers or None)
-            )
-        session = await stack.enter_async_context(
-            ClientSession(
-                _Watched(read, connection),
-                write,
-                client_info=_client_info(),
-                message_handler=self._on_message,
-            )
-        )
-        await session.initialize()
-        return session
+        self._down(reason, retry=failure is None or not isinstance(leaf_error(failure), SpawnFailed))
 
     async def _on_message(self, message: IncomingMessage) -> None:
         # Runs in the session's tasks: only flag the change, the supervisor lists the tools.
@@ -644,7 +252,7 @@ class Child:
             self._tools_stale = True
             self._poke()
 
-    def _ready(self, connection: _Connection, tools: list[types.Tool], started: float) -> None:
+    def _ready(self, connection: ChildConnection, tools: list[types.Tool], started: float) -> None:
         if tools != self.tools:
             self.tools = tools
             self._tools_version += 1
@@ -656,7 +264,7 @@ class Child:
             "child ready", extra={"child": self.name, "tools": len(tools), "startup_ms": self._startup_ms}
         )
 
-    async def _serve(self, connection: _Connection) -> None:
+    async def _serve(self, connection: ChildConnection) -> None:
         """Hold a ready connection until it must end; the state then says why (unless stopping)."""
         while True:
             self._wake = anyio.Event()
@@ -687,12 +295,12 @@ class Child:
             return None
         return self._last_used + self._idle_seconds - anyio.current_time()
 
-    async def _refresh_tools(self, connection: _Connection) -> None:
+    async def _refresh_tools(self, connection: ChildConnection) -> None:
         assert connection.session is not None
         scope = self._interruptible = anyio.CancelScope(deadline=anyio.current_time() + self.startup_timeout)
         try:
             with scope:
-                tools = await _list_tools(connection.session)
+                tools = await list_all_tools(connection.session)
                 if tools != self.tools:
                     self.tools = tools
                     self._tools_version += 1
@@ -700,10 +308,12 @@ class Child:
                     log.info("child tools changed", extra={"child": self.name, "tools": len(tools)})
                 return
         except Exception as exc:
-            if _lost_connection(exc):
-                connection.end(f"connection lost: {_describe(exc)}")
+            if is_connection_lost(exc):
+                connection.end(f"connection lost: {describe_error(exc)}")
                 return
-            log.warning("child tools refresh failed", extra={"child": self.name, "error": _describe(exc)})
+            log.warning(
+                "child tools refresh failed", extra={"child": self.name, "error": describe_error(exc)}
+            )
         finally:
             self._interruptible = None
         if scope.cancelled_caught and not self._stopping:
@@ -740,7 +350,7 @@ class Child:
             )
         return ChildUnavailable(f"child server {self.name!r} is unavailable ({self._state}): {self._error}")
 
-    async def _ready_connection(self) -> _Connection:
+    async def _ready_connection(self) -> ChildConnection:
         """The connection to call on: waits for a child that is (lazily) starting, else fails fast."""
         while True:
             changed = self._changed
@@ -770,11 +380,11 @@ class Child:
                 self._timed_out(connection)
             raise
         except Exception as exc:
-            if _lost_connection(exc) or connection.end_reason is not None:
-                connection.end(f"connection lost: {_describe(exc)}")
+            if is_connection_lost(exc) or connection.end_reason is not None:
+                connection.end(f"connection lost: {describe_error(exc)}")
                 raise ChildUnavailable(f"{self.name}.{tool}: {connection.end_reason}") from exc
             connection.timeouts = 0  # it answered, even if with an error
-            raise ToolCallError(f"{self.name}.{tool}: {_describe(exc)}") from exc
+            raise ToolCallError(f"{self.name}.{tool}: {describe_error(exc)}") from exc
         finally:
             self._in_flight -= 1
             self._last_used = anyio.current_time()
@@ -782,7 +392,7 @@ class Child:
         connection.timeouts = 0
         return result
 
-    def _timed_out(self, connection: _Connection) -> None:
+    def _timed_out(self, connection: ChildConnection) -> None:
         connection.timeouts += 1
         limit = self.restart.after_timeouts
         if limit is not None and connection.timeouts >= limit:

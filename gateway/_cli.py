@@ -25,11 +25,11 @@ from gateway._config import (
 )
 from gateway._errors import ConfigError, GatewayError
 from gateway._escape_report import add_sandbox_test_arguments, run_sandbox_test
+from gateway._literal_secrets import find_literal_secrets, literal_secret_warning
 from gateway._logging import configure_logging
 from gateway._policy import Policy
 from gateway._result import ExecutionResult
 from gateway._sandbox import Sandbox
-from gateway._secrets import find_literal_secrets, literal_secret_warning
 from gateway._server import run_stdio
 
 __all__ = ["main"]

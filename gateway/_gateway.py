@@ -24,7 +24,8 @@ from gateway._config import GatewayConfig
 from gateway._docs import Detail, render_search
 from gateway._errors import ChildUnavailable, PolicyDenied, SandboxUnavailable, ToolCallError
 from gateway._normalize import tool_result_value
-from gateway._policy import ExecutionQuota, Policy
+from gateway._policy import Policy
+from gateway._quotas import ExecutionQuota
 from gateway._result import ExecutionResult
 from gateway._sandbox import Sandbox
 from gateway._secrets import Redactor

@@ -14,7 +14,8 @@ from gateway._arguments import prepare_arguments
 from gateway._catalog import Catalog, CatalogEntry
 from gateway._docs import render_search
 from gateway._gateway import _unknown_tool_message
-from gateway._policy import ExecutionQuota, Policy, PolicyConfig, RateLimiter, is_destructive
+from gateway._policy import Policy, PolicyConfig, is_destructive
+from gateway._quotas import ExecutionQuota, RateLimiter
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "tools"
 

@@ -18,18 +18,13 @@ import pytest
 from mcp import types
 
 from gateway import ConfigError
+from gateway._child_env import BASE_ENV_VARS, child_environment
 from gateway._children import ChildPool
 from gateway._config import load_config, parse_config
+from gateway._literal_secrets import find_literal_secrets, literal_secret_warning
 from gateway._logging import JsonFormatter
 from gateway._result import ErrorInfo, ExecutionResult, ToolCallRecord
-from gateway._secrets import (
-    BASE_ENV_VARS,
-    Redactor,
-    child_environment,
-    find_literal_secrets,
-    literal_secret_warning,
-    redact_logs,
-)
+from gateway._secrets import Redactor, redact_logs
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "ghp_Zq8vN3kLp0Xw7Rt2Yb5Hc9Jd4Mf6Gs1Ae"
