@@ -39,6 +39,7 @@ from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import get_default_environment, stdio_client
 
 from gateway import ExecutionResult, Sandbox, SandboxLimits
+from gateway._child_transport import list_all_tools as gateway_list_all_tools
 
 MIB = 1024 * 1024
 PRINT_SNIPPET = "print(1)"
@@ -870,17 +871,9 @@ async def measure_gateway_tool_overhead(
 
 
 async def list_all_tools(session: ClientSession) -> list[types.Tool]:
-    """Every page of a server's `tools/list`."""
-    tools: list[types.Tool] = []
-    cursor: str | None = None
+    """Every page of a server's `tools/list`, as the gateway itself reads them."""
     with anyio.fail_after(GATEWAY_WAIT_SECONDS):
-        while True:
-            params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-            page = await session.list_tools(params=params)
-            tools.extend(page.tools)
-            cursor = page.next_cursor
-            if not cursor:
-                return tools
+        return await gateway_list_all_tools(session)
 
 
 def tools_json_bytes(tools: Sequence[types.Tool]) -> int:
