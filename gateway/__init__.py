@@ -1,7 +1,8 @@
 """codemode-gateway: one MCP server in front of many, running model-written Python in a wasm sandbox."""
 
 from gateway._audit import AuditConfig, AuditLog
-from gateway._errors import (
+from gateway._secrets import Redactor
+from gateway.errors import (
     CapabilityDenied,
     ChildUnavailable,
     CodeTooLarge,
@@ -24,11 +25,7 @@ from gateway._errors import (
     ToolPayloadTooLarge,
     WallTimeExceeded,
 )
-from gateway._host import ToolCaller
-from gateway._limits import SandboxLimits
-from gateway._result import ErrorInfo, ExecutionResult, ToolCallRecord
-from gateway._sandbox import Sandbox
-from gateway._secrets import Redactor
+from gateway.sandbox import ErrorInfo, ExecutionResult, Sandbox, SandboxLimits, ToolCaller, ToolCallRecord
 
 __all__ = [
     "AuditConfig",

@@ -11,7 +11,7 @@ from jsonschema.exceptions import best_match  # pyright: ignore[reportUnknownVar
 from jsonschema.protocols import Validator
 
 from gateway._catalog import CatalogEntry, as_list, as_schema, properties_of
-from gateway._errors import ToolCallError
+from gateway.errors import ToolCallError
 
 __all__ = ["prepare_arguments"]
 

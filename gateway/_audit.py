@@ -5,7 +5,7 @@ record links to its execution's through that id (and is written first: calls end
 execution does). The fields:
 
     execution  client {name, version} (when known), script_sha256, script (if include_script),
-               limits (those in force), ok, error (type), error_kind, fuel, ms, tool_calls (a count)
+               limits (those in force), ok, error (type), error_category, fuel, ms, tool_calls (a count)
     tool_call  tool, arguments (redacted) or arguments_sha256 or neither, ok, error (class), ms,
                approval: not_required | approved | declined | unavailable
 
@@ -31,10 +31,9 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gateway._errors import ConfigError, ToolCallError
-from gateway._limits import SandboxLimits
-from gateway._result import ExecutionResult
 from gateway._secrets import Redactor
+from gateway.errors import ConfigError, ToolCallError
+from gateway.sandbox import ExecutionResult, SandboxLimits
 
 __all__ = [
     "Approval",
@@ -206,7 +205,7 @@ class AuditLog:
         record |= {
             "ok": result.ok,
             "error": redact(error.type) if error is not None else None,
-            "error_kind": error.kind if error is not None else None,
+            "error_category": error.category if error is not None else None,
             "fuel": result.fuel,
             "ms": result.ms,
             "tool_calls": len(result.tool_calls),

@@ -11,26 +11,27 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import anyio
+from mcp import types
 from pydantic import ValidationError
 
 from gateway._audit import AuditConfig, format_records, parse_since, read_audit, select_records
 from gateway._catalog import Catalog, ServerStatus
-from gateway._children import ChildState, check_children, format_statuses
 from gateway._config import (
     CONFIG_ENV,
+    GatewayConfig,
     config_json_schema,
     format_validation_error,
     load_config,
     read_config_data,
 )
-from gateway._errors import ConfigError, GatewayError
 from gateway._escape_report import add_sandbox_test_arguments, run_sandbox_test
 from gateway._literal_secrets import find_literal_secrets, literal_secret_warning
 from gateway._logging import configure_logging
 from gateway._policy import Policy
-from gateway._result import ExecutionResult
-from gateway._sandbox import Sandbox
 from gateway._server import run_stdio
+from gateway.children import ChildPool, ChildState, ChildStatus
+from gateway.errors import ConfigError, GatewayError
+from gateway.sandbox import ExecutionResult, Sandbox
 
 __all__ = ["main"]
 
@@ -125,6 +126,43 @@ def _precompile(args: argparse.Namespace) -> int:
 def _config_file(args: argparse.Namespace) -> Path | None:
     chosen = args.config or os.environ.get(CONFIG_ENV)
     return Path(chosen) if chosen else None
+
+
+async def check_children(config: GatewayConfig) -> tuple[list[ChildStatus], dict[str, list[types.Tool]]]:
+    """Connect to every child of `config` once: how each one fared, and the tools of the ready ones."""
+    # One attempt each, lazy children included: `check` reports, it does not supervise.
+    pool = ChildPool(
+        config.mcp_servers,
+        startup_timeout_seconds=config.startup_timeout_seconds,
+        restart=config.restart,
+        reconnect=False,
+        start_lazy=True,
+    )
+    async with pool:
+        await pool.wait_ready()
+        return pool.statuses(), pool.tools()
+
+
+def format_statuses(statuses: list[ChildStatus]) -> str:
+    """A plain-text table: child, transport, status, tools, startup ms, error."""
+    header = ("child", "transport", "status", "tools", "startup ms", "error")
+    rows = [
+        (
+            s.name,
+            s.transport,
+            f"{s.state.value} (attempt {s.attempt})" if s.attempt else s.state.value,
+            str(s.tool_count) if s.state is ChildState.READY else "-",
+            f"{s.startup_ms:.0f}" if s.startup_ms is not None else "-",
+            s.error or "",
+        )
+        for s in statuses
+    ]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header) - 1)]
+    lines = [
+        "  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[-1]]).rstrip()
+        for row in [header, *rows]
+    ]
+    return "\n".join(lines)
 
 
 def _check(args: argparse.Namespace) -> int:

@@ -22,7 +22,7 @@ from jsonschema.exceptions import ValidationError, best_match  # pyright: ignore
 from jsonschema.protocols import Validator
 
 from gateway._catalog import CatalogEntry, as_list, as_schema
-from gateway._errors import PolicyDenied
+from gateway.errors import PolicyDenied
 
 __all__ = ["Constraint", "fragment_problems"]
 

@@ -14,7 +14,6 @@ from typing import TextIO
 import anyio
 
 from gateway._config import load_config
-from gateway._errors import ConfigError
 from gateway._escape_cases import CATEGORIES, EscapeCase
 from gateway._escape_cases._model import clip
 from gateway._escape_runner import (
@@ -25,8 +24,8 @@ from gateway._escape_runner import (
     still_serves,
     suite_limits,
 )
-from gateway._limits import SandboxLimits
-from gateway._sandbox import Sandbox
+from gateway.errors import ConfigError
+from gateway.sandbox import Sandbox, SandboxLimits
 
 __all__ = [
     "add_sandbox_test_arguments",

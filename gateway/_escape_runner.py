@@ -20,14 +20,12 @@ from typing import Literal, Protocol, cast
 import anyio
 
 from gateway._config import GatewayConfig, parse_config
-from gateway._errors import ToolCallError
 from gateway._escape_cases import CASES, EscapeCase
 from gateway._escape_cases._model import clip, succeeds, summarize
 from gateway._escape_cases.policy import PROBE_POLICY, PROBE_SECRET, PROBE_SECRET_VAR
 from gateway._gateway import Gateway
-from gateway._limits import SandboxLimits
-from gateway._result import ExecutionResult
-from gateway._sandbox import Sandbox
+from gateway.errors import ToolCallError
+from gateway.sandbox import ExecutionResult, Sandbox, SandboxLimits
 from gateway.testing import InProcessTools
 
 __all__ = [

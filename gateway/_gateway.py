@@ -19,16 +19,15 @@ from gateway._approval import ApprovalOutcome, Approver, no_approver
 from gateway._arguments import prepare_arguments
 from gateway._audit import Approval, AuditLog, new_execution_id
 from gateway._catalog import Catalog, CatalogEntry, ServerStatus
-from gateway._children import ChildPool
 from gateway._config import GatewayConfig
 from gateway._docs import Detail, render_search
-from gateway._errors import ChildUnavailable, PolicyDenied, SandboxUnavailable, ToolCallError
 from gateway._normalize import tool_result_value
 from gateway._policy import Policy
 from gateway._quotas import ExecutionQuota
-from gateway._result import ExecutionResult
-from gateway._sandbox import Sandbox
 from gateway._secrets import Redactor
+from gateway.children import ChildPool
+from gateway.errors import ChildUnavailable, PolicyDenied, SandboxUnavailable, ToolCallError
+from gateway.sandbox import ExecutionResult, Sandbox
 
 __all__ = ["Gateway"]
 
@@ -46,7 +45,9 @@ class Gateway:
         self.policy = Policy(config.policy)
         self.redactor = Redactor.from_config(config)
         self._audit: AuditLog | None = None
-        self._pool = ChildPool.from_config(config)
+        self._pool = ChildPool(
+            config.mcp_servers, startup_timeout_seconds=config.startup_timeout_seconds, restart=config.restart
+        )
         self._sandbox: Sandbox | None = None
         self._sandbox_error: Exception | None = None
         self._sandbox_ready = anyio.Event()
@@ -186,13 +187,14 @@ class Gateway:
             try:
                 result = await self._pool.call_tool(entry.server_name, entry.tool_name, wire)
             except ChildUnavailable as exc:
-                raise ToolCallError(str(exc), kind="ToolError") from exc
+                raise ToolCallError(str(exc)) from exc
             # A secret the gateway expanded never reaches the snippet, so no transform can leak it:
             # neither in a result nor in the text of a child's error.
             return self.redactor.redact_json(tool_result_value(result))
         except ToolCallError as exc:
             failure = exc
-            raise ToolCallError(self.redactor.redact(str(exc)), kind=exc.kind) from None
+            exc.args = (self.redactor.redact(str(exc)),)
+            raise
         except BaseException as exc:
             failure = exc
             raise

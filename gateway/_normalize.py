@@ -15,7 +15,7 @@ from typing import Any
 
 from mcp import types
 
-from gateway._errors import ToolCallError
+from gateway.errors import ToolCallError
 from guest._blob import BLOB_MARKER
 
 __all__ = ["tool_result_value"]

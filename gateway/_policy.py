@@ -19,8 +19,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 
 from gateway._catalog import CatalogEntry, ServerStatus, as_schema
 from gateway._constraints import Constraint, fragment_problems
-from gateway._errors import PolicyDenied, ToolCallError
 from gateway._quotas import Clock, ExecutionQuota, RateLimiter
+from gateway.errors import PolicyDenied, ToolCallError
 
 __all__ = [
     "Policy",

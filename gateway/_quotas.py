@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from gateway._catalog import CatalogEntry
-from gateway._errors import QuotaExceeded
+from gateway.errors import QuotaExceeded
 
 if TYPE_CHECKING:
     from gateway._policy import PolicyConfig, RateLimit

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import quote, quote_plus
 
 from gateway._literal_secrets import literal_secret_values
-from gateway._result import ExecutionResult
+from gateway.sandbox import ExecutionResult
 
 if TYPE_CHECKING:
     from gateway._config import GatewayConfig

@@ -14,10 +14,10 @@ from pydantic import BaseModel, Field, ValidationError
 
 from gateway._approval import elicitation_approver
 from gateway._config import GatewayConfig
-from gateway._errors import GatewayError
 from gateway._gateway import Gateway, Progress
 from gateway._secrets import redact_logs
 from gateway._stdio import StdinLines, cancel_on_signals
+from gateway.errors import GatewayError
 
 __all__ = ["build_server", "serve_stdio"]
 
@@ -78,7 +78,7 @@ OUTPUT_SCHEMA: dict[str, Any] = {
             "type": ["object", "null"],
             "properties": {
                 "type": {"type": "string"},
-                "kind": {"type": "string"},
+                "category": {"type": "string"},
                 "message": {"type": "string"},
                 "traceback": _NULLABLE_STRING,
             },

@@ -11,7 +11,7 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from gateway._errors import ToolCallError
+from gateway.errors import ToolCallError
 
 __all__ = ["InProcessTools"]
 

@@ -1,12 +1,26 @@
-"""Shared fixtures: one loaded Sandbox per session (loading compiles or maps the component once)."""
+"""Shared fixtures: one loaded Sandbox per session, and real child servers (npm, the test servers, HTTP)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import logging
+import runpy
+import shutil
+import socket
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+from typing import Any
 
 import pytest
+from mcp.server.mcpserver import MCPServer
+from starlette.types import ASGIApp
 
 from gateway import Sandbox, SandboxLimits
+from tests.real_servers import TINY_SERVER, Served, npm_entry_point, serve_asgi_app
+
+Entry = dict[str, Any]
 
 
 @pytest.fixture
@@ -19,3 +33,81 @@ def sandbox() -> Iterator[Sandbox]:
     """A sandbox with the default limits, shared by the tests that do not change them."""
     with Sandbox(SandboxLimits()) as loaded:
         yield loaded
+
+
+@pytest.fixture
+def npm_server() -> Callable[[str], Entry]:
+    """`npm_server("@modelcontextprotocol/server-memory")`: an mcpServers entry running it under node."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.fail("node is not on PATH; the npm child servers need Node 20")
+
+    def entry(package: str, *args: str) -> Entry:
+        return {"command": node, "args": [str(npm_entry_point(package)), *args]}
+
+    return entry
+
+
+@pytest.fixture
+def tiny_server() -> Entry:
+    """An mcpServers entry for the tiny test server over stdio."""
+    return {"command": sys.executable, "args": [str(TINY_SERVER)]}
+
+
+@pytest.fixture
+def tiny_mcp() -> MCPServer:
+    """The tiny test server, in-process (for the HTTP transports)."""
+    build: Callable[[], MCPServer] = runpy.run_path(str(TINY_SERVER))["build"]
+    return build()
+
+
+@pytest.fixture
+def git_repo(tmp_path: Path) -> Path:
+    """A fresh git repository with one untracked file."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "--quiet", str(repo)], check=True, timeout=30)
+    (repo / "hello.txt").write_text("hello\n", encoding="utf-8")
+    return repo
+
+
+ServeAsgi = Callable[[ASGIApp], AbstractAsyncContextManager[Served]]
+
+
+@pytest.fixture
+def serve_asgi() -> ServeAsgi:
+    """`async with serve_asgi(app) as (port, headers):` serves a real HTTP app on 127.0.0.1:port."""
+    return serve_asgi_app
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A local port with nothing listening on it."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+class _Recorder(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture
+def child_log() -> Iterator[list[logging.LogRecord]]:
+    """Records of the children's logger, whatever configure_logging did to propagation."""
+    recorder = _Recorder()
+    logger = logging.getLogger("gateway.children")
+    previous = logger.level
+    logger.addHandler(recorder)
+    logger.setLevel(logging.INFO)
+    try:
+        yield recorder.records
+    finally:
+        logger.removeHandler(recorder)
+        logger.setLevel(previous)

@@ -6,8 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from gateway._limits import SandboxLimits
-from gateway._result import ExecutionResult
+from gateway.sandbox import ExecutionResult, SandboxLimits
 
 __all__ = [
     "ALLOWLIST",

@@ -20,8 +20,7 @@ from gateway._escape_cases._model import (
     succeeds,
     value_is,
 )
-from gateway._limits import SandboxLimits
-from gateway._result import ExecutionResult
+from gateway.sandbox import ExecutionResult, SandboxLimits
 
 __all__ = ["CASES"]
 

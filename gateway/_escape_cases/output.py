@@ -10,8 +10,7 @@ from gateway._escape_cases._model import (
     refused,
     succeeds,
 )
-from gateway._limits import SandboxLimits
-from gateway._result import ExecutionResult
+from gateway.sandbox import ExecutionResult, SandboxLimits
 
 __all__ = ["CASES"]
 

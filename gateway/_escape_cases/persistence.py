@@ -14,7 +14,7 @@ from gateway._escape_cases._model import (
     succeeds,
     value_is,
 )
-from gateway._result import ExecutionResult
+from gateway.sandbox import ExecutionResult
 
 __all__ = ["CASES"]
 

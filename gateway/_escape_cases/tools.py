@@ -18,8 +18,7 @@ from gateway._escape_cases._model import (
     value_is,
     within_budget,
 )
-from gateway._limits import SandboxLimits
-from gateway._result import ExecutionResult
+from gateway.sandbox import ExecutionResult, SandboxLimits
 
 __all__ = ["CASES"]
 

@@ -18,7 +18,7 @@ from gateway._escape_cases._model import (
     value_is,
     within_budget,
 )
-from gateway._result import ExecutionResult
+from gateway.sandbox import ExecutionResult
 
 __all__ = ["CASES"]
 

@@ -39,7 +39,7 @@ from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import get_default_environment, stdio_client
 
 from gateway import ExecutionResult, Sandbox, SandboxLimits
-from gateway._child_transport import list_all_tools as gateway_list_all_tools
+from gateway.children._transport import list_all_tools as gateway_list_all_tools
 
 MIB = 1024 * 1024
 PRINT_SNIPPET = "print(1)"

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from gateway import ConfigError, ExecutionResult, SandboxLimits, ToolCallError
+from gateway import ConfigError, ExecutionResult, PolicyDenied, SandboxLimits
 from gateway._audit import (
     AuditConfig,
     AuditLog,
@@ -26,8 +26,8 @@ from gateway._audit import (
     read_audit,
     select_records,
 )
-from gateway._result import ErrorInfo, ToolCallRecord
 from gateway._secrets import Redactor
+from gateway.sandbox.result import ErrorInfo, ToolCallRecord
 
 TOKEN = "ghp_Zq8vN3kLp0Xw7Rt2Yb5Hc9Jd4Mf6Gs1Ae"
 NOON = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
@@ -99,11 +99,11 @@ def test_an_execution_and_its_tool_calls_are_one_json_line_each_linked_by_the_ex
 
 def test_a_failed_execution_records_its_error_type_and_kind(audit: AuditLog, log_path: Path) -> None:
     failed = ExecutionResult(
-        ok=False, error=ErrorInfo(type="FuelExhausted", kind="limit", message="out of fuel")
+        ok=False, error=ErrorInfo(type="FuelExhausted", category="limit", message="out of fuel")
     )
     audit.execution("e1", "while True: pass", failed)
     (record,) = lines_of(log_path)
-    assert (record["ok"], record["error"], record["error_kind"]) == (False, "FuelExhausted", "limit")
+    assert (record["ok"], record["error"], record["error_category"]) == (False, "FuelExhausted", "limit")
     assert "out of fuel" not in json.dumps(record)  # messages may quote data; only the class is kept
     assert "client" not in record
 
@@ -111,9 +111,7 @@ def test_a_failed_execution_records_its_error_type_and_kind(audit: AuditLog, log
 def test_a_failed_tool_call_records_the_error_class_and_the_approval_outcome(
     audit: AuditLog, log_path: Path
 ) -> None:
-    audit.tool_call(
-        "e1", "gh.delete", {}, ms=1, error=ToolCallError("nope", kind="PolicyDenied"), approval="declined"
-    )
+    audit.tool_call("e1", "gh.delete", {}, ms=1, error=PolicyDenied("nope", rule="deny"), approval="declined")
     audit.tool_call("e1", "gh.get", {}, ms=1, error=TimeoutError("slow"), approval="approved")
     audit.tool_call("e1", "gh.put", {}, ms=1, error="ChildUnavailable", approval="unavailable")
     records = lines_of(log_path)
@@ -143,7 +141,9 @@ def test_secrets_never_appear_in_audit_lines(log_path: Path) -> None:
         script = f"tools.gh.search(q='{TOKEN}')"
         log.tool_call("e1", "gh.search", {"q": TOKEN, TOKEN: [TOKEN]}, ms=1, error=f"bad {TOKEN}")
         log.tool_call("e1", f"gh.{TOKEN}", {}, ms=1)
-        failed = ExecutionResult(ok=False, error=ErrorInfo(type="ToolError", kind="snippet", message=TOKEN))
+        failed = ExecutionResult(
+            ok=False, error=ErrorInfo(type="ToolError", category="snippet", message=TOKEN)
+        )
         log.execution("e1", script, failed, client_name=f"client {TOKEN}")
     text = log_path.read_text(encoding="ascii")
     assert TOKEN not in text

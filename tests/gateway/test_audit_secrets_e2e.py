@@ -13,7 +13,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from tests.gateway.conftest import npm_entry_point
+from tests.real_servers import npm_entry_point
 
 pytestmark = pytest.mark.anyio
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,8 +11,9 @@ from mcp.types import ListToolsResult, Tool, ToolAnnotations
 from pydantic import ValidationError
 
 from gateway._catalog import Catalog, ServerStatus
+from tests.real_servers import TOOL_SNAPSHOTS
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "tools"
+DATA = TOOL_SNAPSHOTS
 
 
 def _real_catalog() -> Catalog:

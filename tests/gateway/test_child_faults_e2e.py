@@ -21,7 +21,7 @@ from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
-from tests.gateway.test_child_faults import EXITS, FAST_RESTART, NO_RETRY_SOON, fault, gone, script
+from tests.children.test_child import EXITS, FAST_RESTART, NO_RETRY_SOON, fault, gone, script
 
 pytestmark = pytest.mark.anyio
 

@@ -11,9 +11,11 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.real_servers import REPO
+
 pytestmark = pytest.mark.anyio
 
-REPO = Path(__file__).resolve().parents[2]
+
 WAIT = 90  # the command starts real child servers
 
 

@@ -23,8 +23,7 @@ from gateway._config import (
     load_config,
     parse_config,
 )
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.real_servers import REPO
 
 # As `claude mcp add` writes them into a project's .mcp.json (stdio with "type", and http).
 CLAUDE_CODE_MCP_JSON: dict[str, Any] = {

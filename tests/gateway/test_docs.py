@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from mcp.types import ListToolsResult
 
 from gateway._catalog import Catalog, ServerStatus
 from gateway._docs import CALL_HINT, render_overview, render_search
+from tests.real_servers import TOOL_SNAPSHOTS
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "tools"
+DATA = TOOL_SNAPSHOTS
 
 
 def _catalog(*statuses: ServerStatus) -> Catalog:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,8 +15,9 @@ from gateway._docs import render_search
 from gateway._gateway import _unknown_tool_message
 from gateway._policy import Policy, PolicyConfig, is_destructive
 from gateway._quotas import ExecutionQuota, RateLimiter
+from tests.real_servers import TOOL_SNAPSHOTS
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "tools"
+DATA = TOOL_SNAPSHOTS
 
 
 def _real_tools() -> dict[str, list[Tool]]:

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from mcp.types import ListToolsResult, Tool
 
 from gateway._catalog import Catalog, CatalogEntry
 from gateway._search import search, tokenize
+from tests.real_servers import TOOL_SNAPSHOTS
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "tools"
+DATA = TOOL_SNAPSHOTS
 
 
 @pytest.fixture(scope="module")

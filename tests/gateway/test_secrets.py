@@ -18,15 +18,15 @@ import pytest
 from mcp import types
 
 from gateway import ConfigError
-from gateway._child_env import BASE_ENV_VARS, child_environment
-from gateway._children import ChildPool
 from gateway._config import load_config, parse_config
 from gateway._literal_secrets import find_literal_secrets, literal_secret_warning
 from gateway._logging import JsonFormatter
-from gateway._result import ErrorInfo, ExecutionResult, ToolCallRecord
 from gateway._secrets import Redactor, redact_logs
+from gateway.children._env import BASE_ENV_VARS, child_environment
+from gateway.children._pool import ChildPool
+from gateway.sandbox.result import ErrorInfo, ExecutionResult, ToolCallRecord
+from tests.real_servers import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 TOKEN = "ghp_Zq8vN3kLp0Xw7Rt2Yb5Hc9Jd4Mf6Gs1Ae"
 WAIT = 60  # real child servers start in seconds; this bounds a hang, not a race
 
@@ -100,7 +100,7 @@ def test_an_execution_result_is_redacted_everywhere_a_client_reads_it(redactor: 
         value={"token": TOKEN},
         value_repr=repr({"token": TOKEN}),
         error=ErrorInfo(
-            type="ToolError", kind="snippet", message=f"bad {TOKEN}", traceback=f"Traceback...{TOKEN}"
+            type="ToolError", category="snippet", message=f"bad {TOKEN}", traceback=f"Traceback...{TOKEN}"
         ),
         tool_calls=[
             ToolCallRecord(tool="github.search", ms=1.0, ok=False, error=f"refused {TOKEN}"),
@@ -230,7 +230,9 @@ def test_a_loaded_config_knows_its_directory_for_relative_paths(tmp_path: Path) 
 # ---- the environment of a child -----------------------------------------------------------------
 
 
-def test_a_child_environment_is_the_base_then_named_variables_then_the_entry_env() -> None:
+def test_a_child_environment_is_the_base_then_named_variables_then_the_entry_env(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     environ = {
         "PATH": "/usr/bin",
         "HOME": "/home/me",
@@ -241,9 +243,11 @@ def test_a_child_environment_is_the_base_then_named_variables_then_the_entry_env
         "OVERRIDDEN": "from-gateway",
         "SHELL": "() { echo exported function; }",
     }
-    env = child_environment(
-        {"OVERRIDDEN": "from-entry", "EXTRA": "1"}, ["NAMED_TOKEN", "OVERRIDDEN"], environ
-    )
+    for name in list(os.environ):
+        monkeypatch.delenv(name)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    env = child_environment({"OVERRIDDEN": "from-entry", "EXTRA": "1"}, ["NAMED_TOKEN", "OVERRIDDEN"])
     assert env == {
         "PATH": "/usr/bin",
         "HOME": "/home/me",
@@ -265,7 +269,7 @@ def test_the_base_environment_covers_locale_temp_proxies_and_ca_bundles() -> Non
 async def _child_env(entry: dict[str, Any]) -> dict[str, str]:
     config = parse_config({"mcpServers": {"tiny": entry}}, "test")
     with anyio.fail_after(WAIT):
-        async with ChildPool.from_config(config) as pool:
+        async with ChildPool(config.mcp_servers) as pool:
             assert await pool.wait_ready()
             result = await pool.call_tool("tiny", "env", {})
     text = "".join(block.text for block in result.content if isinstance(block, types.TextContent))

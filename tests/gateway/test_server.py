@@ -22,7 +22,7 @@ def test_the_output_schema_names_every_field_of_an_execution_result() -> None:
         ExecutionResult(
             ok=False,
             error=ErrorInfo(
-                type="ZeroDivisionError", kind="snippet", message="division by zero", traceback="tb"
+                type="ZeroDivisionError", category="snippet", message="division by zero", traceback="tb"
             ),
             tool_calls=[ToolCallRecord(tool="t.x", ms=0.5, ok=False, error="ToolError")],
         ),

@@ -20,7 +20,7 @@ from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 from mcp.server.mcpserver import MCPServer
 
-from tests.gateway.conftest import TINY_SERVER, npm_entry_point, serve_asgi_app
+from tests.real_servers import TINY_SERVER, npm_entry_point, serve_asgi_app
 
 pytestmark = pytest.mark.anyio
 

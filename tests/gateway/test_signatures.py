@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,8 +19,9 @@ from gateway._signatures import (
     render_type,
     signature,
 )
+from tests.real_servers import TOOL_SNAPSHOTS
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "tools"
+DATA = TOOL_SNAPSHOTS
 REAL = Catalog(
     {path.stem: ListToolsResult.model_validate_json(path.read_text()).tools for path in DATA.glob("*.json")}
 )

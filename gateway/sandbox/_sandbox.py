@@ -13,20 +13,19 @@ import anyio
 import anyio.to_thread
 import wasmtime
 
-from gateway._errors import (
+from gateway.errors import (
     CodeTooLarge,
-    ExecutionCancelled,
     ExecutionFailed,
     GatewayBusy,
     GuestCrashed,
     SnippetError,
 )
-from gateway._host import Execution, ToolCaller, use_execution
-from gateway._limits import SandboxLimits
-from gateway._outcome import failed_result, outcome_result
-from gateway._result import ExecutionResult
-from gateway._slots import HOST_INTERFACE, Slot, Watchdog, load_slots
-from gateway._traps import translate_trap
+from gateway.sandbox._host_call import Execution, ToolCaller, bound_to_thread, cancelled_error
+from gateway.sandbox._outcome import failed_result, outcome_result
+from gateway.sandbox._slots import HOST_INTERFACE, Slot, Watchdog, load_slots
+from gateway.sandbox._traps import translate_trap
+from gateway.sandbox.limits import SandboxLimits
+from gateway.sandbox.result import ExecutionResult
 
 __all__ = ["HOST_INTERFACE", "Sandbox"]
 
@@ -46,10 +45,6 @@ def _run_options(limits: SandboxLimits) -> str:
 
 def _used(store: wasmtime.Store, limits: SandboxLimits) -> int:
     return limits.fuel - store.get_fuel()
-
-
-def _cancelled() -> ExecutionCancelled:
-    return ExecutionCancelled("the execution was cancelled by the client")
 
 
 class Sandbox:
@@ -152,9 +147,9 @@ class Sandbox:
         execution.interrupt = lambda: slot.interrupt(execution)
         slot.begin(execution)
         try:
-            with use_execution(execution):
+            with bound_to_thread(execution):
                 if execution.cancelled:
-                    return failed_result(execution, _cancelled(), fuel=0)
+                    return failed_result(execution, cancelled_error(), fuel=0)
                 try:
                     outcome = str(run(store, code, _run_options(self.limits)))
                 except wasmtime.WasmtimeError as exc:
@@ -166,7 +161,7 @@ class Sandbox:
 
     def _trap_error(self, execution: Execution, exc: wasmtime.WasmtimeError) -> ExecutionFailed:
         if execution.cancelled:
-            return _cancelled()
+            return cancelled_error()
         error = execution.ended_by or translate_trap(str(exc), self.limits, execution.timeout)
         if isinstance(error, GuestCrashed):
             log.warning("guest trapped", extra={"trap": str(exc)[:2000]})

@@ -4,8 +4,8 @@ connected (reconnecting with backoff after failures), refreshes its tools, and s
 The connection lives in one task (`Child.run`) because the SDK's transports are task-group
 context managers that must be exited by the task that entered them. Errors from the SDK and
 its transports are translated here, once, into a child state or a gateway error. Opening the
-transport and describing its errors live in `gateway._child_transport`; the stderr pump and the
-process-group cleanup of a stdio child in `gateway._child_process`.
+transport and describing its errors live beside it (`_transport`); the stderr pump and the
+process-group cleanup of a stdio child too (`_process`).
 """
 
 from __future__ import annotations
@@ -25,21 +25,21 @@ import httpx2
 from mcp import types
 from mcp.client.session import IncomingMessage
 
-from gateway._child_transport import (
+from gateway._exception_groups import leaf_error
+from gateway.children._transport import (
     ChildConnection,
     SpawnFailed,
     describe_error,
     is_connection_lost,
-    leaf_error,
     list_all_tools,
     open_session,
 )
-from gateway._config import RestartPolicy, ServerConfig, StdioServer
-from gateway._errors import ChildUnavailable, ToolCallError
+from gateway.children.config import RestartPolicy, ServerConfig, StdioServer
+from gateway.errors import ChildUnavailable, ToolCallError
 
 __all__ = ["Child", "ChildState", "ChildStatus", "backoff_delay"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("gateway.children")
 
 
 class ChildState(StrEnum):

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import wasmtime
 
-from gateway._engine import COMPONENT_PATH, default_cache_dir, load_component, make_engine
-from gateway._limits import SandboxLimits
-from gateway._sandbox import HOST_INTERFACE
+from gateway.sandbox._engine import COMPONENT_PATH, default_cache_dir, load_component, make_engine
+from gateway.sandbox._sandbox import HOST_INTERFACE
+from gateway.sandbox.limits import SandboxLimits
 
 STACK = SandboxLimits().max_wasm_stack_bytes
 

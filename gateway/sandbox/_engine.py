@@ -15,13 +15,13 @@ import platformdirs
 import wasmtime
 from wasmtime.component import Component
 
-from gateway._errors import SandboxUnavailable
+from gateway.errors import SandboxUnavailable
 
 __all__ = ["COMPONENT_PATH", "LoadedComponent", "load_component", "make_engine"]
 
 log = logging.getLogger(__name__)
 
-COMPONENT_PATH = Path(__file__).resolve().parent.parent / "runtime-wasm" / "build" / "sandbox.wasm"
+COMPONENT_PATH = Path(__file__).resolve().parents[2] / "runtime-wasm" / "build" / "sandbox.wasm"
 WASMTIME_VERSION = version("wasmtime")
 
 
@@ -67,11 +67,8 @@ class LoadedComponent:
 
 
 def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _component_sha256(path: Path) -> str:

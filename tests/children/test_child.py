@@ -1,6 +1,6 @@
 """Child faults against the pool: each one is contained, reported, and the next call succeeds.
 
-The children are real processes (tests/gateway/fault_server.py, flag-driven); reconnect delays are
+The children are real processes (tests/servers/fault_server.py, flag-driven); reconnect delays are
 shrunk through the config so that the tests wait on status changes, never on the clock.
 """
 
@@ -22,16 +22,18 @@ from mcp import types
 from mcp.server.mcpserver import MCPServer
 
 from gateway import ChildUnavailable
-from gateway._child import backoff_delay
-from gateway._children import ChildPool, ChildState, ChildStatus
 from gateway._config import RestartPolicy, parse_config
 from gateway._gateway import Gateway
+from gateway.children import ChildPool, ChildState, ChildStatus
+from gateway.children._child import backoff_delay
+from tests.children.test_pool import pool_for
+from tests.real_servers import FAULT_SERVER
 
 pytestmark = pytest.mark.anyio
 
 Entry = dict[str, Any]
 
-FAULT_SERVER = Path(__file__).with_name("fault_server.py")
+
 FAST_RESTART = {"initial_seconds": 0.01, "max_seconds": 0.05}
 NO_RETRY_SOON = {"initial_seconds": 3600, "max_seconds": 3600}  # the first attempt stays due
 WAIT = 30  # bounds a hang; every wait below ends on an event long before it
@@ -52,7 +54,7 @@ EXITS = "import sys; print('missing API key', file=sys.stderr); sys.exit(3)"
 
 def pool_of(servers: dict[str, Entry], **top: Any) -> ChildPool:
     config = parse_config({"mcpServers": servers, "restart": FAST_RESTART, **top}, "test")
-    return ChildPool.from_config(config)
+    return pool_for(config)
 
 
 def text_of(result: types.CallToolResult) -> str:
@@ -118,7 +120,7 @@ def test_a_childs_restart_keys_override_the_top_level_ones_and_idle_needs_lazy()
         },
         "test",
     )
-    pool = ChildPool.from_config(config)
+    pool = pool_for(config)
     restart = {child.name: child.restart for child in pool._children.values()}  # pyright: ignore[reportPrivateUsage]
     assert (restart["a"].initial_seconds, restart["a"].max_attempts) == (2, 1)
     assert (restart["b"].initial_seconds, restart["b"].max_attempts) == (2, 9)

@@ -16,8 +16,8 @@ from mcp.server.mcpserver import MCPServer
 from starlette.types import ASGIApp
 
 from gateway import ChildUnavailable, ToolCallError
-from gateway._children import ChildPool, ChildState, ChildStatus
-from gateway._config import parse_config
+from gateway._config import GatewayConfig, parse_config
+from gateway.children import ChildPool, ChildState, ChildStatus
 
 pytestmark = pytest.mark.anyio
 
@@ -29,8 +29,15 @@ TIME: Entry = {"command": sys.executable, "args": ["-m", "mcp_server_time"]}
 WAIT = 60
 
 
+def pool_for(config: GatewayConfig) -> ChildPool:
+    """The pool a gateway on `config` runs: its children, default startup timeout and restart policy."""
+    return ChildPool(
+        config.mcp_servers, startup_timeout_seconds=config.startup_timeout_seconds, restart=config.restart
+    )
+
+
 def pool_of(servers: dict[str, Entry], **top: Any) -> ChildPool:
-    return ChildPool.from_config(parse_config({"mcpServers": servers, **top}, "test"))
+    return pool_for(parse_config({"mcpServers": servers, **top}, "test"))
 
 
 def by_name(pool: ChildPool) -> dict[str, ChildStatus]:
@@ -186,7 +193,7 @@ async def test_a_remote_child_over_streamable_http_connects_with_its_headers_and
                 "headers": {"Authorization": "Bearer ${TINY_TOKEN}"},
             }
             config = parse_config({"mcpServers": {"remote": remote}}, "test", {"TINY_TOKEN": "t0k3n"})
-            async with ChildPool.from_config(config) as pool:
+            async with pool_for(config) as pool:
                 assert await pool.wait_ready()
                 [status] = pool.statuses()
                 assert (status.transport, status.state) == ("http", ChildState.READY)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gateway._errors import (
+from gateway.errors import (
     CapabilityDenied,
     ExecutionFailed,
     FuelExhausted,
@@ -11,9 +11,9 @@ from gateway._errors import (
     StackExhausted,
     WallTimeExceeded,
 )
-from gateway._limits import SandboxLimits
+from gateway.sandbox.limits import SandboxLimits
 
-__all__ = ["translate_trap"]
+__all__ = ["memory_limit_error", "translate_trap"]
 
 # Which WASI stub a trap's backtrace passed through tells which capability the snippet reached.
 _STUB_MARKERS: tuple[tuple[str, str, str], ...] = (
@@ -47,6 +47,14 @@ def _denied_capability(message: str) -> tuple[str, str] | None:
     return capability, advice
 
 
+def memory_limit_error(limits: SandboxLimits) -> MemoryLimitExceeded:
+    """The error for a snippet that needed more linear memory than its limit."""
+    return MemoryLimitExceeded(
+        f"memory limit reached: the snippet needed more than {limits.memory_bytes:,} bytes "
+        "(sandbox.memory_bytes); process data in smaller pieces"
+    )
+
+
 def translate_trap(message: str, limits: SandboxLimits, timeout: float) -> ExecutionFailed:
     """Map a wasmtime trap message to the gateway error that names the limit or capability."""
     lowered = message.lower()
@@ -66,10 +74,7 @@ def translate_trap(message: str, limits: SandboxLimits, timeout: float) -> Execu
             "allows (sandbox.max_wasm_stack_bytes); use iteration or less nesting"
         )
     if "memory" in lowered and ("grow" in lowered or "limit" in lowered or "allocation" in lowered):
-        return MemoryLimitExceeded(
-            f"memory limit reached: the snippet needed more than {limits.memory_bytes:,} bytes "
-            "(sandbox.memory_bytes); process data in smaller pieces"
-        )
+        return memory_limit_error(limits)
     if "panicking" in lowered or "rust_begin_unwind" in lowered:
         # The guest runtime aborts when a value cannot be lowered across the boundary (a wrong type
         # passed to the host import by hand, say): a crash of that run, not a capability it reached.

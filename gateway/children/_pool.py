@@ -2,23 +2,21 @@
 
 from __future__ import annotations
 
-import logging
 import random
-from collections.abc import Callable, Mapping
-from types import TracebackType
+from collections.abc import AsyncGenerator, Callable, Mapping
+from contextlib import asynccontextmanager
 from typing import Any, Self
 
 import anyio
+from anyio import AsyncContextManagerMixin
 from anyio.abc import TaskGroup
 from mcp import types
 
-from gateway._child import Child, ChildState, ChildStatus
-from gateway._config import DEFAULT_STARTUP_TIMEOUT_SECONDS, GatewayConfig, RestartPolicy, ServerConfig
-from gateway._errors import ChildUnavailable
+from gateway.children._child import Child, ChildState, ChildStatus
+from gateway.children.config import DEFAULT_STARTUP_TIMEOUT_SECONDS, RestartPolicy, ServerConfig
+from gateway.errors import ChildUnavailable
 
-__all__ = ["ChildPool", "ChildState", "ChildStatus", "check_children", "format_statuses"]
-
-log = logging.getLogger(__name__)
+__all__ = ["DEFAULT_SHUTDOWN_TIMEOUT_SECONDS", "ChildPool"]
 
 DEFAULT_SHUTDOWN_TIMEOUT_SECONDS = 5.0
 
@@ -30,7 +28,7 @@ def _restart_policy(default: RestartPolicy, own: RestartPolicy | None) -> Restar
     return default.model_copy(update={key: getattr(own, key) for key in own.model_fields_set})
 
 
-class ChildPool:
+class ChildPool(AsyncContextManagerMixin):
     """Every configured child server. Entering starts the connections and returns at once.
 
     Each child connects under its own startup timeout; one that fails, exits or stops answering
@@ -67,55 +65,29 @@ class ChildPool:
             for name, server in servers.items()
         }
         self._shutdown_timeout = shutdown_timeout_seconds
-        self._task_group: TaskGroup | None = None
 
-    @classmethod
-    def from_config(cls, config: GatewayConfig, **kwargs: Any) -> ChildPool:
-        """A pool of the config's `mcpServers`, with its default startup timeout and restart policy."""
-        return cls(
-            config.mcp_servers,
-            startup_timeout_seconds=config.startup_timeout_seconds,
-            restart=config.restart,
-            **kwargs,
-        )
+    @asynccontextmanager
+    async def __asynccontextmanager__(self) -> AsyncGenerator[Self]:
+        async with anyio.create_task_group() as task_group:
+            try:
+                for child in self._children.values():
+                    task_group.start_soon(child.run, name=f"codemode-child-{child.name}")
+                yield self
+            finally:
+                await self._stop(task_group)
 
-    async def __aenter__(self) -> Self:
-        if self._task_group is not None:
-            raise RuntimeError("ChildPool is already running")
-        task_group = anyio.create_task_group()
-        await task_group.__aenter__()
-        self._task_group = task_group
-        try:
-            for child in self._children.values():
-                task_group.start_soon(child.run, name=f"codemode-child-{child.name}")
-        except BaseException:
-            await self._close()  # nothing may outlive a failed enter
-            raise
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self._close()
-
-    async def _close(self) -> None:
-        task_group, self._task_group = self._task_group, None
-        if task_group is None:
-            return
+    async def _stop(self, task_group: TaskGroup) -> None:
         for child in self._children.values():
             child.stop()
         # Shielded so that a cancelled caller still reaps every child process; bounded so that a
         # child ignoring its closed stdin (or an HTTP server that never answers) cannot hang exit.
-        try:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(self._shutdown_timeout):
-                for child in self._children.values():
-                    await child.finished.wait()
-        finally:
-            # What is left is cancelled; the SDK's stdio teardown is itself shielded and bounded.
-            # The group's own scope is shielded: a new scope around its exit would break LIFO order.
-            task_group.cancel_scope.cancel()
-            task_group.cancel_scope.shield = True
-            await task_group.__aexit__(None, None, None)
+        with anyio.CancelScope(shield=True), anyio.move_on_after(self._shutdown_timeout):
+            for child in self._children.values():
+                await child.finished.wait()
+        # What is left is cancelled; the SDK's stdio teardown is itself shielded and bounded.
+        # The group's own scope is shielded, so that the caller's cancellation cannot cut that short.
+        task_group.cancel_scope.cancel()
+        task_group.cancel_scope.shield = True
 
     @property
     def names(self) -> list[str]:
@@ -174,33 +146,3 @@ class ChildPool:
             known = ", ".join(sorted(self._children)) or "none"
             raise ChildUnavailable(f"no child server named {name!r} (configured: {known})")
         return child
-
-
-async def check_children(config: GatewayConfig) -> tuple[list[ChildStatus], dict[str, list[types.Tool]]]:
-    """Connect to every child of `config` once: how each one fared, and the tools of the ready ones."""
-    # One attempt each, lazy children included: `check` reports, it does not supervise.
-    async with ChildPool.from_config(config, reconnect=False, start_lazy=True) as pool:
-        await pool.wait_ready()
-        return pool.statuses(), pool.tools()
-
-
-def format_statuses(statuses: list[ChildStatus]) -> str:
-    """A plain-text table: child, transport, status, tools, startup ms, error."""
-    header = ("child", "transport", "status", "tools", "startup ms", "error")
-    rows = [
-        (
-            s.name,
-            s.transport,
-            f"{s.state.value} (attempt {s.attempt})" if s.attempt else s.state.value,
-            str(s.tool_count) if s.state is ChildState.READY else "-",
-            f"{s.startup_ms:.0f}" if s.startup_ms is not None else "-",
-            s.error or "",
-        )
-        for s in statuses
-    ]
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header) - 1)]
-    lines = [
-        "  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[-1]]).rstrip()
-        for row in [header, *rows]
-    ]
-    return "\n".join(lines)

@@ -17,7 +17,7 @@
             ├── ToolCallLimitExceeded, ToolPayloadTooLarge, CodeTooLarge
             └── GatewayBusy       every slot busy and the queue full
 
-Errors from wasmtime are translated once, in `gateway._traps`, at the sandbox boundary.
+Errors from wasmtime are translated once, at the sandbox boundary.
 """
 
 from __future__ import annotations
@@ -62,23 +62,21 @@ class SandboxUnavailable(GatewayError):
 class ToolCallError(GatewayError):
     """Raised by a tool caller when a call fails; the snippet sees it as a catchable ToolError."""
 
-    def __init__(self, message: str, *, kind: str = "ToolError") -> None:
-        super().__init__(message)
-        self.kind = kind
+    @property
+    def kind(self) -> str:
+        """The class name the snippet's ToolError reports: `ToolError` for this class itself."""
+        return "ToolError" if type(self) is ToolCallError else type(self).__name__
 
 
 class ChildUnavailable(ToolCallError):
     """The child server is unknown, failed to start, or lost its connection; other children still serve."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, kind="ChildUnavailable")
 
 
 class PolicyDenied(ToolCallError):
     """The policy refuses the call; `rule` names the config rule (never a hidden tool)."""
 
     def __init__(self, message: str, *, rule: str) -> None:
-        super().__init__(message, kind="PolicyDenied")
+        super().__init__(message)
         self.rule = rule
 
 
@@ -86,22 +84,22 @@ class QuotaExceeded(ToolCallError):
     """A policy quota refuses the call: `quota` is its config path, `limit` its value, `retry_after` in s."""
 
     def __init__(self, message: str, *, quota: str, limit: int, retry_after: float | None = None) -> None:
-        super().__init__(message, kind="QuotaExceeded")
+        super().__init__(message)
         self.quota = quota
         self.limit = limit
         self.retry_after = retry_after  # None for per-execution quotas: waiting frees nothing
 
 
 class ExecutionFailed(GatewayError):
-    """An execution ended without success. `kind` groups the subclasses for clients."""
+    """An execution ended without success. `category` groups the subclasses for clients."""
 
-    kind = "crash"
+    category = "crash"
 
 
 class SnippetError(ExecutionFailed):
     """The snippet raised an exception."""
 
-    kind = "snippet"
+    category = "snippet"
 
     def __init__(self, message: str, *, exc_type: str, traceback: str = "") -> None:
         super().__init__(message)
@@ -112,19 +110,19 @@ class SnippetError(ExecutionFailed):
 class CapabilityDenied(ExecutionFailed):
     """The snippet reached a capability the sandbox does not have (filesystem, network, clock...)."""
 
-    kind = "denied"
+    category = "denied"
 
 
 class GuestCrashed(ExecutionFailed):
     """The guest trapped for a reason that is not a limit or a denied capability."""
 
-    kind = "crash"
+    category = "crash"
 
 
 class LimitExceeded(ExecutionFailed):
     """A sandbox limit ended the execution."""
 
-    kind = "limit"
+    category = "limit"
 
 
 class FuelExhausted(LimitExceeded):
@@ -158,7 +156,7 @@ class CodeTooLarge(LimitExceeded):
 class ExecutionCancelled(ExecutionFailed):
     """The client cancelled the request while the snippet ran or waited on a tool."""
 
-    kind = "cancelled"
+    category = "cancelled"
 
 
 class GatewayBusy(LimitExceeded):

@@ -13,9 +13,8 @@ import logging
 import signal
 from collections.abc import Callable
 from contextlib import AsyncExitStack
-from importlib import metadata
 from types import TracebackType
-from typing import Protocol, Self, cast
+from typing import Protocol, Self
 
 import anyio
 import httpx2
@@ -28,22 +27,24 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
-from gateway._child_env import child_environment
-from gateway._child_process import StderrPump, end_process_group, find_process_group, signal_process_group
-from gateway._config import HttpServer, ServerConfig, StdioServer
+from gateway._exception_groups import leaf_error
+from gateway._version import PACKAGE_NAME, package_version
+from gateway.children._env import child_environment
+from gateway.children._process import StderrPump, end_process_group, find_process_group, signal_process_group
+from gateway.children.config import HttpServer, ServerConfig, StdioServer
 
 __all__ = [
     "ChildConnection",
+    "QuietSdkParseErrors",
     "SpawnFailed",
     "describe_error",
     "is_connection_lost",
-    "leaf_error",
     "list_all_tools",
     "open_session",
 ]
 
 # The child module's logger: every record about a child keeps the one logger name it always had.
-log = logging.getLogger("gateway._child")
+log = logging.getLogger("gateway.children")
 
 _MAX_TOOL_PAGES = 100  # a paginator that never ends must not hang startup
 _GARBAGE_CHARS = 200
@@ -53,22 +54,18 @@ _SDK_PARSE_ERROR = "Failed to parse JSONRPC message from server"
 _CLOSED = "closed the connection"
 
 
-class _QuietParseErrors(logging.Filter):
-    """Drops the SDK's traceback per unparsable stdout line: `_Watched` logs them, briefly and bounded."""
+class QuietSdkParseErrors(logging.Filter):
+    """Drops the SDK's traceback per unparsable stdout line: `_Watched` logs them, briefly and bounded.
+
+    For the `mcp.client.stdio` logger (`configure_logging` adds it).
+    """
 
     def filter(self, record: logging.LogRecord) -> bool:
         return record.getMessage() != _SDK_PARSE_ERROR
 
 
-logging.getLogger("mcp.client.stdio").addFilter(_QuietParseErrors())
-
-
 def _client_info() -> types.Implementation:
-    try:
-        version = metadata.version("codemode-gateway")
-    except metadata.PackageNotFoundError:
-        version = "0"
-    return types.Implementation(name="codemode-gateway", version=version)
+    return types.Implementation(name=PACKAGE_NAME, version=package_version())
 
 
 def _unparsed_text(exc: Exception) -> str:
@@ -187,19 +184,6 @@ class _Watched:
         exc_tb: TracebackType | None,
     ) -> None:
         await self.aclose()
-
-
-def _members(exc: BaseException) -> tuple[BaseException, ...]:
-    if isinstance(exc, BaseExceptionGroup):
-        return cast("BaseExceptionGroup[BaseException]", exc).exceptions
-    return ()
-
-
-def leaf_error(exc: BaseException) -> BaseException:
-    """The first real error inside the SDK's (nested) exception groups."""
-    while inner := _members(exc):
-        exc = next((e for e in inner if isinstance(e, Exception)), inner[0])
-    return exc
 
 
 class SpawnFailed(Exception):

@@ -23,8 +23,7 @@ import anyio.to_thread
 
 __all__ = ["StderrPump", "end_process_group", "find_process_group", "signal_process_group"]
 
-# The child module's logger: every record about a child keeps the one logger name it always had.
-log = logging.getLogger("gateway._child")
+log = logging.getLogger("gateway.children")
 
 _STDERR_TAIL_LINES = 5  # quoted in a failure: usually the child's own explanation
 _STDERR_LINE_CHARS = 2000

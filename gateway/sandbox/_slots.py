@@ -16,11 +16,11 @@ from pathlib import Path
 import wasmtime
 from wasmtime.component import Component, Func, Linker
 
-from gateway._engine import LoadedComponent, load_component, make_engine
-from gateway._errors import SandboxUnavailable
-from gateway._host import Execution, host_call
-from gateway._limits import SandboxLimits
-from gateway._pool import InstancePool
+from gateway.errors import SandboxUnavailable
+from gateway.sandbox._engine import LoadedComponent, load_component, make_engine
+from gateway.sandbox._host_call import Execution, host_call
+from gateway.sandbox._instances import InstancePool
+from gateway.sandbox.limits import SandboxLimits
 
 __all__ = ["HOST_INTERFACE", "Slot", "Watchdog", "load_slots"]
 

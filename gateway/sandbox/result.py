@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from gateway import _errors
+from gateway.errors import ExecutionFailed, SnippetError
 
 __all__ = ["ErrorInfo", "ExecutionResult", "ToolCallRecord"]
 
@@ -21,19 +21,22 @@ class ToolCallRecord(BaseModel):
 
 
 class ErrorInfo(BaseModel):
-    """Why an execution failed. `type` is the error class; `kind` is snippet|limit|denied|crash."""
+    """Why an execution failed: `type` is the error class, `category` one of snippet, limit, denied,
+    crash, cancelled."""
 
     type: str
-    kind: str
+    category: str
     message: str
     traceback: str | None = None
 
     @classmethod
-    def from_exception(cls, exc: _errors.ExecutionFailed) -> ErrorInfo:
+    def from_exception(cls, exc: ExecutionFailed) -> ErrorInfo:
         """Describe a gateway execution error for the wire."""
-        if isinstance(exc, _errors.SnippetError):
-            return cls(type=exc.exc_type, kind=exc.kind, message=str(exc), traceback=exc.traceback or None)
-        return cls(type=type(exc).__name__, kind=exc.kind, message=str(exc))
+        if isinstance(exc, SnippetError):
+            return cls(
+                type=exc.exc_type, category=exc.category, message=str(exc), traceback=exc.traceback or None
+            )
+        return cls(type=type(exc).__name__, category=exc.category, message=str(exc))
 
 
 class ExecutionResult(BaseModel):

@@ -8,10 +8,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from gateway._errors import ExecutionFailed, GuestCrashed, MemoryLimitExceeded, SnippetError
-from gateway._host import Execution
-from gateway._limits import SandboxLimits
-from gateway._result import ErrorInfo, ExecutionResult
+from gateway.errors import ExecutionFailed, GuestCrashed, SnippetError
+from gateway.sandbox._host_call import Execution
+from gateway.sandbox._traps import memory_limit_error
+from gateway.sandbox.limits import SandboxLimits
+from gateway.sandbox.result import ErrorInfo, ExecutionResult
 
 __all__ = ["failed_result", "outcome_result"]
 
@@ -65,12 +66,7 @@ def failed_result(execution: Execution, error: ExecutionFailed, *, fuel: int) ->
 def _snippet_error(failure: _GuestFailure, limits: SandboxLimits) -> ErrorInfo:
     if failure.type == "MemoryError":
         # A failed memory.grow surfaces in the guest as MemoryError: name the limit behind it.
-        return ErrorInfo.from_exception(
-            MemoryLimitExceeded(
-                f"memory limit reached: the snippet needed more than {limits.memory_bytes:,} bytes "
-                "(sandbox.memory_bytes); process data in smaller pieces"
-            )
-        )
+        return ErrorInfo.from_exception(memory_limit_error(limits))
     cap = limits.max_value_bytes
     return ErrorInfo.from_exception(
         SnippetError(

@@ -14,7 +14,8 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Generator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -23,7 +24,7 @@ import anyio.from_thread
 import wasmtime
 from wasmtime.component import Variant
 
-from gateway._errors import (
+from gateway.errors import (
     ExecutionCancelled,
     ExecutionFailed,
     GuestCrashed,
@@ -32,10 +33,10 @@ from gateway._errors import (
     ToolPayloadTooLarge,
     WallTimeExceeded,
 )
-from gateway._limits import SandboxLimits
-from gateway._result import ToolCallRecord
+from gateway.sandbox.limits import SandboxLimits
+from gateway.sandbox.result import ToolCallRecord
 
-__all__ = ["Execution", "ToolCaller", "host_call", "use_execution"]
+__all__ = ["Execution", "ToolCaller", "bound_to_thread", "cancelled_error", "host_call"]
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +89,7 @@ class Execution:
                     return await start()
             finally:
                 self._wait_scope = None
-        raise ExecutionCancelled("the execution was cancelled by the client")
+        raise cancelled_error()
 
     def _wait_from_worker(
         self,
@@ -97,7 +98,7 @@ class Execution:
         fallback: Callable[[], Any] | None = None,
     ) -> Any:
         if self.cancelled:
-            raise ExecutionCancelled("the execution was cancelled by the client")
+            raise cancelled_error()
         try:
             return anyio.from_thread.run(self._wait, start, timeout)
         except anyio.NoEventLoopError:
@@ -189,20 +190,21 @@ class Execution:
         return encoded
 
 
+def cancelled_error() -> ExecutionCancelled:
+    """What an execution the client cancelled reports."""
+    return ExecutionCancelled("the execution was cancelled by the client")
+
+
 _current = threading.local()
 
 
-class use_execution:
+@contextmanager
+def bound_to_thread(execution: Execution) -> Generator[Execution]:
     """Bind an Execution to the current worker thread for the host function to find."""
-
-    def __init__(self, execution: Execution) -> None:
-        self._execution = execution
-
-    def __enter__(self) -> Execution:
-        _current.execution = self._execution
-        return self._execution
-
-    def __exit__(self, *_exc: object) -> None:
+    _current.execution = execution
+    try:
+        yield execution
+    finally:
         _current.execution = None
 
 
@@ -267,7 +269,7 @@ def _encode_for_guest(result: Any) -> str:
 def _unexpected(execution: Execution, name: str, exc: BaseException) -> ExecutionFailed:
     if execution.cancelled or type(exc).__name__ in ("CancelledError", "Cancelled"):
         execution.cancelled = True
-        return ExecutionCancelled("the execution was cancelled by the client")
+        return cancelled_error()
     # A bug on the host side: contained, logged, never shown to the model.
     log.error("host call failed", exc_info=exc, extra={"tool": name[:MAX_NAME_CHARS]})
     shown = name[:MAX_NAME_CHARS]

@@ -1,0 +1,52 @@
+"""The environment of a stdio child: the SDK's safe default, a few more variables, what its entry names.
+
+A child never inherits the gateway's whole environment, so a token meant for one server (or for the
+gateway itself) does not leak into every other child. The SDK's `get_default_environment` covers
+PATH, HOME and the like; children also need a locale, temp directories, proxies and CA bundles.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable, Mapping
+
+from mcp.client.stdio import DEFAULT_INHERITED_ENV_VARS, get_default_environment
+
+__all__ = ["BASE_ENV_VARS", "EXTRA_ENV_VARS", "child_environment"]
+
+_LOCALE_AND_TEMP = ("TEMP", "TMP") if sys.platform == "win32" else ("LANG", "LC_ALL", "LC_CTYPE", "TMPDIR")
+_NETWORK = (
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
+)
+EXTRA_ENV_VARS: tuple[str, ...] = (*_LOCALE_AND_TEMP, "TEMP", "TMP", *_NETWORK)
+"""What every stdio child gets beyond the SDK's default: a locale, temp directories, proxies, CA bundles."""
+
+BASE_ENV_VARS: tuple[str, ...] = tuple(dict.fromkeys([*DEFAULT_INHERITED_ENV_VARS, *EXTRA_ENV_VARS]))
+"""Every variable a stdio child inherits from the gateway without its entry naming it."""
+
+
+def child_environment(entry_env: Mapping[str, str], pass_through: Iterable[str] = ()) -> dict[str, str]:
+    """A child's whole environment: the SDK's default, EXTRA_ENV_VARS, the variables `pass_through`
+    names, then `entry_env`.
+
+    Nothing else of the gateway's environment reaches a child: tokens meant for one server stay
+    out of every other one.
+    """
+    env = get_default_environment()
+    for name in (*EXTRA_ENV_VARS, *pass_through):
+        value = os.environ.get(name)
+        if value is not None and not value.startswith("()"):  # an exported shell function, not a setting
+            env[name] = value
+    return env | dict(entry_env)

@@ -1,0 +1,64 @@
+"""Where the tests' real child servers live, and how to start them: npm servers, the test servers, HTTP."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+import uvicorn
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+REPO = Path(__file__).resolve().parents[1]
+NPM_MODULES = REPO / ".cache" / "npm" / "node_modules"
+SERVERS = REPO / "tests" / "servers"
+TINY_SERVER = SERVERS / "tiny_server.py"
+FAULT_SERVER = SERVERS / "fault_server.py"
+TOOL_SNAPSHOTS = REPO / "tests" / "data" / "tools"
+"""`tools/list` snapshots of real servers, for offline catalog and search tests."""
+
+Served = tuple[int, list[dict[str, str]]]
+"""The port an app is served on, and the headers of every HTTP request it has seen so far."""
+
+
+def npm_entry_point(package: str) -> Path:
+    """The script of an npm server that `make setup` installed (pinned) under .cache/npm."""
+    manifest = NPM_MODULES / package / "package.json"
+    if not manifest.exists():
+        pytest.fail(f"{package} is not installed under {NPM_MODULES}: run `make setup`")
+    bin_field: str | dict[str, str] = json.loads(manifest.read_text(encoding="utf-8"))["bin"]
+    script = bin_field if isinstance(bin_field, str) else next(iter(bin_field.values()))
+    return manifest.parent / script
+
+
+@asynccontextmanager
+async def serve_asgi_app(app: ASGIApp) -> AsyncIterator[Served]:
+    """Serve a real HTTP app on 127.0.0.1 on a free port; yields the port and the headers seen."""
+    seen: list[dict[str, str]] = []
+
+    async def recording(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            raw: list[tuple[bytes, bytes]] = scope["headers"]
+            seen.append({k.decode("latin-1"): v.decode("latin-1") for k, v in raw})
+        await app(scope, receive, send)
+
+    # The socket listens before uvicorn starts, so a client may connect at once: no readiness polling.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    port: int = sock.getsockname()[1]
+    config = uvicorn.Config(recording, log_level="warning", lifespan="on", timeout_graceful_shutdown=1)
+    server = uvicorn.Server(config)
+    try:
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(server.serve, [sock])
+            try:
+                yield port, seen
+            finally:
+                server.should_exit = True
+    finally:
+        sock.close()
