@@ -15,7 +15,6 @@ from mcp import types
 from pydantic import ValidationError
 
 from gateway._audit import AuditConfig, format_records, parse_since, read_audit, select_records
-from gateway._catalog import Catalog, ServerStatus
 from gateway._config import (
     CONFIG_ENV,
     GatewayConfig,
@@ -29,6 +28,7 @@ from gateway._literal_secrets import find_literal_secrets, literal_secret_warnin
 from gateway._logging import configure_logging
 from gateway._policy import Policy
 from gateway._server import run_stdio
+from gateway.catalog import Catalog
 from gateway.children import ChildPool, ChildState, ChildStatus
 from gateway.errors import ConfigError, GatewayError
 from gateway.sandbox import ExecutionResult, Sandbox
@@ -175,7 +175,7 @@ def _check(args: argparse.Namespace) -> int:
         return EXIT_OK
     statuses, tools = anyio.run(check_children, config)
     print(format_statuses(statuses))
-    catalog = Catalog(tools, [ServerStatus.model_validate(s, from_attributes=True) for s in statuses])
+    catalog = Catalog(tools, statuses)
     for line in Policy(config.policy).diagnostics(catalog):  # rules that match nothing: likely typos
         print(f"warning: {line}", file=sys.stderr)
     return EXIT_OK if all(status.state is ChildState.READY for status in statuses) else EXIT_FAILED

@@ -21,7 +21,8 @@ from jsonschema import validators
 from jsonschema.exceptions import ValidationError, best_match  # pyright: ignore[reportUnknownVariableType]
 from jsonschema.protocols import Validator
 
-from gateway._catalog import CatalogEntry, as_list, as_schema
+from gateway._json import as_array, as_object
+from gateway.catalog import CatalogEntry
 from gateway.errors import PolicyDenied
 
 __all__ = ["Constraint", "fragment_problems"]
@@ -140,16 +141,16 @@ def _subschemas(schema: Mapping[str, Any]) -> Iterator[tuple[Path, str, object]]
         if keyword in schema:
             yield (keyword,), keyword, schema[keyword]
     for keyword in _SCHEMA_MAPS:
-        for name, sub in (as_schema(schema.get(keyword)) or {}).items():
+        for name, sub in (as_object(schema.get(keyword)) or {}).items():
             yield (keyword, name), keyword, sub
     for keyword in _SCHEMA_LISTS:
-        for index, sub in enumerate(as_list(schema.get(keyword))):
+        for index, sub in enumerate(as_array(schema.get(keyword))):
             yield (keyword, index), keyword, sub
 
 
 def _walk(schema: object, polarity: int = 1, path: Path = ()) -> Iterator[tuple[Path, dict[str, Any], int]]:
     """Every object subschema with its path and polarity: 1 tightens, -1 is negated, 0 is neither."""
-    node = as_schema(schema)
+    node = as_object(schema)
     if node is None:
         return
     yield path, node, polarity
@@ -227,7 +228,7 @@ def _tighten(node: dict[str, Any], path: Path) -> dict[Path, str]:
         node["type"] = kinds[0] if len(kinds) == 1 else kinds
         cause = next(k for kind in kinds for k in _IMPLIED_TYPES[kind] if k in node)
         notes[(*path, "type")] = f"implied by {cause}"
-    properties = as_schema(node.get("properties"))
+    properties = as_object(node.get("properties"))
     if properties is not None and "required" not in node:
         # An omitted argument takes the child's default, which no constraint can see.
         node["required"] = [
@@ -255,11 +256,11 @@ def _property_names(fragment: Mapping[str, Any]) -> set[str]:
     """Every property name a fragment mentions, at any depth."""
     names: set[str] = set()
     for _, node, _ in _walk(fragment):
-        names.update(as_schema(node.get("properties")) or {})
-        names.update(n for n in as_list(node.get("required")) if isinstance(n, str))
-        for key, value in (as_schema(node.get("dependentRequired")) or {}).items():
+        names.update(as_object(node.get("properties")) or {})
+        names.update(n for n in as_array(node.get("required")) if isinstance(n, str))
+        for key, value in (as_object(node.get("dependentRequired")) or {}).items():
             names.add(key)
-            names.update(n for n in as_list(value) if isinstance(n, str))
+            names.update(n for n in as_array(value) if isinstance(n, str))
     return names
 
 
@@ -348,7 +349,7 @@ class Constraint:
         self._names = frozenset(names)
         self._folded = {_fold(n): n for n in names}
         named_only = set(fragment) <= _NAMED_ONLY
-        self._scope = frozenset(as_schema(fragment.get("properties")) or {}) if named_only else None
+        self._scope = frozenset(as_object(fragment.get("properties")) or {}) if named_only else None
 
     def check(self, entry: CatalogEntry, wire: Mapping[str, Any]) -> None:
         """Raise PolicyDenied unless `wire` satisfies the constraint."""

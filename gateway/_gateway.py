@@ -16,16 +16,13 @@ import anyio.to_thread
 from mcp import types
 
 from gateway._approval import ApprovalOutcome, Approver, no_approver
-from gateway._arguments import prepare_arguments
 from gateway._audit import Approval, AuditLog, new_execution_id
-from gateway._catalog import Catalog, CatalogEntry, ServerStatus
 from gateway._config import GatewayConfig
-from gateway._docs import Detail, render_search
-from gateway._normalize import tool_result_value
 from gateway._policy import Policy
 from gateway._quotas import ExecutionQuota
 from gateway._secrets import Redactor
-from gateway.children import ChildPool
+from gateway.catalog import Catalog, CatalogEntry, Detail, prepare_arguments, render_search, tool_result_value
+from gateway.children import ChildPool, ChildState
 from gateway.errors import ChildUnavailable, PolicyDenied, SandboxUnavailable, ToolCallError
 from gateway.sandbox import ExecutionResult, Sandbox
 
@@ -94,17 +91,14 @@ class Gateway:
         statuses = self._pool.statuses()
         key = tuple(statuses)  # whole snapshots: a tools/list_changed bumps `tools_version`
         if key != self._catalog_key:
-            everything = Catalog(
-                self._pool.tools(),
-                [ServerStatus.model_validate(s, from_attributes=True) for s in statuses],
-            )
+            everything = Catalog(self._pool.tools(), statuses)
             self._catalog = everything.filtered(self.policy.visible, self.policy.server_visible)
             self._catalog_key = key
         return self._catalog
 
     def execute_code_annotations(self) -> tuple[bool, bool]:
         """execute_code's (readOnlyHint, destructiveHint): what the callable tools can do."""
-        complete = all(s.state != "connecting" for s in self._pool.statuses())
+        complete = all(s.state is not ChildState.CONNECTING for s in self._pool.statuses())
         return self.policy.execute_code_annotations(self.catalog(), complete=complete)
 
     async def sandbox(self) -> Sandbox:
@@ -211,7 +205,7 @@ class Gateway:
     async def _first_use_of_lazy_child(self, catalog: Catalog, name: str) -> CatalogEntry | None:
         """Start an idle lazy child that was never listed, and look the tool up once it has listed."""
         status = catalog.server(name.partition(".")[0])
-        if status is None or status.state != "idle":
+        if status is None or status.state is not ChildState.IDLE:
             return None
         self._pool.start(status.name)
         await self._pool.wait_child(status.name)  # the host's per-call timeout bounds this wait
@@ -276,8 +270,8 @@ def _raise_unless_approved(tool: str, outcome: ApprovalOutcome) -> None:
 def _unknown_tool_message(catalog: Catalog, name: str) -> str:
     server = name.partition(".")[0]
     status = catalog.server(server)
-    if status is not None and status.state != "ready":
-        reason = f": {status.error}" if status.error else ""
+    if status is not None and status.state is not ChildState.READY:
+        reason = f": {status.status.error}" if status.status.error else ""
         return f"server {server!r} is {status.state}{reason}; its tools cannot be called now"
     suggestions = catalog.suggest(name)
     hint = f"; did you mean {' or '.join(suggestions)}?" if suggestions else "."

@@ -17,9 +17,10 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
-from gateway._catalog import CatalogEntry, ServerStatus, as_schema
 from gateway._constraints import Constraint, fragment_problems
+from gateway._json import as_object
 from gateway._quotas import Clock, ExecutionQuota, RateLimiter
+from gateway.catalog import CatalogEntry, CatalogServer
 from gateway.errors import PolicyDenied, ToolCallError
 
 __all__ = [
@@ -185,7 +186,7 @@ class Policy:
         """False for hidden tools: search_docs lists them nowhere and calls find no such tool."""
         return self._hidden.first(entry.qualified) is None
 
-    def server_visible(self, status: ServerStatus) -> bool:
+    def server_visible(self, status: CatalogServer) -> bool:
         """False when a hidden pattern covers every tool the server could ever list (`git.*`, `*`)."""
         # A pattern ending in `*` that matches "server." matches "server." + any tool name.
         prefix = f"{status.identifier}."
@@ -272,8 +273,8 @@ class Policy:
             if entry is None:
                 found.append(f"{where}: no such tool")
                 continue
-            wire = set(as_schema(entry.input_schema.get("properties")) or {})
-            for prop in sorted(as_schema((rules.args or {}).get("properties")) or {}):
+            wire = set(as_object(entry.input_schema.get("properties")) or {})
+            for prop in sorted(as_object((rules.args or {}).get("properties")) or {}):
                 if wire and prop not in wire:
                     found.append(
                         f"{where}.args.properties.{prop}: the tool takes no {prop!r} "

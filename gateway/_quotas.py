@@ -13,7 +13,7 @@ from collections import Counter, deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from gateway._catalog import CatalogEntry
+from gateway.catalog import CatalogEntry
 from gateway.errors import QuotaExceeded
 
 if TYPE_CHECKING:

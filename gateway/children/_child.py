@@ -59,9 +59,9 @@ class ChildStatus:
     name: str
     transport: str
     state: ChildState
-    error: str | None
-    tool_count: int
-    startup_ms: float | None
+    error: str | None = None
+    tool_count: int = 0
+    startup_ms: float | None = None
     attempt: int = 0  # while reconnecting: the attempt that is due or under way
     tools_version: int = 0  # bumped whenever the tool list changes, so the catalog is rebuilt
 

@@ -9,12 +9,12 @@ from mcp.types import ListToolsResult, Tool, ToolAnnotations
 from pydantic import BaseModel, ValidationError
 
 from gateway import PolicyDenied, QuotaExceeded, ToolCallError
-from gateway._arguments import prepare_arguments
-from gateway._catalog import Catalog, CatalogEntry
-from gateway._docs import render_search
 from gateway._gateway import _unknown_tool_message
 from gateway._policy import Policy, PolicyConfig, is_destructive
 from gateway._quotas import ExecutionQuota, RateLimiter
+from gateway.catalog._arguments import prepare_arguments
+from gateway.catalog._catalog import Catalog, CatalogEntry
+from gateway.catalog._render import render_search
 from tests.real_servers import TOOL_SNAPSHOTS
 
 DATA = TOOL_SNAPSHOTS

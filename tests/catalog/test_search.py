@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from mcp.types import ListToolsResult, Tool
 
-from gateway._catalog import Catalog, CatalogEntry
-from gateway._search import search, tokenize
+from gateway.catalog._catalog import Catalog, CatalogEntry
+from gateway.catalog._search import search, tokenize
 from tests.real_servers import TOOL_SNAPSHOTS
 
 DATA = TOOL_SNAPSHOTS

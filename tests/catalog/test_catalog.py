@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 import pytest
 from mcp.types import ListToolsResult, Tool, ToolAnnotations
 from pydantic import ValidationError
 
-from gateway._catalog import Catalog, ServerStatus
+from gateway.catalog import Catalog, CatalogServer
+from gateway.children import ChildState, ChildStatus
 from tests.real_servers import TOOL_SNAPSHOTS
 
 DATA = TOOL_SNAPSHOTS
@@ -133,22 +132,19 @@ def test_parameter_names_that_are_not_identifiers_map_back_to_the_schema() -> No
     }
 
 
-def test_statuses_get_their_identifier_and_tool_count_from_the_catalog() -> None:
-    catalog = Catalog(
-        {"time-srv": [_tool("now")]}, [ServerStatus(name="time-srv", state="ready", startup_ms=12.5)]
-    )
-    status = catalog.server("time_srv")
-    assert status == ServerStatus(
-        name="time-srv", state="ready", identifier="time_srv", tool_count=1, startup_ms=12.5
-    )
+def test_servers_get_their_identifier_and_tool_count_from_the_catalog() -> None:
+    status = ChildStatus("time-srv", "stdio", ChildState.READY, startup_ms=12.5)
+    catalog = Catalog({"time-srv": [_tool("now")]}, [status])
+    assert catalog.server("time_srv") == CatalogServer("time_srv", status, tool_count=1)
+    assert catalog.server("time-srv") == catalog.server("time_srv")
 
 
 def test_servers_without_tools_are_listed_with_their_state() -> None:
     catalog = Catalog(
         {"git": [_tool("git_log")]},
         [
-            ServerStatus(name="slack", state="failed", error="exit 127"),
-            ServerStatus(name="jira", state="connecting"),
+            ChildStatus("slack", "stdio", ChildState.FAILED, error="exit 127"),
+            ChildStatus("jira", "http", ChildState.CONNECTING),
         ],
     )
     assert [(s.identifier, s.state, s.tool_count) for s in catalog.servers] == [
@@ -200,24 +196,3 @@ def test_suggest_servers_matches_identifiers_and_original_names() -> None:
     assert catalog.suggest_servers("githb-mcp") == ["github_mcp"]
     assert catalog.suggest_servers("gitlb") == ["gitlab"]
     assert catalog.suggest_servers("zzzz") == []
-
-
-def test_a_status_can_be_read_from_the_pools_own_status_objects() -> None:
-    class State(StrEnum):
-        FAILED = "failed"
-
-    @dataclass(frozen=True)
-    class PoolStatus:
-        name: str
-        state: State
-        error: str | None
-        startup_ms: float | None
-
-    status = ServerStatus.model_validate(
-        PoolStatus("web-search", State.FAILED, "timeout", 30.0), from_attributes=True
-    )
-    assert Catalog({}, [status]).servers == (
-        ServerStatus(
-            name="web-search", state="failed", error="timeout", identifier="web_search", startup_ms=30.0
-        ),
-    )

@@ -6,7 +6,7 @@ import keyword
 
 import pytest
 
-from gateway._naming import assign_identifiers, split_words, to_identifier
+from gateway.catalog._naming import assign_identifiers, split_words, to_identifier
 
 
 @pytest.mark.parametrize(

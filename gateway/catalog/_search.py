@@ -16,8 +16,9 @@ from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from gateway._catalog import Catalog, CatalogEntry, as_list, as_schema, properties_of
-from gateway._naming import split_words
+from gateway._json import as_array, as_object, properties_of
+from gateway.catalog._catalog import Catalog, CatalogEntry
+from gateway.catalog._naming import split_words
 
 __all__ = ["search", "tokenize"]
 
@@ -83,19 +84,19 @@ def _schema_text(schema: dict[str, Any], depth: int) -> Iterator[tuple[str, floa
     description = schema.get("description")
     if isinstance(description, str):
         yield description, PARAM_TEXT
-    enum = [v for v in as_list(schema.get("enum")) if isinstance(v, str)]
+    enum = [v for v in as_array(schema.get("enum")) if isinstance(v, str)]
     if enum:
         yield " ".join(enum), PARAM_TEXT
     if depth >= _NESTED_DEPTH:
         return
     yield from _parameter_text(properties_of(schema), depth + 1)
     for key in ("items", "additionalProperties"):
-        sub = as_schema(schema.get(key))
+        sub = as_object(schema.get(key))
         if sub is not None:
             yield from _schema_text(sub, depth + 1)
     for key in ("anyOf", "oneOf", "allOf"):
-        for option in as_list(schema.get(key)):
-            sub = as_schema(option)
+        for option in as_array(schema.get(key)):
+            sub = as_object(option)
             if sub is not None:
                 yield from _schema_text(sub, depth + 1)
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from gateway._catalog import Catalog, CatalogEntry, ServerStatus
-from gateway._search import search
-from gateway._signatures import full_doc, signature
+from gateway.catalog._catalog import Catalog, CatalogEntry, CatalogServer
+from gateway.catalog._search import search
+from gateway.catalog._signatures import full_doc, signature
+from gateway.children import ChildState
 
 __all__ = ["CALL_HINT", "Detail", "render_overview", "render_search"]
 
@@ -29,20 +30,21 @@ def _one_line(text: str, limit: int = _MAX_ERROR_CHARS) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
-def _state(status: ServerStatus) -> str:
-    if status.state == "failed":
+def _state(server: CatalogServer) -> str:
+    status = server.status
+    if status.state is ChildState.FAILED:
         return f"failed: {_one_line(status.error or 'no error was reported')}"
-    if status.state == "connecting":
+    if status.state is ChildState.CONNECTING:
         return "connecting, its tools appear when it is ready"
-    if status.state == "reconnecting":
+    if status.state is ChildState.RECONNECTING:
         error = _one_line(status.error or "no error was reported")
         return f"reconnecting (attempt {status.attempt}), calls fail until it is back; last error: {error}"
-    if status.state == "idle":
-        if status.tool_count:
+    if status.state is ChildState.IDLE:
+        if server.tool_count:
             return "idle, starts on first use"
-        hint = f'search_docs(server="{status.identifier}") starts it and lists its tools'
+        hint = f'search_docs(server="{server.identifier}") starts it and lists its tools'
         return f"idle, starts on first use: {hint}"
-    count = status.tool_count
+    count = server.tool_count
     return f"ready, {count} tool{'' if count == 1 else 's'}"
 
 
@@ -51,7 +53,7 @@ def render_overview(catalog: Catalog) -> str:
     servers = catalog.servers
     if not servers:
         return "No child servers are configured: there are no tools to call."
-    ready = sum(1 for s in servers if s.state == "ready")
+    ready = sum(1 for s in servers if s.state is ChildState.READY)
     lines = [f"{len(servers)} servers ({ready} ready), {len(catalog)} tools. {CALL_HINT}"]
     for status in servers:
         line = f"{status.identifier} ({_state(status)})"
@@ -85,11 +87,11 @@ def _not_ready_note(catalog: Catalog, only: str | None) -> str | None:
     missing: list[str] = []
     down: list[str] = []
     for s in catalog.servers:
-        if s.state == "ready" or (only is not None and s.identifier != only):
+        if s.state is ChildState.READY or (only is not None and s.identifier != only):
             continue
         if not catalog.tools_of(s.identifier):
             missing.append(f"{s.identifier} ({_state(s)})")
-        elif s.state == "reconnecting":
+        elif s.state is ChildState.RECONNECTING:
             down.append(f"{s.identifier} ({_state(s)})")
     notes = [
         f"{label}: " + "; ".join(items) + "."
@@ -99,7 +101,7 @@ def _not_ready_note(catalog: Catalog, only: str | None) -> str | None:
     return "\n".join(notes) or None
 
 
-def _server_listing(catalog: Catalog, status: ServerStatus, limit: int, detail: Detail) -> str:
+def _server_listing(catalog: Catalog, status: CatalogServer, limit: int, detail: Detail) -> str:
     entries = catalog.tools_of(status.identifier)
     lines = [f"{status.identifier} ({_state(status)})"]
     lines += _render_entries(entries[:limit], detail)

@@ -5,14 +5,15 @@ from __future__ import annotations
 import pytest
 from mcp.types import ListToolsResult
 
-from gateway._catalog import Catalog, ServerStatus
-from gateway._docs import CALL_HINT, render_overview, render_search
+from gateway.catalog import Catalog
+from gateway.catalog._render import CALL_HINT, render_overview, render_search
+from gateway.children import ChildState, ChildStatus
 from tests.real_servers import TOOL_SNAPSHOTS
 
 DATA = TOOL_SNAPSHOTS
 
 
-def _catalog(*statuses: ServerStatus) -> Catalog:
+def _catalog(*statuses: ChildStatus) -> Catalog:
     tools = {
         path.stem: ListToolsResult.model_validate_json(path.read_text()).tools for path in DATA.glob("*.json")
     }
@@ -27,8 +28,8 @@ def real() -> Catalog:
 @pytest.fixture(scope="module")
 def mixed() -> Catalog:
     return _catalog(
-        ServerStatus(name="slack", state="failed", error="command not found: slack-mcp\n(exit status 127)"),
-        ServerStatus(name="jira-cloud", state="connecting"),
+        ChildStatus("slack", "stdio", ChildState.FAILED, "command not found: slack-mcp\n(exit status 127)"),
+        ChildStatus("jira-cloud", "http", ChildState.CONNECTING),
     )
 
 

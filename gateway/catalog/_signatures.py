@@ -13,8 +13,9 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from gateway._catalog import CatalogEntry, as_list, as_schema, properties_of
-from gateway._naming import to_identifier
+from gateway._json import as_array, as_object, properties_of
+from gateway.catalog._catalog import CatalogEntry
+from gateway.catalog._naming import to_identifier
 
 __all__ = [
     "FULL",
@@ -99,27 +100,27 @@ def _literal(values: list[Any], style: Style) -> str | None:
 
 def render_type(schema: object, style: Style = FULL, depth: int = 0) -> str:
     """A JSON Schema as a Python type expression, e.g. `list[str] | None`, `Literal['a', 'b']`."""
-    node = as_schema(schema)
+    node = as_object(schema)
     if node is None:
         return "Any"
     ref = node.get("$ref")
     if isinstance(ref, str):
         # A local `#/$defs/Name` reads as the def's name; a remote ref is beyond what we render.
         return type_name(ref.rsplit("/", 1)[-1]) if ref.startswith("#/") else "Any"
-    values = [node["const"]] if "const" in node else as_list(node.get("enum"))
+    values = [node["const"]] if "const" in node else as_array(node.get("enum"))
     if values:
         literal = _literal(values, style)
         if literal:
             return literal
         if "type" not in node:
             return _union([_python_type(v) for v in values])
-    options = as_list(node.get("anyOf")) or as_list(node.get("oneOf"))
+    options = as_array(node.get("anyOf")) or as_array(node.get("oneOf"))
     if options:
         return _union([render_type(option, style, depth) for option in options])
-    all_of = as_list(node.get("allOf"))
+    all_of = as_array(node.get("allOf"))
     if len(all_of) == 1:
         return render_type(all_of[0], style, depth)
-    several = as_list(node.get("type"))
+    several = as_array(node.get("type"))
     if several:
         return _union([render_type({**node, "type": kind}, style, depth) for kind in several])
     kinds = node.get("type")
@@ -127,7 +128,7 @@ def render_type(schema: object, style: Style = FULL, depth: int = 0) -> str:
         kinds = "object" if "properties" in node else "array" if "items" in node else None
     if kinds == "array":
         items = node.get("items")
-        return f"list[{render_type(items, style, depth + 1)}]" if as_schema(items) else "list"
+        return f"list[{render_type(items, style, depth + 1)}]" if as_object(items) else "list"
     if kinds == "object":
         return _object_type(node, style, depth)
     return _JSON_TYPES.get(str(kinds), "Any")
@@ -141,13 +142,13 @@ def _object_type(node: dict[str, Any], style: Style, depth: int) -> str:
     if style.shapes and properties and len(properties) <= _MAX_SHAPE_KEYS and depth < _MAX_SHAPE_DEPTH:
         # The keys the JSON needs, as a dict display: still a Python expression, and the model
         # can build the argument without asking for the full schema.
-        required = {str(name) for name in as_list(node.get("required"))}
+        required = {str(name) for name in as_array(node.get("required"))}
         keys = [
             f"{name!r}: {_maybe_missing(render_type(sub, style, depth + 1), name in required)}"
             for name, sub in properties.items()
         ]
         return "{" + ", ".join(keys) + "}"
-    values = as_schema(node.get("additionalProperties"))
+    values = as_object(node.get("additionalProperties"))
     if values and not properties:
         return f"dict[str, {render_type(values, style, depth + 1)}]"
     return "dict"
@@ -164,7 +165,7 @@ def _default_literal(value: Any) -> str:
 
 def _parameters(entry: CatalogEntry, style: Style) -> str:
     properties = properties_of(entry.input_schema)
-    required = {str(name) for name in as_list(entry.input_schema.get("required"))}
+    required = {str(name) for name in as_array(entry.input_schema.get("required"))}
     originals = {original: python for python, original in entry.argument_names.items()}
     mandatory: list[str] = []
     optional: list[str] = []
@@ -238,7 +239,7 @@ def signature(entry: CatalogEntry, max_chars: int = MAX_SIGNATURE_CHARS) -> str:
 
 
 def _clean_schema(node: object) -> object:
-    schema = as_schema(node)
+    schema = as_object(node)
     if schema is None:
         return node
     is_object = schema.get("type") == "object" or "properties" in schema
@@ -250,9 +251,9 @@ def _clean_schema(node: object) -> object:
         if key in _SCHEMA_KEYS:
             value = _clean_schema(value)
         elif key in _SCHEMA_LISTS:
-            value = [_clean_schema(v) for v in as_list(value)]
-        elif key in _SCHEMA_MAPS and as_schema(value) is not None:
-            value = {k: _clean_schema(v) for k, v in (as_schema(value) or {}).items()}
+            value = [_clean_schema(v) for v in as_array(value)]
+        elif key in _SCHEMA_MAPS and as_object(value) is not None:
+            value = {k: _clean_schema(v) for k, v in (as_object(value) or {}).items()}
         cleaned[key] = value
     return cleaned
 
@@ -260,7 +261,7 @@ def _clean_schema(node: object) -> object:
 def compact_json(schema: object) -> str:
     """A schema as one line of JSON without `$schema`, the root's title or scalar titles."""
     cleaned = _clean_schema(schema)
-    root = as_schema(cleaned)
+    root = as_object(cleaned)
     if root is not None:
         # The root's title names the arguments model ("logArguments"): nothing a caller uses.
         root.pop("title", None)

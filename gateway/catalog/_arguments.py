@@ -10,7 +10,8 @@ from jsonschema import validators
 from jsonschema.exceptions import best_match  # pyright: ignore[reportUnknownVariableType]  # stubs leave it open
 from jsonschema.protocols import Validator
 
-from gateway._catalog import CatalogEntry, as_list, as_schema, properties_of
+from gateway._json import as_array, as_object, properties_of
+from gateway.catalog._catalog import CatalogEntry
 from gateway.errors import ToolCallError
 
 __all__ = ["prepare_arguments"]
@@ -38,8 +39,8 @@ def _accepts_null(schema: Mapping[str, Any]) -> bool:
     kind = schema.get("type")
     if kind == "null" or (isinstance(kind, list) and "null" in kind):
         return True
-    options = as_list(schema.get("anyOf")) or as_list(schema.get("oneOf"))
-    return any(_accepts_null(option) for option in map(as_schema, options) if option is not None)
+    options = as_array(schema.get("anyOf")) or as_array(schema.get("oneOf"))
+    return any(_accepts_null(option) for option in map(as_object, options) if option is not None)
 
 
 def _path(error: object) -> str:

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from mcp.types import ListToolsResult, Tool
 
-from gateway._catalog import Catalog, CatalogEntry
-from gateway._signatures import (
+from gateway.catalog._catalog import Catalog, CatalogEntry
+from gateway.catalog._signatures import (
     MAX_SIGNATURE_CHARS,
     Style,
     compact_json,

@@ -7,37 +7,19 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Literal, cast
+from dataclasses import dataclass, replace
+from typing import Any
 
 from mcp.types import Tool
 from pydantic import BaseModel, ConfigDict, Field
 
-from gateway._naming import assign_identifiers
+from gateway._json import properties_of
+from gateway.catalog._naming import assign_identifiers
+from gateway.children import ChildState, ChildStatus
 
-__all__ = ["Catalog", "CatalogEntry", "ServerState", "ServerStatus", "as_list", "as_schema", "properties_of"]
-
-ServerState = Literal["idle", "connecting", "ready", "reconnecting", "failed"]
-"""idle: a lazy child not running (starts on first use); reconnecting: down, another attempt is due."""
+__all__ = ["Catalog", "CatalogEntry", "CatalogServer"]
 
 _SUGGEST_CUTOFF = 0.6
-
-
-def as_schema(value: object) -> dict[str, Any] | None:
-    """`value` if it is a JSON Schema object (a dict), else None; `true` and `{}` both mean "anything"."""
-    return cast("dict[str, Any]", value) if isinstance(value, dict) else None
-
-
-def as_list(value: object) -> list[Any]:
-    """`value` if it is a JSON array, else an empty list."""
-    return cast("list[Any]", value) if isinstance(value, list) else []
-
-
-def properties_of(schema: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
-    """An object schema's properties, in order (a property whose schema is `true` counts as `{}`)."""
-    properties = as_schema(schema.get("properties")) if schema else None
-    if properties is None:
-        return {}
-    return {str(name): as_schema(sub) or {} for name, sub in properties.items()}
 
 
 class CatalogEntry(BaseModel):
@@ -85,19 +67,23 @@ class CatalogEntry(BaseModel):
         return {self.argument_names.get(name, name): value for name, value in arguments.items()}
 
 
-class ServerStatus(BaseModel):
-    """A child server's state as the catalog shows it; the catalog fills `identifier` and `tool_count`."""
+@dataclass(frozen=True, slots=True)
+class CatalogServer:
+    """A child server as the model sees it: its Python identifier, its status, its listed tools' count."""
 
-    model_config = ConfigDict(frozen=True)
-
-    name: str
-    state: ServerState
-    error: str | None = None
-    identifier: str = ""
+    identifier: str
+    status: ChildStatus
     tool_count: int = 0
-    startup_ms: float | None = None
-    attempt: int = 0
-    """While reconnecting: the attempt that is due or under way."""
+    """The tools of it the catalog lists (hidden ones are not counted)."""
+
+    @property
+    def name(self) -> str:
+        """The server's name in the config (`mcpServers`)."""
+        return self.status.name
+
+    @property
+    def state(self) -> ChildState:
+        return self.status.state
 
 
 class Catalog:
@@ -109,14 +95,14 @@ class Catalog:
     def __init__(
         self,
         tools: Mapping[str, Sequence[Tool]] | None = None,
-        statuses: Iterable[ServerStatus] = (),
+        statuses: Iterable[ChildStatus] = (),
     ) -> None:
         tools = tools or {}
         given = {status.name: status for status in statuses}
         server_ids = assign_identifiers([*tools, *given], fallback="server")
         entries: list[CatalogEntry] = []
         by_server: dict[str, tuple[CatalogEntry, ...]] = {}
-        servers: dict[str, ServerStatus] = {}
+        servers: dict[str, CatalogServer] = {}
         for server_name, server_id in sorted(server_ids.items(), key=lambda item: item[1]):
             listed = _first_of_each_name(tools.get(server_name, ()))
             python_names = assign_identifiers(tool.name for tool in listed)
@@ -125,8 +111,8 @@ class Catalog:
             )
             entries.extend(own)
             by_server[server_id] = own
-            status = given.get(server_name) or ServerStatus(name=server_name, state="ready")
-            servers[server_id] = status.model_copy(update={"identifier": server_id, "tool_count": len(own)})
+            status = given.get(server_name) or ChildStatus(server_name, "stdio", ChildState.READY)
+            servers[server_id] = CatalogServer(server_id, status, len(own))
         self._entries = tuple(entries)
         self._by_server = by_server
         self._servers = servers
@@ -148,7 +134,7 @@ class Catalog:
         return self._entries
 
     @property
-    def servers(self) -> tuple[ServerStatus, ...]:
+    def servers(self) -> tuple[CatalogServer, ...]:
         """Every server, ready or not, in identifier order."""
         return tuple(self._servers.values())
 
@@ -162,7 +148,7 @@ class Catalog:
         return isinstance(name, str) and self.get(name) is not None
 
     def filtered(
-        self, keep: Callable[[CatalogEntry], bool], keep_server: Callable[[ServerStatus], bool] | None = None
+        self, keep: Callable[[CatalogEntry], bool], keep_server: Callable[[CatalogServer], bool] | None = None
     ) -> Catalog:
         """This catalog without the tools and servers the predicates reject, as if they never existed."""
         kept = Catalog.__new__(Catalog)
@@ -170,9 +156,7 @@ class Catalog:
         kept._by_server = {k: tuple(filter(keep, self._by_server.get(k, ()))) for k in servers}
         kept._entries = tuple(entry for own in kept._by_server.values() for entry in own)
         # Counts too: search_docs shows them, and "3 tools" where 4 are listed would betray a hidden one.
-        kept._servers = {
-            k: s.model_copy(update={"tool_count": len(kept._by_server[k])}) for k, s in servers.items()
-        }
+        kept._servers = {k: replace(s, tool_count=len(kept._by_server[k])) for k, s in servers.items()}
         kept._by_name = self._index_names(kept._entries)
         return kept
 
@@ -184,7 +168,7 @@ class Catalog:
             found = self._by_name.get(name.removeprefix("tools."))
         return found
 
-    def server(self, name: str) -> ServerStatus | None:
+    def server(self, name: str) -> CatalogServer | None:
         """A server by identifier or original name."""
         found = self._servers.get(name)
         if found is None:
