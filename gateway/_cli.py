@@ -26,11 +26,11 @@ from gateway._config import (
 from gateway._escape_report import add_sandbox_test_arguments, run_sandbox_test
 from gateway._literal_secrets import find_literal_secrets, literal_secret_warning
 from gateway._logging import configure_logging
-from gateway._policy import Policy
 from gateway._server import run_stdio
 from gateway.catalog import Catalog
 from gateway.children import ChildPool, ChildState, ChildStatus
 from gateway.errors import ConfigError, GatewayError
+from gateway.policy import Policy
 from gateway.sandbox import ExecutionResult, Sandbox
 
 __all__ = ["main"]

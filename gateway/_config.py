@@ -21,7 +21,6 @@ from pydantic import (
 )
 
 from gateway._audit import AuditConfig
-from gateway._policy import PolicyConfig
 from gateway.children import (
     DEFAULT_STARTUP_TIMEOUT_SECONDS,
     SERVER_TYPES,
@@ -32,6 +31,7 @@ from gateway.children import (
     StdioServer,
 )
 from gateway.errors import ConfigError
+from gateway.policy import PolicyConfig
 from gateway.sandbox import SandboxLimits
 
 __all__ = [

@@ -15,15 +15,13 @@ import anyio
 import anyio.to_thread
 from mcp import types
 
-from gateway._approval import ApprovalOutcome, Approver, no_approver
 from gateway._audit import Approval, AuditLog, new_execution_id
 from gateway._config import GatewayConfig
-from gateway._policy import Policy
-from gateway._quotas import ExecutionQuota
 from gateway._secrets import Redactor
 from gateway.catalog import Catalog, CatalogEntry, Detail, prepare_arguments, render_search, tool_result_value
 from gateway.children import ChildPool, ChildState
 from gateway.errors import ChildUnavailable, PolicyDenied, SandboxUnavailable, ToolCallError
+from gateway.policy import ApprovalOutcome, Approver, ExecutionQuota, Policy, no_approver
 from gateway.sandbox import ExecutionResult, Sandbox
 
 __all__ = ["Gateway"]

@@ -12,12 +12,12 @@ from mcp.server.lowlevel.server import Server
 from mcp.server.stdio import stdio_server
 from pydantic import BaseModel, Field, ValidationError
 
-from gateway._approval import elicitation_approver
 from gateway._config import GatewayConfig
 from gateway._gateway import Gateway, Progress
 from gateway._secrets import redact_logs
 from gateway._stdio import StdinLines, cancel_on_signals
 from gateway.errors import GatewayError
+from gateway.policy import elicitation_approver
 
 __all__ = ["build_server", "serve_stdio"]
 

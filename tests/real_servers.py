@@ -11,7 +11,10 @@ from pathlib import Path
 import anyio
 import pytest
 import uvicorn
+from mcp.types import ListToolsResult, Tool
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from gateway.catalog import Catalog
 
 REPO = Path(__file__).resolve().parents[1]
 NPM_MODULES = REPO / ".cache" / "npm" / "node_modules"
@@ -62,3 +65,16 @@ async def serve_asgi_app(app: ASGIApp) -> AsyncIterator[Served]:
                 server.should_exit = True
     finally:
         sock.close()
+
+
+def snapshot_tools() -> dict[str, list[Tool]]:
+    """The captured `tools/list` of each real server, by server name."""
+    return {
+        path.stem: ListToolsResult.model_validate_json(path.read_text()).tools
+        for path in sorted(TOOL_SNAPSHOTS.glob("*.json"))
+    }
+
+
+def snapshot_catalog() -> Catalog:
+    """A catalog of the captured real servers' tools (50 tools of five servers)."""
+    return Catalog(snapshot_tools())

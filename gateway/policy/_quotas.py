@@ -11,13 +11,10 @@ import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from gateway.catalog import CatalogEntry
 from gateway.errors import QuotaExceeded
-
-if TYPE_CHECKING:
-    from gateway._policy import PolicyConfig, RateLimit
+from gateway.policy.config import PolicyConfig, RateLimit
 
 __all__ = ["Clock", "ExecutionQuota", "RateLimiter"]
 

@@ -1,8 +1,7 @@
-"""The config's `policy` section: which child tools exist for the model, may be called, how, and how often.
+"""The compiled policy: what the model sees and may call, with which arguments, with whose approval.
 
-Every pattern is an fnmatch glob, case-sensitive, matched against a tool's qualified Python name
-(`server.tool`, as search_docs shows it); `server.*` names a whole server. Argument constraints live
-in `_constraints`, call quotas and rate limits in `_quotas`.
+Argument constraints and call quotas live beside it; the order in which a tool call meets these
+checks belongs to the tool-call pipeline (`gateway._tool_calls`), and is stated there only.
 """
 
 from __future__ import annotations
@@ -10,79 +9,18 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-import string
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
-
-from gateway._constraints import Constraint, fragment_problems
 from gateway._json import as_object
-from gateway._quotas import Clock, ExecutionQuota, RateLimiter
 from gateway.catalog import CatalogEntry, CatalogServer
 from gateway.errors import PolicyDenied, ToolCallError
+from gateway.policy._constraints import Constraint
+from gateway.policy._quotas import Clock, ExecutionQuota, RateLimiter
+from gateway.policy.config import PolicyConfig
 
-__all__ = [
-    "Policy",
-    "PolicyConfig",
-    "RateLimit",
-    "ToolPolicy",
-    "is_destructive",
-]
-
-# ---- globs and tool names -----------------------------------------------------------------------
-
-_NAME_CHARS = frozenset(string.ascii_letters + string.digits + "_.")
-_TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*")
-
-
-def _class_end(pattern: str, start: int) -> int:
-    """Index of the `]` closing the class opened at `start`, as fnmatch reads it; -1 if none."""
-    j = start + 1
-    if pattern[j : j + 1] == "!":
-        j += 1
-    if pattern[j : j + 1] == "]":  # a `]` right after `[` or `[!` is a literal
-        j += 1
-    return pattern.find("]", j)
-
-
-def _check_glob(pattern: str) -> str:
-    """Refuse globs that can never match a qualified name: a silent no-op `deny` is a hole."""
-    if not pattern:
-        raise ValueError("a pattern must not be empty")
-    i = 0
-    while i < len(pattern):
-        char = pattern[i]
-        if char == "[":
-            end = _class_end(pattern, i)
-            if end < 0:
-                raise ValueError(f'"[" at position {i} of {pattern!r} is never closed')
-            i = end + 1
-            continue
-        if char not in _NAME_CHARS and char not in "*?":
-            hint = ' ("-" becomes "_")' if char == "-" else ""
-            raise ValueError(
-                f"{char!r} cannot occur in a tool name: write the Python name search_docs shows{hint}"
-            )
-        i += 1
-    if "." not in pattern and "*" not in pattern:
-        raise ValueError(
-            f'{pattern!r} names no tool: tools are "server.tool" (write "{pattern}.*" for a whole server)'
-        )
-    return pattern
-
-
-def _check_tool_name(name: str) -> str:
-    if not _TOOL_NAME.fullmatch(name):
-        raise ValueError(
-            f"{name!r} must name one tool exactly, as search_docs shows it (server.tool, no globs)"
-        )
-    return name
-
-
-Glob = Annotated[str, AfterValidator(_check_glob)]
-ToolName = Annotated[str, AfterValidator(_check_tool_name)]
+__all__ = ["Policy", "is_destructive"]
 
 
 class _Globs:
@@ -96,64 +34,6 @@ class _Globs:
 
     def __iter__(self) -> Iterator[str]:
         return (p for p, _ in self._compiled)
-
-
-# ---- the config model ---------------------------------------------------------------------------
-
-
-class RateLimit(BaseModel):
-    """At most `calls` calls in any window of `per_seconds`, across every execution."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    calls: int = Field(ge=1, description="Calls allowed in any sliding window.")
-    per_seconds: float = Field(gt=0, le=86_400, description="The window's length in seconds.")
-
-
-class ToolPolicy(BaseModel):
-    """Per-tool rules: argument constraints, a per-execution quota, a gateway-wide rate."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    args: dict[str, Any] | None = Field(
-        default=None,
-        description="JSON Schema (2020-12) the wire arguments must also satisfy; it only tightens.",
-    )
-    max_calls: int | None = Field(default=None, ge=0, description="Calls of this tool per execution.")
-    rate: RateLimit | None = None
-
-    @field_validator("args")
-    @classmethod
-    def _valid_fragment(cls, fragment: dict[str, Any] | None) -> dict[str, Any] | None:
-        if fragment is not None and (problems := fragment_problems(fragment)):
-            raise ValueError("; ".join(problems))
-        return fragment
-
-
-class PolicyConfig(BaseModel):
-    """Which tools the model sees and may call, with which arguments, how often (the `policy` section)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    read_only: bool = Field(
-        default=False,
-        description="Only tools annotated readOnlyHint, plus allow_writes, may be called.",
-    )
-    allow_writes: list[Glob] = Field(default_factory=list[str], description="Writes allowed under read_only.")
-    allow: list[Glob] = Field(default_factory=lambda: ["*"], description="Tools that may be called.")
-    deny: list[Glob] = Field(default_factory=list[str], description="Tools that may not; beats allow.")
-    hidden: list[Glob] = Field(
-        default_factory=list[str], description="Tools neither listed nor callable: they look unknown."
-    )
-    approve: list[Glob] = Field(default_factory=list[str], description="Calls that need a human's approval.")
-    approve_destructive: bool = Field(
-        default=False, description="Every tool that may be destructive needs approval too."
-    )
-    max_tool_calls: int | None = Field(default=None, ge=0, description="Tool calls per execution.")
-    tools: dict[ToolName, ToolPolicy] = Field(default_factory=dict[str, ToolPolicy])
-
-
-# ---- the engine ---------------------------------------------------------------------------------
 
 
 def is_destructive(entry: CatalogEntry) -> bool:
@@ -231,12 +111,6 @@ class Policy:
     def new_execution(self) -> ExecutionQuota:
         """Fresh per-execution counts, sharing this policy's gateway-wide rate limits."""
         return ExecutionQuota(self.config, self._limiter)
-
-    def check_call(self, entry: CatalogEntry, wire: Mapping[str, Any], quota: ExecutionQuota) -> None:
-        """Access, then the wire arguments, then the quotas (counted only when everything passes)."""
-        self.check_access(entry)
-        self.check_arguments(entry, wire)
-        quota.acquire(entry)
 
     def execute_code_annotations(
         self, entries: Iterable[CatalogEntry], *, complete: bool = True
