@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 NPM_DIR := .cache/npm
 NPM_STAMP := $(NPM_DIR)/.installed
-# The npm child servers the tests run, pinned exactly (gateway/_config.py NPM_SERVER_PINS must match).
+# The npm child servers the tests run, pinned exactly (gateway/config/_defaults.py NPM_SERVER_PINS must match).
 NPM_PACKAGES := @modelcontextprotocol/server-everything@2026.8.31 \
 	@modelcontextprotocol/server-memory@2026.8.31 \
 	@modelcontextprotocol/server-filesystem@2026.8.31
@@ -43,10 +43,11 @@ bench: setup ## Run the benchmarks and print the table (also written to docs/ben
 soak: setup ## 10,000 mixed executions through the stdio gateway; adds the figures to docs/benchmarks.md
 	$(PY) tests/soak/run_soak.py --write docs/benchmarks.md
 
-lint: setup ## ruff and pyright --strict
+lint: setup ## ruff, pyright --strict, and the layering of gateway/ (import-linter)
 	$(VENV)/bin/ruff check gateway guest tests examples runtime-wasm/build.py
 	$(VENV)/bin/ruff format --check gateway guest tests examples runtime-wasm/build.py
 	$(VENV)/bin/pyright
+	$(VENV)/bin/lint-imports
 
 format: setup ## Apply ruff's formatting and safe fixes
 	$(VENV)/bin/ruff check --fix gateway guest tests examples runtime-wasm/build.py

@@ -1,7 +1,10 @@
 """codemode-gateway: one MCP server in front of many, running model-written Python in a wasm sandbox."""
 
-from gateway._audit import AuditConfig, AuditLog
-from gateway._secrets import Redactor
+from gateway._gateway import Gateway
+from gateway._redaction import Redactor
+from gateway._version import package_version as _package_version
+from gateway.audit import AuditLog
+from gateway.config import GatewayConfig, load_config
 from gateway.errors import (
     CapabilityDenied,
     ChildUnavailable,
@@ -26,9 +29,11 @@ from gateway.errors import (
     WallTimeExceeded,
 )
 from gateway.sandbox import ErrorInfo, ExecutionResult, Sandbox, SandboxLimits, ToolCaller, ToolCallRecord
+from gateway.server import serve_stdio
 
-__all__ = [
-    "AuditConfig",
+__version__ = _package_version()
+
+__all__ = (
     "AuditLog",
     "CapabilityDenied",
     "ChildUnavailable",
@@ -39,7 +44,9 @@ __all__ = [
     "ExecutionFailed",
     "ExecutionResult",
     "FuelExhausted",
+    "Gateway",
     "GatewayBusy",
+    "GatewayConfig",
     "GatewayError",
     "GuestCrashed",
     "LimitExceeded",
@@ -58,4 +65,6 @@ __all__ = [
     "ToolCaller",
     "ToolPayloadTooLarge",
     "WallTimeExceeded",
-]
+    "load_config",
+    "serve_stdio",
+)

@@ -1,5 +1,5 @@
 """`python -m gateway` is the `codemode-gateway` command."""
 
-from gateway._cli import main
+from gateway.cli import main
 
 main()

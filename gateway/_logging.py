@@ -1,4 +1,4 @@
-"""Structured logs on stderr (stdout belongs to the MCP protocol): one JSON object per line."""
+"""Structured logs on stderr (stdout belongs to the MCP protocol): one JSON object per line, redacted."""
 
 from __future__ import annotations
 
@@ -6,9 +6,13 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["configure_logging"]
+from gateway._redaction import Redactor
+from gateway.children import QuietSdkParseErrors
+
+__all__ = ["JsonFormatter", "RedactingFilter", "configure_logging", "redact_logs"]
 
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
 
@@ -41,3 +45,57 @@ def configure_logging(level: str = "INFO") -> None:
         logger.handlers[:] = [handler]
         logger.setLevel(level.upper())
         logger.propagate = False
+    sdk_stdio = logging.getLogger("mcp.client.stdio")
+    if not any(isinstance(f, QuietSdkParseErrors) for f in sdk_stdio.filters):
+        sdk_stdio.addFilter(QuietSdkParseErrors())
+
+
+class RedactingFilter(logging.Filter):
+    """Redacts a log record's message, `extra` fields, exception and stack text; never drops a record.
+
+    Attach it to handlers (see `redact_logs`): a logger's own filters miss records from its children.
+    """
+
+    def __init__(self, redactor: Redactor) -> None:
+        super().__init__()
+        self.redactor = redactor  # replaceable once the config (and so the secrets) is known
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        redactor = self.redactor
+        if not redactor:
+            return True
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string: leave it for the handler to report
+            message = None
+        if message is not None:
+            record.msg, record.args = redactor.redact(message), None
+        fields = record.__dict__
+        for key, value in list(fields.items()):
+            if key in _STANDARD or key.startswith("_"):
+                continue
+            if isinstance(value, str | dict | list | tuple):
+                fields[key] = redactor.redact_json(value)
+            elif not isinstance(value, int | float | bool | None):
+                text = str(value)  # what the JSON formatter would write for it
+                if (redacted := redactor.redact(text)) != text:
+                    fields[key] = redacted
+        if record.exc_info:
+            # Rendered and redacted once here; `exc` is the key the JSON formatter emits it under.
+            record.exc_text = redactor.redact(logging.Formatter().formatException(record.exc_info))
+            record.exc_info = None
+            fields["exc"] = record.exc_text
+        elif record.exc_text:
+            record.exc_text = redactor.redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redactor.redact(record.stack_info)
+        return True
+
+
+def redact_logs(redactor: Redactor, loggers: Iterable[str] = ("gateway", "mcp")) -> RedactingFilter:
+    """Add one RedactingFilter to every handler of these loggers (call after `configure_logging`)."""
+    redacting = RedactingFilter(redactor)
+    for name in loggers:
+        for handler in logging.getLogger(name).handlers:
+            handler.addFilter(redacting)
+    return redacting

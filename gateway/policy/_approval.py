@@ -17,7 +17,7 @@ from mcp.shared.exceptions import MCPError
 
 __all__ = ["ApprovalOutcome", "Approver", "elicitation_approver", "no_approver"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("gateway.policy")
 
 ApprovalOutcome = Literal["approved", "declined", "unavailable"]
 Approver = Callable[[str, dict[str, Any]], Awaitable[ApprovalOutcome]]

@@ -19,7 +19,7 @@ from gateway.errors import SandboxUnavailable
 
 __all__ = ["COMPONENT_PATH", "LoadedComponent", "load_component", "make_engine"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("gateway.sandbox")
 
 COMPONENT_PATH = Path(__file__).resolve().parents[2] / "runtime-wasm" / "build" / "sandbox.wasm"
 WASMTIME_VERSION = version("wasmtime")

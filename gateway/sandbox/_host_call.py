@@ -38,7 +38,7 @@ from gateway.sandbox.result import ToolCallRecord
 
 __all__ = ["Execution", "ToolCaller", "bound_to_thread", "cancelled_error", "host_call"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("gateway.sandbox")
 
 ToolCaller = Callable[[str, dict[str, Any]], Awaitable[Any]]
 """Calls a namespaced tool with JSON arguments and returns a JSON-able value; raises ToolCallError."""

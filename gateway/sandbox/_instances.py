@@ -14,7 +14,7 @@ from typing import Generic, TypeVar
 
 __all__ = ["InstancePool"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("gateway.sandbox")
 
 T = TypeVar("T")
 _RETRY_SECONDS = 1.0

@@ -29,7 +29,7 @@ from gateway.sandbox.result import ExecutionResult
 
 __all__ = ["HOST_INTERFACE", "Sandbox"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("gateway.sandbox")
 
 
 def _run_options(limits: SandboxLimits) -> str:

@@ -47,7 +47,7 @@ class Slot:
     component: Component
     limits: SandboxLimits
     _linker: Linker = field(init=False)
-    _pool: InstancePool[Instance] = field(init=False)
+    _instances: InstancePool[Instance] = field(init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _running: Execution | None = None
 
@@ -55,7 +55,7 @@ class Slot:
         self._linker = Linker(self.engine)
         with self._linker.root() as root, root.add_instance(HOST_INTERFACE) as host:
             host.add_func("call", host_call)
-        self._pool = InstancePool(self._instantiate, self.limits.prewarm_instances)
+        self._instances = InstancePool(self._instantiate, self.limits.prewarm_instances)
 
     def _instantiate(self) -> Instance:
         store = wasmtime.Store(self.engine)
@@ -76,7 +76,7 @@ class Slot:
     def fresh_instance(self) -> Instance:
         """A never-used instance, with fresh fuel, armed to trap at the next epoch bump."""
         try:
-            store, run = self._pool.take()
+            store, run = self._instances.take()
         except wasmtime.WasmtimeError as exc:
             raise SandboxUnavailable(f"cannot instantiate the sandbox component: {exc}") from exc
         store.set_fuel(self.limits.fuel)  # what instantiation used is not the snippet's
@@ -103,7 +103,7 @@ class Slot:
         return running if running is not None and now - running.started >= running.timeout else None
 
     def close(self) -> None:
-        self._pool.close()
+        self._instances.close()
 
 
 class Watchdog:

@@ -54,7 +54,7 @@ NPM_MODULES = REPO / ".cache" / "npm" / "node_modules"
 # Bounds every wait on the gateway or a child: spawning, initialize, a batch of calls, shutdown.
 GATEWAY_WAIT_SECONDS = 120.0
 GATEWAY_SNIPPET = "sum(range(10))"
-GATEWAY_IMPORT = "import gateway._server"
+GATEWAY_IMPORT = "import gateway.server"
 BYTES_PER_TOKEN = 4
 
 SOAK_MARKER = "<!-- soak -->"  # where run_soak.py's section starts
@@ -950,7 +950,7 @@ async def time_gateway_startup(
 
 
 async def time_import_floor() -> float:
-    """From spawning `python -c "import gateway._server"` (as the gateway is spawned) to the import's end.
+    """From spawning `python -c "import gateway.server"` (as the gateway is spawned) to the import's end.
 
     The process prints a line once the import is done; its interpreter teardown (a few hundred ms of
     module finalization, which no `initialize` waits for) is left out of the time.

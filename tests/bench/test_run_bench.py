@@ -13,7 +13,7 @@ import run_bench
 from mcp import types
 
 from gateway import Sandbox
-from gateway._config import load_config
+from gateway.config import load_config
 
 EXPECTED_ROWS = [
     "fresh_sync",

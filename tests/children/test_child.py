@@ -22,10 +22,10 @@ from mcp import types
 from mcp.server.mcpserver import MCPServer
 
 from gateway import ChildUnavailable
-from gateway._config import RestartPolicy, parse_config
 from gateway._gateway import Gateway
-from gateway.children import ChildPool, ChildState, ChildStatus
+from gateway.children import ChildPool, ChildState, ChildStatus, RestartPolicy
 from gateway.children._child import backoff_delay
+from gateway.config import parse_config
 from tests.children.test_pool import pool_for
 from tests.real_servers import FAULT_SERVER
 

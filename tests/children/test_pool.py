@@ -16,8 +16,8 @@ from mcp.server.mcpserver import MCPServer
 from starlette.types import ASGIApp
 
 from gateway import ChildUnavailable, ToolCallError
-from gateway._config import GatewayConfig, parse_config
 from gateway.children import ChildPool, ChildState, ChildStatus
+from gateway.config import GatewayConfig, parse_config
 
 pytestmark = pytest.mark.anyio
 

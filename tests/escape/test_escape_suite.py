@@ -10,8 +10,8 @@ import anyio.from_thread
 import pytest
 
 from gateway import Sandbox, SandboxLimits
-from gateway._escape_cases import CASES, CATEGORIES, EscapeCase
-from gateway._escape_runner import GatewayTarget, SandboxTarget, gateway_target, run_case, suite_limits
+from gateway.escape._runner import GatewayTarget, SandboxTarget, gateway_target, run_case, suite_limits
+from gateway.escape.cases import CASES, CATEGORIES, EscapeCase
 
 pytestmark = pytest.mark.sandbox
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway._escape_cases import CASES
-from gateway._escape_runner import cases_in
+from gateway.escape._runner import cases_in
+from gateway.escape.cases import CASES
 
 pytestmark = pytest.mark.sandbox
 
@@ -85,11 +85,11 @@ def test_only_runs_the_chosen_categories_prints_a_table_and_writes_junit(
 # A case that is not contained, added in the child process: the command must report it and exit 1.
 _WITH_A_FAILING_CASE = """
 import sys
-from gateway import _escape_runner
-from gateway._escape_cases._model import EscapeCase, value_is
-from gateway._cli import main
+from gateway.escape import _runner
+from gateway.escape.cases._model import EscapeCase, value_is
+from gateway.cli import main
 bad = EscapeCase("fs-pretend-open-works", "filesystem", "open('/etc/passwd') and 'read'", value_is("read"))
-_escape_runner.CASES = (*_escape_runner.CASES, bad)
+_runner.CASES = (*_runner.CASES, bad)
 main(sys.argv[1:])
 """
 

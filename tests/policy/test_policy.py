@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from gateway import PolicyDenied, ToolCallError
-from gateway._gateway import _unknown_tool_message
+from gateway._tool_calls import unknown_tool_message
 from gateway.catalog import Catalog, render_search
 from gateway.policy import Policy, is_destructive
 from tests.policy.helpers import get, made_up_entry, policy_of
@@ -54,7 +54,7 @@ def test_a_call_to_a_hidden_tool_looks_exactly_like_a_call_to_an_unknown_tool(
     visible = real.filtered(policy.visible, policy.server_visible)
     never = _without(lambda server, tool: server == "memory" and tool.name.startswith("delete_"))
     assert visible.get(name) is None
-    assert _unknown_tool_message(visible, name) == _unknown_tool_message(never, name)
+    assert unknown_tool_message(visible, name) == unknown_tool_message(never, name)
     assert not any("delete_" in suggestion for suggestion in visible.suggest(name, limit=50))
 
 
@@ -79,7 +79,7 @@ def test_hiding_every_tool_of_a_server_hides_the_server_too(real: Catalog, patte
     if pattern.startswith("g"):
         never = Catalog({s: t for s, t in snapshot_tools().items() if s != "git"})
         assert render_search(visible, "") == render_search(never, "")
-        assert _unknown_tool_message(visible, "git.git_status") == _unknown_tool_message(
+        assert unknown_tool_message(visible, "git.git_status") == unknown_tool_message(
             never, "git.git_status"
         )
 

@@ -1,0 +1,169 @@
+"""Redaction: secret values, and their common encodings, replaced in what leaves the gateway.
+
+Redaction stops accidental disclosure: a child echoing a token, an error quoting a header, a log line
+carrying an `extra`. It cannot stop a snippet that deliberately transforms a secret it was handed
+(reversed, split, re-encoded): keep secrets out of what children return. Which values are secret is
+the config's business (`gateway.config.config_secrets`).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, cast
+from urllib.parse import quote, quote_plus
+
+from gateway.sandbox import ExecutionResult
+
+__all__ = ["MIN_SECRET_CHARS", "Redactor"]
+
+MIN_SECRET_CHARS = 4
+"""Shorter values are never redacted: replacing every "on" or "123" would be noise, not safety."""
+
+# The base64 of a secret inside a longer base64 text (HTTP Basic auth, say) is matched by a core that
+# depends only on the secret's bytes; short cores would match random base64 by chance.
+_MIN_BASE64_CORE_CHARS = 8
+_MAX_CACHED_PATTERNS = 64
+
+# ---- redaction ----------------------------------------------------------------------------------
+
+
+def _base64_forms(data: bytes) -> set[str]:
+    whole = base64.b64encode(data).decode()
+    forms = {whole, whole.rstrip("=")}
+    for offset in range(3):
+        # Inside a longer text the secret may start at any byte offset modulo 3; these characters
+        # depend on the secret's bytes only, whatever surrounds it.
+        encoded = base64.b64encode(b"\0" * offset + data).decode()
+        core = encoded[math.ceil(8 * offset / 6) : (8 * (offset + len(data))) // 6]
+        if len(core) >= _MIN_BASE64_CORE_CHARS:
+            forms.add(core)
+    return forms | {form.replace("+", "-").replace("/", "_") for form in forms}
+
+
+def _encodings(value: str) -> set[str]:
+    """The value as written, URL-quoted, JSON-escaped (once and twice) and base64-encoded."""
+    escaped = json.dumps(value)[1:-1]
+    forms = {
+        value,
+        quote(value),
+        quote(value, safe=""),
+        quote_plus(value),
+        escaped,
+        json.dumps(value, ensure_ascii=False)[1:-1],
+        json.dumps(escaped)[1:-1],
+        *_base64_forms(value.encode()),
+    }
+    return {form for form in forms if len(form) >= MIN_SECRET_CHARS}
+
+
+class Redactor:
+    """Replaces secret values and their common encodings with `[REDACTED:VAR]` (or `[REDACTED]`).
+
+    `secrets` maps each value to the variable it came from (None when unknown), or is a plain
+    iterable of values. Values shorter than MIN_SECRET_CHARS are ignored.
+    """
+
+    def __init__(self, secrets: Mapping[str, str | None] | Iterable[str] = ()) -> None:
+        named: dict[str, str | None] = (
+            dict(cast(Mapping[str, str | None], secrets))
+            if isinstance(secrets, Mapping)
+            else dict.fromkeys(secrets)
+        )
+        labels: dict[str, str] = {}
+        for value, name in named.items():
+            if len(value) < MIN_SECRET_CHARS:
+                continue
+            label = f"[REDACTED:{name}]" if name else "[REDACTED]"
+            for form in _encodings(value):
+                labels.setdefault(form, label)
+        self._labels = labels
+        self._forms = tuple(labels)
+        self._patterns: dict[tuple[str, ...], re.Pattern[str]] = {}
+        self.names = frozenset(name for name in named.values() if name)
+
+    def __bool__(self) -> bool:
+        return bool(self._forms)
+
+    def _pattern_in(self, text: str) -> re.Pattern[str] | None:
+        """A pattern for the forms that occur in `text`, or None if none does.
+
+        Substring tests first: measured ~20x faster than one big alternation over text holding no secret.
+        """
+        present = tuple(form for form in self._forms if form in text)
+        return self._pattern_of(present) if present else None
+
+    def _pattern_of(self, forms: tuple[str, ...]) -> re.Pattern[str]:
+        pattern = self._patterns.get(forms)
+        if pattern is None:
+            if len(self._patterns) >= _MAX_CACHED_PATTERNS:
+                self._patterns.clear()
+            # Longest first: a regex alternation takes the first alternative that matches, not the longest.
+            ordered = sorted(forms, key=len, reverse=True)
+            pattern = self._patterns[forms] = re.compile("|".join(map(re.escape, ordered)))
+        return pattern
+
+    def _sub(self, pattern: re.Pattern[str], text: str) -> str:
+        return pattern.sub(lambda match: self._labels[match.group()], text)
+
+    def redact(self, text: str) -> str:
+        """`text` with every secret (and encoding of one) replaced by its label."""
+        pattern = self._pattern_in(text) if self._forms and text else None
+        return text if pattern is None else self._sub(pattern, text)
+
+    def redact_json(self, value: Any) -> Any:
+        """A copy of a JSON-like value (dicts, lists, strings; keys too) with secrets redacted."""
+        if not self._forms:
+            return value
+        if isinstance(value, str):
+            return self.redact(value)
+        try:
+            # Every string of the value appears JSON-escaped in its dump, and those forms are known.
+            probe = json.dumps(value, ensure_ascii=False, default=str)
+        except (TypeError, ValueError, RecursionError):
+            probe = None
+        pattern = self._pattern_in(probe) if probe is not None else self._pattern_of(self._forms)
+        return value if pattern is None else self._walk(pattern, value)
+
+    def _walk(self, pattern: re.Pattern[str], value: Any) -> Any:
+        if isinstance(value, str):
+            return self._sub(pattern, value)
+        if isinstance(value, dict):
+            items = cast(dict[Any, Any], value).items()
+            return {
+                (self._sub(pattern, key) if isinstance(key, str) else key): self._walk(pattern, item)
+                for key, item in items
+            }
+        if isinstance(value, list | tuple):
+            redacted = [self._walk(pattern, item) for item in cast(Iterable[Any], value)]
+            return tuple(redacted) if isinstance(value, tuple) else redacted
+        return value
+
+    def redact_result(self, result: ExecutionResult) -> ExecutionResult:
+        """A copy of an execution's result with secrets redacted from everything a client sees."""
+        if not self._forms:
+            return result
+        redact = self.redact
+        error = result.error
+        if error is not None:
+            traceback = redact(error.traceback) if error.traceback is not None else None
+            error = error.model_copy(update={"message": redact(error.message), "traceback": traceback})
+        calls = [
+            call.model_copy(
+                update={"tool": redact(call.tool), "error": redact(call.error) if call.error else call.error}
+            )
+            for call in result.tool_calls
+        ]
+        return result.model_copy(
+            update={
+                "stdout": redact(result.stdout),
+                "stderr": redact(result.stderr),
+                "value": self.redact_json(result.value),
+                "value_repr": redact(result.value_repr) if result.value_repr is not None else None,
+                "error": error,
+                "tool_calls": calls,
+            }
+        )

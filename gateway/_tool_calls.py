@@ -1,0 +1,169 @@
+"""One tool call from a snippet, from the name it wrote to the value it receives.
+
+`ToolCalls.call` is the pipeline, and the only statement of its order:
+
+1. resolve     the name in the execution's catalog (an idle lazy child that never listed is started)
+2. access      hidden tools are unknown; deny, allow and read_only refuse, before a schema is described
+3. arguments   Python names back to the child's, `None` for optional ones dropped, the inputSchema checked
+4. constraints the policy's `args` fragments, on exactly the wire arguments the child will get
+5. quota       per-execution counts and the shared rate windows, counted only once 1-4 passed
+6. approval    a human approves the exact call, where the policy asks for it
+7. child       the call itself, bounded by the host's per-call timeout
+8. result      the CallToolResult as the Python value the snippet receives
+9. redaction   of that value, and of the text of any error, whatever the step that raised it
+10. record     the audit record and a progress report, whatever happened
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from gateway._redaction import Redactor
+from gateway.audit import Approval, AuditLog
+from gateway.catalog import Catalog, CatalogEntry, prepare_arguments, tool_result_value
+from gateway.children import ChildPool, ChildState
+from gateway.errors import ChildUnavailable, PolicyDenied, ToolCallError
+from gateway.policy import ApprovalOutcome, Approver, ExecutionQuota, Policy
+
+__all__ = ["PROGRESS_SECONDS", "Progress", "Run", "ToolCalls", "unknown_tool_message"]
+
+log = logging.getLogger("gateway.tool_calls")
+
+Progress = Callable[[int, float], Awaitable[None]]
+"""Told (tool calls made so far, seconds elapsed) after each tool call and every PROGRESS_SECONDS."""
+
+PROGRESS_SECONDS = 1.0
+
+
+@dataclass
+class Run:
+    """What one execution's tool calls share: its id, the catalog it started with, quota, approver."""
+
+    execution_id: str
+    catalog: Catalog
+    quota: ExecutionQuota
+    approver: Approver
+    progress: Progress | None = None
+    calls: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+    async def report(self) -> None:
+        """Tell the client how far the execution is (best effort: never fails the run)."""
+        if self.progress is None:
+            return
+        with anyio.CancelScope(shield=True):  # a progress message is never half sent
+            try:
+                await self.progress(self.calls, time.monotonic() - self.started)
+            except Exception:  # a client gone away must not fail the run
+                log.debug("progress notification failed", exc_info=True)
+
+    async def heartbeat(self) -> None:
+        """Report progress every PROGRESS_SECONDS until cancelled."""
+        while True:
+            await anyio.sleep(PROGRESS_SECONDS)
+            await self.report()
+
+
+class ToolCalls:
+    """The tool-call pipeline over a pool of children, under a policy, redacted and audited."""
+
+    def __init__(
+        self,
+        pool: ChildPool,
+        policy: Policy,
+        redactor: Redactor,
+        audit: AuditLog | None,
+        catalog: Callable[[], Catalog],
+    ) -> None:
+        self._pool = pool
+        self._policy = policy
+        self._redactor = redactor
+        self._audit = audit
+        self._catalog = catalog  # the current catalog, for a lazy child's first listing
+
+    async def call(self, run: Run, name: str, arguments: dict[str, Any]) -> Any:
+        """Call `name` for the snippet of `run`; raises ToolCallError, with any secret redacted."""
+        started = time.monotonic()
+        approval: Approval = "not_required"
+        failure: BaseException | None = None
+        wire = arguments
+        try:
+            entry = await self._resolve(run.catalog, name)
+            self._policy.check_access(entry)
+            wire = prepare_arguments(entry, arguments)
+            self._policy.check_arguments(entry, wire)
+            run.quota.acquire(entry)
+            if self._policy.needs_approval(entry):
+                approval = await run.approver(entry.qualified, wire)
+                _raise_unless_approved(entry.qualified, approval)
+            try:
+                result = await self._pool.call_tool(entry.server_name, entry.tool_name, wire)
+            except ChildUnavailable as exc:
+                raise ToolCallError(str(exc)) from exc
+            # A secret the gateway expanded never reaches the snippet, so no transform can leak it:
+            # neither in a result nor in the text of a child's error.
+            return self._redactor.redact_json(tool_result_value(result))
+        except ToolCallError as exc:
+            failure = exc
+            exc.args = (self._redactor.redact(str(exc)),)
+            raise
+        except BaseException as exc:
+            failure = exc
+            raise
+        finally:
+            run.calls += 1
+            await run.report()
+            if self._audit is not None:
+                ms = round((time.monotonic() - started) * 1000, 3)
+                self._audit.record(
+                    lambda audit: audit.tool_call(
+                        run.execution_id, name, wire, ms=ms, error=failure, approval=approval
+                    )
+                )
+
+    async def _resolve(self, catalog: Catalog, name: str) -> CatalogEntry:
+        entry = catalog.get(name) or await self._first_use_of_lazy_child(catalog, name)
+        if entry is None:
+            raise ToolCallError(unknown_tool_message(catalog, name))
+        return entry
+
+    async def _first_use_of_lazy_child(self, catalog: Catalog, name: str) -> CatalogEntry | None:
+        """Start an idle lazy child that was never listed, and look the tool up once it has listed."""
+        server = catalog.server(name.partition(".")[0])
+        if server is None or server.state is not ChildState.IDLE:
+            return None
+        self._pool.start(server.name)
+        await self._pool.wait_child(server.name)  # the host's per-call timeout bounds this wait
+        return self._catalog().get(name)
+
+
+def _raise_unless_approved(tool: str, outcome: ApprovalOutcome) -> None:
+    if outcome == "approved":
+        return
+    if outcome == "declined":
+        raise PolicyDenied(
+            f"{tool} needs the user's approval (policy.approve) and the user declined", rule="approve"
+        )
+    raise PolicyDenied(
+        f"{tool} needs the user's approval (policy.approve), but this client cannot ask the user "
+        "(no MCP elicitation support); ask the user to run it themselves or change the policy",
+        rule="approve",
+    )
+
+
+def unknown_tool_message(catalog: Catalog, name: str) -> str:
+    """Why `name` resolves to no tool: its server is down, or a did-you-mean."""
+    server = name.partition(".")[0]
+    status = catalog.server(server)
+    if status is not None and status.state is not ChildState.READY:
+        reason = f": {status.status.error}" if status.status.error else ""
+        return f"server {server!r} is {status.state}{reason}; its tools cannot be called now"
+    suggestions = catalog.suggest(name)
+    hint = f"; did you mean {' or '.join(suggestions)}?" if suggestions else "."
+    return f"unknown tool {name!r}{hint} Call search_docs to find tools."

@@ -1,0 +1,16 @@
+"""The audit log: one JSON line per execution and per tool call, append-only, and reading it back."""
+
+from gateway.audit._log import Approval, AuditLog, new_execution_id
+from gateway.audit._read import AuditRecords, audit_files, read_audit, select_records
+from gateway.audit.config import AuditConfig
+
+__all__ = (
+    "Approval",
+    "AuditConfig",
+    "AuditLog",
+    "AuditRecords",
+    "audit_files",
+    "new_execution_id",
+    "read_audit",
+    "select_records",
+)

@@ -1,0 +1,257 @@
+"""The audit log: one JSON line per execution and per tool call, append-only, written through per record.
+
+Every record has `time` (ISO-8601 UTC, when it was written), `kind` and `execution_id`; a tool call's
+record links to its execution's through that id (and is written first: calls end before their
+execution does). The fields:
+
+    execution  client {name, version} (when known), script_sha256, script (if include_script),
+               limits (those in force), ok, error (type), error_category, fuel, ms, tool_calls (a count)
+    tool_call  tool, arguments (redacted) or arguments_sha256 or neither, ok, error (class), ms,
+               approval: not_required | approved | declined | unavailable
+
+Each record is one `write` on a file opened for appending, so a crash of the gateway loses nothing
+already recorded; `fsync` also survives a crash of the machine. Lines are ASCII (non-ASCII escaped).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal, Self
+
+from gateway._redaction import Redactor
+from gateway.audit.config import ArgumentsMode, AuditConfig
+from gateway.errors import ConfigError, ToolCallError
+from gateway.sandbox import ExecutionResult, SandboxLimits
+
+__all__ = ["Approval", "AuditLog", "new_execution_id"]
+
+log = logging.getLogger("gateway.audit")
+
+Approval = Literal["not_required", "approved", "declined", "unavailable"]
+
+_MIB = 1024 * 1024
+# Gateway-wide settings, not limits on one execution.
+_NOT_PER_EXECUTION = frozenset({"prewarm_instances", "max_concurrent_executions", "max_queued_executions"})
+
+
+def new_execution_id() -> str:
+    """A fresh id linking an execution's record to its tool calls' records."""
+    return uuid.uuid4().hex
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _timestamp(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _error_class(error: BaseException | str | None) -> str | None:
+    if error is None or isinstance(error, str):
+        return error
+    # A tool-call error's kind is the class the snippet saw (ToolError, ChildUnavailable, ...).
+    return error.kind if isinstance(error, ToolCallError) else type(error).__name__
+
+
+class AuditLog:
+    """An append-only JSONL audit log, safe to write from the event loop and worker threads at once."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        redactor: Redactor | None = None,
+        include_script: bool = False,
+        arguments: ArgumentsMode = "redacted",
+        max_bytes: int = 10 * _MIB,
+        backups: int = 3,
+        fsync: bool = False,
+        clock: Callable[[], datetime] = _now,
+    ) -> None:
+        self.path = path
+        self.redactor = redactor or Redactor()
+        self.include_script = include_script
+        self.arguments = arguments
+        self.max_bytes = max_bytes
+        self.backups = backups
+        self.fsync = fsync
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._needs_newline = False  # the file ends in a torn line (a crash mid-write, a full disk)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd: int | None = self._open(truncate=False)
+        except OSError as exc:
+            raise ConfigError(f"cannot open the audit log {path}: {exc.strerror or exc}") from None
+
+    @classmethod
+    def from_config(cls, config: AuditConfig, base_dir: Path, redactor: Redactor | None = None) -> AuditLog:
+        """Open the log an `audit` config section describes."""
+        return cls(
+            config.resolve_path(base_dir),
+            redactor=redactor,
+            include_script=config.include_script,
+            arguments=config.arguments,
+            max_bytes=config.max_bytes,
+            backups=config.backups,
+            fsync=config.fsync,
+        )
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the file; later records raise ValueError."""
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+    def execution(
+        self,
+        execution_id: str,
+        script: str,
+        result: ExecutionResult,
+        *,
+        limits: SandboxLimits | None = None,
+        timeout: float | None = None,
+        client_name: str | None = None,
+        client_version: str | None = None,
+    ) -> None:
+        """Record one finished execution; `timeout` is its wall budget if not `limits.timeout_seconds`."""
+        redact = self.redactor.redact
+        record: dict[str, Any] = {"time": None, "kind": "execution", "execution_id": execution_id}
+        if client_name is not None:
+            record["client"] = {"name": redact(client_name), "version": redact(client_version or "") or None}
+        record["script_sha256"] = _sha256(script)
+        if self.include_script:
+            record["script"] = redact(script)
+        if limits is not None:
+            in_force = limits.model_dump(exclude=set(_NOT_PER_EXECUTION))
+            if timeout is not None:
+                in_force["timeout_seconds"] = timeout
+            record["limits"] = in_force
+        error = result.error
+        record |= {
+            "ok": result.ok,
+            "error": redact(error.type) if error is not None else None,
+            "error_category": error.category if error is not None else None,
+            "fuel": result.fuel,
+            "ms": result.ms,
+            "tool_calls": len(result.tool_calls),
+        }
+        self.write(record)
+
+    def tool_call(
+        self,
+        execution_id: str,
+        tool: str,
+        arguments: Mapping[str, Any],
+        *,
+        ms: float,
+        error: BaseException | str | None = None,
+        approval: Approval = "not_required",
+    ) -> None:
+        """Record one tool call; `error` is what failed it (an exception or its class name), if anything."""
+        record: dict[str, Any] = {
+            "time": None,
+            "kind": "tool_call",
+            "execution_id": execution_id,
+            "tool": self.redactor.redact(tool),
+        }
+        if self.arguments == "redacted":
+            record["arguments"] = self.redactor.redact_json(dict(arguments))
+        elif self.arguments == "hash":
+            canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
+            record["arguments_sha256"] = _sha256(canonical)
+        failure = _error_class(error)
+        record |= {
+            "ok": failure is None,
+            "error": self.redactor.redact(failure) if failure is not None else None,
+            "ms": round(ms, 3),
+            "approval": approval,
+        }
+        self.write(record)
+
+    def record(self, write: Callable[[AuditLog], None]) -> None:
+        """Run one of the writers above; a failed write (a full disk) is logged loudly, never raised."""
+        try:
+            write(self)
+        except OSError:  # the gateway keeps serving; the operator sees it in the log
+            log.exception("cannot write the audit log", extra={"path": str(self.path)})
+
+    def write(self, record: Mapping[str, Any]) -> None:
+        """Append one record as a line (stamping `time` if it is missing or None); raises OSError."""
+        stamped = dict(record)
+        if stamped.get("time") is None:
+            stamped["time"] = _timestamp(self._clock())
+        line = json.dumps(stamped, separators=(",", ":"), default=str) + "\n"  # ASCII: escapes the rest
+        data = line.encode("ascii")
+        with self._lock:
+            if self._fd is None:
+                raise ValueError(f"the audit log {self.path} is closed")
+            if self._size > 0 and self._size + len(data) > self.max_bytes:
+                self._rotate()
+            if self._needs_newline:
+                data = b"\n" + data
+            try:
+                self._write_all(data)
+            except OSError:
+                self._needs_newline = True  # how much of the line reached the file is unknown
+                raise
+            self._needs_newline = False
+            if self.fsync:
+                os.fsync(self._fd)
+
+    def _write_all(self, data: bytes) -> None:
+        assert self._fd is not None
+        view = memoryview(data)
+        while view:
+            written = os.write(self._fd, view)
+            self._size += written
+            view = view[written:]
+
+    def _open(self, *, truncate: bool) -> int:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_BINARY", 0)
+        if truncate:
+            flags |= os.O_TRUNC
+        fd = os.open(self.path, flags, 0o600)  # the log may hold scripts and arguments: owner only
+        self._size = os.fstat(fd).st_size
+        if self._size > 0:
+            with self.path.open("rb") as existing:
+                existing.seek(-1, os.SEEK_END)
+                self._needs_newline = existing.read(1) != b"\n"
+        return fd
+
+    def _backup(self, index: int) -> Path:
+        return self.path.with_name(f"{self.path.name}.{index}")
+
+    def _rotate(self) -> None:
+        assert self._fd is not None
+        os.close(self._fd)
+        self._fd = None
+        if self.backups > 0:
+            for index in range(self.backups - 1, 0, -1):
+                if self._backup(index).exists():
+                    os.replace(self._backup(index), self._backup(index + 1))
+            os.replace(self.path, self._backup(1))
+        self._fd = self._open(truncate=self.backups == 0)

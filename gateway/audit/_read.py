@@ -1,0 +1,81 @@
+"""Reading the audit log back: the log and its rotated files, oldest first, filtered by time and tool."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+__all__ = ["AuditRecords", "audit_files", "read_audit", "select_records"]
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRecords:
+    """The records of a log and its rotated files, oldest first, and how many lines were unreadable."""
+
+    records: list[dict[str, Any]]
+    malformed: int
+
+
+def audit_files(path: Path) -> list[Path]:
+    """The log's rotated files, oldest first, then the log itself: those that exist."""
+    pattern = re.compile(re.escape(path.name) + r"\.(\d+)")
+    backups: list[tuple[int, Path]] = []
+    if path.parent.is_dir():
+        for candidate in path.parent.iterdir():
+            if (match := pattern.fullmatch(candidate.name)) is not None:
+                backups.append((int(match.group(1)), candidate))
+    ordered = [file for _, file in sorted(backups, reverse=True)]
+    return [*ordered, path] if path.exists() else ordered
+
+
+def read_audit(path: Path) -> AuditRecords:
+    """Every record of the log and its rotated files, oldest first."""
+    records: list[dict[str, Any]] = []
+    malformed = 0
+    for file in audit_files(path):
+        for raw in file.read_bytes().split(b"\n"):
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw)
+            except ValueError:  # a line torn by a crash
+                malformed += 1
+                continue
+            if isinstance(record, dict):
+                records.append(record)  # pyright: ignore[reportUnknownArgumentType]
+            else:
+                malformed += 1
+    return AuditRecords(records, malformed)
+
+
+def _record_time(record: Mapping[str, Any]) -> datetime | None:
+    value = record.get("time")
+    try:
+        moment = datetime.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+    return moment.replace(tzinfo=UTC) if moment is not None and moment.tzinfo is None else moment
+
+
+def select_records(
+    records: Iterable[dict[str, Any]], *, since: datetime | None = None, tool: str | None = None
+) -> list[dict[str, Any]]:
+    """The records at or after `since`; with `tool` (a glob), only the tool calls it matches."""
+    selected: list[dict[str, Any]] = []
+    for record in records:
+        if since is not None:
+            moment = _record_time(record)
+            if moment is None or moment < since:
+                continue
+        if tool is not None:
+            name = record.get("tool")
+            if record.get("kind") != "tool_call" or not isinstance(name, str) or not fnmatchcase(name, tool):
+                continue
+        selected.append(record)
+    return selected

@@ -1,0 +1,105 @@
+"""`codemode-gateway audit`: the audit log as a table or JSON lines, filtered by time and tool."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from gateway._table import format_table
+from gateway.audit import AuditConfig, read_audit, select_records
+from gateway.cli._exit_codes import EXIT_FAILED, EXIT_OK
+from gateway.config import find_config_file, format_validation_error, read_config_data
+from gateway.errors import ConfigError
+
+__all__ = ["audit_command", "format_records", "parse_since"]
+
+_SHORT_ID_CHARS = 8  # of an execution id, in the table
+
+
+_AGE = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
+_AGE_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def parse_since(text: str, now: datetime | None = None) -> datetime:
+    """`--since`: an ISO time (UTC unless it says otherwise) or an age such as 30m, 1h, 2d."""
+    text = text.strip()
+    if (age := _AGE.fullmatch(text)) is not None:
+        delta = timedelta(**{_AGE_UNITS[age.group(2)]: float(age.group(1))})
+        return (now or datetime.now(UTC)) - delta
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ConfigError(
+            f"--since {text!r}: give an ISO time (2026-05-01T12:00Z) or an age (30m, 1h, 2d)"
+        ) from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _cells(record: Mapping[str, Any]) -> tuple[str, ...]:
+    kind = str(record.get("kind", "?"))
+    if kind == "execution":
+        what = f"sha256:{str(record.get('script_sha256', ''))[:12]}"
+    else:
+        what = str(record.get("tool", ""))
+    outcome = "ok" if record.get("ok") else str(record.get("error") or "error")
+    approval = record.get("approval")
+    if approval not in (None, "not_required"):
+        outcome += f" ({approval})"
+    ms = record.get("ms")
+    return (
+        str(record.get("time", "")),
+        kind,
+        str(record.get("execution_id", ""))[:_SHORT_ID_CHARS],
+        what,
+        outcome,
+        f"{ms:.1f}" if isinstance(ms, int | float) else "-",
+    )
+
+
+def format_records(records: Iterable[Mapping[str, Any]]) -> str:
+    """A plain-text table: time, kind, execution (short id), tool or script hash, outcome, ms."""
+    header = ("time", "kind", "execution", "tool / script", "outcome", "ms")
+    return format_table(header, (_cells(record) for record in records))
+
+
+def _audit_path(args: argparse.Namespace) -> Path:
+    if args.path:
+        return Path(args.path)
+    file = find_config_file(args.config)
+    # Only the `audit` section is read: reading a log must not need the children's tokens in the environment.
+    data = read_config_data(file) if file is not None else None
+    section = data.get("audit") if isinstance(data, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    if file is None or section is None:
+        raise ConfigError('no audit log configured: add an "audit" section to the config, or pass --path')
+    try:
+        audit = AuditConfig.model_validate(section)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, f"{file}: audit")) from None
+    return audit.resolve_path(file.resolve().parent)
+
+
+def audit_command(args: argparse.Namespace) -> int:
+    """`audit`: print the log (and its rotated files) as a table or JSON lines."""
+    path = _audit_path(args)
+    since = parse_since(args.since) if args.since else None
+    log = read_audit(path)
+    if not log.records and not log.malformed and not path.exists():
+        print(f"codemode-gateway: no audit log at {path}", file=sys.stderr)
+        return EXIT_FAILED
+    if log.malformed:
+        print(f"codemode-gateway: skipped {log.malformed} unreadable line(s) in {path}", file=sys.stderr)
+    records = select_records(log.records, since=since, tool=args.tool)
+    if args.json:
+        for record in records:
+            print(json.dumps(record, ensure_ascii=False))
+    else:
+        print(format_records(records))
+    return EXIT_OK

@@ -1,0 +1,74 @@
+"""`codemode-gateway check`: validate the config, connect to every child once, print a table."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import anyio
+from mcp import types
+
+from gateway._table import format_table
+from gateway.catalog import Catalog
+from gateway.children import ChildPool, ChildState, ChildStatus
+from gateway.cli._exit_codes import EXIT_FAILED, EXIT_OK
+from gateway.config import (
+    GatewayConfig,
+    find_config_file,
+    find_literal_secrets,
+    literal_secret_warning,
+    load_config,
+    read_config_data,
+)
+from gateway.policy import Policy
+
+__all__ = ["check_children", "check_command", "format_statuses"]
+
+
+async def check_children(config: GatewayConfig) -> tuple[list[ChildStatus], dict[str, list[types.Tool]]]:
+    """Connect to every child of `config` once: how each one fared, and the tools of the ready ones."""
+    # One attempt each, lazy children included: `check` reports, it does not supervise.
+    pool = ChildPool(
+        config.mcp_servers,
+        startup_timeout_seconds=config.startup_timeout_seconds,
+        restart=config.restart,
+        reconnect=False,
+        start_lazy=True,
+    )
+    async with pool:
+        await pool.wait_ready()
+        return pool.statuses(), pool.tools()
+
+
+def format_statuses(statuses: list[ChildStatus]) -> str:
+    """A plain-text table: child, transport, status, tools, startup ms, error."""
+    header = ("child", "transport", "status", "tools", "startup ms", "error")
+    rows = [
+        (
+            s.name,
+            s.transport,
+            f"{s.state.value} (attempt {s.attempt})" if s.attempt else s.state.value,
+            str(s.tool_count) if s.state is ChildState.READY else "-",
+            f"{s.startup_ms:.0f}" if s.startup_ms is not None else "-",
+            s.error or "",
+        )
+        for s in statuses
+    ]
+    return format_table(header, rows)
+
+
+def check_command(args: argparse.Namespace) -> int:
+    """`check`: 0 when every child connected, 1 if not."""
+    config = load_config(args.config)
+    if (file := find_config_file(args.config)) is not None:
+        for path in find_literal_secrets(read_config_data(file)):
+            print(literal_secret_warning(path), file=sys.stderr)
+    if not config.mcp_servers:
+        print("no child servers configured (mcpServers is empty)")
+        return EXIT_OK
+    statuses, tools = anyio.run(check_children, config)
+    print(format_statuses(statuses))
+    catalog = Catalog(tools, statuses)
+    for line in Policy(config.policy).diagnostics(catalog):  # rules that match nothing: likely typos
+        print(f"warning: {line}", file=sys.stderr)
+    return EXIT_OK if all(status.state is ChildState.READY for status in statuses) else EXIT_FAILED

@@ -1,0 +1,35 @@
+"""The config file: found, read, `${VAR}`-expanded, validated; the built-in default; its JSON Schema."""
+
+from gateway.config._defaults import NPM_SERVER_PINS, default_config
+from gateway.config._load import (
+    CONFIG_ENV,
+    find_config_file,
+    format_validation_error,
+    load_config,
+    parse_config,
+    read_config_data,
+)
+from gateway.config._model import GatewayConfig, config_json_schema
+from gateway.config._secrets import (
+    NOT_SECRET_VARS,
+    config_secrets,
+    find_literal_secrets,
+    literal_secret_warning,
+)
+
+__all__ = (
+    "CONFIG_ENV",
+    "NOT_SECRET_VARS",
+    "NPM_SERVER_PINS",
+    "GatewayConfig",
+    "config_json_schema",
+    "config_secrets",
+    "default_config",
+    "find_config_file",
+    "find_literal_secrets",
+    "format_validation_error",
+    "literal_secret_warning",
+    "load_config",
+    "parse_config",
+    "read_config_data",
+)

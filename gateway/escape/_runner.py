@@ -1,0 +1,326 @@
+"""Run escape cases through the real execution path: each hostile snippet, then a normal one.
+
+Most cases run on a bare `Sandbox` whose tool calls reach in-process probe tools; the policy and
+secrets cases run through a whole `Gateway` in front of the probe MCP server, under the suite's
+own policy. A case passes when its execution ended the expected way and the target then served
+normal work. Anything the host raises is a failure, never an error of the suite: a snippet must
+not be able to make the host fail.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+import anyio
+
+from gateway._exception_groups import leaf_error
+from gateway._gateway import Gateway
+from gateway.config import GatewayConfig, parse_config
+from gateway.errors import ToolCallError
+from gateway.escape.cases import CASES, EscapeCase
+from gateway.escape.cases._model import clip, succeeds, summarize
+from gateway.escape.cases.policy import PROBE_POLICY, PROBE_SECRET, PROBE_SECRET_VAR
+from gateway.sandbox import ExecutionResult, Sandbox, SandboxLimits
+from gateway.testing import InProcessTools
+
+__all__ = [
+    "SERVING_CASE",
+    "SUITE_MAX_FUEL",
+    "SUITE_MAX_TIMEOUT_SECONDS",
+    "CaseOutcome",
+    "GatewayTarget",
+    "SandboxTarget",
+    "Status",
+    "Target",
+    "cases_in",
+    "gateway_target",
+    "probe_gateway_config",
+    "probe_tools",
+    "run_case",
+    "run_suite",
+    "still_serves",
+    "suite_limits",
+]
+
+# The suite runs every CPU and wall-clock case to its limit: capping both keeps it to a minute
+# or so whatever the config says, and the cases adapt to the capped values.
+SUITE_MAX_FUEL = 1_000_000_000
+SUITE_MAX_TIMEOUT_SECONDS = 1.5
+_MAX_PROBE_BYTES = 10**8
+_PROBE_STARTUP_SECONDS = 60.0
+
+Status = Literal["pass", "FAIL", "skip"]
+
+
+def suite_limits(limits: SandboxLimits) -> SandboxLimits:
+    """The config's limits, with fuel, wall-clock budget and per-call timeout capped for the suite."""
+    timeout = min(limits.timeout_seconds, SUITE_MAX_TIMEOUT_SECONDS)
+    return limits.model_copy(
+        update={
+            "fuel": min(limits.fuel, SUITE_MAX_FUEL),
+            "timeout_seconds": timeout,
+            # Below the budget, so that the per-call timeout itself is exercised too.
+            "tool_call_timeout_seconds": min(limits.tool_call_timeout_seconds, timeout / 2),
+            # Cases run one at a time: one execution slot is all the suite uses.
+            "max_concurrent_executions": 1,
+        }
+    )
+
+
+def probe_tools(fail_message: str = "probe failed") -> InProcessTools:
+    """The in-process tools the sandbox's tool-call cases use; each validates its own arguments."""
+
+    async def slow(seconds: object = 0, **_: object) -> str:
+        if not isinstance(seconds, int | float):
+            raise ToolCallError("seconds must be a number")
+        await anyio.sleep(max(0.0, float(seconds)))
+        return "done"
+
+    def crash(**_: object) -> None:
+        raise RuntimeError("a bug in the tool caller")
+
+    def fail(**_: object) -> None:
+        raise ToolCallError(fail_message)
+
+    def echo(**arguments: object) -> dict[str, object]:
+        return arguments
+
+    def big(n: object = 0, **_: object) -> str:
+        if not isinstance(n, int) or not 0 <= n <= _MAX_PROBE_BYTES:
+            raise ToolCallError(f"n must be an integer from 0 to {_MAX_PROBE_BYTES}")
+        return "b" * n
+
+    def weird(**_: object) -> object:
+        return {1, 2}  # not JSON: the host must refuse to pass it on
+
+    return InProcessTools(
+        {
+            "probe.echo": echo,
+            "probe.big": big,
+            "probe.fail": fail,
+            "probe.slow": slow,
+            "probe.crash": crash,
+            "probe.weird": weird,
+        }
+    )
+
+
+class Target(Protocol):
+    """What cases run against: executes snippets under `limits`."""
+
+    @property
+    def limits(self) -> SandboxLimits: ...
+
+    async def execute(self, code: str) -> ExecutionResult: ...
+
+    async def serves_tool_calls(self) -> str | None:
+        """None when a normal tool call works, else what went wrong."""
+        ...
+
+
+class SandboxTarget:
+    """A bare Sandbox; tool calls reach fresh in-process probe tools."""
+
+    def __init__(self, sandbox: Sandbox) -> None:
+        self.sandbox = sandbox
+
+    @property
+    def limits(self) -> SandboxLimits:
+        return self.sandbox.limits
+
+    async def execute(self, code: str) -> ExecutionResult:
+        return await self.sandbox.execute(code, tool_caller=probe_tools())
+
+    async def serves_tool_calls(self) -> str | None:
+        call = await self.execute("tools.probe.echo(n=1)")
+        return None if call.ok and call.value == {"n": 1} else f"a normal tool call failed: {summarize(call)}"
+
+
+class GatewayTarget:
+    """A whole Gateway (policy, redaction) in front of the probe MCP server."""
+
+    def __init__(self, gateway: Gateway, sandbox: Sandbox) -> None:
+        self.gateway = gateway
+        self._limits = sandbox.limits
+
+    @property
+    def limits(self) -> SandboxLimits:
+        return self._limits
+
+    async def execute(self, code: str) -> ExecutionResult:
+        return await self.gateway.execute_code(code)
+
+    async def serves_tool_calls(self) -> str | None:
+        call = await self.execute("tools.probe.echo(text='still here')")
+        if call.ok and call.value == {"result": "still here"}:
+            return None
+        return f"a normal tool call failed: {summarize(call)}"
+
+
+def probe_gateway_config(limits: SandboxLimits, environ: dict[str, str]) -> GatewayConfig:
+    """The probe MCP server behind the suite's policy, its token expanded from `environ`."""
+    data = {
+        "mcpServers": {
+            "probe": {
+                "command": sys.executable,
+                "args": ["-m", "gateway.escape.probe_server"],
+                "env": {"PROBE_TOKEN": f"${{{PROBE_SECRET_VAR}}}"},
+                "startup_timeout_seconds": _PROBE_STARTUP_SECONDS,
+            }
+        },
+        "sandbox": limits.model_dump(),
+        "policy": PROBE_POLICY,
+    }
+    return parse_config(data, "<sandbox-test probe config>", environ)
+
+
+@asynccontextmanager
+async def gateway_target(limits: SandboxLimits) -> AsyncGenerator[GatewayTarget]:
+    """A Gateway over the probe server; the secret sits in this process's environment meanwhile."""
+    # In the host's environment too, so that a case can check it is not passed on to children.
+    previous = os.environ.get(PROBE_SECRET_VAR)
+    os.environ[PROBE_SECRET_VAR] = PROBE_SECRET
+    try:
+        config = probe_gateway_config(limits, dict(os.environ))
+        async with Gateway(config) as gateway:
+            await gateway.pool.wait_ready(timeout=_PROBE_STARTUP_SECONDS)
+            yield GatewayTarget(gateway, await gateway.sandbox())
+    finally:
+        if previous is None:
+            os.environ.pop(PROBE_SECRET_VAR, None)
+        else:
+            os.environ[PROBE_SECRET_VAR] = previous
+
+
+@dataclass(frozen=True)
+class CaseOutcome:
+    """How one case went: `detail` says what happened (or what went wrong)."""
+
+    case: EscapeCase
+    status: Status
+    detail: str
+    ms: float
+
+    @property
+    def passed(self) -> bool:
+        return self.status != "FAIL"
+
+
+_SERVES = "import random\nprint(sum(range(10)))\nrandom.random() < 1.0"
+SERVING_CASE = EscapeCase("still-serves", "serving", _SERVES, succeeds(what="after every case"))
+"""The final row of every run: the sandbox serves normal work after all the hostile cases."""
+
+
+async def still_serves(target: Target) -> str | None:
+    """None when a normal snippet and a tool call run correctly, else what went wrong."""
+    try:
+        normal = await target.execute(_SERVES)
+        if not (normal.ok and normal.stdout == "45\n" and normal.value is True):
+            return f"a normal snippet failed: {summarize(normal)}"
+        if target.limits.max_tool_calls >= 1:
+            return await target.serves_tool_calls()
+    except Exception as exc:  # the host itself failed: report it, never raise it
+        return f"the host raised {type(exc).__name__}: {clip(exc)}"
+    return None
+
+
+def _innermost(exc: BaseException) -> str:
+    """`Type: message` of the real error inside an exception group (task groups wrap what failed)."""
+    leaf = leaf_error(exc)
+    return f"{type(leaf).__name__}: {clip(leaf)}"
+
+
+class _HostFailed(Exception):
+    """The host raised while running a snippet."""
+
+
+async def _execute(target: Target, code: str) -> ExecutionResult:
+    try:
+        return await target.execute(code)
+    except Exception as exc:  # a snippet made the host fail: the most serious finding of all
+        raise _HostFailed(f"the host raised {_innermost(exc)}") from exc
+
+
+async def _judge(target: Target, case: EscapeCase) -> tuple[bool, str]:
+    limits = target.limits
+    try:
+        first = await _execute(target, case.source(limits))
+        problem = case.expect.judge(first, limits)
+        if problem is not None:
+            return False, problem
+        if case.then is not None:
+            second = await _execute(target, case.then)
+            if case.then_check is not None and not case.then_check(first, second):
+                return False, f"the next execution saw it: {summarize(second)}"
+    except _HostFailed as failed:
+        return False, str(failed)
+    return True, summarize(first)
+
+
+async def run_case(target: Target, case: EscapeCase) -> CaseOutcome:
+    """Run one hostile snippet (and its follow-up), then check that the target still serves."""
+    reason = case.needs(target.limits) if case.needs is not None else None
+    if reason is not None:
+        return CaseOutcome(case, "skip", reason, 0.0)
+    started = time.monotonic()
+    contained, detail = await _judge(target, case)
+    ms = (time.monotonic() - started) * 1000
+    broken = await still_serves(target)
+    if broken is not None:
+        contained, detail = False, f"{detail}; then it stopped serving: {broken}"
+    return CaseOutcome(case, "pass" if contained else "FAIL", detail, round(ms, 1))
+
+
+def cases_in(categories: Iterable[str] | None) -> tuple[EscapeCase, ...]:
+    """Every case, or those in `categories`."""
+    if categories is None:
+        return CASES
+    chosen = set(categories)
+    return tuple(case for case in CASES if case.category in chosen)
+
+
+async def _run_all(
+    target: Target, cases: Sequence[EscapeCase], report: Callable[[CaseOutcome], None]
+) -> None:
+    for case in cases:
+        report(await run_case(target, case))
+
+
+async def run_suite(
+    sandbox: Sandbox,
+    cases: Iterable[EscapeCase],
+    on_outcome: Callable[[CaseOutcome], None] | None = None,
+) -> list[CaseOutcome]:
+    """Run `cases` one at a time (gateway cases last, on a Gateway), then the `still-serves` check."""
+    outcomes: list[CaseOutcome] = []
+
+    def report(outcome: CaseOutcome) -> None:
+        outcomes.append(outcome)
+        if on_outcome is not None:
+            on_outcome(outcome)
+
+    chosen = list(cases)
+    await _run_all(SandboxTarget(sandbox), [c for c in chosen if c.target == "sandbox"], report)
+    through_gateway = [c for c in chosen if c.target == "gateway"]
+    if through_gateway:
+        try:
+            async with gateway_target(sandbox.limits) as target:
+                await _run_all(target, through_gateway, report)
+        except Exception as exc:  # the probe server did not start: every gateway case failed to run
+            ran = {outcome.case.id for outcome in outcomes}
+            detail = f"the gateway over the probe server failed: {_innermost(exc)}"
+            for case in through_gateway:
+                if case.id not in ran:
+                    report(CaseOutcome(case, "FAIL", detail, 0.0))
+    started = time.monotonic()
+    broken = await still_serves(SandboxTarget(sandbox))
+    ms = round((time.monotonic() - started) * 1000, 1)
+    detail = broken or "a normal snippet and a tool call ran correctly"
+    report(CaseOutcome(SERVING_CASE, "FAIL" if broken else "pass", detail, ms))
+    return outcomes

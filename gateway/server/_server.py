@@ -1,0 +1,215 @@
+"""The MCP server the client sees: two tools, `search_docs` and `execute_code`, over stdio."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Literal
+
+import anyio
+from mcp import types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import Server
+from mcp.server.stdio import stdio_server
+from pydantic import BaseModel, Field, ValidationError
+
+from gateway._gateway import Gateway, Progress
+from gateway._logging import redact_logs
+from gateway._version import PACKAGE_NAME, package_version
+from gateway.config import GatewayConfig
+from gateway.errors import GatewayError
+from gateway.policy import elicitation_approver
+from gateway.server._stdio import StdinLines, cancel_on_signals
+
+__all__ = ["build_server", "serve_stdio"]
+
+log = logging.getLogger("gateway.server")
+
+SERVER_NAME = PACKAGE_NAME
+
+SEARCH_DOCS_DESCRIPTION = (
+    "Find the tools of the connected MCP servers. Returns Python signatures such as "
+    "`time.get_current_time(timezone: str) -> TimeResult`. Call it with an empty query for an "
+    "overview of servers and tool names, then search by task. Use execute_code to call the tools."
+)
+EXECUTE_CODE_DESCRIPTION = (
+    "Run Python in a sandbox (no files, network or processes) and call tools from it as "
+    "`tools.<server>.<tool>(**kwargs)` (or `await` them); results are Python values. Combine and filter "
+    "results in code and print or end with only what you need: the last expression's value is returned. "
+    "A failed call raises ToolError, which you can catch. Each run starts fresh; standard-library "
+    "modules such as json, re, datetime, collections and statistics are available."
+)
+
+
+class SearchDocsArgs(BaseModel):
+    query: str = Field(default="", description="What the tool should do; empty for an overview.")
+    server: str | None = Field(default=None, description="Only this server's tools.")
+    limit: int = Field(default=10, ge=1, le=50)
+    detail: Literal["names", "signatures", "full"] = Field(
+        default="signatures", description="full adds each tool's JSON Schema."
+    )
+
+
+class ExecuteCodeArgs(BaseModel):
+    code: str = Field(description="Python source; top-level await is allowed.")
+    timeout: float | None = Field(default=None, gt=0, description="Seconds; capped by the gateway's limit.")
+
+
+def _compact_schema(model: type[BaseModel]) -> dict[str, Any]:
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+    return schema
+
+
+_NULLABLE_STRING: dict[str, Any] = {"type": ["string", "null"]}
+# execute_code's structuredContent, written flat (no $ref, no anyOf): clients validate every result
+# against it, and jsonschema is many times slower on the shape pydantic generates for ExecutionResult.
+OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "ok": {"type": "boolean"},
+        "stdout": {"type": "string"},
+        "stderr": {"type": "string"},
+        "stdout_truncated": {"type": "boolean"},
+        "stderr_truncated": {"type": "boolean"},
+        "value": {},
+        "value_repr": _NULLABLE_STRING,
+        "error": {
+            "type": ["object", "null"],
+            "properties": {
+                "type": {"type": "string"},
+                "category": {"type": "string"},
+                "message": {"type": "string"},
+                "traceback": _NULLABLE_STRING,
+            },
+        },
+        "tool_calls": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "tool": {"type": "string"},
+                    "ms": {"type": "number"},
+                    "ok": {"type": "boolean"},
+                    "error": _NULLABLE_STRING,
+                },
+            },
+        },
+        "fuel": {"type": "integer"},
+        "ms": {"type": "number"},
+    },
+    "required": ["ok", "stdout", "stderr", "value", "error", "tool_calls", "fuel", "ms"],
+}
+
+
+def _tools(read_only: bool, destructive: bool) -> list[types.Tool]:
+    return [
+        types.Tool(
+            name="search_docs",
+            description=SEARCH_DOCS_DESCRIPTION,
+            input_schema=_compact_schema(SearchDocsArgs),
+            annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
+        ),
+        types.Tool(
+            name="execute_code",
+            description=EXECUTE_CODE_DESCRIPTION,
+            input_schema=_compact_schema(ExecuteCodeArgs),
+            output_schema=OUTPUT_SCHEMA,
+            # What the snippet can reach, so a client's auto-approval rules keep meaning what they say.
+            annotations=types.ToolAnnotations(
+                read_only_hint=read_only, destructive_hint=destructive, open_world_hint=True
+            ),
+        ),
+    ]
+
+
+def _text(text: str, *, is_error: bool = False) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=is_error)
+
+
+def _bad_arguments(tool: str, exc: ValidationError) -> types.CallToolResult:
+    problems = "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
+    )
+    return _text(f"invalid arguments for {tool}: {problems}", is_error=True)
+
+
+def build_server(gateway: Gateway) -> Server[Any]:
+    """A lowlevel MCP server whose two tools are served by `gateway`."""
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=_tools(*gateway.execute_code_annotations()))
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        arguments = params.arguments or {}
+        if params.name == "search_docs":
+            try:
+                search = SearchDocsArgs.model_validate(arguments)
+            except ValidationError as exc:
+                return _bad_arguments("search_docs", exc)
+            return _text(await gateway.search_docs(search.query, search.server, search.limit, search.detail))
+        if params.name == "execute_code":
+            try:
+                run = ExecuteCodeArgs.model_validate(arguments)
+            except ValidationError as exc:
+                return _bad_arguments("execute_code", exc)
+            try:
+                approver = elicitation_approver(ctx.session, ctx.request_id)
+                client = ctx.session.client_params.client_info if ctx.session.client_params else None
+                result = await gateway.execute_code(run.code, run.timeout, approver, client, _progress(ctx))
+            except GatewayError as exc:
+                return _text(f"execute_code failed: {exc}", is_error=True)
+            return types.CallToolResult(
+                content=[types.TextContent(text=result.summary())],
+                structured_content=result.model_dump(mode="json"),
+                is_error=not result.ok,
+            )
+        return _text(
+            f"unknown tool {params.name!r}: this server has search_docs and execute_code", is_error=True
+        )
+
+    return Server(
+        SERVER_NAME,
+        version=package_version(),
+        instructions="Use search_docs to find tools, then execute_code to call and combine them in Python.",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def _progress(ctx: ServerRequestContext[Any]) -> Progress | None:
+    token = ctx.meta.get("progress_token") if ctx.meta else None
+    if token is None:
+        return None
+
+    async def report(calls: int, elapsed: float) -> None:
+        message = f"{calls} tool call{'s' if calls != 1 else ''}, {elapsed:.1f} s"
+        await ctx.session.send_progress_notification(
+            token, progress=calls, message=message, related_request_id=str(ctx.request_id)
+        )
+
+    return report
+
+
+async def serve_stdio(config: GatewayConfig) -> None:
+    """Serve MCP over stdin/stdout until the client closes stdin or SIGTERM/SIGINT arrives."""
+    async with anyio.create_task_group() as task_group:
+        # Watching first: a signal during startup also stops every child the gateway started.
+        await task_group.start(cancel_on_signals, task_group.cancel_scope)
+        async with Gateway(config) as gateway, StdinLines() as stdin:
+            redact_logs(gateway.redactor)
+            server = build_server(gateway)
+            async with stdio_server(stdin=stdin) as (read_stream, write_stream):
+                await server.run(read_stream, write_stream, server.create_initialization_options())
+        task_group.cancel_scope.cancel()  # stdin closed: stop watching for signals
+    log.info("gateway stopped")
+
+
+def run_stdio(config: GatewayConfig) -> None:
+    """Blocking entry point for `codemode-gateway serve`."""
+    anyio.run(serve_stdio, config)

@@ -1,0 +1,147 @@
+"""`codemode-gateway check` and `schema`, run as the real command in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.real_servers import REPO
+
+TOKEN = "ghp_Zq8vN3kLp0Xw7Rt2Yb5Hc9Jd4Mf6Gs1Ae"
+
+pytestmark = pytest.mark.anyio
+
+
+WAIT = 90  # the command starts real child servers
+
+
+async def gateway(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    """Run `python -m gateway ARGS`; returns (exit code, stdout, stderr)."""
+    environ = {k: v for k, v in os.environ.items() if k != "CODEMODE_CONFIG"} | (env or {})
+    with anyio.fail_after(WAIT):
+        done = await anyio.run_process([sys.executable, "-m", "gateway", *args], env=environ, check=False)
+    return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+
+def write_config(tmp_path: Path, servers: dict[str, Any]) -> str:
+    path = tmp_path / "gateway.json"
+    path.write_text(json.dumps({"mcpServers": servers}), encoding="utf-8")
+    return str(path)
+
+
+def table(stdout: str) -> dict[str, list[str]]:
+    header, *rows = stdout.splitlines()
+    assert header.split()[:5] == ["child", "transport", "status", "tools", "startup"]
+    return {row.split()[0]: row.split(None, 5) for row in rows}
+
+
+async def test_check_prints_a_row_per_child_and_exits_0_when_all_connect(
+    tmp_path: Path, git_repo: Path
+) -> None:
+    config = write_config(
+        tmp_path,
+        {
+            "time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]},
+            "git": {
+                "command": sys.executable,
+                "args": ["-m", "mcp_server_git", "--repository", str(git_repo)],
+            },
+        },
+    )
+    code, out, err = await gateway("check", "--config", config)
+    assert code == 0, err
+    rows = table(out)
+    assert rows["time"][1:4] == ["stdio", "ready", "2"]
+    assert rows["git"][1:3] == ["stdio", "ready"]
+    assert int(rows["git"][3]) > 5
+    assert float(rows["time"][4]) > 0
+
+
+async def test_check_exits_1_and_shows_the_error_of_a_child_that_failed(tmp_path: Path) -> None:
+    config = write_config(
+        tmp_path,
+        {
+            "time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]},
+            "broken": {"command": "/nonexistent/codemode-server"},
+        },
+    )
+    code, out, err = await gateway("check", "--config", config)
+    assert code == 1, err
+    rows = table(out)
+    assert rows["time"][2] == "ready"
+    assert rows["broken"][1:4] == ["stdio", "failed", "-"]
+    assert rows["broken"][5] == "cannot start '/nonexistent/codemode-server': No such file or directory"
+    # Logs are JSON lines on stderr; stdout holds only the table.
+    assert all(json.loads(line)["logger"].startswith("gateway") for line in err.splitlines())
+
+
+async def test_check_exits_2_naming_every_bad_key_without_a_traceback(tmp_path: Path) -> None:
+    config = write_config(
+        tmp_path,
+        {
+            "github": {
+                "command": "gh",
+                "args": ["a", "b", 3],
+                "env": {"GITHUB_TOKEN": "${CODEMODE_TEST_UNSET}"},
+            }
+        },
+    )
+    code, out, err = await gateway("check", "--config", config)
+    assert (code, out) == (2, "")
+    assert "mcpServers.github.args[2]: Input should be a valid string" in err
+    assert "mcpServers.github.env.GITHUB_TOKEN: ${CODEMODE_TEST_UNSET} is not set" in err
+    assert "Traceback" not in err
+
+
+async def test_check_reads_the_config_named_by_the_environment(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"broken": {"command": "/nonexistent/codemode-server"}})
+    code, out, _ = await gateway("check", env={"CODEMODE_CONFIG": config})
+    assert code == 1
+    assert list(table(out)) == ["broken"]
+
+
+async def test_schema_prints_exactly_the_shipped_schema_file() -> None:
+    code, out, err = await gateway("schema")
+    assert code == 0, err
+    assert out == (REPO / "codemode-gateway.schema.json").read_text(encoding="utf-8")
+    assert json.loads(out)["title"] == "codemode-gateway config"
+
+
+async def test_check_warns_about_a_policy_rule_that_matches_no_tool(tmp_path: Path) -> None:
+    config = {
+        "mcpServers": {"time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]}},
+        "policy": {"deny": ["time.get_curent_time"]},
+    }
+    path = tmp_path / "gateway.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    code, stdout, stderr = await gateway("check", "--config", str(path))
+    assert code == 0
+    assert table(stdout)["time"][2] == "ready"
+    assert 'policy.deny[0]: "time.get_curent_time" matches no tool' in stderr
+
+
+@pytest.mark.anyio
+async def test_check_prints_a_warning_line_per_literal_secret(
+    tmp_path: Path, tiny_server: dict[str, Any]
+) -> None:
+    config = tmp_path / "gateway.json"
+    entry = {**tiny_server, "env": {"GITHUB_TOKEN": TOKEN, "OK": "${HOME}"}}
+    config.write_text(json.dumps({"mcpServers": {"tiny": entry}}), encoding="utf-8")
+    environ = {k: v for k, v in os.environ.items() if k != "CODEMODE_CONFIG"}
+    with anyio.fail_after(WAIT):
+        done = await anyio.run_process(
+            [sys.executable, "-m", "gateway", "check", "--config", str(config)], env=environ, check=False
+        )
+    stderr = done.stderr.decode()
+    assert done.returncode == 0, stderr
+    assert (
+        "warning: mcpServers.tiny.env.GITHUB_TOKEN looks like a literal secret; use ${GITHUB_TOKEN}"
+        in stderr.splitlines()
+    )
+    assert done.stdout.decode().splitlines()[1].split()[:3] == ["tiny", "stdio", "ready"]

@@ -1,0 +1,100 @@
+"""The built-in default config: the venv's Python servers, and the pinned npm ones when npx exists."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gateway import ConfigError
+from gateway.children import StdioServer
+from gateway.config import (
+    NPM_SERVER_PINS,
+    default_config,
+    parse_config,
+)
+from tests.real_servers import REPO
+
+# As `claude mcp add` writes them into a project's .mcp.json (stdio with "type", and http).
+CLAUDE_CODE_MCP_JSON: dict[str, Any] = {
+    "mcpServers": {
+        "airtable": {
+            "type": "stdio",
+            "command": "npx",
+            "args": ["-y", "airtable-mcp-server"],
+            "env": {"AIRTABLE_API_KEY": "${AIRTABLE_API_KEY}"},
+        },
+        "sentry": {"type": "http", "url": "https://mcp.sentry.dev/mcp"},
+        "api": {
+            "type": "http",
+            "url": "${API_BASE_URL:-https://api.example.com}/mcp",
+            "headers": {"Authorization": "Bearer ${API_KEY}"},
+        },
+        "asana": {"type": "sse", "url": "https://mcp.asana.com/sse"},
+    }
+}
+# As Claude Desktop's claude_desktop_config.json writes them: no "type" at all.
+CLAUDE_DESKTOP_ENTRY: dict[str, Any] = {
+    "command": "npx",
+    "args": ["-y", "@modelcontextprotocol/server-filesystem", "/Users/me/Desktop"],
+}
+
+
+def errors_of(data: Any, environ: dict[str, str] | None = None) -> list[str]:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(data, "team.json", environ or {})
+    first, *lines = str(caught.value).splitlines()
+    assert first == f"team.json: {len(lines)} invalid setting(s)"
+    return [line.strip() for line in lines]
+
+
+def test_the_builtin_default_runs_time_and_git_from_this_venv_on_the_enclosing_repository(
+    git_repo: Path, tmp_path: Path
+) -> None:
+    inside = git_repo / "sub" / "dir"
+    inside.mkdir(parents=True)
+    servers = default_config(inside).mcp_servers
+    time, git = servers["time"], servers["git"]
+    assert isinstance(time, StdioServer)
+    assert isinstance(git, StdioServer)
+    assert (time.command, time.args) == (sys.executable, ["-m", "mcp_server_time"])
+    assert (git.command, git.args) == (
+        sys.executable,
+        ["-m", "mcp_server_git", "--repository", str(git_repo)],
+    )
+    outside = tmp_path / "not-a-repo"
+    outside.mkdir()
+    git_outside = default_config(outside).mcp_servers["git"]
+    assert isinstance(git_outside, StdioServer)
+    assert git_outside.args == ["-m", "mcp_server_git"]
+
+
+def test_the_builtin_default_adds_the_pinned_npm_servers_only_when_npx_is_on_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir()
+    npx = fake_bin / "npx"
+    npx.write_text("#!/bin/sh\n", encoding="utf-8")
+    npx.chmod(0o755)
+    monkeypatch.setenv("PATH", str(fake_bin))
+    servers = default_config(tmp_path).mcp_servers
+    memory, everything = servers["memory"], servers["everything"]
+    assert isinstance(memory, StdioServer)
+    assert isinstance(everything, StdioServer)
+    assert memory.args == [
+        "-y",
+        "@modelcontextprotocol/server-memory@" + NPM_SERVER_PINS["@modelcontextprotocol/server-memory"],
+    ]
+    assert everything.command == "npx"
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert set(default_config(tmp_path).mcp_servers) == {"time", "git"}
+
+
+def test_the_makefile_installs_exactly_the_npm_versions_the_default_pins() -> None:
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    pinned = dict(re.findall(r"(@modelcontextprotocol/server-[a-z]+)@(\d[\w.]*)", makefile))
+    assert pinned == NPM_SERVER_PINS

@@ -1,0 +1,127 @@
+"""`${VAR}` expansion in server entries: defaults, missing variables, what is kept as secret."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from gateway import ConfigError
+from gateway.children import HttpServer, StdioServer
+from gateway.config import (
+    parse_config,
+)
+
+# As `claude mcp add` writes them into a project's .mcp.json (stdio with "type", and http).
+CLAUDE_CODE_MCP_JSON: dict[str, Any] = {
+    "mcpServers": {
+        "airtable": {
+            "type": "stdio",
+            "command": "npx",
+            "args": ["-y", "airtable-mcp-server"],
+            "env": {"AIRTABLE_API_KEY": "${AIRTABLE_API_KEY}"},
+        },
+        "sentry": {"type": "http", "url": "https://mcp.sentry.dev/mcp"},
+        "api": {
+            "type": "http",
+            "url": "${API_BASE_URL:-https://api.example.com}/mcp",
+            "headers": {"Authorization": "Bearer ${API_KEY}"},
+        },
+        "asana": {"type": "sse", "url": "https://mcp.asana.com/sse"},
+    }
+}
+# As Claude Desktop's claude_desktop_config.json writes them: no "type" at all.
+CLAUDE_DESKTOP_ENTRY: dict[str, Any] = {
+    "command": "npx",
+    "args": ["-y", "@modelcontextprotocol/server-filesystem", "/Users/me/Desktop"],
+}
+
+
+def errors_of(data: Any, environ: dict[str, str] | None = None) -> list[str]:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(data, "team.json", environ or {})
+    first, *lines = str(caught.value).splitlines()
+    assert first == f"team.json: {len(lines)} invalid setting(s)"
+    return [line.strip() for line in lines]
+
+
+def test_variables_expand_in_every_string_of_a_server_entry() -> None:
+    env = {"BIN": "/opt/bin/srv", "ARG": "--fast", "TOKEN": "s3cret", "DIR": "/srv", "HOST": "h.example"}
+    config = parse_config(
+        {
+            "mcpServers": {
+                "local": {
+                    "command": "${BIN}",
+                    "args": ["${ARG}", "x-${ARG}-y"],
+                    "env": {"TOKEN": "${TOKEN}"},
+                    "cwd": "${DIR}",
+                },
+                "remote": {
+                    "type": "http",
+                    "url": "https://${HOST}/mcp",
+                    "headers": {"Authorization": "Bearer ${TOKEN}"},
+                },
+            }
+        },
+        "team.json",
+        env,
+    )
+    local, remote = config.mcp_servers["local"], config.mcp_servers["remote"]
+    assert isinstance(local, StdioServer)
+    assert (local.command, local.args, local.env, local.cwd) == (
+        "/opt/bin/srv",
+        ["--fast", "x---fast-y"],
+        {"TOKEN": "s3cret"},
+        "/srv",
+    )
+    assert isinstance(remote, HttpServer)
+    assert (remote.url, remote.headers) == ("https://h.example/mcp", {"Authorization": "Bearer s3cret"})
+
+
+def test_a_default_applies_when_the_variable_is_unset_or_empty_and_text_without_braces_stays() -> None:
+    entry = {"command": "srv", "args": ["${A:-one}", "${B:-two}", "${C:-}", "$HOME", "${D}"]}
+    config = parse_config({"mcpServers": {"s": entry}}, "team.json", {"B": "", "D": ""})
+    server = config.mcp_servers["s"]
+    assert isinstance(server, StdioServer)
+    assert server.args == ["one", "two", "", "$HOME", ""]
+
+
+def test_a_missing_variable_names_the_variable_and_the_key_that_uses_it() -> None:
+    data = {"mcpServers": {"github": {"command": "gh-mcp", "env": {"GITHUB_TOKEN": "${GITHUB_TOKEN}"}}}}
+    assert errors_of(data) == ["mcpServers.github.env.GITHUB_TOKEN: ${GITHUB_TOKEN} is not set"]
+
+
+def test_every_missing_variable_and_malformed_reference_is_reported_at_once() -> None:
+    data = {
+        "mcpServers": {
+            "a": {"command": "${CMD}", "args": ["ok", "${1BAD}", "${NOT_CLOSED"]},
+            "b": {"type": "http", "url": "https://x/mcp", "headers": {"X-Key": "${KEY}"}},
+        }
+    }
+    assert errors_of(data) == [
+        "mcpServers.a.command: ${CMD} is not set",
+        "mcpServers.a.args[1]: malformed variable reference (write ${NAME} or ${NAME:-default})",
+        "mcpServers.a.args[2]: malformed variable reference (write ${NAME} or ${NAME:-default})",
+        "mcpServers.b.headers.X-Key: ${KEY} is not set",
+    ]
+
+
+def test_values_taken_from_the_environment_are_kept_as_secrets_and_never_in_repr_or_dumps() -> None:
+    data = {
+        "mcpServers": {
+            "gh": {"command": "gh", "args": ["--org", "${ORG:-acme}"], "env": {"TOKEN": "${GITHUB_TOKEN}"}},
+            "api": {
+                "type": "http",
+                "url": "https://x/mcp",
+                "headers": {"Authorization": "Bearer ${API_KEY}"},
+            },
+        }
+    }
+    config = parse_config(data, "team.json", {"GITHUB_TOKEN": "ghp_abc", "API_KEY": "sk-123"})
+    # A default written in the file is not a secret; values from the environment are.
+    assert config.secret_values == frozenset({"ghp_abc", "sk-123"})
+    assert "ghp_abc" not in repr(config)
+    assert "sk-123" not in repr(config)
+    assert "secret" not in config.model_dump_json()
+    assert "secret" not in json.dumps(config.model_dump(mode="json"))

@@ -1,0 +1,111 @@
+"""The public surface is chosen on purpose: the package's names, and each wing's face, pinned here."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+import gateway
+
+WINGS = ("audit", "catalog", "children", "cli", "config", "escape", "policy", "sandbox", "server")
+
+PUBLIC = (
+    # serve
+    "Gateway",
+    "GatewayConfig",
+    "load_config",
+    "serve_stdio",
+    # run code without the server
+    "ErrorInfo",
+    "ExecutionResult",
+    "Sandbox",
+    "SandboxLimits",
+    "ToolCallRecord",
+    "ToolCaller",
+    # record and redact
+    "AuditLog",
+    "Redactor",
+    # errors (their tree is drawn in gateway/errors.py)
+    "CapabilityDenied",
+    "ChildUnavailable",
+    "CodeTooLarge",
+    "ConfigError",
+    "ExecutionCancelled",
+    "ExecutionFailed",
+    "FuelExhausted",
+    "GatewayBusy",
+    "GatewayError",
+    "GuestCrashed",
+    "LimitExceeded",
+    "MemoryLimitExceeded",
+    "PolicyDenied",
+    "QuotaExceeded",
+    "SandboxUnavailable",
+    "SnippetError",
+    "StackExhausted",
+    "ToolCallError",
+    "ToolCallLimitExceeded",
+    "ToolPayloadTooLarge",
+    "WallTimeExceeded",
+)
+
+
+def test_the_package_exports_exactly_the_chosen_names() -> None:
+    assert sorted(gateway.__all__) == sorted(PUBLIC)
+
+
+def test_every_public_attribute_of_the_package_is_in_all() -> None:
+    public = {
+        name
+        for name, value in vars(gateway).items()
+        if not name.startswith("_") and not isinstance(value, ModuleType)
+    }
+    assert public == set(gateway.__all__)
+    assert isinstance(gateway.__version__, str)
+
+
+def test_every_error_in_the_tree_is_exported_from_the_package() -> None:
+    errors = importlib.import_module("gateway.errors")
+    assert set(errors.__all__) <= set(gateway.__all__)
+    for name in errors.__all__:
+        assert issubclass(getattr(gateway, name), gateway.GatewayError)
+
+
+@pytest.mark.parametrize("wing", WINGS)
+def test_each_wing_has_a_face_that_only_re_exports(wing: str) -> None:
+    module = importlib.import_module(f"gateway.{wing}")
+    assert isinstance(module.__all__, tuple)
+    for name in module.__all__:
+        assert hasattr(module, name), f"gateway.{wing}.__all__ names {name}, which it lacks"
+    assert module.__file__ is not None
+    tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
+    body = [
+        node
+        for node in tree.body
+        if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))
+    ]
+    for node in body:
+        is_all = isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == [
+            "__all__"
+        ]
+        assert isinstance(node, ast.ImportFrom) or is_all, (
+            f"gateway.{wing}/__init__.py defines more than a face"
+        )
+
+
+@pytest.mark.parametrize("wing", WINGS)
+def test_everything_a_face_imports_it_also_exports(wing: str) -> None:
+    module = importlib.import_module(f"gateway.{wing}")
+    assert module.__file__ is not None
+    tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
+    imported = {
+        alias.asname or alias.name
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    assert imported == set(module.__all__)

@@ -1,0 +1,161 @@
+"""The tool-call pipeline: each check in its place, nothing counted or sent before it passes, all recorded."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, cast
+
+import anyio
+import pytest
+from mcp import types
+
+from gateway import PolicyDenied, QuotaExceeded, ToolCallError
+from gateway._redaction import Redactor
+from gateway._tool_calls import Run, ToolCalls
+from gateway.audit import AuditLog
+from gateway.catalog import Catalog
+from gateway.children import ChildPool
+from gateway.policy import ApprovalOutcome, Policy, PolicyConfig, no_approver
+
+pytestmark = pytest.mark.anyio
+
+SECRET = "s3cr3t-Token-Value-9"
+SUM_SCHEMA = {
+    "type": "object",
+    "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+    "required": ["a", "b"],
+}
+
+
+class RecordingPool:
+    """Stands in for the child pool: records what reaches a child and answers with `answer`."""
+
+    def __init__(self, answer: types.CallToolResult) -> None:
+        self.answer = answer
+        self.calls: list[tuple[str, str, dict[str, Any]]] = []
+
+    async def call_tool(self, server: str, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        self.calls.append((server, tool, arguments))
+        return self.answer
+
+
+def _text(text: str, *, error: bool = False) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=error)
+
+
+def _catalog() -> Catalog:
+    tools = [
+        types.Tool(name="get-sum", input_schema=SUM_SCHEMA),
+        types.Tool(name="commit", input_schema={"type": "object"}),
+        types.Tool(name="create_thing", input_schema={"type": "object"}),
+    ]
+    return Catalog({"calc": tools})
+
+
+class Harness:
+    def __init__(self, tmp_path: Path, answer: types.CallToolResult, **policy: Any) -> None:
+        self.pool = RecordingPool(answer)
+        self.policy = Policy(PolicyConfig.model_validate(policy))
+        self.audit_path = tmp_path / "audit.jsonl"
+        self.audit = AuditLog(self.audit_path)
+        catalog = _catalog()
+        pool = cast(ChildPool, self.pool)
+        self.tool_calls = ToolCalls(
+            pool, self.policy, Redactor({SECRET: "TOKEN"}), self.audit, lambda: catalog
+        )
+        self.progress: list[int] = []
+        self.asked: list[str] = []
+        self.approval: ApprovalOutcome = "approved"
+        self.run = Run("exec-1", catalog, self.policy.new_execution(), self._approve, self._report)
+
+    async def _approve(self, tool: str, arguments: dict[str, Any]) -> ApprovalOutcome:
+        self.asked.append(tool)
+        return self.approval
+
+    async def _report(self, calls: int, elapsed: float) -> None:
+        self.progress.append(calls)
+
+    async def call(self, name: str, **arguments: Any) -> Any:
+        with anyio.fail_after(5):
+            return await self.tool_calls.call(self.run, name, arguments)
+
+    def records(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.audit_path.read_text().splitlines()]
+
+
+async def test_calls_refused_by_access_arguments_or_constraints_count_against_no_quota(
+    tmp_path: Path,
+) -> None:
+    calls = Harness(
+        tmp_path,
+        _text("3"),
+        deny=["calc.commit"],
+        max_tool_calls=1,
+        tools={"calc.get_sum": {"args": {"properties": {"a": {"maximum": 100}}}}},
+    )
+    with pytest.raises(PolicyDenied, match="deny"):
+        await calls.call("calc.commit")
+    with pytest.raises(ToolCallError, match="invalid arguments"):
+        await calls.call("calc.get_sum", a="one", b=2)
+    with pytest.raises(PolicyDenied, match="maximum"):
+        await calls.call("calc.get_sum", a=101, b=0)
+    assert calls.run.quota.calls == 0
+    assert calls.pool.calls == []
+    assert await calls.call("calc.get_sum", a=100, b=0) == 3
+    with pytest.raises(QuotaExceeded):
+        await calls.call("calc.get_sum", a=1, b=0)
+    assert calls.pool.calls == [("calc", "get-sum", {"a": 100, "b": 0})]
+
+
+async def test_approval_is_asked_only_after_the_quota_admits_the_call(tmp_path: Path) -> None:
+    calls = Harness(tmp_path, _text("made"), approve=["calc.create_thing"], max_tool_calls=1)
+    calls.approval = "declined"
+    with pytest.raises(PolicyDenied, match="declined"):
+        await calls.call("calc.create_thing")
+    with pytest.raises(QuotaExceeded):
+        await calls.call("calc.create_thing")
+    assert calls.asked == ["calc.create_thing"]  # the quota refused the second before anyone was asked
+    assert calls.pool.calls == []
+
+
+async def test_the_child_gets_wire_names_and_the_snippet_gets_the_redacted_value(tmp_path: Path) -> None:
+    calls = Harness(tmp_path, _text(json.dumps({"token": SECRET, "n": 1})))
+    assert await calls.call("calc.get_sum", a=1, b=2) == {"token": "[REDACTED:TOKEN]", "n": 1}
+    assert calls.pool.calls == [("calc", "get-sum", {"a": 1, "b": 2})]
+
+
+async def test_a_childs_error_text_is_redacted_and_keeps_its_class(tmp_path: Path) -> None:
+    calls = Harness(tmp_path, _text(f"bad credentials {SECRET}", error=True))
+    with pytest.raises(ToolCallError) as caught:
+        await calls.call("calc.get_sum", a=1, b=2)
+    assert str(caught.value) == "bad credentials [REDACTED:TOKEN]"
+    assert caught.value.kind == "ToolError"
+
+
+async def test_every_call_is_audited_and_reported_whatever_its_outcome(tmp_path: Path) -> None:
+    calls = Harness(tmp_path, _text("3"), deny=["calc.commit"], approve=["calc.create_thing"])
+    calls.approval = "unavailable"
+    await calls.call("calc.get_sum", a=1, b=2)
+    for name in ("calc.commit", "calc.create_thing", "calc.nope"):
+        with pytest.raises(ToolCallError):
+            await calls.call(name)
+    records = calls.records()
+    assert [(r["tool"], r["ok"], r["error"], r["approval"]) for r in records] == [
+        ("calc.get_sum", True, None, "not_required"),
+        ("calc.commit", False, "PolicyDenied", "not_required"),
+        ("calc.create_thing", False, "PolicyDenied", "unavailable"),
+        ("calc.nope", False, "ToolError", "not_required"),
+    ]
+    assert {r["execution_id"] for r in records} == {"exec-1"}
+    assert calls.progress == [1, 2, 3, 4]
+
+
+async def test_a_hidden_tool_is_unknown_to_the_pipeline(tmp_path: Path) -> None:
+    calls = Harness(tmp_path, _text("3"), hidden=["calc.commit"])
+    visible = _catalog().filtered(calls.policy.visible)
+    calls.run = Run("exec-2", visible, calls.policy.new_execution(), no_approver)
+    with pytest.raises(ToolCallError, match=r"unknown tool 'calc\.commit'") as caught:
+        await calls.call("calc.commit")
+    assert "denied" not in str(caught.value)
+    assert calls.pool.calls == []
