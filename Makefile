@@ -20,7 +20,7 @@ help: ## List the targets
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[test,bench,lint]"
+	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[build,test,bench,lint]"
 	touch $(STAMP)
 
 $(NPM_STAMP): Makefile

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import anyio
 
 from gateway._logging import configure_logging
+from gateway._version import PACKAGE_NAME, package_version
 from gateway.cli._audit import audit_command
 from gateway.cli._check import check_command
 from gateway.cli._exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
@@ -21,14 +22,32 @@ from gateway.config import (
 )
 from gateway.errors import ConfigError, GatewayError
 from gateway.escape import add_sandbox_test_arguments, run_sandbox_test
-from gateway.sandbox import ExecutionResult, Sandbox
+from gateway.sandbox import COMPONENT_PATH, WASMTIME_VERSION, ExecutionResult, Sandbox, component_sha256
 from gateway.server import run_stdio
 
 __all__ = ["main"]
 
 
+class _Version(argparse.Action):
+    """`--version`: this package, the wasmtime it runs on, and the sandbox component it ships."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the versions and the component's sha256")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: object) -> None:
+        try:
+            component = component_sha256()
+        except OSError:
+            component = f"missing ({COMPONENT_PATH})"
+        print(f"{PACKAGE_NAME} {package_version()}")
+        print(f"wasmtime {WASMTIME_VERSION}")
+        print(f"sandbox component sha256 {component}")
+        parser.exit()
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="codemode-gateway", description="A code-mode MCP gateway.")
+    parser.add_argument("--version", action=_Version)
     parser.add_argument("--log-level", default=os.environ.get("CODEMODE_LOG_LEVEL", "WARNING"))
     commands = parser.add_subparsers(dest="command")
 

@@ -1,6 +1,6 @@
 """The config file: found, read, `${VAR}`-expanded, validated; the built-in default; its JSON Schema."""
 
-from gateway.config._defaults import NPM_SERVER_PINS, default_config
+from gateway.config._defaults import NPM_SERVER_PINS, PYPI_SERVER_PINS, default_config
 from gateway.config._load import (
     CONFIG_ENV,
     find_config_file,
@@ -21,6 +21,7 @@ __all__ = (
     "CONFIG_ENV",
     "NOT_SECRET_VARS",
     "NPM_SERVER_PINS",
+    "PYPI_SERVER_PINS",
     "GatewayConfig",
     "config_json_schema",
     "config_secrets",

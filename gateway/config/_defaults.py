@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import sys
 from pathlib import Path
@@ -9,7 +10,10 @@ from typing import Any
 
 from gateway.config._model import GatewayConfig
 
-__all__ = ["NPM_SERVER_PINS", "default_config"]
+__all__ = ["NPM_SERVER_PINS", "PYPI_SERVER_PINS", "default_config"]
+
+# The Python servers of the built-in default, pinned for `uvx` (the test extra pins the same versions).
+PYPI_SERVER_PINS = {"mcp-server-time": "2026.10.19", "mcp-server-git": "2026.10.19"}
 
 # The npm servers of the built-in default, pinned; the Makefile installs the same versions for the tests.
 NPM_SERVER_PINS = {
@@ -17,8 +21,8 @@ NPM_SERVER_PINS = {
     "@modelcontextprotocol/server-memory": "2026.8.31",
     "@modelcontextprotocol/server-filesystem": "2026.8.31",
 }
-# `npx -y` may have to fetch the package on first use, which takes longer than starting it.
-_NPX_STARTUP_TIMEOUT_SECONDS = 120.0
+# `npx -y` and `uvx` may have to fetch the package on first use, which takes longer than starting it.
+_FETCH_STARTUP_TIMEOUT_SECONDS = 120.0
 
 
 def _git_toplevel(start: Path) -> Path | None:
@@ -28,20 +32,37 @@ def _git_toplevel(start: Path) -> Path | None:
     return None
 
 
+def _python_server(package: str, args: list[str]) -> dict[str, Any] | None:
+    """A PyPI server from this environment if it is installed here, else through `uvx`, else None."""
+    module = package.replace("-", "_")
+    if importlib.util.find_spec(module) is not None:
+        return {"command": sys.executable, "args": ["-m", module, *args]}
+    if shutil.which("uvx"):
+        # `uvx` may have to fetch the package on first use, like `npx -y`.
+        return {
+            "command": "uvx",
+            "args": [f"{package}=={PYPI_SERVER_PINS[package]}", *args],
+            "startup_timeout_seconds": _FETCH_STARTUP_TIMEOUT_SECONDS,
+        }
+    return None
+
+
 def default_config(cwd: Path | None = None) -> GatewayConfig:
-    """The built-in children: time and git from this venv, plus memory and everything when npx exists."""
-    servers: dict[str, Any] = {"time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]}}
-    git_args = ["-m", "mcp_server_git"]
+    """The built-in children: time and git (from this environment, else through uvx), plus memory and
+    everything when npx exists; a server that none of these can run is left out."""
     repository = _git_toplevel((cwd or Path.cwd()).resolve())
-    if repository is not None:
-        git_args += ["--repository", str(repository)]
-    servers["git"] = {"command": sys.executable, "args": git_args}
+    git_args = ["--repository", str(repository)] if repository is not None else []
+    candidates = {
+        "time": _python_server("mcp-server-time", []),
+        "git": _python_server("mcp-server-git", git_args),
+    }
+    servers: dict[str, Any] = {name: entry for name, entry in candidates.items() if entry is not None}
     if shutil.which("npx"):
         for name in ("memory", "everything"):
             package = f"@modelcontextprotocol/server-{name}"
             servers[name] = {
                 "command": "npx",
                 "args": ["-y", f"{package}@{NPM_SERVER_PINS[package]}"],
-                "startup_timeout_seconds": _NPX_STARTUP_TIMEOUT_SECONDS,
+                "startup_timeout_seconds": _FETCH_STARTUP_TIMEOUT_SECONDS,
             }
     return GatewayConfig.model_validate({"mcpServers": servers})

@@ -1,6 +1,6 @@
 """CPython on WASI under wasmtime: a fresh instance per run, bounded by fuel, epochs, memory, output."""
 
-from gateway.sandbox._engine import COMPONENT_PATH, default_cache_dir
+from gateway.sandbox._engine import COMPONENT_PATH, WASMTIME_VERSION, component_sha256, default_cache_dir
 from gateway.sandbox._host_call import ToolCaller
 from gateway.sandbox._sandbox import HOST_INTERFACE, Sandbox
 from gateway.sandbox.limits import SandboxLimits
@@ -9,11 +9,13 @@ from gateway.sandbox.result import ErrorInfo, ExecutionResult, ToolCallRecord
 __all__ = (
     "COMPONENT_PATH",
     "HOST_INTERFACE",
+    "WASMTIME_VERSION",
     "ErrorInfo",
     "ExecutionResult",
     "Sandbox",
     "SandboxLimits",
     "ToolCallRecord",
     "ToolCaller",
+    "component_sha256",
     "default_cache_dir",
 )

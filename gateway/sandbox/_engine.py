@@ -7,6 +7,8 @@ import json
 import logging
 import os
 import tempfile
+import time
+from contextlib import suppress
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
@@ -17,12 +19,26 @@ from wasmtime.component import Component
 
 from gateway.errors import SandboxUnavailable
 
-__all__ = ["COMPONENT_PATH", "LoadedComponent", "load_component", "make_engine"]
+__all__ = [
+    "COMPONENT_PATH",
+    "WASMTIME_VERSION",
+    "LoadedComponent",
+    "component_sha256",
+    "default_cache_dir",
+    "load_component",
+    "make_engine",
+]
 
 log = logging.getLogger("gateway.sandbox")
 
-COMPONENT_PATH = Path(__file__).resolve().parents[2] / "runtime-wasm" / "build" / "sandbox.wasm"
+PACKAGED_COMPONENT = Path(__file__).resolve().parent / "component" / "sandbox.wasm"
+"""Where a wheel ships the built component (setup.py puts it there)."""
+SOURCE_COMPONENT = Path(__file__).resolve().parents[2] / "runtime-wasm" / "build" / "sandbox.wasm"
+"""Where `make setup` builds it in a clone, which an editable install runs from."""
+COMPONENT_PATH = PACKAGED_COMPONENT if PACKAGED_COMPONENT.exists() else SOURCE_COMPONENT
 WASMTIME_VERSION = version("wasmtime")
+# An artifact no install has loaded for this long is deleted when another one is written (~40 MB each).
+UNUSED_ARTIFACT_SECONDS = 30 * 86400
 
 
 def _engine_settings(max_wasm_stack: int) -> dict[str, object]:
@@ -71,7 +87,7 @@ def _sha256(path: Path) -> str:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
-def _component_sha256(path: Path) -> str:
+def component_sha256(path: Path = COMPONENT_PATH) -> str:
     """The component's sha256: the build's record of it when that is newer than the file, else hashed."""
     recorded = path.with_name(path.name + ".sha256")
     try:
@@ -84,12 +100,16 @@ def _component_sha256(path: Path) -> str:
     return _sha256(path)
 
 
-def _prune_other_builds(cache: Path, keep: str) -> None:
-    # Artifacts of earlier component builds are dead weight (~40 MB each); other engine settings
-    # of the same build stay.
-    for old in cache.glob("sandbox-*.cwasm*"):
-        if not old.name.startswith(f"sandbox-{keep}-"):
-            old.unlink(missing_ok=True)
+def _prune_unused(cache: Path, now: float) -> None:
+    # Every artifact's name is its full key, so two installs (or checkouts) sharing this cache never
+    # collide; each touches its artifact when it loads it, so only the long unused ones go.
+    for artifact in cache.glob("sandbox-*.cwasm"):
+        try:
+            if now - artifact.stat().st_mtime > UNUSED_ARTIFACT_SECONDS:
+                artifact.unlink(missing_ok=True)
+                artifact.with_suffix(".cwasm.sha256").unlink(missing_ok=True)
+        except OSError:  # another process pruned it meanwhile
+            continue
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
@@ -111,12 +131,15 @@ def _load_cached(engine: wasmtime.Engine, artifact: Path, checksum: Path) -> Com
         log.warning("artifact checksum mismatch, recompiling", extra={"artifact": str(artifact)})
         return None
     try:
-        return Component.deserialize_file(engine, str(artifact))
+        component = Component.deserialize_file(engine, str(artifact))
     except wasmtime.WasmtimeError as exc:
         log.warning(
             "artifact rejected by wasmtime, recompiling", extra={"artifact": str(artifact), "error": str(exc)}
         )
         return None
+    with suppress(OSError):  # a read-only cache: nothing prunes it either
+        os.utime(artifact)  # in use: pruning by another install leaves it alone
+    return component
 
 
 def load_component(
@@ -129,8 +152,11 @@ def load_component(
     """Load the sandbox component, compiling it once per (component, wasmtime, engine config)."""
     path = path or COMPONENT_PATH
     if not path.exists():
-        raise SandboxUnavailable(f"sandbox component not found at {path}: run `make setup` to build it")
-    component_sha = _component_sha256(path)
+        raise SandboxUnavailable(
+            f"the sandbox component is missing ({path}): an installed codemode-gateway ships it "
+            "inside its wheel, so reinstall it; in a clone, `make setup` builds it"
+        )
+    component_sha = component_sha256(path)
     key = hashlib.sha256(f"{component_sha}\n{WASMTIME_VERSION}\n{engine_fingerprint}".encode()).hexdigest()
     cache = cache_dir or default_cache_dir()
     artifact = cache / f"sandbox-{component_sha[:12]}-{key[:24]}.cwasm"
@@ -138,16 +164,23 @@ def load_component(
     cached = _load_cached(engine, artifact, checksum)
     if cached is not None:
         return LoadedComponent(cached, component_sha, artifact, compiled=False)
+    log.warning(
+        "compiling the sandbox component for this machine: once per install and configuration, "
+        "about 10-20 s here; later starts load it from the cache",
+        extra={"cache": str(cache)},
+    )
+    started = time.monotonic()
     try:
         component = Component.from_file(engine, str(path))  # pyright: ignore[reportUnknownMemberType]
     except wasmtime.WasmtimeError as exc:
         raise SandboxUnavailable(f"sandbox component at {path} does not load: {exc}") from exc
+    log.warning("compiled the sandbox component", extra={"seconds": round(time.monotonic() - started, 1)})
     data = bytes(component.serialize())
     try:
         cache.mkdir(parents=True, exist_ok=True)
         _write_atomically(artifact, data)
         _write_atomically(checksum, (hashlib.sha256(data).hexdigest() + "\n").encode())
-        _prune_other_builds(cache, keep=component_sha[:12])
+        _prune_unused(cache, time.time())
     except OSError as exc:  # a read-only cache costs start-up time, not correctness
         log.warning("cannot write artifact cache", extra={"artifact": str(artifact), "error": str(exc)})
     return LoadedComponent(component, component_sha, artifact, compiled=True)

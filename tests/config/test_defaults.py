@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ from gateway import ConfigError
 from gateway.children import StdioServer
 from gateway.config import (
     NPM_SERVER_PINS,
+    PYPI_SERVER_PINS,
     default_config,
     parse_config,
 )
@@ -98,3 +100,32 @@ def test_the_makefile_installs_exactly_the_npm_versions_the_default_pins() -> No
     makefile = (REPO / "Makefile").read_text(encoding="utf-8")
     pinned = dict(re.findall(r"(@modelcontextprotocol/server-[a-z]+)@(\d[\w.]*)", makefile))
     assert pinned == NPM_SERVER_PINS
+
+
+def test_without_the_python_servers_installed_the_default_runs_them_through_uvx(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir()
+    uvx = fake_bin / "uvx"
+    uvx.write_text("#!/bin/sh\n", encoding="utf-8")
+    uvx.chmod(0o755)
+    monkeypatch.setenv("PATH", str(fake_bin))
+    real_find_spec = importlib.util.find_spec
+    hidden = {"mcp_server_time", "mcp_server_git"}
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name in hidden else real_find_spec(name, *a)
+    )
+    servers = default_config(tmp_path).mcp_servers
+    time = servers["time"]
+    assert isinstance(time, StdioServer)
+    assert (time.command, time.args) == ("uvx", [f"mcp-server-time=={PYPI_SERVER_PINS['mcp-server-time']}"])
+    assert time.startup_timeout_seconds == 120
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert default_config(tmp_path).mcp_servers == {}  # nothing can run them: they are left out
+
+
+def test_the_test_extra_pins_the_python_servers_the_default_runs_through_uvx() -> None:
+    pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    for package, version in PYPI_SERVER_PINS.items():
+        assert f'"{package}=={version}"' in pyproject

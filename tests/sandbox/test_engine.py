@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import hashlib
+import logging
+import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
 import wasmtime
 
-from gateway.sandbox._engine import COMPONENT_PATH, default_cache_dir, load_component, make_engine
+from gateway import SandboxUnavailable
+from gateway.sandbox._engine import (
+    COMPONENT_PATH,
+    UNUSED_ARTIFACT_SECONDS,
+    default_cache_dir,
+    load_component,
+    make_engine,
+)
 from gateway.sandbox._sandbox import HOST_INTERFACE
 from gateway.sandbox.limits import SandboxLimits
 
@@ -65,8 +76,6 @@ def test_a_corrupt_artifact_is_detected_and_rebuilt(warm_cache: Path, tmp_path: 
 def test_an_artifact_wasmtime_rejects_is_rebuilt_even_when_its_checksum_matches(
     warm_cache: Path, tmp_path: Path
 ) -> None:
-    import hashlib
-
     engine, fingerprint = make_engine(STACK)
     cache = tmp_path / "cache"
     shutil.copytree(warm_cache, cache)
@@ -76,12 +85,70 @@ def test_an_artifact_wasmtime_rejects_is_rebuilt_even_when_its_checksum_matches(
     assert load_component(engine, fingerprint, cache_dir=cache).compiled is True
 
 
-def test_a_missing_component_says_how_to_build_it(tmp_path: Path) -> None:
-    from gateway import SandboxUnavailable
-
+def test_a_missing_component_says_how_to_get_it_for_an_install_and_a_clone(tmp_path: Path) -> None:
     engine, fingerprint = make_engine(STACK)
-    with pytest.raises(SandboxUnavailable, match="make setup"):
+    with pytest.raises(SandboxUnavailable, match="reinstall it; in a clone, `make setup` builds it"):
         load_component(engine, fingerprint, path=tmp_path / "absent.wasm")
+
+
+def _other_component(tmp_path: Path) -> Path:
+    """A different (empty) component: another install's build, as far as the cache can tell."""
+    path = tmp_path / "other" / "sandbox.wasm"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(bytes(wasmtime.wat2wasm("(component)")))
+    return path
+
+
+def test_installs_sharing_a_cache_never_delete_each_others_artifacts(
+    warm_cache: Path, tmp_path: Path
+) -> None:
+    engine, fingerprint = make_engine(STACK)
+    cache = tmp_path / "cache"
+    shutil.copytree(warm_cache, cache)
+    other = _other_component(tmp_path)
+    assert load_component(engine, fingerprint, path=other, cache_dir=cache).compiled is True
+    assert load_component(engine, fingerprint, cache_dir=cache).compiled is False
+    assert load_component(engine, fingerprint, path=other, cache_dir=cache).compiled is False
+    assert len(list(cache.glob("*.cwasm"))) == 2
+
+
+def test_an_artifact_unused_for_a_month_is_pruned_when_another_is_written(
+    warm_cache: Path, tmp_path: Path
+) -> None:
+    engine, fingerprint = make_engine(STACK)
+    cache = tmp_path / "cache"
+    shutil.copytree(warm_cache, cache)
+    [stale] = cache.glob("*.cwasm")
+    long_ago = time.time() - UNUSED_ARTIFACT_SECONDS - 3600
+    os.utime(stale, (long_ago, long_ago))
+    load_component(engine, fingerprint, path=_other_component(tmp_path), cache_dir=cache)
+    assert not stale.exists()
+    assert not Path(str(stale) + ".sha256").exists()
+    assert len(list(cache.glob("*.cwasm"))) == 1
+
+
+def test_loading_an_artifact_marks_it_used(warm_cache: Path, tmp_path: Path) -> None:
+    engine, fingerprint = make_engine(STACK)
+    cache = tmp_path / "cache"
+    shutil.copytree(warm_cache, cache)
+    [artifact] = cache.glob("*.cwasm")
+    os.utime(artifact, (1, 1))
+    load_component(engine, fingerprint, cache_dir=cache)
+    assert artifact.stat().st_mtime > time.time() - 60
+
+
+def test_compiling_says_so_and_how_long_it_took(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    engine, fingerprint = make_engine(STACK)
+    with caplog.at_level(logging.WARNING, logger="gateway.sandbox"):
+        load_component(engine, fingerprint, path=_other_component(tmp_path), cache_dir=tmp_path / "c")
+        load_component(
+            engine, fingerprint, path=_other_component(tmp_path / "again"), cache_dir=tmp_path / "c"
+        )
+    messages = [record.getMessage() for record in caplog.records]
+    assert messages[0].startswith("compiling the sandbox component")
+    assert messages[1] == "compiled the sandbox component"
+    assert isinstance(caplog.records[1].__dict__["seconds"], float)
+    assert len(messages) == 2  # the second load came from the cache
 
 
 def test_the_cache_dir_can_be_set_from_the_environment(

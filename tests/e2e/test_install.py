@@ -1,0 +1,202 @@
+"""A real install, outside the repository: the sdist and the wheel built from it, as pip, uvx, pipx use them.
+
+The wheel is built from the sdist (as `python -m build` does), so a file the sdist forgets fails here.
+Every command runs in a fresh venv with no compiler, no componentize-py and nothing of this clone on
+its path, with a cache directory of its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import ClientSession, StdioServerParameters, types
+from mcp.client.stdio import stdio_client
+
+from tests.real_servers import REPO, TINY_SERVER
+
+BUILD_SECONDS = 600  # isolated build environments, then componentize-py from the sdist
+INSTALL_SECONDS = 300
+RUN_SECONDS = 120  # the first run compiles the component (about 10-20 s here)
+
+
+@dataclass(frozen=True)
+class Dist:
+    sdist: Path
+    wheel: Path
+
+
+@dataclass(frozen=True)
+class Install:
+    bin: Path
+    home: Path  # outside the repository: the working directory of every command
+    env: dict[str, str]
+
+    def run(self, *args: str, timeout: float = RUN_SECONDS) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(self.bin / "codemode-gateway"), *args],
+            cwd=self.home,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+
+def _clean_env(cache: Path) -> dict[str, str]:
+    drop = {"PYTHONPATH", "VIRTUAL_ENV", "CODEMODE_CONFIG", "PYTHONHOME"}
+    return {k: v for k, v in os.environ.items() if k not in drop} | {"CODEMODE_CACHE_DIR": str(cache)}
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Dist:
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run(
+        [sys.executable, "-m", "build", "--outdir", str(out), str(REPO)],
+        check=True,
+        capture_output=True,
+        timeout=BUILD_SECONDS,
+    )
+    [sdist] = out.glob("*.tar.gz")
+    [wheel] = out.glob("*.whl")
+    return Dist(sdist, wheel)
+
+
+@pytest.fixture(scope="module")
+def installed(dist: Dist, tmp_path_factory: pytest.TempPathFactory) -> Install:
+    root = tmp_path_factory.mktemp("install")
+    venv = root / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=INSTALL_SECONDS)
+    env = _clean_env(root / "cache")
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", str(dist.wheel)]
+    subprocess.run(pip, check=True, env=env, cwd=root, capture_output=True, timeout=INSTALL_SECONDS)
+    home = root / "home"
+    home.mkdir()
+    return Install(venv / "bin", home, env)
+
+
+@pytest.fixture(scope="module")
+def team_config(installed: Install) -> Path:
+    """A config whose child runs under the installed venv's Python, with an audit log beside it."""
+    config = installed.home / "team.json"
+    tiny = {"command": str(installed.bin / "python"), "args": [str(TINY_SERVER)]}
+    data = {"mcpServers": {"tiny": tiny}, "audit": {"path": "audit.jsonl"}}
+    config.write_text(json.dumps(data), encoding="utf-8")
+    return config
+
+
+def test_the_wheel_ships_the_built_component_with_its_sha256_and_every_subpackage(dist: Dist) -> None:
+    with zipfile.ZipFile(dist.wheel) as wheel:
+        names = set(wheel.namelist())
+        component = wheel.read("gateway/sandbox/component/sandbox.wasm")
+        recorded = wheel.read("gateway/sandbox/component/sandbox.wasm.sha256").decode().strip()
+    assert hashlib.sha256(component).hexdigest() == recorded
+    assert "gateway/sandbox/component/inputs.sha256" in names
+    for module in ("gateway/escape/cases/policy.py", "gateway/escape/probe_server.py", "guest/main.py"):
+        assert module in names
+    assert not any(name.startswith("tests/") for name in names)
+
+
+def test_the_sdist_holds_what_building_the_component_needs_and_no_build_output(dist: Dist) -> None:
+    with tarfile.open(dist.sdist) as sdist:
+        names = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
+    for needed in ("setup.py", "runtime-wasm/build.py", "runtime-wasm/wit/sandbox.wit", "guest/main.py"):
+        assert needed in names
+    assert not any(name.startswith("runtime-wasm/build/") for name in names)
+
+
+def test_version_names_the_package_wasmtime_and_the_shipped_component(installed: Install, dist: Dist) -> None:
+    done = installed.run("--version")
+    assert done.returncode == 0, done.stderr
+    with zipfile.ZipFile(dist.wheel) as wheel:
+        recorded = wheel.read("gateway/sandbox/component/sandbox.wasm.sha256").decode().strip()
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("codemode-gateway ")
+    assert lines[1].startswith("wasmtime 50.")
+    assert lines[2] == f"sandbox component sha256 {recorded}"
+
+
+def test_the_first_run_compiles_into_the_cache_and_says_so_and_later_runs_load_it(installed: Install) -> None:
+    first = installed.run("exec", "-c", "print(6 * 7)")
+    assert (first.returncode, first.stdout) == (0, "42\n"), first.stderr
+    assert "compiling the sandbox component" in first.stderr
+    assert '"msg": "compiled the sandbox component"' in first.stderr
+    second = installed.run("exec", "-c", "print(6 * 7)")
+    assert (second.returncode, second.stdout) == (0, "42\n"), second.stderr
+    assert "compiling" not in second.stderr
+
+
+def test_schema_and_check_work_outside_the_repository(installed: Install, team_config: Path) -> None:
+    schema = installed.run("schema")
+    assert schema.returncode == 0, schema.stderr
+    assert json.loads(schema.stdout) == json.loads((REPO / "codemode-gateway.schema.json").read_text())
+    check = installed.run("check", "--config", str(team_config))
+    assert check.returncode == 0, check.stdout + check.stderr
+    [row] = [line for line in check.stdout.splitlines() if line.startswith("tiny ")]
+    assert "ready" in row
+
+
+@pytest.mark.anyio
+async def test_serve_answers_an_mcp_client_and_its_audit_log_reads_back(
+    installed: Install, team_config: Path
+) -> None:
+    server = StdioServerParameters(
+        command=str(installed.bin / "codemode-gateway"),
+        args=["serve", "--config", str(team_config)],
+        env=installed.env,
+        cwd=installed.home,
+    )
+    with anyio.fail_after(RUN_SECONDS):
+        async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            tools = await session.list_tools()
+            assert {tool.name for tool in tools.tools} == {"search_docs", "execute_code"}
+            result = await session.call_tool(
+                "execute_code", {"code": "tools.tiny.echo(text='hi')['result'] * 2"}
+            )
+    assert not result.is_error, result.content
+    assert isinstance(result.content[0], types.TextContent)
+    assert result.content[0].text == "'hihi'"
+    audit = installed.run("audit", "--config", str(team_config), "--json")
+    assert audit.returncode == 0, audit.stderr
+    records = [json.loads(line) for line in audit.stdout.splitlines()]
+    assert [(r["kind"], r.get("tool")) for r in records] == [("tool_call", "tiny.echo"), ("execution", None)]
+
+
+def test_sandbox_test_runs_from_the_install(installed: Install) -> None:
+    done = installed.run("sandbox-test", "--only", "filesystem", "imports")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert " 0 failed" in done.stdout
+
+
+def test_uvx_and_pipx_run_the_wheel(dist: Dist, installed: Install, tmp_path: Path) -> None:
+    tools = Path(sys.executable).parent
+    env = installed.env | {"PIPX_HOME": str(tmp_path / "pipx"), "PIPX_BIN_DIR": str(tmp_path / "pipx-bin")}
+    uvx = subprocess.run(
+        [str(tools / "uvx"), "--from", str(dist.wheel), "codemode-gateway", "exec", "-c", "print(6 * 7)"],
+        cwd=installed.home,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=INSTALL_SECONDS,
+    )
+    assert (uvx.returncode, uvx.stdout) == (0, "42\n"), uvx.stderr
+    pipx = subprocess.run(
+        [str(tools / "pipx"), "run", "--spec", str(dist.wheel), "codemode-gateway", "--version"],
+        cwd=installed.home,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=INSTALL_SECONDS,
+    )
+    assert pipx.returncode == 0, pipx.stderr
+    assert pipx.stdout.startswith("codemode-gateway ")

@@ -1,0 +1,246 @@
+"""The host import on a worker thread: tool calls, their caps and timeouts, host services, cancellation."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import pytest
+import wasmtime
+from wasmtime.component import Variant
+
+from gateway.errors import (
+    ExecutionCancelled,
+    GuestCrashed,
+    PolicyDenied,
+    ToolCallLimitExceeded,
+    ToolPayloadTooLarge,
+    WallTimeExceeded,
+)
+from gateway.sandbox._host_call import Execution, ToolCaller, bound_to_thread, host_call
+from gateway.sandbox.limits import SandboxLimits
+from gateway.testing import InProcessTools
+
+pytestmark = pytest.mark.anyio
+
+
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+async def hang() -> None:
+    await anyio.sleep_forever()
+
+
+def run(
+    limits: SandboxLimits | None = None, tools: ToolCaller | None = None, timeout: float = 30
+) -> Execution:
+    return Execution(limits or SandboxLimits(), timeout, tools)
+
+
+async def call(execution: Execution, name: str, args_json: str = "{}") -> Variant | None:
+    """What the guest gets back from one host call; None when the host trapped it."""
+
+    def on_worker() -> Variant | None:
+        with bound_to_thread(execution):
+            try:
+                return host_call(None, name, args_json)
+            except wasmtime.WasmtimeError:
+                return None
+
+    with anyio.fail_after(10):
+        return await anyio.to_thread.run_sync(on_worker, abandon_on_cancel=True)
+
+
+def payload(variant: Variant | None, tag: str) -> str:
+    assert variant is not None
+    assert variant.tag == tag, variant
+    assert isinstance(variant.payload, str)
+    return variant.payload
+
+
+def refusal(variant: Variant | None) -> dict[str, Any]:
+    return json.loads(payload(variant, "err"))
+
+
+@pytest.fixture
+def sandbox_log() -> Iterator[list[logging.LogRecord]]:
+    """Records of the sandbox's logger, whatever configure_logging did to propagation."""
+    records: list[logging.LogRecord] = []
+
+    class Recorder(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    recorder, logger = Recorder(), logging.getLogger("gateway.sandbox")
+    logger.addHandler(recorder)
+    try:
+        yield records
+    finally:
+        logger.removeHandler(recorder)
+
+
+async def test_a_tool_call_returns_its_json_result_and_is_recorded() -> None:
+    tools = InProcessTools({"m.add": add})
+    execution = run(tools=tools)
+    assert await call(execution, "m.add", '{"a": 1, "b": 2}') == Variant("ok", "3")
+    assert tools.calls == [("m.add", {"a": 1, "b": 2})]
+    [record] = execution.tool_calls
+    assert (record.tool, record.ok, record.error) == ("m.add", True, None)
+    assert execution.ended_by is None
+
+
+async def test_a_call_past_the_tool_call_limit_ends_the_execution_without_reaching_the_tool() -> None:
+    tools = InProcessTools({"m.add": add})
+    execution = run(SandboxLimits(max_tool_calls=1), tools)
+    assert await call(execution, "m.add", '{"a": 1, "b": 2}') is not None
+    assert await call(execution, "m.add", '{"a": 1, "b": 2}') is None
+    assert isinstance(execution.ended_by, ToolCallLimitExceeded)
+    assert "sandbox.max_tool_calls" in str(execution.ended_by)
+    assert len(tools.calls) == len(execution.tool_calls) == 1
+
+
+async def test_arguments_over_their_cap_end_the_execution_before_the_call() -> None:
+    tools = InProcessTools({"m.add": add})
+    execution = run(SandboxLimits(max_tool_args_bytes=32), tools)
+    assert await call(execution, "m.add", json.dumps({"a": "x" * 40})) is None
+    assert isinstance(execution.ended_by, ToolPayloadTooLarge)
+    assert "sandbox.max_tool_args_bytes" in str(execution.ended_by)
+    assert tools.calls == []
+    assert execution.tool_calls == []
+
+
+async def test_a_result_over_its_cap_ends_the_execution_and_is_recorded_as_too_large() -> None:
+    execution = run(SandboxLimits(max_tool_result_bytes=16), InProcessTools({"m.big": lambda: "x" * 100}))
+    assert await call(execution, "m.big") is None
+    assert isinstance(execution.ended_by, ToolPayloadTooLarge)
+    assert "102 bytes" in str(execution.ended_by)
+    assert "sandbox.max_tool_result_bytes" in str(execution.ended_by)
+    assert [(r.ok, r.error) for r in execution.tool_calls] == [(False, "result too large")]
+
+
+@pytest.mark.parametrize("depth", [65, 100_000])
+async def test_arguments_nested_too_deep_are_refused_as_a_catchable_tool_error(depth: int) -> None:
+    tools = InProcessTools({"m.f": lambda a: a})
+    execution = run(tools=tools)
+    args = '{"a": ' + "[" * (depth - 1) + "]" * (depth - 1) + "}"
+    error = refusal(await call(execution, "m.f", args))
+    assert error == {"type": "ToolError", "message": "arguments to m.f nest deeper than 64 levels"}
+    assert tools.calls == []
+    assert execution.ended_by is None
+
+
+async def test_arguments_nested_to_the_limit_are_accepted() -> None:
+    execution = run(tools=InProcessTools({"m.f": lambda a: 1}))
+    assert await call(execution, "m.f", '{"a": ' + "[" * 63 + "]" * 63 + "}") == Variant("ok", "1")
+
+
+@pytest.mark.parametrize(
+    ("args", "said"), [("[1, 2]", "got list"), ("7", "got int"), ("{", "not valid JSON")]
+)
+async def test_arguments_that_are_not_a_json_object_are_refused(args: str, said: str) -> None:
+    tools = InProcessTools({"m.f": lambda: 1})
+    error = refusal(await call(run(tools=tools), "m.f", args))
+    assert error["type"] == "ToolError"
+    assert said in error["message"]
+    assert tools.calls == []
+
+
+async def test_an_unknown_host_service_is_refused_and_never_reaches_the_tool_caller() -> None:
+    tools = InProcessTools({})
+    execution = run(tools=tools)
+    error = refusal(await call(execution, "@files", '{"path": "/etc/passwd"}'))
+    assert error == {"type": "ToolError", "message": "unknown host service '@files'"}
+    assert tools.calls == []
+    assert execution.tool_calls == []
+    assert execution.ended_by is None
+
+
+async def test_the_clock_and_short_sleeps_are_served_and_a_sleep_past_the_budget_ends_it() -> None:
+    execution = run(timeout=5)
+    assert json.loads(payload(await call(execution, "@clock"), "ok"))["time_ns"] > 0
+    assert await call(execution, "@sleep", '{"seconds": 0}') == Variant("ok", "{}")
+    assert refusal(await call(execution, "@sleep", '{"seconds": -1}'))["type"] == "ValueError"
+    assert await call(execution, "@sleep", '{"seconds": 60}') is None
+    assert isinstance(execution.ended_by, WallTimeExceeded)
+    assert "time.sleep(60)" in str(execution.ended_by)
+
+
+async def test_a_tool_call_past_its_own_timeout_is_a_catchable_error() -> None:
+    execution = run(SandboxLimits(tool_call_timeout_seconds=0.05), InProcessTools({"m.hang": hang}))
+    error = refusal(await call(execution, "m.hang"))
+    assert error["message"] == "m.hang timed out after 0.05 s (sandbox.tool_call_timeout_seconds)"
+    assert [(r.ok, r.error) for r in execution.tool_calls] == [(False, "timeout")]
+    assert execution.ended_by is None
+
+
+async def test_a_tool_call_past_the_wall_clock_budget_ends_the_execution() -> None:
+    execution = run(tools=InProcessTools({"m.hang": hang}), timeout=0.3)
+    assert await call(execution, "m.hang") is None
+    assert isinstance(execution.ended_by, WallTimeExceeded)
+    assert "sandbox.timeout_seconds" in str(execution.ended_by)
+    assert execution.tool_calls[0].error == "timeout"
+
+
+async def test_a_tool_error_reaches_the_snippet_with_its_kind() -> None:
+    async def denied() -> None:
+        raise PolicyDenied("policy denies repo.delete (policy.deny)", rule="policy.deny")
+
+    execution = run(tools=InProcessTools({"repo.delete": denied}))
+    error = refusal(await call(execution, "repo.delete"))
+    assert error == {"type": "PolicyDenied", "message": "policy denies repo.delete (policy.deny)"}
+    assert execution.tool_calls[0].error == "PolicyDenied"
+
+
+async def test_a_raising_tool_caller_is_a_contained_crash_that_does_not_leak_the_exception(
+    sandbox_log: list[logging.LogRecord],
+) -> None:
+    async def broken(name: str, arguments: dict[str, Any]) -> Any:
+        raise RuntimeError("token=hunter2")
+
+    execution = run(tools=broken)
+    assert await call(execution, "m.f") is None
+    assert isinstance(execution.ended_by, GuestCrashed)
+    assert (
+        str(execution.ended_by) == "the gateway failed while serving 'm.f': RuntimeError; see the gateway log"
+    )
+    logged = [r.exc_info[1] for r in sandbox_log if r.exc_info is not None]
+    assert [(type(exc), str(exc)) for exc in logged] == [(RuntimeError, "token=hunter2")]
+    assert not execution.tool_calls[0].ok
+
+
+async def test_cancel_during_a_tool_call_ends_the_execution_as_cancelled_and_interrupts_it() -> None:
+    started = anyio.Event()
+
+    async def wait_forever() -> None:
+        started.set()
+        await anyio.sleep_forever()
+
+    tools = InProcessTools({"m.wait": wait_forever})
+    execution = run(tools=tools)
+    interrupted: list[bool] = []
+    execution.interrupt = lambda: interrupted.append(True)
+    results: list[Variant | None] = []
+
+    async def guest() -> None:
+        results.append(await call(execution, "m.wait"))
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            group.start_soon(guest)
+            await started.wait()
+            execution.cancel()
+    assert results == [None]
+    assert isinstance(execution.ended_by, ExecutionCancelled)
+    assert interrupted == [True]
+    assert await call(execution, "m.wait") is None  # nothing more runs once cancelled
+    assert len(tools.calls) == 1
+
+
+def test_a_host_call_on_a_thread_without_an_execution_is_refused() -> None:
+    error = refusal(host_call(None, "m.add", "{}"))
+    assert error["message"] == "no execution is bound to this thread"

@@ -1,0 +1,142 @@
+"""The prewarmed instance pool: `take` never waits, every item is used once, `close` drops the rest."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from gateway.sandbox import _instances
+from gateway.sandbox._instances import InstancePool
+
+WAIT = 5.0  # bounds a hang; every wait below ends as soon as its condition holds
+
+
+class Maker:
+    """Makes numbered items, recording which thread made each; `hold` blocks the filler's calls."""
+
+    def __init__(self, failures: int = 0) -> None:
+        self.made: list[tuple[int, str]] = []
+        self.failures = failures
+        self.hold = threading.Event()
+        self.hold.set()
+        self.filler_waiting = threading.Event()
+        self.changed = threading.Condition()
+        self.takers = {threading.get_ident()}  # threads that call take(); any other is the filler
+
+    def __call__(self) -> int:
+        inline = threading.get_ident() in self.takers
+        if not inline:
+            self.filler_waiting.set()
+            assert self.hold.wait(WAIT)
+        with self.changed:
+            if self.failures:
+                self.failures -= 1
+                self.changed.notify_all()
+                raise RuntimeError("instantiation failed")
+            number = len(self.made) + 1
+            self.made.append((number, "inline" if inline else "filler"))
+            self.changed.notify_all()
+            return number
+
+    def wait_for(self, count: int) -> None:
+        with self.changed:
+            assert self.changed.wait_for(lambda: len(self.made) >= count, WAIT), self.made
+
+
+@pytest.fixture
+def sandbox_log() -> Iterator[list[logging.LogRecord]]:
+    records: list[logging.LogRecord] = []
+
+    class Recorder(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    recorder, logger = Recorder(), logging.getLogger("gateway.sandbox")
+    logger.addHandler(recorder)
+    try:
+        yield records
+    finally:
+        logger.removeHandler(recorder)
+
+
+def take_within(pool: InstancePool[int], maker: Maker) -> int:
+    """`pool.take()` on a thread of its own, failing rather than hanging if it waits."""
+    taken: list[int] = []
+
+    def take() -> None:
+        maker.takers.add(threading.get_ident())
+        taken.append(pool.take())
+
+    taker = threading.Thread(target=take, daemon=True)
+    taker.start()
+    taker.join(WAIT)
+    assert taken, "take() waited for the filler"
+    return taken[0]
+
+
+def test_take_makes_an_item_inline_while_the_filler_is_still_busy() -> None:
+    maker = Maker()
+    maker.hold.clear()
+    pool = InstancePool(maker, 2)
+    try:
+        assert maker.filler_waiting.wait(WAIT)
+        assert take_within(pool, maker) == 1
+        assert maker.made == [(1, "inline")]
+    finally:
+        maker.hold.set()
+        pool.close()
+
+
+def test_prewarmed_items_are_taken_first_and_no_item_is_handed_out_twice() -> None:
+    maker = Maker()
+    pool = InstancePool(maker, 2)
+    try:
+        maker.wait_for(3)  # two queued, the third made and waiting for room
+        taken = [pool.take() for _ in range(10)]
+    finally:
+        pool.close()
+    assert taken[:2] == [1, 2]
+    assert len(set(taken)) == len(taken)
+    assert set(taken) <= {number for number, _ in maker.made}
+
+
+def test_a_failing_maker_does_not_stop_the_filler(
+    monkeypatch: pytest.MonkeyPatch, sandbox_log: list[logging.LogRecord]
+) -> None:
+    monkeypatch.setattr(_instances, "_RETRY_SECONDS", 0.01)
+    maker = Maker(failures=2)
+    pool = InstancePool(maker, 1)
+    try:
+        maker.wait_for(2)  # one queued, the next waiting for room
+        assert pool.take() == 1
+    finally:
+        pool.close()
+    assert maker.made[0] == (1, "filler")
+    failures = [r for r in sandbox_log if r.getMessage().startswith("prewarming an instance failed")]
+    assert len(failures) == 2
+    assert all(r.exc_info is not None for r in failures)
+
+
+def test_close_stops_the_filler_and_drops_the_unused_items() -> None:
+    maker = Maker()
+    pool = InstancePool(maker, 2)
+    maker.wait_for(3)
+    pool.close()
+    assert pool._filler is not None
+    assert not pool._filler.is_alive()
+    made_before = len(maker.made)
+    item = pool.take()  # none of the prewarmed ones is left: made now, on this thread
+    assert item == made_before + 1
+    assert maker.made[-1] == (item, "inline")
+
+
+def test_a_pool_of_size_zero_has_no_filler_and_makes_every_item_inline() -> None:
+    maker = Maker()
+    pool = InstancePool(maker, 0)
+    assert [pool.take(), pool.take()] == [1, 2]
+    assert maker.made == [(1, "inline"), (2, "inline")]
+    pool.close()
+    assert pool._filler is None
