@@ -59,8 +59,11 @@ run: setup ## Serve MCP over stdio on the built-in default config
 demo: setup ## A real MCP client drives the gateway on its built-in config: search, then code over two children
 	$(PY) examples/demo.py
 
-clean: ## Remove the venv, the sandbox build and caches
-	rm -rf $(VENV) runtime-wasm/build .cache .pytest_cache .ruff_cache
+dist: setup ## Build the sdist and the wheel (with the sandbox component inside) into dist/
+	$(PY) -m build --outdir dist .
+
+clean: ## Remove the venv, the sandbox build, dist/ and caches
+	rm -rf $(VENV) runtime-wasm/build dist .cache .pytest_cache .ruff_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
-.PHONY: help setup test sandbox-test bench soak lint format run demo clean
+.PHONY: help setup test sandbox-test bench soak lint format run demo dist clean

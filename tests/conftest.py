@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -91,18 +91,17 @@ def closed_port() -> int:
 
 class _Recorder(logging.Handler):
     def __init__(self) -> None:
-        super().__init__(logging.INFO)
+        super().__init__(logging.DEBUG)
         self.records: list[logging.LogRecord] = []
 
     def emit(self, record: logging.LogRecord) -> None:
         self.records.append(record)
 
 
-@pytest.fixture
-def child_log() -> Iterator[list[logging.LogRecord]]:
-    """Records of the children's logger, whatever configure_logging did to propagation."""
-    recorder = _Recorder()
-    logger = logging.getLogger("gateway.children")
+@contextmanager
+def _recording(name: str) -> Iterator[list[logging.LogRecord]]:
+    """A logger's records (INFO and up) while inside, whatever configure_logging did to propagation."""
+    recorder, logger = _Recorder(), logging.getLogger(name)
     previous = logger.level
     logger.addHandler(recorder)
     logger.setLevel(logging.INFO)
@@ -111,3 +110,24 @@ def child_log() -> Iterator[list[logging.LogRecord]]:
     finally:
         logger.removeHandler(recorder)
         logger.setLevel(previous)
+
+
+@pytest.fixture
+def child_log() -> Iterator[list[logging.LogRecord]]:
+    """Records of the children's logger."""
+    with _recording("gateway.children") as records:
+        yield records
+
+
+@pytest.fixture
+def sandbox_log() -> Iterator[list[logging.LogRecord]]:
+    """Records of the sandbox's logger."""
+    with _recording("gateway.sandbox") as records:
+        yield records
+
+
+@pytest.fixture
+def policy_log() -> Iterator[list[logging.LogRecord]]:
+    """Records of the policy's logger."""
+    with _recording("gateway.policy") as records:
+        yield records

@@ -13,7 +13,6 @@ from gateway._logging import JsonFormatter, redact_logs
 from gateway._redaction import Redactor
 
 TOKEN = "ghp_Zq8vN3kLp0Xw7Rt2Yb5Hc9Jd4Mf6Gs1Ae"
-WAIT = 60  # real child servers start in seconds; this bounds a hang, not a race
 
 
 @pytest.fixture

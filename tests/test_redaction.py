@@ -12,7 +12,6 @@ from gateway._redaction import Redactor
 from gateway.sandbox import ErrorInfo, ExecutionResult, ToolCallRecord
 
 TOKEN = "ghp_Zq8vN3kLp0Xw7Rt2Yb5Hc9Jd4Mf6Gs1Ae"
-WAIT = 60  # real child servers start in seconds; this bounds a hang, not a race
 
 
 @pytest.fixture

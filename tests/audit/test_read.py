@@ -2,42 +2,14 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-from gateway import ExecutionResult
-from gateway._redaction import Redactor
 from gateway.audit import (
-    AuditLog,
     select_records,
 )
 
-TOKEN = "ghp_Zq8vN3kLp0Xw7Rt2Yb5Hc9Jd4Mf6Gs1Ae"
 NOON = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
-
-
-def lines_of(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="ascii").splitlines()]
-
-
-@pytest.fixture
-def log_path(tmp_path: Path) -> Path:
-    return tmp_path / "audit.jsonl"
-
-
-@pytest.fixture
-def audit(log_path: Path) -> Iterator[AuditLog]:
-    with AuditLog(log_path, redactor=Redactor({TOKEN: "GITHUB_TOKEN"}), clock=lambda: NOON) as log:
-        yield log
-
-
-def ok_result(**fields: Any) -> ExecutionResult:
-    return ExecutionResult(ok=True, fuel=1234, ms=5.5, **fields)
 
 
 # ---- reading it back ----------------------------------------------------------------------------

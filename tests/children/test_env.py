@@ -11,20 +11,13 @@ import anyio
 import pytest
 from mcp import types
 
-from gateway._redaction import Redactor
 from gateway.children import ChildPool
 from gateway.children._env import BASE_ENV_VARS, child_environment
 from gateway.config import (
     parse_config,
 )
 
-TOKEN = "ghp_Zq8vN3kLp0Xw7Rt2Yb5Hc9Jd4Mf6Gs1Ae"
 WAIT = 60  # real child servers start in seconds; this bounds a hang, not a race
-
-
-@pytest.fixture
-def redactor() -> Redactor:
-    return Redactor({TOKEN: "GITHUB_TOKEN", 'pa ss/wo+rd"\\é': "DB_PASSWORD"})
 
 
 # ---- the environment of a child -----------------------------------------------------------------

@@ -6,51 +6,19 @@ import importlib.util
 import re
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from gateway import ConfigError
 from gateway.children import StdioServer
 from gateway.config import (
     NPM_SERVER_PINS,
     PYPI_SERVER_PINS,
     default_config,
-    parse_config,
 )
 from tests.real_servers import REPO
 
 # As `claude mcp add` writes them into a project's .mcp.json (stdio with "type", and http).
-CLAUDE_CODE_MCP_JSON: dict[str, Any] = {
-    "mcpServers": {
-        "airtable": {
-            "type": "stdio",
-            "command": "npx",
-            "args": ["-y", "airtable-mcp-server"],
-            "env": {"AIRTABLE_API_KEY": "${AIRTABLE_API_KEY}"},
-        },
-        "sentry": {"type": "http", "url": "https://mcp.sentry.dev/mcp"},
-        "api": {
-            "type": "http",
-            "url": "${API_BASE_URL:-https://api.example.com}/mcp",
-            "headers": {"Authorization": "Bearer ${API_KEY}"},
-        },
-        "asana": {"type": "sse", "url": "https://mcp.asana.com/sse"},
-    }
-}
 # As Claude Desktop's claude_desktop_config.json writes them: no "type" at all.
-CLAUDE_DESKTOP_ENTRY: dict[str, Any] = {
-    "command": "npx",
-    "args": ["-y", "@modelcontextprotocol/server-filesystem", "/Users/me/Desktop"],
-}
-
-
-def errors_of(data: Any, environ: dict[str, str] | None = None) -> list[str]:
-    with pytest.raises(ConfigError) as caught:
-        parse_config(data, "team.json", environ or {})
-    first, *lines = str(caught.value).splitlines()
-    assert first == f"team.json: {len(lines)} invalid setting(s)"
-    return [line.strip() for line in lines]
 
 
 def test_the_builtin_default_runs_time_and_git_from_this_venv_on_the_enclosing_repository(

@@ -3,50 +3,15 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import jsonschema
-import pytest
 
-from gateway import ConfigError
 from gateway.config import (
     config_json_schema,
     load_config,
-    parse_config,
 )
+from tests.config.helpers import CLAUDE_CODE_MCP_JSON, CLAUDE_DESKTOP_ENTRY
 from tests.real_servers import REPO
-
-# As `claude mcp add` writes them into a project's .mcp.json (stdio with "type", and http).
-CLAUDE_CODE_MCP_JSON: dict[str, Any] = {
-    "mcpServers": {
-        "airtable": {
-            "type": "stdio",
-            "command": "npx",
-            "args": ["-y", "airtable-mcp-server"],
-            "env": {"AIRTABLE_API_KEY": "${AIRTABLE_API_KEY}"},
-        },
-        "sentry": {"type": "http", "url": "https://mcp.sentry.dev/mcp"},
-        "api": {
-            "type": "http",
-            "url": "${API_BASE_URL:-https://api.example.com}/mcp",
-            "headers": {"Authorization": "Bearer ${API_KEY}"},
-        },
-        "asana": {"type": "sse", "url": "https://mcp.asana.com/sse"},
-    }
-}
-# As Claude Desktop's claude_desktop_config.json writes them: no "type" at all.
-CLAUDE_DESKTOP_ENTRY: dict[str, Any] = {
-    "command": "npx",
-    "args": ["-y", "@modelcontextprotocol/server-filesystem", "/Users/me/Desktop"],
-}
-
-
-def errors_of(data: Any, environ: dict[str, str] | None = None) -> list[str]:
-    with pytest.raises(ConfigError) as caught:
-        parse_config(data, "team.json", environ or {})
-    first, *lines = str(caught.value).splitlines()
-    assert first == f"team.json: {len(lines)} invalid setting(s)"
-    return [line.strip() for line in lines]
 
 
 def test_the_shipped_schema_file_equals_the_generated_schema() -> None:

@@ -20,7 +20,6 @@ from gateway.config import (
 from tests.real_servers import REPO
 
 TOKEN = "ghp_Zq8vN3kLp0Xw7Rt2Yb5Hc9Jd4Mf6Gs1Ae"
-WAIT = 60  # real child servers start in seconds; this bounds a hang, not a race
 
 
 @pytest.fixture

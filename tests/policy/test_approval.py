@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from typing import Any, cast
 
 import anyio
@@ -50,22 +49,6 @@ async def ask(session: FakeSession, tool: str = "repo.delete", arguments: dict[s
     approve = elicitation_approver(cast(ServerSession, session), 17)
     with anyio.fail_after(5):
         return await approve(tool, arguments)
-
-
-@pytest.fixture
-def policy_log() -> Iterator[list[logging.LogRecord]]:
-    records: list[logging.LogRecord] = []
-
-    class Recorder(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            records.append(record)
-
-    recorder, logger = Recorder(), logging.getLogger("gateway.policy")
-    logger.addHandler(recorder)
-    try:
-        yield records
-    finally:
-        logger.removeHandler(recorder)
 
 
 async def test_the_prompt_shows_the_tool_and_its_arguments_tied_to_the_request() -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -65,23 +64,6 @@ def payload(variant: Variant | None, tag: str) -> str:
 
 def refusal(variant: Variant | None) -> dict[str, Any]:
     return json.loads(payload(variant, "err"))
-
-
-@pytest.fixture
-def sandbox_log() -> Iterator[list[logging.LogRecord]]:
-    """Records of the sandbox's logger, whatever configure_logging did to propagation."""
-    records: list[logging.LogRecord] = []
-
-    class Recorder(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            records.append(record)
-
-    recorder, logger = Recorder(), logging.getLogger("gateway.sandbox")
-    logger.addHandler(recorder)
-    try:
-        yield records
-    finally:
-        logger.removeHandler(recorder)
 
 
 async def test_a_tool_call_returns_its_json_result_and_is_recorded() -> None:

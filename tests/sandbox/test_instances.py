@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
 
 import pytest
 
@@ -44,22 +43,6 @@ class Maker:
     def wait_for(self, count: int) -> None:
         with self.changed:
             assert self.changed.wait_for(lambda: len(self.made) >= count, WAIT), self.made
-
-
-@pytest.fixture
-def sandbox_log() -> Iterator[list[logging.LogRecord]]:
-    records: list[logging.LogRecord] = []
-
-    class Recorder(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            records.append(record)
-
-    recorder, logger = Recorder(), logging.getLogger("gateway.sandbox")
-    logger.addHandler(recorder)
-    try:
-        yield records
-    finally:
-        logger.removeHandler(recorder)
 
 
 def take_within(pool: InstancePool[int], maker: Maker) -> int:
