@@ -25,7 +25,7 @@ from gateway.config import GatewayConfig, parse_config
 from gateway.errors import ToolCallError
 from gateway.escape.cases import CASES, EscapeCase
 from gateway.escape.cases._model import clip, succeeds, summarize
-from gateway.escape.cases.policy import PROBE_POLICY, PROBE_SECRET, PROBE_SECRET_VAR
+from gateway.escape.cases._probe import PROBE_CHILD_ENV, PROBE_HOST_ENV, PROBE_POLICY
 from gateway.sandbox import ExecutionResult, Sandbox, SandboxLimits
 from gateway.testing import InProcessTools
 
@@ -170,7 +170,7 @@ def probe_gateway_config(limits: SandboxLimits, environ: dict[str, str]) -> Gate
             "probe": {
                 "command": sys.executable,
                 "args": ["-m", "gateway.escape.probe_server"],
-                "env": {"PROBE_TOKEN": f"${{{PROBE_SECRET_VAR}}}"},
+                "env": PROBE_CHILD_ENV,
                 "startup_timeout_seconds": _PROBE_STARTUP_SECONDS,
             }
         },
@@ -182,20 +182,21 @@ def probe_gateway_config(limits: SandboxLimits, environ: dict[str, str]) -> Gate
 
 @asynccontextmanager
 async def gateway_target(limits: SandboxLimits) -> AsyncGenerator[GatewayTarget]:
-    """A Gateway over the probe server; the secret sits in this process's environment meanwhile."""
-    # In the host's environment too, so that a case can check it is not passed on to children.
-    previous = os.environ.get(PROBE_SECRET_VAR)
-    os.environ[PROBE_SECRET_VAR] = PROBE_SECRET
+    """A Gateway over the probe server; the probe's secrets sit in this process's environment meanwhile."""
+    # In the host's environment too, so that a case can check what is (not) passed on to children.
+    previous = {name: os.environ.get(name) for name in PROBE_HOST_ENV}
+    os.environ.update(PROBE_HOST_ENV)
     try:
         config = probe_gateway_config(limits, dict(os.environ))
         async with Gateway(config) as gateway:
             await gateway.pool.wait_ready(timeout=_PROBE_STARTUP_SECONDS)
             yield GatewayTarget(gateway, await gateway.sandbox())
     finally:
-        if previous is None:
-            os.environ.pop(PROBE_SECRET_VAR, None)
-        else:
-            os.environ[PROBE_SECRET_VAR] = previous
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
@@ -61,6 +62,38 @@ def build() -> MCPServer:
     def reveal_in_error(name: str) -> str:  # pyright: ignore[reportUnusedFunction]
         """Fail with the value of an environment variable in the error message."""
         raise ToolError(f"cannot proceed with {os.environ.get(name)}")
+
+    @server.tool(annotations=_READ)
+    def reveal_number(name: str) -> int | None:  # pyright: ignore[reportUnusedFunction]
+        """An environment variable's value as a number (a child answering with a bare number)."""
+        value = os.environ.get(name)
+        return int(value) if value is not None and value.isdigit() else None
+
+    @server.tool(annotations=_READ)
+    def echo_in_error(text: str) -> str:  # pyright: ignore[reportUnusedFunction]
+        """Fail, quoting the argument in the error message (as many validators do)."""
+        raise ToolError(f"bad input: {text}")
+
+    @server.tool(annotations=_READ)
+    def tag_count(tags: set[str]) -> int:  # pyright: ignore[reportUnusedFunction]
+        """How many distinct tags were given (its schema says uniqueItems)."""
+        return len(tags)
+
+    @server.tool(annotations=_READ)
+    def read_file(path: str) -> str:  # pyright: ignore[reportUnusedFunction]
+        """Pretend to read a file (nothing is read): the suite's policy constrains the path."""
+        return f"read {path}"
+
+    @server.tool(annotations=_READ)
+    def big_answer(size: int) -> str:  # pyright: ignore[reportUnusedFunction]
+        """An answer of `size` characters (a child answering with far more than anyone asked)."""
+        return "b" * size
+
+    @server.tool(annotations=_READ)
+    async def slow(seconds: float) -> str:  # pyright: ignore[reportUnusedFunction]
+        """Answer after `seconds` (a child that takes its time)."""
+        await anyio.sleep(seconds)
+        return "done"
 
     return server
 

@@ -1,14 +1,13 @@
 """Policy and secrets, through a whole Gateway in front of the probe MCP server (`escape.probe_server`).
 
 The suite's own policy (`PROBE_POLICY`) denies, hides, constrains, rate-limits and gates the probe's
-tools; the cases try to get past each rule. The probe's environment holds `PROBE_SECRET`, which
-the config expands from a variable, so the gateway must redact it from everything the snippet sees.
+tools; the cases try to get past each rule. The probe's environment holds `PROBE_SECRET`, which the
+config expands from a variable (see `_probe`): the gateway must redact it from all the snippet sees.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from gateway.escape.cases._model import (
     EscapeCase,
@@ -19,32 +18,10 @@ from gateway.escape.cases._model import (
     succeeds,
     value_is,
 )
+from gateway.escape.cases._probe import PROBE_SECRET, PROBE_SECRET_VAR, QUOTA, RATE, TOOL_QUOTA
 from gateway.sandbox import ExecutionResult, SandboxLimits
 
-__all__ = ["CASES", "PROBE_POLICY", "PROBE_SECRET", "PROBE_SECRET_VAR", "QUOTA"]
-
-QUOTA = 10  # policy.max_tool_calls
-_TOOL_QUOTA = 3  # policy.tools["probe.read_note"].max_calls
-_RATE = 5  # calls of probe.count per hour, gateway-wide
-
-PROBE_POLICY: dict[str, Any] = {
-    "deny": ["probe.delete_all"],
-    "hidden": ["probe.internal_admin"],
-    "approve": ["probe.write_note"],
-    "max_tool_calls": QUOTA,
-    "tools": {
-        "probe.read_note": {
-            "args": {"properties": {"name": {"enum": ["alpha", "beta"]}}},
-            "max_calls": _TOOL_QUOTA,
-        },
-        "probe.count": {"rate": {"calls": _RATE, "per_seconds": 3600}},
-    },
-}
-"""The synthetic policy the policy cases run under (the team's own policy is not involved)."""
-
-PROBE_SECRET_VAR = "CODEMODE_PROBE_TOKEN"
-PROBE_SECRET = "probe-secret-5d2c8e71a9b3f046"
-"""Expanded into the probe's environment as PROBE_TOKEN from `${CODEMODE_PROBE_TOKEN}`."""
+__all__ = ["CASES"]
 
 _policy = case_maker("policy", "gateway")
 _secret = case_maker("secrets", "gateway")
@@ -219,11 +196,11 @@ CASES: tuple[EscapeCase, ...] = (
     ),
     _policy(
         "policy-quota-per-tool",
-        _count_successes("tools.probe.read_note(name='beta')", _TOOL_QUOTA + 3),
-        value_is([_TOOL_QUOTA, "QuotaExceeded"]),
+        _count_successes("tools.probe.read_note(name='beta')", TOOL_QUOTA + 3),
+        value_is([TOOL_QUOTA, "QuotaExceeded"]),
         then="tools.probe.read_note(name='beta')",
         then_check=lambda _, second: second.ok,  # the quota is per execution
-        needs=needs_tool_calls(_TOOL_QUOTA + 3),
+        needs=needs_tool_calls(TOOL_QUOTA + 3),
     ),
     _policy(
         "policy-quota-counts-raw-host-calls",
@@ -241,11 +218,11 @@ CASES: tuple[EscapeCase, ...] = (
     ),
     _policy(
         "policy-rate-limit-outlives-the-execution",
-        _count_successes("tools.probe.count()", _RATE + 2),
-        value_is([_RATE, "QuotaExceeded"]),
+        _count_successes("tools.probe.count()", RATE + 2),
+        value_is([RATE, "QuotaExceeded"]),
         then="try:\n    tools.probe.count()\nexcept ToolError as e:\n    r = e.kind\nr",
         then_check=lambda _, second: second.ok and second.value == "QuotaExceeded",
-        needs=needs_tool_calls(_RATE + 2),
+        needs=needs_tool_calls(RATE + 2),
     ),
     _policy(
         "policy-approval-unavailable",

@@ -1,0 +1,67 @@
+"""What the gateway cases run against: the probe MCP server's config, the suite's policy, its secrets.
+
+The runner puts PROBE_HOST_ENV into the host's environment while a Gateway over the probe server
+runs: the config expands the probe's secrets from there (so the gateway knows them as secrets),
+and the proxy variable reaches the probe the way any inherited variable does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "PROBE_CHILD_ENV",
+    "PROBE_HOST_ENV",
+    "PROBE_PIN",
+    "PROBE_PIN_VAR",
+    "PROBE_POLICY",
+    "PROBE_PROXY_PASSWORD",
+    "PROBE_SECRET",
+    "PROBE_SECRET_VAR",
+    "QUOTA",
+    "RATE",
+    "TOOL_QUOTA",
+]
+
+QUOTA = 10  # policy.max_tool_calls
+TOOL_QUOTA = 3  # policy.tools["probe.read_note"].max_calls
+RATE = 5  # calls of probe.count per hour, gateway-wide
+
+PROBE_POLICY: dict[str, Any] = {
+    "deny": ["probe.delete_all"],
+    "hidden": ["probe.internal_admin"],
+    "approve": ["probe.write_note"],
+    "max_tool_calls": QUOTA,
+    "tools": {
+        "probe.read_note": {
+            "args": {"properties": {"name": {"enum": ["alpha", "beta"]}}},
+            "max_calls": TOOL_QUOTA,
+        },
+        "probe.count": {"rate": {"calls": RATE, "per_seconds": 3600}},
+    },
+}
+"""The synthetic policy the gateway cases run under (the team's own policy is not involved)."""
+
+PROBE_SECRET_VAR = "CODEMODE_PROBE_TOKEN"
+PROBE_SECRET = "probe-secret-5d2c8e71a9b3f046"
+"""Expanded into the probe's environment as PROBE_TOKEN from `${CODEMODE_PROBE_TOKEN}`."""
+
+PROBE_PIN_VAR = "CODEMODE_PROBE_PIN"
+PROBE_PIN = "4821"
+"""A short, numeric secret, expanded into the probe's environment as PROBE_PIN."""
+
+PROBE_PROXY_PASSWORD = "Pr0xyPassw0rd"
+"""The password inside HTTPS_PROXY, which children inherit without any entry naming it."""
+
+PROBE_HOST_ENV: dict[str, str] = {
+    PROBE_SECRET_VAR: PROBE_SECRET,
+    PROBE_PIN_VAR: PROBE_PIN,
+    "HTTPS_PROXY": f"http://alice:{PROBE_PROXY_PASSWORD}@127.0.0.1:9",
+}
+"""Set in the gateway's own environment for the duration of the gateway cases."""
+
+PROBE_CHILD_ENV: dict[str, str] = {
+    "PROBE_TOKEN": f"${{{PROBE_SECRET_VAR}}}",
+    "PROBE_PIN": f"${{{PROBE_PIN_VAR}}}",
+}
+"""The probe entry's `env`, as a team would write it."""
