@@ -7,6 +7,8 @@
 from __future__ import annotations
 
 from gateway.escape.cases import (
+    children_answers,
+    display,
     environment,
     filesystem,
     host_calls,
@@ -17,9 +19,11 @@ from gateway.escape.cases import (
     persistence,
     policy,
     processes,
+    redaction,
     resources,
     snippet_input,
     tools,
+    validation,
     wall_time,
 )
 from gateway.escape.cases._model import EscapeCase, Expect
@@ -41,6 +45,10 @@ CASES: tuple[EscapeCase, ...] = (
     *wall_time.CASES,
     *snippet_input.CASES,
     *policy.CASES,
+    *redaction.CASES,
+    *validation.CASES,
+    *children_answers.CASES,
+    *display.CASES,
 )
 
 CATEGORIES: tuple[str, ...] = tuple(dict.fromkeys(case.category for case in CASES))

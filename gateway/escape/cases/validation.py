@@ -1,0 +1,9 @@
+"""Argument validation at scale: linear-cost checks, ECMA-262 patterns, normalised paths, through a Gateway."""
+
+from __future__ import annotations
+
+from gateway.escape.cases._model import EscapeCase
+
+__all__ = ["CASES"]
+
+CASES: tuple[EscapeCase, ...] = ()
