@@ -1,4 +1,4 @@
-"""Argument validation at scale: linear-cost checks, ECMA-262 patterns, normalised paths, through a Gateway."""
+"""Argument validation at scale: linear-cost checks, ECMA-262 patterns, normalised paths (via a Gateway)."""
 
 from __future__ import annotations
 
