@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
-import jsonschema
-from jsonschema import validators
 from jsonschema.exceptions import best_match  # pyright: ignore[reportUnknownVariableType]  # stubs leave it open
 from jsonschema.protocols import Validator
 
 from gateway._json import as_array, as_object, properties_of
+from gateway._json_schema import linear_validator
 from gateway.catalog._catalog import CatalogEntry
 from gateway.errors import ToolCallError
 
@@ -29,8 +28,10 @@ def _validator(schema: Mapping[str, Any]) -> Validator:
         return cached[1]
     if len(_validators) >= _MAX_VALIDATORS:
         _validators.clear()
-    cls = validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    validator: Validator = cls(schema)
+    # Linear in the arguments (uniqueItems, patterns), since it runs on the event loop. A pattern
+    # RE2 cannot run (a backreference, a lookaround) is skipped and left to the child: checking the
+    # child's own schema here is a courtesy that saves a round trip, not a policy.
+    validator = linear_validator(schema, skip_unrunnable_patterns=True)
     _validators[id(schema)] = (schema, validator)
     return validator
 

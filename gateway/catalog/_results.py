@@ -29,11 +29,16 @@ def _blob(kind: str, mime_type: str | None, data: str, **extra: Any) -> dict[str
     return {BLOB_MARKER: True, "kind": kind, "mime_type": mime_type, "size": size, "data": data, **extra}
 
 
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
+
+
 def _text_value(text: str) -> Any:
     stripped = text.strip()
     if stripped[:1] in ("{", "[", '"') or stripped in ("true", "false", "null") or _is_number(stripped):
         try:
-            return json.loads(stripped)
+            # Python's json also reads NaN, Infinity and -Infinity, which JSON has not: such text stays text.
+            return json.loads(stripped, parse_constant=_not_json)
         except ValueError:
             return text
     return text

@@ -1,8 +1,10 @@
 """Argument constraints: `policy.tools[name].args` JSON Schema fragments, compiled to fail closed.
 
 A fragment is checked against the metaschema and for anything that would silently be a no-op, then
-tightened (implied `type` and `required`, ECMA-262 `pattern`) and run on the final wire arguments,
-after a hygiene pass that refuses look-alike keys and strings (see `Constraint`).
+tightened (implied `type` and `required`) and run on the final wire arguments by a validator whose
+cost is linear in them (`gateway._json_schema`: ECMA-262 patterns on RE2, hashed `uniqueItems`),
+after a hygiene pass that refuses look-alike keys and strings and paths that are not normalised
+(see `Constraint`).
 """
 
 from __future__ import annotations
@@ -13,15 +15,13 @@ import math
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
-from functools import lru_cache
 from typing import Any, NoReturn, cast
 
 import jsonschema
-from jsonschema import validators
 from jsonschema.exceptions import ValidationError, best_match  # pyright: ignore[reportUnknownVariableType]
-from jsonschema.protocols import Validator
 
 from gateway._json import as_array, as_object
+from gateway._json_schema import UnsupportedPattern, ecma_regex, linear_validator
 from gateway.catalog import CatalogEntry
 from gateway.errors import PolicyDenied
 
@@ -84,54 +84,6 @@ _IMPLIED_TYPES = {
 _NAMED_ONLY = (
     frozenset({"properties", "required", "type", "minProperties", "maxProperties", "dependentRequired"})
     | _ANNOTATIONS
-)
-
-
-def _ecma_dollar(pattern: str) -> str:
-    """`pattern` with every unescaped `$` outside a class as `\\Z`: ECMA-262's end of input."""
-    out: list[str] = []
-    i, in_class = 0, False
-    while i < len(pattern):
-        char = pattern[i]
-        if char == "\\":
-            out.append(pattern[i : i + 2])
-            i += 2
-            continue
-        if in_class:
-            in_class = char != "]"
-        elif char == "[":
-            # `[]...]` and `[^]...]` start with a literal `]` in Python.
-            head = 2 if pattern[i + 1 : i + 2] == "^" else 1
-            if pattern[i + head : i + head + 1] == "]":
-                head += 1
-            out.append(pattern[i : i + head])
-            i += head
-            in_class = True
-            continue
-        elif char == "$":
-            char = r"\Z"
-        out.append(char)
-        i += 1
-    return "".join(out)
-
-
-@lru_cache(maxsize=1024)
-def _regex(pattern: str) -> re.Pattern[str]:
-    return re.compile(_ecma_dollar(pattern), re.ASCII)
-
-
-def _ecma_pattern(
-    validator: Any, pattern: Any, instance: Any, schema: Mapping[str, Any]
-) -> Iterator[ValidationError]:
-    """The `pattern` keyword with ECMA-262 semantics (see `_regex`)."""
-    if isinstance(instance, str) and not _regex(cast(str, pattern)).search(instance):
-        yield ValidationError(f"{instance!r} does not match {pattern!r}")
-
-
-# The stubs leave `extend` untyped; it returns a Draft 2020-12 validator class with our `pattern`.
-_CHECKER = cast(
-    "type[Validator]",
-    validators.extend(_BASE, {"pattern": _ecma_pattern}),  # pyright: ignore[reportUnknownMemberType]
 )
 
 
@@ -200,13 +152,23 @@ def fragment_problems(fragment: dict[str, Any]) -> list[str]:
             problems.append(
                 f"{where}.format: {form!r} cannot be checked here (use a pattern; checkable: {checkable})"
             )
-        pattern = node.get("pattern")
-        if isinstance(pattern, str):
-            try:
-                _regex(pattern)
-            except (re.error, ValueError) as exc:  # ValueError: flags such as (?u) that clash with ASCII
-                problems.append(f"{where}.pattern: {exc} (patterns are ASCII-only ECMA-262 style)")
+        patterns = [(("pattern",), node.get("pattern"))]
+        patterns += [
+            (("patternProperties", key), key) for key in as_object(node.get("patternProperties")) or {}
+        ]
+        for suffix, pattern in patterns:
+            if isinstance(pattern, str) and (why := _pattern_problem(pattern)) is not None:
+                problems.append(f"{_dotted(path + suffix)}: {pattern!r} cannot be used: {why}")
     return problems
+
+
+def _pattern_problem(pattern: str) -> str | None:
+    """Why a pattern cannot run on the linear-time engine (backreferences, lookaround), or None."""
+    try:
+        ecma_regex(pattern)
+    except UnsupportedPattern as exc:
+        return f"{exc} (patterns are ECMA-262, run by RE2 in linear time)"
+    return None
 
 
 def _replace(node: dict[str, Any], suffix: Path, value: object) -> None:
@@ -271,6 +233,16 @@ def _fold(name: str) -> str:
 
 
 _ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# What a child may decode before it splits a path: `%25` runs (double encoding) to `%`, then
+# separators (`%2f`, `%5c`, IIS's `%u002f`, overlong UTF-8) and dots (`%2e`, `%u002e`, `%c0%ae`).
+_PERCENT_RUN = re.compile(r"%(?:25)+", re.IGNORECASE)
+_ENCODED_SEPARATOR = re.compile(r"%2f|%5c|%u002f|%u005c|%c0%af|%c1%9c|%e0%80%af", re.IGNORECASE)
+_ENCODED_DOT = re.compile(r"%2e|%u002e|%c0%ae|%e0%80%ae", re.IGNORECASE)
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+_SEPARATOR = re.compile(r"[/\\]")
+_DOUBLE_SEPARATOR = re.compile(r"[/\\]{2}")
+# Where a URL path segment ends for its reader: path parameters (Tomcat's `..;/`), query, fragment.
+_SEGMENT_END = re.compile(r"[;?#]")
 
 
 def _string_problem(text: str) -> str | None:
@@ -290,6 +262,28 @@ def _string_problem(text: str) -> str | None:
         odd = next((c for c in text if not unicodedata.is_normalized("NFKC", c)), None)
         which = f" ({odd!r}, U+{ord(odd):04X})" if odd else ""
         return f"characters that Unicode NFKC normalisation would change{which}"
+    return None
+
+
+def _path_problem(text: str) -> str | None:
+    """Why a constrained string is not a normalised path: a `.` or `..` segment, or an empty one."""
+    if "." not in text and "/" not in text and "\\" not in text and "%" not in text:
+        return None
+    plain = text
+    if "%" in text:
+        plain = _ENCODED_DOT.sub(".", _ENCODED_SEPARATOR.sub("/", _PERCENT_RUN.sub("%", text)))
+    encoded = ", once percent-decoded" if plain != text else ""
+    # A URL's `scheme://` opens its authority: the `//` there is no empty path segment.
+    scheme = _SCHEME.match(plain)
+    path = plain[scheme.end() :] if scheme is not None else plain
+    for segment in _SEPARATOR.split(path):
+        name = _SEGMENT_END.split(segment, maxsplit=1)[0] if segment[:1] == "." else segment
+        if name in (".", ".."):
+            shown = f"{name!r} segment" if name == segment else f"{name!r} segment ({segment!r})"
+            return f"a {shown}{encoded}"
+    double = _DOUBLE_SEPARATOR.search(path, 1)  # a leading `//` names a host (UNC, protocol-relative)
+    if double is not None:
+        return f"an empty segment ({double.group()!r}){encoded}"
     return None
 
 
@@ -327,24 +321,31 @@ class Constraint:
     - `properties` without `required` makes every constrained property required, since an omitted
       argument gets the child's default, which the policy cannot see (`false` forbids a property and
       `true`/`{}` leave it free; write `"required": []` to opt out);
-    - `pattern` follows ECMA-262 as JSON Schema says: ASCII `\\d`, `\\w`, `\\s` and case folding, and
-      `$` only at the very end (Python's `$` also matches before a final newline);
+    - `pattern` follows ECMA-262 as JSON Schema says (`gateway._json_schema` has the details): `.`
+      matches no line terminator (`\\n`, `\\r`, U+2028, U+2029), `^` and `$` only the ends of the
+      input (Python's `$` also matches before a final newline), `\\d` and `\\w` are ASCII;
+    - patterns run on RE2 and `uniqueItems` by hashing, so a check costs time linear in the
+      arguments, however they are built; a pattern RE2 cannot run (a backreference, a lookaround)
+      is a config error that names it;
     - in the constrained arguments, strings (keys too) must be NFKC-normalised (no fullwidth or
       ligature look-alikes) and free of control, invisible-format and surrogate characters; numbers
       must be finite; and no key may differ from a constrained name only by case, `_`/`-` or width;
+    - constrained strings (keys too) must be normalised paths: no `.` or `..` segment between `/`
+      or `\\` separators, percent-encoded or not (`%2e%2e`, `%252e`, `..%2f`), and no empty segment
+      from a `//` after the first character (a URL's `scheme://` is not one);
     - `$ref`, unknown keywords and formats this host cannot check are config errors, not no-ops;
     - anything that makes the check itself fail (an overflow, deep nesting) refuses the call.
 
     Constraints are allow-lists at heart: `enum`, `const` and anchored patterns hold whatever the
-    child does with a string; deny-lists (`not`) cannot know how a child will interpret one
-    (case-insensitive paths, `..`). Patterns come from the config and run on the event loop: keep
-    them linear.
+    child does with a string, normalised paths included (`^/srv/safe/.*$` cannot reach
+    `/srv/safe/../private`); deny-lists (`not`) cannot know how a child will interpret one
+    (case-insensitive paths, say).
     """
 
     def __init__(self, qualified: str, fragment: Mapping[str, Any]) -> None:
         self.where = f"policy.tools[{json.dumps(qualified)}].args"
         schema, self._notes = _compile_fragment(fragment)
-        self._validator = _CHECKER(schema, format_checker=_FORMATS)
+        self._validator = linear_validator(schema, skip_unrunnable_patterns=False, format_checker=_FORMATS)
         names = _property_names(fragment)
         self._names = frozenset(names)
         self._folded = {_fold(n): n for n in names}
@@ -383,8 +384,11 @@ class Constraint:
             field, value = stack.pop()
             if isinstance(value, float) and not math.isfinite(value):
                 return field, "constrained numbers must be finite", repr(value)
-            if isinstance(value, str) and (detail := _string_problem(value)) is not None:
-                return field, "constrained strings must be plain normalised text", detail
+            if isinstance(value, str):
+                if (detail := _string_problem(value)) is not None:
+                    return field, "constrained strings must be plain normalised text", detail
+                if (detail := _path_problem(value)) is not None:
+                    return field, "constrained strings must be normalised paths", detail
             if isinstance(value, dict):
                 for key, sub in cast("dict[str, object]", value).items():
                     if (problem := self._key_problem(key, f"{field}.{key}")) is not None:
@@ -397,6 +401,8 @@ class Constraint:
     def _key_problem(self, key: str, field: str) -> tuple[str, str, str] | None:
         if (detail := _string_problem(key)) is not None:
             return field, "constrained keys must be plain normalised text", detail
+        if (detail := _path_problem(key)) is not None:
+            return field, "constrained keys must be normalised paths", detail
         twin = self._folded.get(_fold(key))
         if twin is not None and key not in self._names:
             rule = "constrained names must be spelled exactly as the child's wire names"

@@ -98,3 +98,54 @@ def test_the_validator_follows_a_rebuilt_schema_for_the_same_tool() -> None:
     assert prepare_arguments(entry(), {"repo_path": "/r", "class_": 1}) == {"repo-path": "/r", "class": 1}
     stricter = {**SCHEMA, "properties": {**SCHEMA["properties"], "class": {"type": "integer", "minimum": 5}}}
     assert "minimum of 5" in refusal({"repo_path": "/r", "class_": 1}, stricter)
+
+
+TAGS: dict[str, Any] = {
+    "type": "object",
+    "properties": {"tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}},
+}
+
+
+def test_a_200_000_item_array_of_mixed_types_is_refused_by_its_rule_not_compared_pair_by_pair() -> None:
+    message = refusal({"tags": [0, "a", *([i] for i in range(200_000))]}, TAGS)
+    assert message.startswith("invalid arguments for git.get_file: tags[")
+    assert message.endswith("is not of type 'string' (schema rule: type)")
+
+
+@pytest.mark.parametrize(
+    "tags",
+    [
+        [[1], [True], [1]],
+        [[1], [True], [1.0]],
+        [{"a": 1, "b": 2}, {"b": 2, "a": 1}],
+        ["x", *map(str, range(9)), "x"],
+    ],
+)
+def test_duplicates_by_json_equality_are_refused_by_unique_items(tags: list[Any]) -> None:
+    assert refusal({"tags": tags}, TAGS).endswith("has non-unique elements (schema rule: uniqueItems)")
+
+
+def test_distinct_items_that_python_thinks_equal_pass_unique_items() -> None:
+    schema = {"type": "object", "properties": {"tags": {"type": "array", "uniqueItems": True}}}
+    assert prepare_arguments(entry(schema), {"tags": [True, 1, [False], [0]]}) == {
+        "tags": [True, 1, [False], [0]]
+    }
+
+
+def pattern_schema(pattern: str) -> dict[str, Any]:
+    return {"type": "object", "properties": {"name": {"type": "string", "pattern": pattern}}}
+
+
+@pytest.mark.parametrize("name", ["a\rb", "a\nb", "a\u2028b", "a\u2029b", "ab\n"])
+def test_a_childs_pattern_is_read_as_ecma_262(name: str) -> None:
+    assert refusal({"name": name}, pattern_schema("^.+$")).endswith("(schema rule: pattern)")
+
+
+def test_a_childs_unanchored_pattern_on_a_long_string_is_refused() -> None:
+    message = refusal({"name": "a" * 1_000_000}, pattern_schema("[a-z]+:[0-9]+"))
+    assert message.endswith("does not match '[a-z]+:[0-9]+' (schema rule: pattern)")
+
+
+@pytest.mark.parametrize("pattern", ["^(a)\\1$", "^(?!admin)", "[", "a{1001}"])
+def test_a_childs_pattern_the_gateway_cannot_run_is_left_to_the_child(pattern: str) -> None:
+    assert prepare_arguments(entry(pattern_schema(pattern)), {"name": "admin"}) == {"name": "admin"}

@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from gateway.catalog import Catalog, prepare_arguments
+from gateway.policy import PolicyConfig
 from tests.policy.helpers import denied, get, made_up_entry, policy_of
 from tests.real_servers import snapshot_catalog
 
@@ -56,6 +58,10 @@ DIGITS = {"properties": {"count": {"pattern": "^\\d+$"}}}
 CASELESS = {"properties": {"name": {"pattern": "(?i)^[a-z]+$"}}}
 MAX_100 = {"properties": {"a": {"maximum": 100}}}
 MIN_0 = {"properties": {"a": {"minimum": 0}}}
+PREFIX = {"properties": {"path": {"pattern": "^/srv/safe/.*$"}}}
+ONE_LINE = {"properties": {"n": {"pattern": "^.+$"}}}
+UNIQUE_TAGS = {"properties": {"tags": {"uniqueItems": True}}}
+NOT_A_PATH = "args: constrained strings must be normalised paths"
 
 # (what is tried, the fragment, the wire arguments, a piece of the expected rule)
 BYPASSES: list[tuple[str, dict[str, Any], dict[str, Any], str]] = [
@@ -173,6 +179,84 @@ BYPASSES: list[tuple[str, dict[str, Any], dict[str, Any], str]] = [
         {"a": "100"},
         "a.anyOf",
     ),
+    # paths that leave an allowed prefix
+    ("a parent segment after the prefix", PREFIX, {"path": "/srv/safe/../private"}, NOT_A_PATH),
+    ("a parent segment at the end", PREFIX, {"path": "/srv/safe/.."}, NOT_A_PATH),
+    ("a dot segment", PREFIX, {"path": "/srv/safe/./key"}, NOT_A_PATH),
+    ("a percent-encoded parent", PREFIX, {"path": "/srv/safe/%2e%2e/private"}, NOT_A_PATH),
+    ("an upper-case percent-encoded parent", PREFIX, {"path": "/srv/safe/%2E%2E/private"}, NOT_A_PATH),
+    ("a half-encoded parent", PREFIX, {"path": "/srv/safe/.%2e/private"}, NOT_A_PATH),
+    ("a double-encoded parent", PREFIX, {"path": "/srv/safe/%252e%252e/private"}, NOT_A_PATH),
+    ("a triple-encoded parent", PREFIX, {"path": "/srv/safe/%25252e%25252E/private"}, NOT_A_PATH),
+    ("an overlong UTF-8 parent", PREFIX, {"path": "/srv/safe/%c0%ae%c0%ae/private"}, NOT_A_PATH),
+    ("an IIS-encoded parent", PREFIX, {"path": "/srv/safe/%u002e%u002e/private"}, NOT_A_PATH),
+    ("a parent behind an encoded slash", PREFIX, {"path": "/srv/safe/..%2fprivate"}, NOT_A_PATH),
+    ("a parent with a path parameter", PREFIX, {"path": "/srv/safe/..;/private"}, NOT_A_PATH),
+    ("a parent before a query", PREFIX, {"path": "/srv/safe/..?x=1"}, NOT_A_PATH),
+    ("a parent before a fragment", PREFIX, {"path": "/srv/safe/..#top"}, NOT_A_PATH),
+    (
+        "a whole string that encodes a parent",
+        {"properties": {"n": {"maxLength": 9}}},
+        {"n": "%2e%2e"},
+        NOT_A_PATH,
+    ),
+    ("a parent behind a backslash", PREFIX, {"path": "/srv/safe/..\\private"}, NOT_A_PATH),
+    ("a parent behind an encoded backslash", PREFIX, {"path": "/srv/safe/..%5Cprivate"}, NOT_A_PATH),
+    (
+        "a windows parent",
+        {"properties": {"path": {"pattern": "^C:\\\\safe\\\\"}}},
+        {"path": "C:\\safe\\..\\x"},
+        NOT_A_PATH,
+    ),
+    ("a doubled slash", PREFIX, {"path": "/srv/safe//etc/passwd"}, NOT_A_PATH),
+    ("a slash and a backslash", PREFIX, {"path": "/srv/safe/\\\\host\\share"}, NOT_A_PATH),
+    ("an encoded doubled slash", PREFIX, {"path": "/srv/safe/%2f%2fhost"}, NOT_A_PATH),
+    (
+        "a parent inside a URL",
+        {"properties": {"url": {"pattern": "^https://h/a/"}}},
+        {"url": "https://h/a/../b"},
+        NOT_A_PATH,
+    ),
+    (
+        "a parent inside a list",
+        {"properties": {"paths": {"items": {"pattern": "^/srv/safe/"}}}},
+        {"paths": ["/srv/safe/x", "/srv/safe/../y"]},
+        NOT_A_PATH,
+    ),
+    (
+        "a parent as a key",
+        {"properties": {"files": {"type": "object"}}},
+        {"files": {"../x": "text"}},
+        "args: constrained keys must be normalised paths",
+    ),
+    # line terminators that ECMA-262's `.` does not match
+    ("a carriage return against .", ONE_LINE, {"n": "a\rb"}, "n.pattern"),
+    ("a newline against .", ONE_LINE, {"n": "a\nb"}, "n.pattern"),
+    ("a line separator against .", ONE_LINE, {"n": "a\u2028b"}, "n.pattern"),
+    ("a paragraph separator against .", ONE_LINE, {"n": "a\u2029b"}, "n.pattern"),
+    ("a carriage return after the prefix", PREFIX, {"path": "/srv/safe/key\r/etc/passwd"}, "path.pattern"),
+    ("a trailing carriage return", PREFIX, {"path": "/srv/safe/key\r"}, "path.pattern"),
+    # what cost time quadratic in the arguments
+    (
+        "an unanchored pattern on a long string",
+        {"properties": {"n": {"pattern": "[a-z]+:[0-9]+"}}},
+        {"n": "a" * 1_000_000},
+        "n.pattern",
+    ),
+    ("duplicates that sorting kept apart", UNIQUE_TAGS, {"tags": [[1], [True], [1]]}, "tags.uniqueItems"),
+    ("1 and 1.0 as duplicates", UNIQUE_TAGS, {"tags": [[1], [True], [1.0]]}, "tags.uniqueItems"),
+    (
+        "objects in two key orders",
+        UNIQUE_TAGS,
+        {"tags": [{"a": 1, "b": 2}, {"b": 2, "a": 1}]},
+        "tags.uniqueItems",
+    ),
+    (
+        "200,000 mixed items with one duplicate",
+        UNIQUE_TAGS,
+        {"tags": [0, "a", *([i] for i in range(200_000)), [0.0]]},
+        "tags.uniqueItems",
+    ),
 ]
 
 
@@ -217,6 +301,33 @@ LEGITIMATE: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ("an ipv4 format", {"properties": {"host": {"format": "ipv4"}}}, {"host": "10.0.0.1"}),
     ("a dollar inside a class", {"properties": {"n": {"pattern": "^[$a]+$"}}}, {"n": "$a$"}),
     ("an escaped dollar", {"properties": {"n": {"pattern": "^\\$[0-9]+$"}}}, {"n": "$42"}),
+    ("a normalised path under the prefix", PREFIX, {"path": "/srv/safe/notes/today.txt"}),
+    ("dots inside names, a dotfile and three dots", PREFIX, {"path": "/srv/safe/a..b/.profile/..."}),
+    ("a trailing slash", PREFIX, {"path": "/srv/safe/"}),
+    ("a percent sign that encodes no dot", PREFIX, {"path": "/srv/safe/100%25/x"}),
+    (
+        "a URL's scheme slashes",
+        {"properties": {"url": {"pattern": "^https://api\\.example\\.com/"}}},
+        {"url": "https://api.example.com/v1/items"},
+    ),
+    (
+        "a leading double slash naming a host",
+        {"properties": {"share": {"maxLength": 40}}},
+        {"share": "//host/share"},
+    ),
+    ("a sentence with dots", {"properties": {"n": {"maxLength": 40}}}, {"n": "Wait... what? 1.5 is fine."}),
+    (
+        "a query that mentions dots",
+        {"properties": {"url": {"maxLength": 40}}},
+        {"url": "https://h/a?up=../b"},
+    ),
+    ("a carriage return that a class allows", {"properties": {"n": {"pattern": "^[^/]+$"}}}, {"n": "a\rb"}),
+    (
+        "true and 1 are different items",
+        UNIQUE_TAGS,
+        {"tags": [True, 1, "1", [1], [True], {"a": 1}, {"a": True}]},
+    ),
+    ("200,000 distinct mixed items", UNIQUE_TAGS, {"tags": [0, "a", *([i] for i in range(200_000))]}),
 ]
 
 
@@ -311,3 +422,56 @@ def test_deeply_nested_arguments_are_checked_without_recursion() -> None:
     for _ in range(50_000):
         value = [value]
     assert "constrained strings" in str(denied(policy, entry, {"a": value}))
+
+
+def test_a_path_that_is_not_normalised_is_refused_naming_the_segment() -> None:
+    entry = made_up_entry("repo.tool", {"path": {}})
+    policy = policy_of(tools={"repo.tool": {"args": PREFIX}})
+    error = denied(policy, entry, {"path": "/srv/safe/%2e%2e/private"})
+    assert str(error) == (
+        'repo.tool is denied by policy (policy.tools["repo.tool"].args: constrained strings must be '
+        "normalised paths): argument path: a '..' segment, once percent-decoded"
+    )
+    error = denied(policy, entry, {"path": "/srv/safe//private"})
+    assert str(error).endswith("argument path: an empty segment ('//')")
+    error = denied(policy, entry, {"path": "/srv/safe/..;/private"})
+    assert str(error).endswith("argument path: a '..' segment ('..;')")
+
+
+@pytest.mark.parametrize(
+    ("fragment", "complaint"),
+    [
+        (
+            {"properties": {"n": {"pattern": "^(a)\\1$"}}},
+            "properties.n.pattern: '^(a)\\\\1$' cannot be used: \\1 is a backreference, which cannot be "
+            "matched in linear time (patterns are ECMA-262, run by RE2 in linear time)",
+        ),
+        (
+            {"properties": {"n": {"pattern": "^(?!admin)"}}},
+            "properties.n.pattern: '^(?!admin)' cannot be used: look",
+        ),
+        ({"properties": {"n": {"pattern": "a{1001}"}}}, "RE2 cannot run it (invalid repetition size"),
+        ({"properties": {"n": {"pattern": "(?s)^.*$"}}}, "'(?s' opens no ECMA-262 group"),
+        (
+            {"properties": {"h": {"patternProperties": {"^(?=x)": {}}}}},
+            'properties.h.patternProperties["^(?=x)"]: ',
+        ),
+    ],
+)
+def test_a_pattern_the_linear_engine_cannot_run_is_a_config_error_naming_it(
+    fragment: dict[str, Any], complaint: str
+) -> None:
+    with pytest.raises(ValidationError) as caught:
+        PolicyConfig.model_validate({"tools": {"repo.tool": {"args": fragment}}})
+    assert complaint in caught.value.errors()[0]["msg"]
+
+
+def test_a_pattern_property_is_matched_as_ecma_262_and_what_it_misses_is_additional() -> None:
+    entry = made_up_entry("repo.tool", {"headers": {}})
+    fragment = {
+        "properties": {"headers": {"patternProperties": {"^x-.+$": {}}, "additionalProperties": False}}
+    }
+    policy = policy_of(tools={"repo.tool": {"args": fragment}})
+    policy.check_arguments(entry, {"headers": {"x-trace": "1"}})
+    error = denied(policy, entry, {"headers": {"x-trace\u2028": "1"}})
+    assert error.rule.endswith("properties.headers.additionalProperties.not")
