@@ -3,9 +3,11 @@ connected (reconnecting with backoff after failures), refreshes its tools, and s
 
 The connection lives in one task (`Child.run`) because the SDK's transports are task-group
 context managers that must be exited by the task that entered them. Errors from the SDK and
-its transports are translated here, once, into a child state or a gateway error. Opening the
-transport and describing its errors live beside it (`_transport`); the stderr pump and the
-process-group cleanup of a stdio child too (`_process`).
+its transports are translated here, once, into a child state or a gateway error; every error text
+made here (a status error, a stderr tail, a raised error) passes through `redact` before it is
+stored or raised, since a child may quote a secret it was given. Opening the transport and
+describing its errors live beside it (`_transport`); the stderr pump and the process-group cleanup
+of a stdio child too (`_process`).
 """
 
 from __future__ import annotations
@@ -34,12 +36,26 @@ from gateway.children._transport import (
     list_all_tools,
     open_session,
 )
-from gateway.children.config import RestartPolicy, ServerConfig, StdioServer
+from gateway.children.config import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_TOOL_CALL_TIMEOUT_SECONDS,
+    RestartPolicy,
+    ServerConfig,
+    StdioServer,
+)
 from gateway.errors import ChildUnavailable, ToolCallError
 
 __all__ = ["Child", "ChildState", "ChildStatus", "backoff_delay"]
 
 log = logging.getLogger("gateway.children")
+
+# A call counts against `restart.after_timeouts` only when the child had (nearly) the whole per-call
+# timeout to answer; the rest allows for the gateway's own checks before the call.
+_FULL_TIMEOUT_SHARE = 0.95
+
+
+def _same(text: str) -> str:
+    return text
 
 
 class ChildState(StrEnum):
@@ -92,11 +108,17 @@ class Child:
         lazy: bool = False,
         idle_seconds: float | None = None,
         draw: Callable[[], float] = random.random,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        tool_call_timeout: float = DEFAULT_TOOL_CALL_TIMEOUT_SECONDS,
+        redact: Callable[[str], str] = _same,
     ) -> None:
         self.name = name
         self.server = server
         self.startup_timeout = startup_timeout
         self.restart = restart or RestartPolicy()
+        self.max_message_bytes = max_message_bytes
+        self.tool_call_timeout = tool_call_timeout  # a call cut short before this is not the child's timeout
+        self._redact = redact
         self.finished = anyio.Event()  # set once `run` has released every connection
         self.tools: list[types.Tool] = []
         self._reconnect = reconnect
@@ -165,8 +187,11 @@ class Child:
         self._changed = anyio.Event()
 
     def _set(self, state: ChildState, error: str | None = None) -> None:
-        self._state, self._error = state, error
+        self._state, self._error = state, (self._redact(error) if error is not None else None)
         self._notify()
+
+    def _describe(self, exc: BaseException) -> str:
+        return self._redact(describe_error(exc))
 
     async def _until(self, condition: Callable[[], bool], timeout: float = math.inf) -> None:
         """Wait for `condition` (re-checked whenever the supervisor is poked) or `timeout`."""
@@ -209,7 +234,7 @@ class Child:
                 async with AsyncExitStack() as stack:
                     stack.push_async_callback(connection.reap)  # last out: after the SDK stopped the leader
                     connection.session = await open_session(
-                        stack, self.name, self.server, connection, self._on_message
+                        stack, self.name, self.server, connection, self._on_message, self.max_message_bytes
                     )
                     listed = await list_all_tools(connection.session)
                     scope.deadline = math.inf  # connected: from here on the connection ends by itself
@@ -232,6 +257,9 @@ class Child:
                     self._set(self._state, f"{self._error}; stderr: {tail}")
             return
         self._startup_ms = round((time.monotonic() - started) * 1000, 1)
+        tail = await connection.stderr_tail()  # drained: the relay's report of a command it cannot start too
+        if connection.spawn_failure is not None:
+            failure = SpawnFailed(connection.spawn_failure)
         if failure is None:
             reason = f"did not connect within {self.startup_timeout:g} s (startup_timeout_seconds)"
         elif not isinstance(self.server, StdioServer) and isinstance(
@@ -242,7 +270,7 @@ class Child:
             reason = describe_error(failure)
         if connection.garbage is not None:
             reason += f"; it wrote non-MCP output to stdout: {connection.garbage!r}"
-        if tail := await connection.stderr_tail():
+        if tail:
             reason += f"; stderr: {tail}"
         self._down(reason, retry=failure is None or not isinstance(leaf_error(failure), SpawnFailed))
 
@@ -311,9 +339,8 @@ class Child:
             if is_connection_lost(exc):
                 connection.end(f"connection lost: {describe_error(exc)}")
                 return
-            log.warning(
-                "child tools refresh failed", extra={"child": self.name, "error": describe_error(exc)}
-            )
+            error = self._describe(exc)
+            log.warning("child tools refresh failed", extra={"child": self.name, "error": error})
         finally:
             self._interruptible = None
         if scope.cancelled_caught and not self._stopping:
@@ -326,9 +353,8 @@ class Child:
         if retry and self._reconnect and (limit is None or self._attempt < limit):
             self._attempt += 1
             self._set(ChildState.RECONNECTING, reason)
-            log.warning(
-                "child reconnecting", extra={"child": self.name, "attempt": self._attempt, "error": reason}
-            )
+            extra = {"child": self.name, "attempt": self._attempt, "error": self._error}
+            log.warning("child reconnecting", extra=extra)
             return
         if self._attempt:
             reason += f" (gave up after {self._attempt} reconnect attempt{'s' if self._attempt > 1 else ''})"
@@ -337,18 +363,20 @@ class Child:
     def _fail(self, reason: str) -> None:
         self._connection, self.tools = None, []
         self._set(ChildState.FAILED, reason)
-        log.warning("child failed", extra={"child": self.name, "error": reason})
+        log.warning("child failed", extra={"child": self.name, "error": self._error})
 
     def unavailable(self) -> ChildUnavailable:
         """The error for a call to this child while it cannot serve."""
         if self._stopping:
-            return ChildUnavailable(f"child server {self.name!r} is stopped: the gateway is shutting down")
-        if self._state is ChildState.RECONNECTING:
-            return ChildUnavailable(
+            message = f"child server {self.name!r} is stopped: the gateway is shutting down"
+        elif self._state is ChildState.RECONNECTING:
+            message = (
                 f"child server {self.name!r} is reconnecting (attempt {self._attempt}), "
                 f"last error: {self._error}"
             )
-        return ChildUnavailable(f"child server {self.name!r} is unavailable ({self._state}): {self._error}")
+        else:
+            message = f"child server {self.name!r} is unavailable ({self._state}): {self._error}"
+        return ChildUnavailable(self._redact(message))
 
     async def _ready_connection(self) -> ChildConnection:
         """The connection to call on: waits for a child that is (lazily) starting, else fails fast."""
@@ -370,27 +398,33 @@ class Child:
         """Call one of this child's tools, starting or waiting for it while it is (lazily) starting."""
         connection = await self._ready_connection()
         assert connection.session is not None
-        deadline = anyio.current_effective_deadline()
+        sent, deadline = anyio.current_time(), anyio.current_effective_deadline()
         self._in_flight += 1
         try:
             result = await connection.session.call_tool(tool, arguments)
         except anyio.get_cancelled_exc_class():
-            # Abandoned at its deadline: the SDK has told the child (notifications/cancelled).
-            if anyio.current_time() >= deadline:
+            # Abandoned (the SDK has told the child: notifications/cancelled). Only a call that had
+            # the whole per-call timeout is the child's timeout; one cut short by the run's budget,
+            # or cancelled with its run, says nothing about the child.
+            if anyio.current_time() >= deadline and deadline - sent >= self._full_timeout:
                 self._timed_out(connection)
             raise
         except Exception as exc:
             if is_connection_lost(exc) or connection.end_reason is not None:
                 connection.end(f"connection lost: {describe_error(exc)}")
-                raise ChildUnavailable(f"{self.name}.{tool}: {connection.end_reason}") from exc
+                raise ChildUnavailable(self._redact(f"{self.name}.{tool}: {connection.end_reason}")) from exc
             connection.timeouts = 0  # it answered, even if with an error
-            raise ToolCallError(f"{self.name}.{tool}: {describe_error(exc)}") from exc
+            raise ToolCallError(self._redact(f"{self.name}.{tool}: {describe_error(exc)}")) from exc
         finally:
             self._in_flight -= 1
             self._last_used = anyio.current_time()
             self._poke()  # the idle timer starts over
         connection.timeouts = 0
         return result
+
+    @property
+    def _full_timeout(self) -> float:
+        return self.tool_call_timeout * _FULL_TIMEOUT_SHARE
 
     def _timed_out(self, connection: ChildConnection) -> None:
         connection.timeouts += 1

@@ -3,6 +3,8 @@
 A child never inherits the gateway's whole environment, so a token meant for one server (or for the
 gateway itself) does not leak into every other child. The SDK's `get_default_environment` covers
 PATH, HOME and the like; children also need a locale, temp directories, proxies and CA bundles.
+Every child also gets `CODEMODE_GATEWAY_PARENT` (PARENT_ENV_VAR), the gateway's pid, so that a
+gateway started as its own child can tell.
 """
 
 from __future__ import annotations
@@ -10,10 +12,11 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable, Mapping
+from urllib.parse import unquote, urlsplit
 
 from mcp.client.stdio import DEFAULT_INHERITED_ENV_VARS, get_default_environment
 
-__all__ = ["BASE_ENV_VARS", "EXTRA_ENV_VARS", "child_environment"]
+__all__ = ["BASE_ENV_VARS", "EXTRA_ENV_VARS", "PARENT_ENV_VAR", "child_environment", "inherited_credentials"]
 
 _LOCALE_AND_TEMP = ("TEMP", "TMP") if sys.platform == "win32" else ("LANG", "LC_ALL", "LC_CTYPE", "TMPDIR")
 _NETWORK = (
@@ -31,15 +34,21 @@ _NETWORK = (
     "NODE_EXTRA_CA_CERTS",
 )
 EXTRA_ENV_VARS: tuple[str, ...] = (*_LOCALE_AND_TEMP, "TEMP", "TMP", *_NETWORK)
-"""What every stdio child gets beyond the SDK's default: a locale, temp directories, proxies, CA bundles."""
+"""What every stdio child gets beyond the SDK's default: a locale, temp directories, proxies, CA bundles
+(and PARENT_ENV_VAR, which is set rather than inherited)."""
 
 BASE_ENV_VARS: tuple[str, ...] = tuple(dict.fromkeys([*DEFAULT_INHERITED_ENV_VARS, *EXTRA_ENV_VARS]))
-"""Every variable a stdio child inherits from the gateway without its entry naming it."""
+"""Every variable a stdio child inherits from the gateway without its entry naming it; besides these,
+every child gets PARENT_ENV_VAR."""
+
+PARENT_ENV_VAR = "CODEMODE_GATEWAY_PARENT"
+"""Set in every stdio child to the gateway's pid (whatever the entry says): a gateway that finds it
+in its own environment was started by a gateway, as one of its children."""
 
 
 def child_environment(entry_env: Mapping[str, str], pass_through: Iterable[str] = ()) -> dict[str, str]:
     """A child's whole environment: the SDK's default, EXTRA_ENV_VARS, the variables `pass_through`
-    names, then `entry_env`.
+    names, then `entry_env`, then PARENT_ENV_VAR.
 
     Nothing else of the gateway's environment reaches a child: tokens meant for one server stay
     out of every other one.
@@ -49,4 +58,26 @@ def child_environment(entry_env: Mapping[str, str], pass_through: Iterable[str] 
         value = os.environ.get(name)
         if value is not None and not value.startswith("()"):  # an exported shell function, not a setting
             env[name] = value
-    return env | dict(entry_env)
+    return env | dict(entry_env) | {PARENT_ENV_VAR: str(os.getpid())}
+
+
+def inherited_credentials() -> dict[str, str]:
+    """Credentials inside the variables every child inherits (a proxy's `user:password@`), by value.
+
+    Children need their proxy, so the variable is passed on whole; what it carries is a secret all
+    the same: the password, and `user:password` (whose base64 a child may echo as Basic auth).
+    """
+    found: dict[str, str] = {}
+    for name in BASE_ENV_VARS:
+        value = os.environ.get(name)
+        if not value or "@" not in value:
+            continue
+        try:
+            parts = urlsplit(value if "://" in value else f"http://{value}")
+            user, password = parts.username, parts.password
+        except ValueError:  # not a URL after all
+            continue
+        if password:
+            found.setdefault(unquote(password), name)
+            found.setdefault(f"{unquote(user or '')}:{unquote(password)}", name)
+    return found

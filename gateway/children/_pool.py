@@ -13,12 +13,22 @@ from anyio.abc import TaskGroup
 from mcp import types
 
 from gateway.children._child import Child, ChildState, ChildStatus
-from gateway.children.config import DEFAULT_STARTUP_TIMEOUT_SECONDS, RestartPolicy, ServerConfig
+from gateway.children.config import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_STARTUP_TIMEOUT_SECONDS,
+    DEFAULT_TOOL_CALL_TIMEOUT_SECONDS,
+    RestartPolicy,
+    ServerConfig,
+)
 from gateway.errors import ChildUnavailable
 
 __all__ = ["DEFAULT_SHUTDOWN_TIMEOUT_SECONDS", "ChildPool"]
 
 DEFAULT_SHUTDOWN_TIMEOUT_SECONDS = 5.0
+
+
+def _same(text: str) -> str:
+    return text
 
 
 def _restart_policy(default: RestartPolicy, own: RestartPolicy | None) -> RestartPolicy:
@@ -47,9 +57,24 @@ class ChildPool(AsyncContextManagerMixin):
         reconnect: bool = True,
         start_lazy: bool = False,
         draw: Callable[[], float] = random.random,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        tool_call_timeout_seconds: float = DEFAULT_TOOL_CALL_TIMEOUT_SECONDS,
+        redact: Callable[[str], str] = _same,
+        unavailable: Mapping[str, str] | None = None,
     ) -> None:
-        """`reconnect=False` fails a child at its first failure, `start_lazy` starts lazy ones at once."""
-        # Both for `check`, which reports rather than supervises; `draw` is the backoff's jitter, in [0, 1).
+        """`reconnect=False` fails a child at its first failure, `start_lazy` starts lazy ones at once.
+
+        `unavailable` names configured children that cannot even be started (an unset `${VAR}` in
+        their entry, say) with the reason: they are reported as failed, and calls to them say why.
+
+        `max_message_bytes` caps each message from a child (a child's own `max_message_bytes` wins).
+        `tool_call_timeout_seconds` is the caller's per-call timeout (`sandbox.tool_call_timeout_seconds`):
+        only a call abandoned after (nearly) all of it counts toward `restart.after_timeouts`, never one
+        cut short by its run's budget or cancelled with its run. `redact` is applied to every error text
+        the pool stores or raises (status errors, stderr tails, ChildUnavailable and ToolCallError).
+        """
+        # `reconnect` and `start_lazy` are for `check`, which reports rather than supervises; `draw` is
+        # the backoff's jitter, in [0, 1).
         default = restart or RestartPolicy()
         self._children = {
             name: Child(
@@ -61,10 +86,15 @@ class ChildPool(AsyncContextManagerMixin):
                 lazy=server.lazy and not start_lazy,
                 idle_seconds=server.idle_seconds,
                 draw=draw,
+                max_message_bytes=server.max_message_bytes or max_message_bytes,
+                tool_call_timeout=tool_call_timeout_seconds,
+                redact=redact,
             )
             for name, server in servers.items()
         }
         self._shutdown_timeout = shutdown_timeout_seconds
+        self._redact = redact
+        self._unavailable = {name: redact(reason) for name, reason in (unavailable or {}).items()}
 
     @asynccontextmanager
     async def __asynccontextmanager__(self) -> AsyncGenerator[Self]:
@@ -91,12 +121,15 @@ class ChildPool(AsyncContextManagerMixin):
 
     @property
     def names(self) -> list[str]:
-        """The configured children, in config order."""
-        return list(self._children)
+        """The configured children, in config order (those that cannot start last)."""
+        return [*self._children, *self._unavailable]
 
     def statuses(self) -> list[ChildStatus]:
-        """A snapshot of every child, in config order."""
-        return [child.status() for child in self._children.values()]
+        """A snapshot of every child, in config order (those that cannot start last)."""
+        never = [
+            ChildStatus(name, "-", ChildState.FAILED, reason) for name, reason in self._unavailable.items()
+        ]
+        return [*(child.status() for child in self._children.values()), *never]
 
     def tools(self) -> dict[str, list[types.Tool]]:
         """The known tools of every child by name: an idle or reconnecting child's are its last listed."""
@@ -117,6 +150,8 @@ class ChildPool(AsyncContextManagerMixin):
 
     async def wait_child(self, name: str) -> ChildStatus:
         """Wait until one child is no longer connecting (its own startup timeout bounds this)."""
+        if name in self._unavailable:
+            return ChildStatus(name, "-", ChildState.FAILED, self._unavailable[name])
         child = self._child(name)
         await child.wait_settled()
         return child.status()
@@ -142,7 +177,9 @@ class ChildPool(AsyncContextManagerMixin):
 
     def _child(self, name: str) -> Child:
         child = self._children.get(name)
+        if name in self._unavailable:
+            raise ChildUnavailable(f"child server {name!r} is unavailable: {self._unavailable[name]}")
         if child is None:
-            known = ", ".join(sorted(self._children)) or "none"
-            raise ChildUnavailable(f"no child server named {name!r} (configured: {known})")
+            known = ", ".join(sorted(self.names)) or "none"
+            raise ChildUnavailable(self._redact(f"no child server named {name!r} (configured: {known})"))
         return child

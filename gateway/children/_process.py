@@ -1,10 +1,11 @@
 """The operating-system side of a stdio child: its stderr and its process group.
 
 `StderrPump` forwards what a child writes to stderr into the gateway's log through a pipe that a
-daemon thread drains, keeping a short tail to quote when the child fails. The SDK does not expose
-the process it spawns, so `find_process_group` recognises the child by that pipe in /proc, and
-`signal_process_group` / `end_process_group` stop whatever the child leaves behind (grandchildren
-included) once its connection ends.
+daemon thread drains, keeping a short tail to quote when the child fails (and noting the relay's
+report of a command that could not be started). The SDK does not expose the process it spawns, so
+`find_process_group` recognises the child by that pipe in /proc (the relay in front of the child
+holds it too, and leads the group), and `signal_process_group` / `end_process_group` stop whatever
+the child leaves behind (grandchildren included) once its connection ends.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from typing import TextIO
 
 import anyio
 import anyio.to_thread
+
+from gateway.children._relay import RELAY_PREFIX, SPAWN_FAILED
 
 __all__ = ["StderrPump", "end_process_group", "find_process_group", "signal_process_group"]
 
@@ -49,6 +52,8 @@ class StderrPump:
         self.pipe_id = (info.st_dev, info.st_ino)  # how /proc shows this pipe in the child's fd table
         self.writer: TextIO = os.fdopen(write_fd, "w", encoding="utf-8")
         self.tail: deque[str] = deque(maxlen=_STDERR_TAIL_LINES)
+        self.spawn_failure: str | None = None  # the relay's report that the command cannot be started
+        self._lines = 0
         self._child = child
         self._window = 0.0
         self._logged = 0
@@ -70,6 +75,10 @@ class StderrPump:
     def _line(self, text: str) -> None:
         line = text.rstrip()[:_STDERR_LINE_CHARS]
         if not line:
+            return
+        self._lines += 1
+        if self._lines == 1 and line.startswith(SPAWN_FAILED):  # the relay's, before the child ever ran
+            self.spawn_failure = line.removeprefix(RELAY_PREFIX)
             return
         self.tail.append(line)
         now = time.monotonic()

@@ -1,8 +1,9 @@
 """One connection to a child server over the SDK's client transports, and the translation of its errors.
 
-`open_session` spawns a stdio child (or opens its streamable HTTP or SSE transport) and initializes
-an MCP session over it; `ChildConnection` holds that connection's resources and records the first
-reason it must end, noticed by the watched read stream or by an HTTP response. `describe_error`,
+`open_session` spawns a stdio child behind the relay that caps its messages (`_relay`), or opens its
+streamable HTTP or SSE transport with the same cap (`_http_cap`), and initializes an MCP session
+over it; `ChildConnection` holds that connection's resources and records the first reason it must
+end, noticed by the watched read stream or by an HTTP response. `describe_error`,
 `leaf_error` and `is_connection_lost` look through the SDK's nested exception groups so that the
 `Child` supervisor can turn any failure into a child state or a gateway error in one place.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import sys
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from types import TracebackType
@@ -30,7 +32,9 @@ from mcp.shared.message import SessionMessage
 from gateway._exception_groups import leaf_error
 from gateway._version import PACKAGE_NAME, package_version
 from gateway.children._env import child_environment
+from gateway.children._http_cap import LEGACY_SSE_EVENT_BYTES, AnswerCap
 from gateway.children._process import StderrPump, end_process_group, find_process_group, signal_process_group
+from gateway.children._relay import relay_command
 from gateway.children.config import HttpServer, ServerConfig, StdioServer
 
 __all__ = [
@@ -51,6 +55,9 @@ _GARBAGE_CHARS = 200
 # The SDK's defaults for streamable HTTP: a server may hold a response stream open for minutes.
 _HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
 _SDK_PARSE_ERROR = "Failed to parse JSONRPC message from server"
+# The relay needs a Python to run it and POSIX process calls; elsewhere a stdio child's lines are
+# read uncapped, as the SDK reads them.
+_RELAY = sys.platform != "win32" and bool(sys.executable)
 _CLOSED = "closed the connection"
 
 
@@ -133,6 +140,11 @@ class ChildConnection:
 
     async def stderr_tail(self) -> str:
         return await self.pump.drained_tail() if self.pump is not None else ""
+
+    @property
+    def spawn_failure(self) -> str | None:
+        """Why the relay could not start the child's command (known once `stderr_tail` has drained)."""
+        return self.pump.spawn_failure if self.pump is not None else None
 
 
 class _Receiver(Protocol):
@@ -231,13 +243,21 @@ async def open_session(
     server: ServerConfig,
     connection: ChildConnection,
     message_handler: MessageHandlerFnT,
+    max_message_bytes: int,
 ) -> ClientSession:
-    """Open the child's transport and an initialized session over it, both entered on `stack`."""
+    """Open the child's transport and an initialized session over it, both entered on `stack`.
+
+    No message from the child past `max_message_bytes` reaches the SDK: an answer past it is
+    replaced by a JSON-RPC error naming the cap, anything else is dropped.
+    """
     if isinstance(server, StdioServer):
         pump = connection.pump = StderrPump(name)
         # Built, not inherited: the gateway's own tokens reach only the children they are named for.
         env = child_environment(server.env, server.env_passthrough)
-        params = StdioServerParameters(command=server.command, args=server.args, env=env, cwd=server.cwd)
+        command, args = server.command, server.args
+        if _RELAY:
+            command, args = relay_command(command, args, max_message_bytes, env)
+        params = StdioServerParameters(command=command, args=args, env=env, cwd=server.cwd)
         try:
             read, write = await stack.enter_async_context(stdio_client(params, errlog=pump.writer))
         except (OSError, ValueError) as exc:
@@ -247,16 +267,26 @@ async def open_session(
             pump.close_writer()
         connection.pgid = find_process_group(pump.pipe_id)
     elif isinstance(server, HttpServer):
+        cap = AnswerCap(name, max_message_bytes)
         http = await stack.enter_async_context(
             httpx2.AsyncClient(
                 headers=server.headers,
                 timeout=_HTTP_TIMEOUT,
-                event_hooks={"response": [connection.on_http_response]},
+                event_hooks={
+                    "request": [cap.on_request],
+                    "response": [connection.on_http_response, cap.on_response],
+                },
             )
         )
-        read, write = await stack.enter_async_context(streamable_http_client(server.url, http_client=http))
+        read, write = await stack.enter_async_context(
+            streamable_http_client(server.url, http_client=http, max_sse_event_size=cap.sdk_event_limit)
+        )
     else:
-        read, write = await stack.enter_async_context(sse_client(server.url, headers=server.headers or None))
+        # The SDK caps each event of a legacy SSE child at 1 MiB itself (and ends the connection past it).
+        cap = AnswerCap(name, min(max_message_bytes, LEGACY_SSE_EVENT_BYTES))
+        read, write = await stack.enter_async_context(
+            sse_client(server.url, headers=server.headers or None, httpx_client_factory=cap.client)
+        )
     session = await stack.enter_async_context(
         ClientSession(
             _Watched(read, connection),

@@ -9,7 +9,12 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_val
 from gateway._json import as_object
 
 __all__ = [
+    "DEFAULT_MAX_MESSAGE_BYTES",
     "DEFAULT_STARTUP_TIMEOUT_SECONDS",
+    "DEFAULT_TOOL_CALL_TIMEOUT_SECONDS",
+    "IGNORED_ENTRY_KEYS",
+    "MAX_MAX_MESSAGE_BYTES",
+    "MIN_MAX_MESSAGE_BYTES",
     "SERVER_TYPES",
     "HttpServer",
     "RestartPolicy",
@@ -19,6 +24,16 @@ __all__ = [
 ]
 
 DEFAULT_STARTUP_TIMEOUT_SECONDS = 30.0
+
+DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+"""The default cap on one message from a child. An answer near it already costs the SDK's stdio
+reader about 0.2 s of CPU (its cost grows with the square of a line's length), and the sandbox takes
+at most `sandbox.max_tool_result_bytes` (1 MiB) of a result anyway."""
+MIN_MAX_MESSAGE_BYTES = 1024
+MAX_MAX_MESSAGE_BYTES = 1024**3
+
+DEFAULT_TOOL_CALL_TIMEOUT_SECONDS = 30.0
+"""The per-call timeout a pool assumes when not told (`sandbox.tool_call_timeout_seconds`' default)."""
 
 _StartupTimeout = Annotated[
     float | None,
@@ -87,6 +102,74 @@ _IdleSeconds = Annotated[
 ]
 
 
+_Disabled = Annotated[
+    bool,
+    Field(
+        default=False,
+        strict=True,
+        repr=False,
+        description="Leave this entry out, with a note (as Cursor, Windsurf, Cline and Roo Code write it).",
+    ),
+]
+
+_APPROVALS = "the gateway's policy governs calls (policy.allow, policy.deny, policy.approve)"
+IGNORED_ENTRY_KEYS = {
+    "autoApprove": _APPROVALS,
+    "alwaysAllow": _APPROVALS,
+    "timeout": "use startup_timeout_seconds to connect, sandbox.tool_call_timeout_seconds per call",
+    "envFile": 'the gateway reads no env file: export the variables and write ${VAR} in "env", '
+    'or list them in "env_passthrough"',
+    "watchPaths": "the gateway watches no files: restart it to restart the child",
+    "disabledTools": 'hide tools with policy.hidden ("server.tool")',
+}
+"""Keys other clients (Cline, Roo Code, Cursor, VS Code, Windsurf) write into an entry, which the
+gateway accepts and ignores with a note; each maps to what to use instead."""
+
+
+def _ignored(key: str) -> Any:
+    return Field(
+        default=None, alias=key, exclude=True, repr=False, description=f"Ignored: {IGNORED_ENTRY_KEYS[key]}."
+    )
+
+
+def _no_disabled_tools(tools: list[str] | None) -> list[str] | None:
+    # Ignoring a non-empty list would expose tools the team turned off: refuse it instead.
+    if tools:
+        raise ValueError(
+            "the gateway does not disable tools per entry, so these would stay callable: "
+            'hide them with policy.hidden ("server.tool") instead'
+        )
+    return tools
+
+
+_AutoApprove = Annotated[Any, _ignored("autoApprove")]
+_AlwaysAllow = Annotated[Any, _ignored("alwaysAllow")]
+_Timeout = Annotated[Any, _ignored("timeout")]
+_EnvFile = Annotated[Any, _ignored("envFile")]
+_WatchPaths = Annotated[Any, _ignored("watchPaths")]
+_DisabledTools = Annotated[
+    list[str] | None,
+    Field(
+        default=None,
+        alias="disabledTools",
+        exclude=True,
+        repr=False,
+        description='Accepted only empty: hide tools with policy.hidden ("server.tool") instead.',
+    ),
+]
+
+
+_MaxMessageBytes = Annotated[
+    int | None,
+    Field(
+        default=None,
+        ge=MIN_MAX_MESSAGE_BYTES,
+        le=MAX_MAX_MESSAGE_BYTES,
+        description="Cap in bytes on one message from this child; default: the top-level one.",
+    ),
+]
+
+
 def _check_lazy(server: StdioServer | _RemoteServer) -> None:
     if server.idle_seconds is not None and not server.lazy:
         raise ValueError("idle_seconds needs lazy: true (only a lazy child starts again on demand)")
@@ -115,6 +198,16 @@ class StdioServer(BaseModel):
     restart: _Restart = None
     lazy: _Lazy = False
     idle_seconds: _IdleSeconds = None
+    max_message_bytes: _MaxMessageBytes = None
+    disabled: _Disabled = False
+    ignored_auto_approve: _AutoApprove = None
+    ignored_always_allow: _AlwaysAllow = None
+    ignored_timeout: _Timeout = None
+    ignored_env_file: _EnvFile = None
+    ignored_watch_paths: _WatchPaths = None
+    disabled_tools: _DisabledTools = None
+
+    _disabled_tools = field_validator("disabled_tools")(_no_disabled_tools)
 
     @model_validator(mode="after")
     def _lazy_idle(self) -> StdioServer:
@@ -126,8 +219,22 @@ class StdioServer(BaseModel):
         return "stdio"
 
 
+def _remote_schema(schema: dict[str, Any]) -> None:
+    """Windsurf's `serverUrl` stands for `url`: the schema takes exactly one of them."""
+    properties: dict[str, Any] = {}
+    for key, value in schema["properties"].items():
+        properties[key] = value
+        if key == "url":
+            properties["serverUrl"] = {"description": "Windsurf's name for url.", "type": "string"}
+    schema["properties"] = properties
+    schema["required"] = [key for key in schema.get("required", []) if key != "url"]
+    if not schema["required"]:
+        del schema["required"]
+    schema["oneOf"] = [{"required": ["url"]}, {"required": ["serverUrl"]}]
+
+
 class _RemoteServer(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra=_remote_schema)
 
     url: str = Field(description="The server's endpoint, http:// or https://.")
     headers: dict[str, str] = Field(
@@ -139,6 +246,27 @@ class _RemoteServer(BaseModel):
     restart: _Restart = None
     lazy: _Lazy = False
     idle_seconds: _IdleSeconds = None
+    max_message_bytes: _MaxMessageBytes = None
+    disabled: _Disabled = False
+    ignored_auto_approve: _AutoApprove = None
+    ignored_always_allow: _AlwaysAllow = None
+    ignored_timeout: _Timeout = None
+    ignored_env_file: _EnvFile = None
+    ignored_watch_paths: _WatchPaths = None
+    disabled_tools: _DisabledTools = None
+
+    _disabled_tools = field_validator("disabled_tools")(_no_disabled_tools)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _server_url(cls, data: Any) -> Any:
+        # Windsurf writes `serverUrl` where the others write `url`.
+        fields = as_object(data)
+        if fields is None or "serverUrl" not in fields:
+            return data
+        if "url" in fields:
+            raise ValueError('give "url" or "serverUrl" (Windsurf\'s name for it), not both')
+        return {("url" if key == "serverUrl" else key): value for key, value in fields.items()}
 
     @model_validator(mode="after")
     def _lazy_idle(self) -> _RemoteServer:
@@ -159,7 +287,8 @@ class HttpServer(_RemoteServer):
 
     model_config = ConfigDict(title="Streamable HTTP server")
 
-    type: Literal["http", "streamable-http"]
+    # Cursor and Windsurf write remote entries without "type"; Cline writes "streamableHttp".
+    type: Literal["http", "streamable-http", "streamableHttp", "streamable_http"] = "http"
 
     @property
     def transport(self) -> str:
@@ -178,14 +307,27 @@ class SseServer(_RemoteServer):
         return "sse"
 
 
-SERVER_TYPES = {"stdio": "stdio", "http": "http", "streamable-http": "http", "sse": "sse"}
+SERVER_TYPES = {
+    "stdio": "stdio",
+    "http": "http",
+    "streamable-http": "http",
+    "streamableHttp": "http",
+    "streamable_http": "http",
+    "sse": "sse",
+}
 """Each `type` an entry may give, and the transport it selects."""
 
 
+def _untyped_tag(fields: dict[str, Any]) -> str:
+    remote = "command" not in fields and ("url" in fields or "serverUrl" in fields)
+    return "http" if remote else "stdio"
+
+
 def _server_tag(value: Any) -> str | None:
-    # Claude Desktop writes stdio entries without "type", so no type means stdio.
+    # Claude Desktop writes stdio entries without "type", so no type means stdio; Cursor and Windsurf
+    # write remote ones without it too, so an entry with a URL and no command means streamable HTTP.
     fields = as_object(value)
-    kind = fields.get("type", "stdio") if fields is not None else getattr(value, "type", None)
+    kind = fields.get("type", _untyped_tag(fields)) if fields is not None else getattr(value, "type", None)
     return SERVER_TYPES.get(kind) if isinstance(kind, str) else None
 
 

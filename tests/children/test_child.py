@@ -53,7 +53,8 @@ EXITS = "import sys; print('missing API key', file=sys.stderr); sys.exit(3)"
 
 
 def pool_of(servers: dict[str, Entry], **top: Any) -> ChildPool:
-    config = parse_config({"mcpServers": servers, "restart": FAST_RESTART, **top}, "test")
+    sandbox = {"tool_call_timeout_seconds": TIMEOUT}  # what `timed_out_call` stands in for
+    config = parse_config({"mcpServers": servers, "restart": FAST_RESTART, "sandbox": sandbox, **top}, "test")
     return pool_for(config)
 
 
@@ -212,8 +213,30 @@ async def test_a_child_that_stops_answering_is_restarted_after_consecutive_timeo
             await reconnected(pool)
             assert await echo(pool) == "hi"
             assert (await pids(pool))["pid"] != before["pid"]
+            assert gone(before["pid"])  # the wedged server, and the relay in front of it, are reaped
+            assert gone(before["ppid"])
     [restart] = messages(child_log, "child reconnecting")
     assert "restarted as unresponsive: 2 calls in a row timed out" in getattr(restart, "error", "")
+
+
+async def test_calls_cut_short_before_the_per_call_timeout_never_count_toward_a_restart() -> None:
+    with anyio.fail_after(WAIT):
+        async with pool_of({"fault": fault(restart={"after_timeouts": 1})}) as pool:
+            before = await pids(pool)
+            for _ in range(3):  # each abandoned at a deadline shorter than the per-call timeout
+                with anyio.move_on_after(TIMEOUT / 3) as scope:
+                    await pool.call_tool("fault", "hang", {})
+                assert scope.cancelled_caught
+            async with anyio.create_task_group() as run:  # cancelled with its run, at no deadline
+                run.start_soon(pool.call_tool, "fault", "hang", {})
+                assert await echo(pool) == "hi"  # sent after the hanging call, answered meanwhile
+                run.cancel_scope.cancel()
+            [status] = pool.statuses()
+            assert status.state is ChildState.READY
+            assert (await pids(pool))["pid"] == before["pid"]
+            await timed_out_call(pool, "hang")  # one that had the whole per-call timeout counts
+            await reconnected(pool)
+            assert (await pids(pool))["pid"] != before["pid"]
 
 
 async def test_non_json_on_a_childs_stdout_is_logged_and_dropped_and_the_child_keeps_serving(
@@ -385,8 +408,10 @@ async def test_leaving_the_pool_stops_each_childs_whole_process_group_grandchild
     with anyio.fail_after(WAIT):
         async with pool_of({"fault": fault("--grandchild")}) as pool:
             started = await pids(pool)
-            assert started["pgid"] == started["pid"]  # the SDK starts each child in its own group
+            # The SDK starts the relay in a new session: it leads the group, its child the server.
+            assert started["pgid"] == started["ppid"]
             assert not gone(started["grandchild"])
-        # The leader exits on its closed stdin; the grandchild ignores that and SIGTERM.
+        # The server exits on its closed stdin, then the relay; the grandchild ignores that and SIGTERM.
     assert gone(started["pid"])
+    assert gone(started["ppid"])
     assert gone(started["grandchild"])

@@ -12,7 +12,7 @@ import pytest
 from mcp import types
 
 from gateway.children import ChildPool
-from gateway.children._env import BASE_ENV_VARS, child_environment
+from gateway.children._env import BASE_ENV_VARS, PARENT_ENV_VAR, child_environment
 from gateway.config import (
     parse_config,
 )
@@ -49,7 +49,18 @@ def test_a_child_environment_is_the_base_then_named_variables_then_the_entry_env
         "NAMED_TOKEN": "named",
         "OVERRIDDEN": "from-entry",
         "EXTRA": "1",
+        "CODEMODE_GATEWAY_PARENT": str(os.getpid()),
     }
+
+
+def test_every_child_is_told_the_gateways_pid_whatever_its_entry_or_environment_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(PARENT_ENV_VAR, "1")  # a gateway that is itself some gateway's child
+    assert PARENT_ENV_VAR == "CODEMODE_GATEWAY_PARENT"
+    assert child_environment({})[PARENT_ENV_VAR] == str(os.getpid())
+    assert child_environment({PARENT_ENV_VAR: "42"}, [PARENT_ENV_VAR])[PARENT_ENV_VAR] == str(os.getpid())
+    assert PARENT_ENV_VAR not in BASE_ENV_VARS  # set, never inherited
 
 
 def test_the_base_environment_covers_locale_temp_proxies_and_ca_bundles() -> None:
@@ -84,5 +95,6 @@ async def test_a_real_child_gets_a_gateway_secret_only_when_its_entry_names_it(
     )
     assert named["NAMED_TOKEN"] == "meant-for-tiny"
     assert named["FROM_ENTRY"] == "yes"
+    assert plain[PARENT_ENV_VAR] == named[PARENT_ENV_VAR] == str(os.getpid())
     assert "SECRET_TOKEN" not in named
     assert "gateway-only-secret" not in json.dumps(named)

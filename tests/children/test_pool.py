@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
@@ -15,9 +16,10 @@ from mcp import types
 from mcp.server.mcpserver import MCPServer
 from starlette.types import ASGIApp
 
-from gateway import ChildUnavailable, ToolCallError
-from gateway.children import ChildPool, ChildState, ChildStatus
+from gateway import ChildUnavailable, SandboxLimits, ToolCallError
+from gateway.children import DEFAULT_TOOL_CALL_TIMEOUT_SECONDS, ChildPool, ChildState, ChildStatus
 from gateway.config import GatewayConfig, parse_config
+from gateway.escape.probe_server import build as build_probe
 
 pytestmark = pytest.mark.anyio
 
@@ -27,12 +29,19 @@ ServeAsgi = Callable[[ASGIApp], AbstractAsyncContextManager[tuple[int, list[dict
 TIME: Entry = {"command": sys.executable, "args": ["-m", "mcp_server_time"]}
 # Real children start in seconds (the Python ones import a lot); this bounds a hang, not a race.
 WAIT = 60
+SLOW_RETRY = {"initial_seconds": 3600, "max_seconds": 3600}  # the first reconnect attempt stays due
 
 
-def pool_for(config: GatewayConfig) -> ChildPool:
-    """The pool a gateway on `config` runs: its children, default startup timeout and restart policy."""
+def pool_for(config: GatewayConfig, **options: Any) -> ChildPool:
+    """The pool a gateway on `config` runs: its children, startup timeout, restart policy, message cap
+    and per-call timeout."""
     return ChildPool(
-        config.mcp_servers, startup_timeout_seconds=config.startup_timeout_seconds, restart=config.restart
+        config.mcp_servers,
+        startup_timeout_seconds=config.startup_timeout_seconds,
+        restart=config.restart,
+        max_message_bytes=config.max_message_bytes,
+        tool_call_timeout_seconds=config.sandbox.tool_call_timeout_seconds,
+        **options,
     )
 
 
@@ -244,3 +253,136 @@ async def test_the_pinned_npm_servers_run_under_node_and_server_everything_answe
             assert "echo" in {tool.name for tool in pool.tools()["everything"]}
             result = await pool.call_tool("everything", "echo", {"message": "hi"})
     assert text_of(result) == "Echo: hi"
+
+
+# ---- answers capped as they are read ------------------------------------------------------------
+
+CAP = 64 * 1024
+PROBE: Entry = {"command": sys.executable, "args": ["-m", "gateway.escape.probe_server"]}
+CAP_NAMED = f"over the {CAP}-byte cap on a child's message (max_message_bytes)"
+
+
+def remote_probe(kind: str) -> tuple[ASGIApp, str, str]:
+    """The probe server as an ASGI app: the app, the entry's type and the path it serves on."""
+    if kind == "http-sse":
+        return build_probe().streamable_http_app(), "http", "/mcp"
+    if kind == "http-json":
+        return build_probe().streamable_http_app(json_response=True), "http", "/mcp"
+    return build_probe().sse_app(), "sse", "/sse"
+
+
+async def answers_capped(pool: ChildPool) -> None:
+    """Past the cap: that call fails at once naming the cap; the child serves on, within it whole."""
+    assert await pool.wait_ready()
+    for size in (100_000, 10 * CAP):  # the probe answers twice this size (text and structured)
+        with pytest.raises(ToolCallError, match=r"^probe\.big_answer: the child's answer is ") as caught:
+            await pool.call_tool("probe", "big_answer", {"size": size})
+        assert CAP_NAMED in str(caught.value)
+        assert not isinstance(caught.value, ChildUnavailable)
+    with pytest.raises(ToolCallError, match=re.escape(CAP_NAMED)):
+        await pool.call_tool("probe", "big_error", {"size": 2 * CAP})
+    within = await pool.call_tool("probe", "big_answer", {"size": CAP // 2 - 100})
+    assert text_of(within) == "b" * (CAP // 2 - 100)
+    assert text_of(await pool.call_tool("probe", "chatty", {"count": 3, "size": 2 * CAP})) == "done"
+    [status] = pool.statuses()
+    assert (status.state, status.attempt, status.error) == (ChildState.READY, 0, None)
+
+
+async def test_a_stdio_childs_answer_past_the_cap_fails_that_call_at_once_and_the_child_serves_on(
+    child_log: list[logging.LogRecord],
+) -> None:
+    with anyio.fail_after(WAIT):
+        async with pool_of({"probe": PROBE}, max_message_bytes=CAP) as pool:
+            await answers_capped(pool)
+    notes = [str(getattr(r, "line", "")) for r in child_log if r.getMessage() == "child stderr"]
+    dropped = [line for line in notes if line.startswith("codemode-gateway relay: dropped a message")]
+    assert len(dropped) == 3  # the notifications, each described in a line the relay wrote to stderr
+    assert all(
+        "(notification)" in line and CAP_NAMED.removeprefix("over the ")[:10] in line for line in dropped
+    )
+
+
+@pytest.mark.parametrize("kind", ["http-sse", "http-json", "sse"])
+async def test_a_remote_childs_answer_past_the_cap_fails_that_call_at_once_and_the_child_serves_on(
+    serve_asgi: ServeAsgi, kind: str
+) -> None:
+    app, entry_type, path = remote_probe(kind)
+    with anyio.fail_after(WAIT):
+        async with serve_asgi(app) as (port, _):
+            remote: Entry = {"type": entry_type, "url": f"http://127.0.0.1:{port}{path}"}
+            async with pool_of({"probe": remote}, max_message_bytes=CAP) as pool:
+                await answers_capped(pool)
+
+
+async def test_a_childs_own_max_message_bytes_overrides_the_top_level_one() -> None:
+    servers = {"probe": PROBE, "roomy": {**PROBE, "max_message_bytes": 4 * CAP}}
+    with anyio.fail_after(WAIT):
+        async with pool_of(servers, max_message_bytes=CAP) as pool:
+            assert await pool.wait_ready()
+            answer = await pool.call_tool("roomy", "big_answer", {"size": CAP})
+            assert text_of(answer) == "b" * CAP
+            with pytest.raises(ToolCallError, match=re.escape(CAP_NAMED)):
+                await pool.call_tool("probe", "big_answer", {"size": CAP})
+
+
+def test_the_pools_default_per_call_timeout_is_the_sandboxs_default() -> None:
+    assert SandboxLimits().tool_call_timeout_seconds == DEFAULT_TOOL_CALL_TIMEOUT_SECONDS
+
+
+def test_the_message_cap_defaults_to_4_mib_and_is_bounded() -> None:
+    assert parse_config({}, "test").max_message_bytes == 4 * 1024 * 1024
+    for bad in ({"max_message_bytes": 100}, {"mcpServers": {"a": {**PROBE, "max_message_bytes": 2**31}}}):
+        with pytest.raises(Exception, match="max_message_bytes"):
+            parse_config(bad, "test")
+
+
+# ---- error texts redacted -----------------------------------------------------------------------
+
+SECRET = "tok-5f1e9a7c3b2d4e60"
+
+
+def redact(text: str) -> str:
+    return text.replace(SECRET, "[REDACTED:API_TOKEN]")
+
+
+async def test_a_secret_a_failing_child_quotes_is_redacted_from_its_status_errors_and_status_logs(
+    child_log: list[logging.LogRecord],
+) -> None:
+    failing: Entry = {
+        "command": "sh",
+        "args": ["-c", 'echo "auth failed for token $API_TOKEN" >&2; exit 1'],
+        "env": {"API_TOKEN": SECRET},
+    }
+    servers = {
+        "down": {**failing, "restart": {"max_attempts": 0}},
+        "again": {**failing, "restart": SLOW_RETRY},
+    }
+    with anyio.fail_after(WAIT):
+        async with pool_for(parse_config({"mcpServers": servers}, "test"), redact=redact) as pool:
+            assert await pool.wait_ready()
+            statuses = by_name(pool)
+            errors = []
+            for name in servers:
+                with pytest.raises(ChildUnavailable) as caught:
+                    await pool.call_tool(name, "anything", {})
+                errors.append(str(caught.value))
+            with pytest.raises(ChildUnavailable) as unknown:
+                await pool.call_tool(f"no-{SECRET}", "anything", {})
+    assert statuses["down"].state is ChildState.FAILED
+    assert statuses["again"].state is ChildState.RECONNECTING
+    shown = [statuses["down"].error, statuses["again"].error, *errors, str(unknown.value)]
+    assert all("auth failed for token [REDACTED:API_TOKEN]" in str(text) for text in shown[:4])
+    logged = [
+        getattr(r, "error", "") for r in child_log if r.getMessage() in ("child failed", "child reconnecting")
+    ]
+    assert logged
+    assert not [text for text in [*shown, *logged] if SECRET in str(text)]
+
+
+async def test_a_secret_in_a_childs_protocol_error_is_redacted_from_the_tool_call_error() -> None:
+    with anyio.fail_after(WAIT):
+        async with pool_for(parse_config({"mcpServers": {"time": TIME}}, "test"), redact=redact) as pool:
+            with pytest.raises(ToolCallError, match=r"Unknown tool") as caught:
+                await pool.call_tool("time", f"tool_{SECRET}", {})
+    assert SECRET not in str(caught.value)
+    assert "tool_[REDACTED:API_TOKEN]" in str(caught.value)

@@ -15,6 +15,7 @@ import anyio.to_thread
 import pytest
 
 from gateway.children._process import StderrPump, end_process_group, find_process_group
+from gateway.children._relay import SPAWN_FAILED
 
 pytestmark = pytest.mark.anyio
 
@@ -73,6 +74,21 @@ async def test_a_flood_of_lines_is_counted_not_logged(child_log: list[logging.Lo
     assert counted
     assert all(r.__dict__["limit_per_second"] == 100 for r in counted)
     assert len(logged) + sum(r.__dict__["lines"] for r in counted) == 250
+
+
+async def test_the_relays_report_of_a_command_it_cannot_start_is_kept_apart_from_the_tail(
+    child_log: list[logging.LogRecord],
+) -> None:
+    pump, tail = await pumped(f"{SPAWN_FAILED}'nope': No such file or directory\n")
+    assert pump.spawn_failure == "cannot start 'nope': No such file or directory"
+    assert tail == ""
+    assert logged_lines(child_log) == []
+
+
+async def test_a_child_writing_the_relays_words_after_its_first_line_is_only_quoted() -> None:
+    pump, tail = await pumped(f"starting\n{SPAWN_FAILED}'x': nothing\n")
+    assert pump.spawn_failure is None
+    assert tail == f"starting | {SPAWN_FAILED}'x': nothing"
 
 
 @contextmanager

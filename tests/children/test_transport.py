@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import gzip
+import json
 import logging
+from collections.abc import AsyncIterator
+from typing import Any
 
 import anyio
 import httpx2
@@ -10,6 +14,8 @@ import pytest
 from mcp import types
 from mcp.shared.exceptions import MCPError
 
+from gateway.children._http_cap import AnswerCap, EventCap
+from gateway.children._relay import too_large
 from gateway.children._transport import (
     ChildConnection,
     QuietSdkParseErrors,
@@ -136,3 +142,145 @@ def test_the_filter_on_a_logger_keeps_the_sdks_other_records() -> None:
     finally:
         logger.removeHandler(recorder)
     assert kept == ["Error in stdout_reader"]
+
+
+# ---- the cap on an HTTP child's answers ---------------------------------------------------------
+
+CAP = 1024
+CALL = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "big", "arguments": {}}}
+
+
+class Chunks(httpx2.AsyncByteStream):
+    """A response body arriving in pieces; counts what was read of it."""
+
+    def __init__(self, *chunks: bytes) -> None:
+        self.chunks = chunks
+        self.read = 0
+        self.closed = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self.chunks:
+            self.read += len(chunk)
+            yield chunk
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+def answer(body: Chunks, content_type: str, **headers: str) -> httpx2.Response:
+    request = httpx2.Request("POST", "http://child.test/mcp", json=CALL)
+    return httpx2.Response(
+        200, headers={"content-type": content_type, **headers}, stream=body, request=request
+    )
+
+
+async def capped(response: httpx2.Response, cap: int = CAP) -> bytes:
+    await AnswerCap("web", cap).on_response(response)
+    with anyio.fail_after(10):
+        return await response.aread()
+
+
+def error_message(body: bytes) -> str:
+    message = json.loads(body)
+    assert message["id"] == 7
+    return message["error"]["message"]
+
+
+async def test_every_request_asks_for_an_uncompressed_answer() -> None:
+    request = httpx2.Request("POST", "http://child.test/mcp", json=CALL, headers={"accept-encoding": "gzip"})
+    await AnswerCap("web", CAP).on_request(request)
+    assert request.headers["accept-encoding"] == "identity"
+
+
+async def test_a_json_answer_within_the_cap_passes_whole() -> None:
+    body = json.dumps({"jsonrpc": "2.0", "id": 7, "result": {"x": "y" * 900}}).encode()
+    assert await capped(answer(Chunks(body[:500], body[500:]), "application/json")) == body
+
+
+async def test_a_json_answer_whose_length_is_past_the_cap_is_refused_unread_naming_its_size() -> None:
+    body = Chunks(b"x" * 5000)
+    reply = await capped(answer(body, "application/json", **{"content-length": "5000"}))
+    assert error_message(reply) == too_large(5000, CAP)
+    assert body.read == 0
+    assert body.closed
+
+
+async def test_a_json_answer_past_the_cap_of_unknown_length_is_read_no_further_than_the_cap() -> None:
+    body = Chunks(*[b"x" * 600] * 1000)
+    reply = await capped(answer(body, "application/json; charset=utf-8"))
+    assert error_message(reply) == too_large(None, CAP)
+    assert body.read == 1200
+    assert body.closed
+
+
+async def test_a_compressed_answer_is_refused_naming_its_encoding() -> None:
+    response = answer(Chunks(gzip.compress(b"{}")), "application/json", **{"content-encoding": "gzip"})
+    message = error_message(await capped(response))
+    assert message.startswith("the child compressed its answer (Content-Encoding: gzip) although the gateway")
+    assert "max_message_bytes" in message
+
+
+def sse(*events: bytes) -> bytes:
+    return b"".join(events)
+
+
+def event(message: dict[str, Any], event_id: str = "") -> bytes:
+    return (
+        (f"id: {event_id}\n" if event_id else "").encode()
+        + b"data: "
+        + json.dumps(message).encode()
+        + b"\n\n"
+    )
+
+
+def fed_events(cap: EventCap, data: bytes, piece: int) -> bytes:
+    return b"".join(cap.feed(data[at : at + piece]) for at in range(0, len(data), piece)) + cap.end()
+
+
+def data_of(stream: bytes) -> list[Any]:
+    return [json.loads(line[6:]) for line in stream.split(b"\n") if line.startswith(b"data: ")]
+
+
+@pytest.mark.parametrize("piece", [1, 5, 100, 1 << 20])
+def test_events_within_the_cap_pass_with_their_comments_and_line_ends_made_lf(piece: int) -> None:
+    stream = (
+        b': keep-alive\r\n\r\nevent: message\r\nid: 1\r\ndata: {"a":\r\ndata: 1}\r\n\r\nid: 2\rdata: {}\r\r'
+    )
+    out = fed_events(EventCap(CAP), stream, piece)
+    assert out == stream.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+
+
+@pytest.mark.parametrize("piece", [1, 999, 4096, 1 << 20])
+def test_an_event_past_the_cap_becomes_an_error_event_for_its_id_and_the_next_event_passes(
+    piece: int,
+) -> None:
+    big = {"result": {"text": "r" * 20_000}, "jsonrpc": "2.0", "id": 3}  # the id last, as Node writes it
+    after = {"jsonrpc": "2.0", "id": 4, "result": {}}
+    cap = EventCap(CAP)
+    out = fed_events(cap, sse(event(big, "e-1"), event(after, "e-2")), piece)
+    stand_in, passed = data_of(out)
+    assert stand_in["id"] == 3
+    assert stand_in["error"]["message"] == too_large(len(event(big, "e-1")) - 1, CAP)
+    assert passed == after
+    assert out.startswith(b"event: message\nid: e-1\ndata: ")  # the stand-in keeps the event's id
+    assert cap.dropped == []
+
+
+def test_an_oversized_notification_event_is_dropped_and_an_unknown_one_answers_the_request() -> None:
+    note = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "n" * 5000}}
+    cap = EventCap(CAP, request_id=7)
+    assert cap.feed(event(note)) == b""
+    [dropped] = cap.dropped
+    assert dropped.startswith("dropped a message (notification) of ")
+    [stand_in] = data_of(cap.feed(b"data: " + b"?" * 5000 + b"\n\n"))
+    assert (stand_in["id"], stand_in["error"]["message"]) == (7, too_large(5007, CAP))
+
+
+async def test_an_event_stream_answer_is_capped_event_by_event() -> None:
+    big = {"jsonrpc": "2.0", "id": 7, "result": {"text": "r" * 5000}}
+    small = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {}}
+    stream = sse(event(small), event(big))
+    out = await capped(answer(Chunks(stream[:3000], stream[3000:]), "text/event-stream"))
+    passed, stand_in = data_of(out)
+    assert passed == small
+    assert error_message(json.dumps(stand_in).encode()) == too_large(len(event(big)) - 1, CAP)

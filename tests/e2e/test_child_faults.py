@@ -155,7 +155,7 @@ async def test_shutdown_stops_every_child_process_group_grandchildren_included(
         started = (await run(session, "tools.fault.pids()"))["value"]
         assert not gone(started["grandchild"])
         if how != "stdin closed":
-            os.kill(started["ppid"], signal.Signals[how])  # the gateway: the child's parent
+            os.kill(started["gateway"], signal.Signals[how])
             with anyio.fail_after(10):
                 await until_closed(session)
     log = (tmp_path / "gateway.log").read_text(encoding="utf-8")
@@ -163,5 +163,6 @@ async def test_shutdown_stops_every_child_process_group_grandchildren_included(
     assert any(record["msg"] == "gateway stopped" for record in records)
     if how != "stdin closed":
         assert [r.get("signal") for r in records if r["msg"] == "shutting down"] == [how]
-    for pid in (started["ppid"], started["pid"], started["grandchild"]):
+    # The gateway, the relay that caps the child's answers (the child's parent), the child, its child.
+    for pid in (started["gateway"], started["ppid"], started["pid"], started["grandchild"]):
         assert gone(pid)

@@ -87,8 +87,15 @@ def build(grandchild: int | None = None) -> MCPServer:
 
     @server.tool()
     def pids() -> dict[str, Any]:  # pyright: ignore[reportUnusedFunction]
-        """This process, its parent, its process group and its grandchild (if started)."""
-        return {"pid": os.getpid(), "ppid": os.getppid(), "pgid": os.getpgid(0), "grandchild": grandchild}
+        """This process, its parent, its process group, its grandchild (if started), and the gateway's pid."""
+        gateway = int(os.environ.get("CODEMODE_GATEWAY_PARENT", "0"))
+        return {
+            "pid": os.getpid(),
+            "ppid": os.getppid(),
+            "pgid": os.getpgid(0),
+            "grandchild": grandchild,
+            "gateway": gateway,
+        }
 
     return server
 

@@ -1,9 +1,165 @@
-"""What children send back: answers capped as they are read, timeouts blamed on the right party."""
+"""What children send back: answers capped as they are read, timeouts blamed on the right party.
+
+Through a whole Gateway in front of the probe MCP server, at the default `max_message_bytes`. An
+answer past the cap must fail its call at once with a ToolError naming the cap and the key (not
+stall the gateway while the SDK reads it), and leave the child serving; one within the cap must
+arrive whole. A call cut short by the run's budget is not the child's timeout, so it never counts
+toward restarting a healthy child.
+"""
 
 from __future__ import annotations
 
-from gateway.escape.cases._model import EscapeCase
+from typing import Any
+
+from gateway.children import DEFAULT_MAX_MESSAGE_BYTES
+from gateway.escape.cases._model import EscapeCase, case_maker, limit, succeeds
+from gateway.sandbox import ExecutionResult, SandboxLimits
 
 __all__ = ["CASES"]
 
-CASES: tuple[EscapeCase, ...] = ()
+_case = case_maker("children", "gateway")
+
+_CAP = DEFAULT_MAX_MESSAGE_BYTES
+_CAP_NAMED = f"over the {_CAP}-byte cap on a child's message (max_message_bytes)"
+# The probe answers a string twice (as text and as structured content): an answer of this many
+# characters makes a message of about twice the cap.
+_PAST = _CAP
+# Its message for `big_answer(size=n)` is 2n bytes and about 125 more (the JSON-RPC envelope and the
+# id): n = cap/2 is just past the cap, and this is just within it.
+_JUST_WITHIN = _CAP // 2 - 100
+
+
+def _values(result: ExecutionResult) -> list[Any]:
+    value: object = result.value
+    return list(value) if isinstance(value, list) else []  # pyright: ignore[reportUnknownArgumentType]
+
+
+def _refused_at_once(result: ExecutionResult, limits: SandboxLimits) -> bool:
+    """[the error, seconds it took, the next call's value]: the cap named, well within the call timeout."""
+    values = _values(result)
+    return (
+        len(values) == 3
+        and _CAP_NAMED in str(values[0])
+        and isinstance(values[1], int | float)
+        and values[1] < limits.tool_call_timeout_seconds
+        and values[2] == {"result": "next"}
+    )
+
+
+def _refused_then_serves(call: str) -> str:
+    return (
+        "import time\n"
+        "started = time.monotonic()\n"
+        f"try:\n    {call}\n    first = 'answered'\nexcept ToolError as e:\n    first = str(e)\n"
+        "[first, time.monotonic() - started, tools.probe.echo(text='next')]"
+    )
+
+
+def _just_within(_first: ExecutionResult, second: ExecutionResult) -> bool:
+    """The answer just within the cap arrived whole: delivered, or refused only by the sandbox's own cap."""
+    error = second.error
+    if error is None:
+        return second.value == _JUST_WITHIN
+    return error.type == "ToolPayloadTooLarge" and "result of probe.big_answer is" in error.message
+
+
+def _alternating(limits: SandboxLimits) -> str:
+    # Within the cap, and small enough that the value {"result": "..."} fits the sandbox's own cap.
+    within = min(_JUST_WITHIN, limits.max_tool_result_bytes - 64)
+    return (
+        "out = []\n"
+        "for _ in range(3):\n"
+        f"    try:\n        tools.probe.big_answer(size={_PAST})\n        out.append('answered')\n"
+        "    except ToolError as e:\n        out.append('max_message_bytes' in str(e))\n"
+        f"    out.append(len(tools.probe.big_answer(size={within})['result']) == {within})\n"
+        "out"
+    )
+
+
+def _budget_cut_call(limits: SandboxLimits) -> str:
+    """A call that runs out the per-call timeout (caught), then one the run's budget cuts to half of it."""
+    timeout = limits.tool_call_timeout_seconds
+    pause = max(0.0, limits.timeout_seconds - timeout - timeout / 2)
+    return (
+        "import time\n"
+        "try:\n    tools.probe.slow(seconds=600)\nexcept ToolError:\n    pass\n"
+        f"time.sleep({pause:.3f})\n"
+        "tools.probe.slow(seconds=600)"
+    )
+
+
+def _room_for_a_full_timeout(limits: SandboxLimits) -> str | None:
+    if limits.timeout_seconds >= 2 * limits.tool_call_timeout_seconds and limits.max_tool_calls >= 2:
+        return None
+    return "needs sandbox.timeout_seconds of at least twice sandbox.tool_call_timeout_seconds"
+
+
+def _time_for_a_huge_answer(limits: SandboxLimits) -> str | None:
+    # The probe takes about 0.1 s to write an answer of 16 MB: the call must have time for that.
+    if limits.tool_call_timeout_seconds >= 0.5 and limits.max_tool_calls >= 6:
+        return None
+    return "needs sandbox.tool_call_timeout_seconds of at least 0.5 s and 6 tool calls"
+
+
+def _no_restart(_first: ExecutionResult, second: ExecutionResult) -> bool:
+    values = _values(second)
+    return second.ok and len(values) == 2 and values[1] == {"result": "still the same child"}
+
+
+CASES: tuple[EscapeCase, ...] = (
+    _case(
+        "children-answer-past-the-cap-fails-that-call-at-once",
+        _refused_then_serves(f"tools.probe.big_answer(size={2 * _PAST})"),
+        succeeds(_refused_at_once, "a ToolError naming the cap and its key, at once; the child serves on"),
+        needs=_time_for_a_huge_answer,
+    ),
+    _case(
+        "children-answer-at-the-cap-boundary",
+        f"try:\n    tools.probe.big_answer(size={_CAP // 2})\n    r = 'answered'\nexcept ToolError as e:\n"
+        "    r = str(e)\nr",
+        succeeds(lambda r, _: _CAP_NAMED in str(r.value), "just past the cap: refused, naming it"),
+        then=f"len(tools.probe.big_answer(size={_JUST_WITHIN})['result'])",
+        then_check=_just_within,
+    ),
+    _case(
+        "children-answers-alternating-past-and-within-the-cap",
+        _alternating,
+        succeeds(
+            lambda r, _: r.value == [True, True] * 3,
+            "each answer past the cap refused, each one within it (up to the result cap) delivered",
+        ),
+        needs=_time_for_a_huge_answer,
+    ),
+    _case(
+        "children-huge-error-result-fails-that-call-at-once",
+        _refused_then_serves(f"tools.probe.big_error(size={2 * _CAP})"),
+        succeeds(_refused_at_once, "a ToolError naming the cap and its key, at once; the child serves on"),
+        needs=_time_for_a_huge_answer,
+    ),
+    _case(
+        "children-oversized-notifications-are-dropped-and-the-answer-arrives",
+        "import time\nstarted = time.monotonic()\n"
+        f"[tools.probe.chatty(count=3, size={2 * _CAP}), time.monotonic() - started]",
+        succeeds(
+            lambda r, limits: (
+                len(values := _values(r)) == 2
+                and values[0] == {"result": "done"}
+                and values[1] < limits.tool_call_timeout_seconds
+            ),
+            "the notifications are dropped as they are read, the answer arrives in time",
+        ),
+        needs=_time_for_a_huge_answer,
+    ),
+    _case(
+        # Two calls that ran out their whole per-call timeout count toward restart.after_timeouts (3);
+        # the call the run's budget cut short in between must not make them three.
+        "children-budget-cut-call-does-not-count-toward-a-restart",
+        _budget_cut_call,
+        limit("WallTimeExceeded", what="the second call is cut short by the run's budget"),
+        then="first = None\n"
+        "try:\n    tools.probe.slow(seconds=600)\nexcept ToolError as e:\n    first = e.kind\n"
+        "[first, tools.probe.echo(text='still the same child')]",
+        then_check=_no_restart,
+        needs=_room_for_a_full_timeout,
+    ),
+)
