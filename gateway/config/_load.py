@@ -1,4 +1,10 @@
-"""Finding, reading and validating the config file; every problem is one line naming its key."""
+"""Finding, reading and validating the config file; every problem is one line naming its key.
+
+What refuses the config: invalid settings (each a sentence with its key path), VS Code's layout,
+policy rules naming no configured server. What only leaves one child out (`unavailable_servers`):
+a `${VAR}` that is not set, or a reference the gateway cannot expand, in that child's entry; the
+gateway's own entry. What loads with a note (`notes`): `"disabled": true`, other clients' keys.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +14,25 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from gateway.children import SERVER_TYPES
+from gateway._json import as_object
+from gateway.children import StdioServer
+from gateway.config._clients import (
+    disabled_note,
+    disabled_tools_problem,
+    ignored_key_notes,
+    layout_problems,
+    runs_this_gateway,
+    self_note,
+)
 from gateway.config._defaults import default_config
+from gateway.config._errors import error_lines, key_path, model_titled
 from gateway.config._model import GatewayConfig
-from gateway.config._variables import expand_servers
+from gateway.config._policy_servers import unknown_server_rules
+from gateway.config._variables import Expander, Unresolved
 from gateway.errors import ConfigError
+from gateway.policy import PolicyConfig
 
 __all__ = [
     "CONFIG_ENV",
@@ -28,48 +46,143 @@ __all__ = [
 CONFIG_ENV = "CODEMODE_CONFIG"
 
 
-def _location(loc: tuple[int | str, ...]) -> str:
-    if len(loc) > 2 and loc[0] == "mcpServers" and loc[2] in SERVER_TYPES.values():
-        loc = loc[:2] + loc[3:]  # drop the union's tag: users wrote `mcpServers.x.args`, not `.stdio.args`
-    path = ""
-    for part in loc:
-        if isinstance(part, int):
-            path += f"[{part}]"
-        elif "." in part and path:  # a namespaced tool name as a key: policy.tools["git.git_log"]
-            path += f"[{json.dumps(part)}]"
-        else:
-            path += f".{part}" if path else part
-    return path or "(top level)"
-
-
-def _error_lines(exc: ValidationError) -> list[str]:
-    return [
-        f"{_location(error['loc'])}: {error['msg'].removeprefix('Value error, ')}"
-        for error in exc.errors(include_url=False)
-    ]
-
-
 def _report(source: str, problems: list[str]) -> str:
     return "\n".join([f"{source}: {len(problems)} invalid setting(s)", *(f"  {line}" for line in problems)])
 
 
-def format_validation_error(exc: ValidationError, source: str) -> str:
-    """One line per bad key, `path.to[2].key: what is wrong`, never a traceback."""
-    return _report(source, _error_lines(exc))
+def format_validation_error(exc: ValidationError, source: str, model: type[BaseModel] | None = None) -> str:
+    """One line per bad key, `path.to[2].key: what is wrong`, never a traceback.
+
+    `model` is the model validated (the whole config, or one of its sections); by default, the one
+    the error's title names.
+    """
+    root = model or model_titled(exc.title, GatewayConfig)
+    return _report(source, [line for _, line in error_lines(exc, root)])
 
 
-def parse_config(data: Any, source: str, environ: Mapping[str, str] | None = None) -> GatewayConfig:
-    """Validate already-parsed JSON as a config, expanding `${VAR}` in the server entries."""
-    expanded, expander = expand_servers(data, os.environ if environ is None else environ)
-    problems = list(expander.problems)
+def _under(path: str, prefixes: list[str]) -> bool:
+    return any(path == prefix or path.startswith((f"{prefix}.", f"{prefix}[")) for prefix in prefixes)
+
+
+class _Reading:
+    """One pass over the server entries: what is validated, left out, noted, or refused."""
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self.expander = Expander(environ)
+        self.entries: dict[str, Any] = {}  # every entry but the disabled ones, expanded, for validation
+        self.unavailable: dict[str, str] = {}
+        self.unresolved: list[Unresolved] = []
+        self.notes: list[str] = []
+        self.problems: list[str] = []
+
+    def entry(self, name: str, entry: Any) -> None:
+        where = key_path(("mcpServers", name))
+        fields = as_object(entry)
+        if fields is None:
+            self.entries[name] = entry  # validation says what is wrong with it
+            return
+        if fields.get("disabled") is True:
+            self.notes.append(disabled_note(where))
+            return
+        self.notes += ignored_key_notes(fields, where)
+        if (problem := disabled_tools_problem(fields, where, name)) is not None:
+            self.problems.append(problem)
+            fields = {key: value for key, value in fields.items() if key != "disabledTools"}
+        expanded, unresolved = self.expander.entry(fields, where)
+        self.entries[name] = expanded
+        self.unresolved += unresolved
+        if (key := runs_this_gateway(expanded)) is not None:
+            self.notes.append(self_note(where))
+            self.unavailable[name] = f"{where}.{key}: runs codemode-gateway, which would start itself again"
+        elif unresolved:
+            self.unavailable[name] = "; ".join(item.line for item in unresolved)
+
+
+def _resolve_paths(config: GatewayConfig, base: Path) -> None:
+    """A stdio child's relative `cwd`, and a relative `command` with a slash, start from `base`."""
+
+    def resolved(path: str) -> str:
+        expanded = Path(path).expanduser()
+        return str(expanded if expanded.is_absolute() else base / expanded)
+
+    for name, server in list(config.mcp_servers.items()):
+        if not isinstance(server, StdioServer):
+            continue
+        update: dict[str, str] = {}
+        if server.cwd is not None:
+            update["cwd"] = resolved(server.cwd)
+        if any(sep in server.command for sep in (os.sep, os.altsep, "/") if sep):
+            update["command"] = resolved(server.command)
+        if update:
+            config.mcp_servers[name] = server.model_copy(update=update)
+
+
+def _policy_problems(top: dict[str, Any], configured: list[str]) -> list[str]:
     try:
-        config = GatewayConfig.model_validate(expanded)
-    except ValidationError as exc:
-        raise ConfigError(_report(source, problems + _error_lines(exc))) from None
-    if problems:
-        raise ConfigError(_report(source, problems))
-    config.set_origin(secret_names=expander.secrets, config_dir=None)
+        policy = PolicyConfig.model_validate(top.get("policy", {}))
+    except ValidationError:
+        return []  # the whole config's validation reports these
+    return unknown_server_rules(policy, configured)
+
+
+def parse_config(
+    data: Any, source: str, environ: Mapping[str, str] | None = None, *, config_dir: Path | None = None
+) -> GatewayConfig:
+    """Validate already-parsed JSON as a config, expanding `${VAR}` in the server entries.
+
+    An entry whose references cannot all be expanded is left out, into `unavailable_servers`;
+    relative paths in stdio entries start from `config_dir` when it is given (the file's directory).
+    """
+    reading = _Reading(os.environ if environ is None else environ)
+    top = as_object(data)
+    if top is None:
+        return _validate(data, source, reading, [])
+    reading.problems += layout_problems(top)
+    top = {key: value for key, value in top.items() if key not in ("servers", "inputs")}
+    servers = as_object(top.get("mcpServers"))
+    configured = list(servers or {})
+    for name, entry in (servers or {}).items():
+        reading.entry(name, entry)
+    if servers is not None:
+        top["mcpServers"] = reading.entries
+    config = _validate(top, source, reading, _policy_problems(top, configured))
+    if config_dir is not None:
+        _resolve_paths(config, config_dir)
+    config.set_origin(
+        secret_names=reading.expander.secrets,
+        config_dir=config_dir,
+        unavailable_servers=reading.unavailable,
+        notes=reading.notes,
+    )
     return config
+
+
+def _validate(data: Any, source: str, reading: _Reading, policy_problems: list[str]) -> GatewayConfig:
+    """The config with the unavailable entries left out, or a ConfigError naming every problem.
+
+    The entries are validated with the others first, their unexpanded references (kept as written)
+    excepted, so that a typo in an entry that is left out still refuses the config.
+    """
+    problems = list(reading.problems)
+    unresolved = [item.where for item in reading.unresolved]
+    try:
+        GatewayConfig.model_validate(data)
+    except ValidationError as exc:
+        problems += [line for path, line in error_lines(exc, GatewayConfig) if not _under(path, unresolved)]
+    problems += policy_problems
+    if problems:
+        # Refused anyway: the variables that are not set are worth fixing in the same round.
+        problems += [item.line for item in reading.unresolved]
+        raise ConfigError(_report(source, problems))
+    top = as_object(data)
+    servers = as_object(top.get("mcpServers")) if top is not None else None
+    if top is None or servers is None or not reading.unavailable:
+        return GatewayConfig.model_validate(data)
+    available = {name: entry for name, entry in servers.items() if name not in reading.unavailable}
+    try:
+        return GatewayConfig.model_validate({**top, "mcpServers": available})
+    except ValidationError as exc:  # not expected: the same entries validated above
+        raise ConfigError(format_validation_error(exc, source, GatewayConfig)) from None
 
 
 def find_config_file(
@@ -87,17 +200,23 @@ def load_config(
     file = find_config_file(path, environ)
     if file is None:
         return default_config()
-    config = parse_config(read_config_data(file), str(file), environ)
-    config.set_origin(secret_names=config.secret_names, config_dir=file.resolve().parent)
-    return config
+    data = read_config_data(file, named_by=None if path else f"${CONFIG_ENV}")
+    return parse_config(data, str(file), environ, config_dir=file.resolve().parent)
 
 
-def read_config_data(file: Path) -> Any:
-    """A config file's JSON as written, before validation and `${VAR}` expansion."""
+def read_config_data(file: Path, *, named_by: str | None = None) -> Any:
+    """A config file's JSON as written, before validation and `${VAR}` expansion.
+
+    `named_by` says where the path came from (`$CODEMODE_CONFIG`), for the error if it cannot be read.
+    """
     try:
         text = file.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ConfigError(f"cannot read config {file}: {exc.strerror or exc}") from None
+        origin = f" (named by {named_by})" if named_by else ""
+        where = ""
+        if isinstance(exc, FileNotFoundError) and not file.is_absolute():
+            where = f"; looked for {file.absolute()}, relative to the working directory {Path.cwd()}"
+        raise ConfigError(f"cannot read config {file}{origin}: {exc.strerror or exc}{where}") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

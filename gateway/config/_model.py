@@ -10,10 +10,17 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from gateway.audit import AuditConfig
-from gateway.children import DEFAULT_STARTUP_TIMEOUT_SECONDS, RestartPolicy, ServerConfig
+from gateway.children import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_STARTUP_TIMEOUT_SECONDS,
+    MAX_MAX_MESSAGE_BYTES,
+    MIN_MAX_MESSAGE_BYTES,
+    RestartPolicy,
+    ServerConfig,
+)
 from gateway.policy import PolicyConfig
 from gateway.sandbox import SandboxLimits
 
@@ -33,13 +40,22 @@ class GatewayConfig(BaseModel):
     mcp_servers: dict[str, ServerConfig] = Field(
         default_factory=dict,
         alias="mcpServers",
-        description="Child MCP servers by name; `${VAR}` and `${VAR:-default}` expand from the environment.",
+        description="Child MCP servers by name; `${VAR}`, `${env:VAR}` and `${VAR:-default}` expand from "
+        "the environment. An entry using a variable that is not set is left out (the others still run).",
     )
     startup_timeout_seconds: float = Field(
         default=DEFAULT_STARTUP_TIMEOUT_SECONDS,
         gt=0,
         le=3600,
         description="Default seconds for a child to connect and list its tools.",
+    )
+    max_message_bytes: int = Field(
+        default=DEFAULT_MAX_MESSAGE_BYTES,
+        ge=MIN_MAX_MESSAGE_BYTES,
+        le=MAX_MAX_MESSAGE_BYTES,
+        description="Cap in bytes on one message from a child (an answer, as JSON), enforced as it is "
+        "read: a larger answer fails its call at once, and the child serves on. A child's own "
+        "`max_message_bytes` overrides it.",
     )
     restart: RestartPolicy = Field(
         default_factory=RestartPolicy,
@@ -57,6 +73,13 @@ class GatewayConfig(BaseModel):
     # private, so never in repr or dumps.
     _secret_names: dict[str, str] = PrivateAttr(default_factory=dict[str, str])
     _config_dir: Path | None = PrivateAttr(default=None)
+    _unavailable_servers: dict[str, str] = PrivateAttr(default_factory=dict[str, str])
+    _notes: tuple[str, ...] = PrivateAttr(default=())
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _leave_out_disabled(cls, servers: dict[str, ServerConfig]) -> dict[str, ServerConfig]:
+        return {name: server for name, server in servers.items() if not server.disabled}
 
     @property
     def secret_values(self) -> frozenset[str]:
@@ -73,10 +96,35 @@ class GatewayConfig(BaseModel):
         """The directory relative paths in the config (such as `audit.path`) start from: the file's own."""
         return self._config_dir or Path.cwd()
 
-    def set_origin(self, *, secret_names: Mapping[str, str], config_dir: Path | None) -> None:
-        """Record what `${VAR}` expansion took from the environment, and the file's directory."""
+    @property
+    def unavailable_servers(self) -> Mapping[str, str]:
+        """Entries left out of `mcp_servers`, each with a one-line reason naming the key.
+
+        An entry using a `${VAR}` that is not set (or a reference the gateway cannot expand), and an
+        entry that runs the gateway itself: `mcpServers.github.env.GITHUB_TOKEN: ${GITHUB_TOKEN} is not set`.
+        """
+        return MappingProxyType(self._unavailable_servers)
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What loading did besides validating, one line each naming the key: entries left out as
+        `"disabled": true`, other clients' keys ignored, the gateway's own entry left out."""
+        return self._notes
+
+    def set_origin(
+        self,
+        *,
+        secret_names: Mapping[str, str],
+        config_dir: Path | None,
+        unavailable_servers: Mapping[str, str] | None = None,
+        notes: tuple[str, ...] | list[str] = (),
+    ) -> None:
+        """Record what `${VAR}` expansion took from the environment, the file's directory, and what
+        loading left out or noted."""
         self._secret_names = dict(secret_names)
         self._config_dir = config_dir
+        self._unavailable_servers = dict(unavailable_servers or {})
+        self._notes = tuple(notes)
 
 
 def config_json_schema() -> dict[str, Any]:

@@ -217,8 +217,9 @@ def _scan_server(entry: dict[str, Any], where: str) -> Iterator[_Finding]:
         yield from _check(value, f"{where}.headers.{key}", key, named=_secret_name(key), entropy=True)
     yield from _scan_args(as_array(entry.get("args")), f"{where}.args")
     yield from _scan_url(entry.get("url"), f"{where}.url")
+    yield from _scan_url(entry.get("serverUrl"), f"{where}.serverUrl")  # Windsurf's name for url
     for key, value in entry.items():
-        if key not in ("env", "headers", "args", "url"):
+        if key not in ("env", "headers", "args", "url", "serverUrl"):
             yield from _scan_anywhere(value, f"{where}.{key}", skip=None)
 
 

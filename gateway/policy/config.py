@@ -1,20 +1,33 @@
 """The config's `policy` section: which child tools exist for the model, may be called, how, and how often.
 
 Every pattern is an fnmatch glob, case-sensitive, matched against a tool's qualified Python name
-(`server.tool`, as search_docs shows it); `server.*` names a whole server.
+(`server.tool`, as search_docs shows it); `server.*` names a whole server. A rule is a pattern, or
+`{"pattern": ..., "optional": true}` for one that may name a server the config does not have.
 """
 
 from __future__ import annotations
 
 import re
 import string
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, GetPydanticSchema, field_validator
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import PydanticCustomError, core_schema
 
 from gateway.policy._constraints import fragment_problems
 
-__all__ = ["Glob", "PolicyConfig", "RateLimit", "ToolName", "ToolPolicy"]
+__all__ = [
+    "RULE_LISTS",
+    "Glob",
+    "PolicyConfig",
+    "PolicyRule",
+    "RateLimit",
+    "Rule",
+    "RuleList",
+    "ToolName",
+    "ToolPolicy",
+]
 
 _NAME_CHARS = frozenset(string.ascii_letters + string.digits + "_.")
 _TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*")
@@ -68,6 +81,53 @@ Glob = Annotated[str, AfterValidator(_check_glob)]
 ToolName = Annotated[str, AfterValidator(_check_tool_name)]
 
 
+class PolicyRule(BaseModel):
+    """A rule in its long form: a pattern, and whether it may name a server the config does not have."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, title="Policy rule")
+
+    pattern: Glob = Field(description="The fnmatch glob over `server.tool` Python names.")
+    optional: bool = Field(
+        default=False,
+        description="The rule may name a server that is not configured (it is not a config error then).",
+    )
+
+
+def _rule(value: Any, handler: core_schema.ValidatorFunctionWrapHandler) -> str | PolicyRule:
+    if isinstance(value, str):
+        return _check_glob(value)  # a plain pattern stays a string, as it was written
+    if not isinstance(value, dict):
+        raise PydanticCustomError(
+            "policy_rule", 'a rule is a pattern, or {"pattern": "server.tool", "optional": true}'
+        )
+    rule: PolicyRule = handler(value)
+    return rule
+
+
+def _dump_rule(rule: str | PolicyRule) -> str | dict[str, Any]:
+    return rule if isinstance(rule, str) else {"pattern": rule.pattern, "optional": rule.optional}
+
+
+def _rule_core_schema(source: Any, handler: Any) -> core_schema.CoreSchema:
+    return core_schema.no_info_wrap_validator_function(
+        _rule,
+        handler.generate_schema(PolicyRule),
+        serialization=core_schema.plain_serializer_function_ser_schema(_dump_rule),
+    )
+
+
+def _rule_json_schema(schema: core_schema.CoreSchema, handler: Any) -> JsonSchemaValue:
+    return {"anyOf": [{"type": "string"}, handler(schema)]}
+
+
+Rule = Annotated[str | PolicyRule, GetPydanticSchema(_rule_core_schema, _rule_json_schema)]
+"""A glob, or a PolicyRule; a glob is kept as the string it was."""
+
+RuleList = Literal["allow_writes", "allow", "deny", "hidden", "approve"]
+RULE_LISTS: tuple[RuleList, ...] = ("allow_writes", "allow", "deny", "hidden", "approve")
+"""The policy's lists of rules, in the order `check` reports them."""
+
+
 class RateLimit(BaseModel):
     """At most `calls` calls in any window of `per_seconds`, across every execution."""
 
@@ -88,6 +148,10 @@ class ToolPolicy(BaseModel):
     )
     max_calls: int | None = Field(default=None, ge=0, description="Calls of this tool per execution.")
     rate: RateLimit | None = None
+    optional: bool = Field(
+        default=False,
+        description="The tool's server may be one the config does not have (it is not a config error then).",
+    )
 
     @field_validator("args")
     @classmethod
@@ -106,15 +170,25 @@ class PolicyConfig(BaseModel):
         default=False,
         description="Only tools annotated readOnlyHint, plus allow_writes, may be called.",
     )
-    allow_writes: list[Glob] = Field(default_factory=list[str], description="Writes allowed under read_only.")
-    allow: list[Glob] = Field(default_factory=lambda: ["*"], description="Tools that may be called.")
-    deny: list[Glob] = Field(default_factory=list[str], description="Tools that may not; beats allow.")
-    hidden: list[Glob] = Field(
-        default_factory=list[str], description="Tools neither listed nor callable: they look unknown."
+    allow_writes: list[Rule] = Field(
+        default_factory=list[Rule], description="Writes allowed under read_only."
     )
-    approve: list[Glob] = Field(default_factory=list[str], description="Calls that need a human's approval.")
+    allow: list[Rule] = Field(default_factory=lambda: ["*"], description="Tools that may be called.")
+    deny: list[Rule] = Field(default_factory=list[Rule], description="Tools that may not; beats allow.")
+    hidden: list[Rule] = Field(
+        default_factory=list[Rule], description="Tools neither listed nor callable: they look unknown."
+    )
+    approve: list[Rule] = Field(default_factory=list[Rule], description="Calls that need a human's approval.")
     approve_destructive: bool = Field(
         default=False, description="Every tool that may be destructive needs approval too."
     )
     max_tool_calls: int | None = Field(default=None, ge=0, description="Tool calls per execution.")
     tools: dict[ToolName, ToolPolicy] = Field(default_factory=dict[str, ToolPolicy])
+
+    def rules(self, key: RuleList) -> list[PolicyRule]:
+        """The rules of one list (`"deny"`...) in their long form; a plain pattern is not optional."""
+        return [PolicyRule(pattern=rule) if isinstance(rule, str) else rule for rule in getattr(self, key)]
+
+    def patterns(self, key: RuleList) -> list[str]:
+        """The plain patterns of one list (`"deny"`...), optional or not, in order."""
+        return [rule.pattern for rule in self.rules(key)]

@@ -186,3 +186,8 @@ def test_the_warning_names_the_path_and_the_variable_to_use() -> None:
     assert literal_secret_warning("mcpServers.api.headers.Authorization") == (
         "warning: mcpServers.api.headers.Authorization looks like a literal secret; use a ${VAR} reference"
     )
+
+
+def test_a_password_in_windsurfs_server_url_is_found_like_one_in_url() -> None:
+    data = _servers(figma={"serverUrl": "https://bot:pw12345@mcp.figma.com/mcp"})
+    assert find_literal_secrets(data) == ["mcpServers.figma.serverUrl"]

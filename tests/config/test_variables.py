@@ -55,24 +55,63 @@ def test_a_default_applies_when_the_variable_is_unset_or_empty_and_text_without_
     assert server.args == ["one", "two", "", "$HOME", ""]
 
 
-def test_a_missing_variable_names_the_variable_and_the_key_that_uses_it() -> None:
-    data = {"mcpServers": {"github": {"command": "gh-mcp", "env": {"GITHUB_TOKEN": "${GITHUB_TOKEN}"}}}}
-    assert errors_of(data) == ["mcpServers.github.env.GITHUB_TOKEN: ${GITHUB_TOKEN} is not set"]
+def test_a_missing_variable_leaves_only_its_entry_out_naming_the_variable_and_the_key() -> None:
+    data = {
+        "mcpServers": {
+            "github": {"command": "gh-mcp", "env": {"GITHUB_TOKEN": "${GITHUB_TOKEN}"}},
+            "time": {"command": "uvx", "args": ["mcp-server-time"]},
+        }
+    }
+    config = parse_config(data, "team.json", {})
+    assert list(config.mcp_servers) == ["time"]
+    assert dict(config.unavailable_servers) == {
+        "github": "mcpServers.github.env.GITHUB_TOKEN: ${GITHUB_TOKEN} is not set"
+    }
 
 
-def test_every_missing_variable_and_malformed_reference_is_reported_at_once() -> None:
+def test_every_missing_variable_and_malformed_reference_of_an_entry_is_in_its_one_line_reason() -> None:
     data = {
         "mcpServers": {
             "a": {"command": "${CMD}", "args": ["ok", "${1BAD}", "${NOT_CLOSED"]},
             "b": {"type": "http", "url": "https://x/mcp", "headers": {"X-Key": "${KEY}"}},
+            "c": {"url": "${BASE_URL}/mcp"},
         }
     }
-    assert errors_of(data) == [
-        "mcpServers.a.command: ${CMD} is not set",
-        "mcpServers.a.args[1]: malformed variable reference (write ${NAME} or ${NAME:-default})",
+    config = parse_config(data, "team.json", {})
+    assert config.mcp_servers == {}
+    assert dict(config.unavailable_servers) == {
+        "a": "mcpServers.a.command: ${CMD} is not set; "
+        "mcpServers.a.args[1]: malformed variable reference (write ${NAME} or ${NAME:-default}); "
         "mcpServers.a.args[2]: malformed variable reference (write ${NAME} or ${NAME:-default})",
-        "mcpServers.b.headers.X-Key: ${KEY} is not set",
+        "b": "mcpServers.b.headers.X-Key: ${KEY} is not set",
+        "c": "mcpServers.c.url: ${BASE_URL} is not set",  # not also "must be an http:// or https:// URL"
+    }
+
+
+def test_an_entry_left_out_for_a_variable_still_refuses_the_config_for_a_bad_key() -> None:
+    data = {"mcpServers": {"github": {"comand": "gh-mcp", "env": {"GITHUB_TOKEN": "${GITHUB_TOKEN}"}}}}
+    # Refused anyway, so the variable is named too: both get fixed in one round.
+    assert errors_of(data) == [
+        'mcpServers.github: a stdio server needs "command" (a remote one needs "url")',
+        'mcpServers.github.comand: unknown key "comand"; did you mean "command"?',
+        "mcpServers.github.env.GITHUB_TOKEN: ${GITHUB_TOKEN} is not set",
     ]
+
+
+def test_an_env_colon_reference_as_cursor_and_windsurf_write_it_expands_like_a_plain_one() -> None:
+    entry = {"command": "srv", "args": ["${env:ORG}", "${env:REGION:-eu}"], "env": {"T": "${env:TOKEN}"}}
+    config = parse_config({"mcpServers": {"s": entry}}, "team.json", {"ORG": "acme", "TOKEN": "tok3n"})
+    server = config.mcp_servers["s"]
+    assert isinstance(server, StdioServer)
+    assert (server.args, server.env) == (["acme", "eu"], {"T": "tok3n"})
+    assert dict(config.secret_names) == {"acme": "ORG", "tok3n": "TOKEN"}
+
+
+def test_values_an_entry_left_out_took_from_the_environment_are_still_kept_as_secrets() -> None:
+    entry = {"command": "gh", "env": {"TOKEN": "${GITHUB_TOKEN}", "ORG": "${GITHUB_ORG}"}}
+    config = parse_config({"mcpServers": {"gh": entry}}, "team.json", {"GITHUB_TOKEN": "ghp_set"})
+    assert set(config.unavailable_servers) == {"gh"}
+    assert config.secret_values == frozenset({"ghp_set"})
 
 
 def test_values_taken_from_the_environment_are_kept_as_secrets_and_never_in_repr_or_dumps() -> None:

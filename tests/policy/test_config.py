@@ -9,6 +9,7 @@ from pydantic import BaseModel, ValidationError
 
 from gateway.catalog import Catalog
 from gateway.policy import Policy, PolicyConfig
+from gateway.policy.config import PolicyRule
 from tests.policy.helpers import get
 from tests.real_servers import snapshot_catalog
 
@@ -149,6 +150,66 @@ def test_bad_quotas_and_unknown_keys_are_config_errors(rules: dict[str, Any]) ->
 def test_bad_top_level_policy_keys_are_config_errors(section: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         PolicyConfig.model_validate(section)
+
+
+# ---- optional rules -----------------------------------------------------------------------------
+
+
+def test_a_rule_is_a_pattern_or_an_optional_rule_object_and_plain_patterns_stay_strings() -> None:
+    config = PolicyConfig.model_validate(
+        {"deny": ["git.git_push", {"pattern": "jira.*", "optional": True}, {"pattern": "memory.delete_*"}]}
+    )
+    assert config.deny == [
+        "git.git_push",
+        PolicyRule(pattern="jira.*", optional=True),
+        PolicyRule(pattern="memory.delete_*"),
+    ]
+    assert config.patterns("deny") == ["git.git_push", "jira.*", "memory.delete_*"]
+    assert [rule.optional for rule in config.rules("deny")] == [False, True, False]
+    assert config.patterns("allow") == ["*"]
+    assert config.model_dump(mode="json")["deny"] == [
+        "git.git_push",
+        {"pattern": "jira.*", "optional": True},
+        {"pattern": "memory.delete_*", "optional": False},
+    ]
+
+
+def test_the_compiled_policy_applies_optional_rules_like_plain_ones(real: Catalog) -> None:
+    policy = Policy(
+        PolicyConfig.model_validate(
+            {
+                "deny": [{"pattern": "git.git_commit", "optional": True}],
+                "hidden": [{"pattern": "memory.delete_*", "optional": True}],
+                "approve": [{"pattern": "memory.create_*"}],
+            }
+        )
+    )
+    assert policy.denial(get(real, "git.git_commit")) == 'deny: "git.git_commit"'
+    assert not policy.visible(get(real, "memory.delete_entities"))
+    assert policy.needs_approval(get(real, "memory.create_entities"))
+
+
+@pytest.mark.parametrize(
+    ("rule", "loc", "complaint"),
+    [
+        ({"pattern": "git"}, ("deny", 0, "pattern"), 'write "git.*" for a whole server'),
+        ({"pattern": "git.*", "optionl": True}, ("deny", 0, "optionl"), "Extra inputs"),
+        ({"optional": True}, ("deny", 0, "pattern"), "Field required"),
+        ({"pattern": "git.*", "optional": "sometimes"}, ("deny", 0, "optional"), "valid boolean"),
+        (3, ("deny", 0), 'a rule is a pattern, or {"pattern": "server.tool", "optional": true}'),
+    ],
+)
+def test_bad_rules_are_config_errors_at_their_path(rule: Any, loc: tuple[Any, ...], complaint: str) -> None:
+    with pytest.raises(ValidationError) as caught:
+        PolicyConfig.model_validate({"deny": [rule]})
+    [error] = caught.value.errors()
+    assert error["loc"] == loc
+    assert complaint in error["msg"]
+
+
+def test_a_tool_policy_may_be_optional_too() -> None:
+    config = PolicyConfig.model_validate({"tools": {"jira.create_issue": {"max_calls": 1, "optional": True}}})
+    assert config.tools["jira.create_issue"].optional
 
 
 def test_the_policy_config_is_frozen() -> None:
