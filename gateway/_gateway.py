@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import sys
+import time
 from collections.abc import AsyncGenerator
 from contextlib import AsyncExitStack, asynccontextmanager
 from functools import partial
@@ -17,11 +19,11 @@ from gateway._redaction import Redactor
 from gateway._tool_calls import Progress, Run, ToolCalls
 from gateway.audit import AuditLog, new_execution_id
 from gateway.catalog import Catalog, Detail, render_search
-from gateway.children import ChildPool, ChildState
+from gateway.children import ChildPool, ChildState, inherited_credentials
 from gateway.config import GatewayConfig, config_secrets
-from gateway.errors import SandboxUnavailable
+from gateway.errors import ExecutionFailed, GuestCrashed, SandboxUnavailable
 from gateway.policy import Approver, Policy, no_approver
-from gateway.sandbox import ExecutionResult, Sandbox
+from gateway.sandbox import ErrorInfo, ExecutionResult, Sandbox, cancelled_error
 
 __all__ = ["Gateway"]
 
@@ -37,17 +39,16 @@ class Gateway(AsyncContextManagerMixin):
     def __init__(self, config: GatewayConfig) -> None:
         self.config = config
         self.policy = Policy(config.policy)
-        self.redactor = Redactor(config_secrets(config))
+        self.redactor = Redactor(gateway_secrets(config))
         self._audit: AuditLog | None = None
-        self._pool = ChildPool(
-            config.mcp_servers, startup_timeout_seconds=config.startup_timeout_seconds, restart=config.restart
-        )
+        self._pool = child_pool(config, self.redactor)
         self._tool_calls = ToolCalls(self._pool, self.policy, self.redactor, None, self.catalog)
         self._sandbox: Sandbox | None = None
         self._sandbox_error: Exception | None = None
         self._sandbox_ready = anyio.Event()
         self._catalog_key: tuple[Any, ...] | None = None
         self._catalog = Catalog()
+        self._blocked: dict[str, str] = {}
 
     @asynccontextmanager
     async def __asynccontextmanager__(self) -> AsyncGenerator[Self]:
@@ -82,12 +83,26 @@ class Gateway(AsyncContextManagerMixin):
         return self._pool
 
     def catalog(self) -> Catalog:
-        """What the model may see: the children's tools less the hidden ones, rebuilt on any change."""
+        """What the model may see: the children's tools less the hidden ones, rebuilt on any change.
+
+        A server named by a policy rule that matches none of its tools keeps no tools at all until
+        the rule is fixed: a typo must never leave a tool more reachable than the team wrote.
+        """
         statuses = self._pool.statuses()
         key = tuple(statuses)  # whole snapshots: a tools/list_changed bumps `tools_version`
         if key != self._catalog_key:
             everything = Catalog(self._pool.tools(), statuses)
-            self._catalog = everything.filtered(self.policy.visible, self.policy.server_visible)
+            blocked = self.policy.unmatched(everything)
+            for server, reason in blocked.items():
+                if self._blocked.get(server) != reason:
+                    log.error("a policy rule blocks a server", extra={"server": server, "reason": reason})
+            self._blocked = blocked
+            self._catalog = everything.filtered(
+                self.policy.visible,
+                self.policy.server_visible,
+                blocked=blocked,
+                access=self.policy.access_note,
+            )
             self._catalog_key = key
         return self._catalog
 
@@ -126,21 +141,41 @@ class Gateway(AsyncContextManagerMixin):
         # Children still starting would be missing from the catalog: give them their startup time.
         await self._pool.wait_ready(timeout=self.config.startup_timeout_seconds)
         run = Run(new_execution_id(), self.catalog(), self.policy.new_execution(), approver, progress)
-        result = await self._run_with_progress(sandbox, code, run, timeout)
-        result = self.redactor.redact_result(result)
-        if self._audit is not None:
-            self._audit.record(
-                lambda audit: audit.execution(
-                    run.execution_id,
-                    code,
-                    result,
-                    limits=sandbox.limits,
-                    timeout=sandbox.timeout_for(timeout),
-                    client_name=client.name if client else None,
-                    client_version=client.version if client else None,
-                )
+        result: ExecutionResult | None = None
+        try:
+            result = self.redactor.redact_result(await self._run_with_progress(sandbox, code, run, timeout))
+            return result
+        finally:
+            # Every execution gets its record: a cancelled one (or one the host failed) too.
+            if result is None:
+                error = sys.exc_info()[1]
+                failure = cancelled_error() if isinstance(error, anyio.get_cancelled_exc_class()) else None
+                result = _unfinished(failure or GuestCrashed(f"the host failed: {type(error).__name__}"), run)
+            self._record_execution(run, code, result, sandbox, timeout, client)
+
+    def _record_execution(
+        self,
+        run: Run,
+        code: str,
+        result: ExecutionResult,
+        sandbox: Sandbox,
+        timeout: float | None,
+        client: types.Implementation | None,
+    ) -> None:
+        if self._audit is None:
+            return
+        self._audit.record(
+            lambda audit: audit.execution(
+                run.execution_id,
+                code,
+                result,
+                limits=sandbox.limits,
+                timeout=sandbox.timeout_for(timeout),
+                client_name=client.name if client else None,
+                client_version=client.version if client else None,
+                tool_calls=run.calls,
             )
-        return result
+        )
 
     async def _run_with_progress(
         self, sandbox: Sandbox, code: str, run: Run, timeout: float | None
@@ -156,3 +191,29 @@ class Gateway(AsyncContextManagerMixin):
             finally:
                 heartbeat.cancel_scope.cancel()
         return results[0]
+
+
+def _unfinished(error: ExecutionFailed, run: Run) -> ExecutionResult:
+    """What an execution that never returned a result looks like in the audit log."""
+    ms = round((time.monotonic() - run.started) * 1000, 3)
+    return ExecutionResult(ok=False, error=ErrorInfo.from_exception(error), ms=ms)
+
+
+def gateway_secrets(config: GatewayConfig) -> dict[str, str | None]:
+    """Every value a gateway on `config` redacts: the config's secrets and what children inherit."""
+    return {**inherited_credentials(), **config_secrets(config)}
+
+
+def child_pool(config: GatewayConfig, redactor: Redactor, *, supervise: bool = True) -> ChildPool:
+    """The pool of `config`'s children; `supervise=False` tries each once, lazy ones too (for `check`)."""
+    return ChildPool(
+        config.mcp_servers,
+        startup_timeout_seconds=config.startup_timeout_seconds,
+        restart=config.restart,
+        reconnect=supervise,
+        start_lazy=not supervise,
+        max_message_bytes=config.max_message_bytes,
+        tool_call_timeout_seconds=config.sandbox.tool_call_timeout_seconds,
+        redact=redactor.redact,
+        unavailable=config.unavailable_servers,
+    )

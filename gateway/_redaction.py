@@ -1,9 +1,15 @@
 """Redaction: secret values, and their common encodings, replaced in what leaves the gateway.
 
 Redaction stops accidental disclosure: a child echoing a token, an error quoting a header, a log line
-carrying an `extra`. It cannot stop a snippet that deliberately transforms a secret it was handed
-(reversed, split, re-encoded): keep secrets out of what children return. Which values are secret is
-the config's business (`gateway.config.config_secrets`).
+carrying an `extra`, whatever the type of the value (a numeric PIN is redacted as text). It cannot stop
+a snippet that deliberately transforms a secret it was handed (reversed, split, re-encoded): keep
+secrets out of what children return. Which values are secret is the config's business
+(`gateway.config.config_secrets`).
+
+Redaction must not become an oracle. Where `[REDACTED:PIN]` lands in an echo of candidates would
+give a short secret away, so a snippet never gets to put a secret into a tool call (`secret_in`
+finds one and the run ends), and an output holding a guessable secret (few bits: a PIN, a short
+password) is withheld whole rather than redacted in place.
 """
 
 from __future__ import annotations
@@ -18,10 +24,13 @@ from urllib.parse import quote, quote_plus
 
 from gateway.sandbox import ExecutionResult
 
-__all__ = ["MIN_SECRET_CHARS", "Redactor"]
+__all__ = ["GUESSABLE_BITS", "MIN_SECRET_CHARS", "Redactor", "guessable"]
 
 MIN_SECRET_CHARS = 4
 """Shorter values are never redacted: replacing every "on" or "123" would be noise, not safety."""
+
+GUESSABLE_BITS = 48
+"""A secret with fewer bits than this (length x log2 of its character classes) can be enumerated."""
 
 # The base64 of a secret inside a longer base64 text (HTTP Basic auth, say) is matched by a core that
 # depends only on the secret's bytes; short cores would match random base64 by chance.
@@ -42,6 +51,18 @@ def _base64_forms(data: bytes) -> set[str]:
         if len(core) >= _MIN_BASE64_CORE_CHARS:
             forms.add(core)
     return forms | {form.replace("+", "-").replace("/", "_") for form in forms}
+
+
+def guessable(value: str) -> bool:
+    """Whether a secret is short enough in bits that a snippet could list every candidate."""
+    alphabet = (
+        10 * any(c.isdigit() for c in value)
+        + 26 * any(c.islower() for c in value)
+        + 26 * any(c.isupper() for c in value)
+        + 33 * any(c.isascii() and not c.isalnum() for c in value)
+        + 1000 * any(not c.isascii() for c in value)
+    )
+    return len(value) * math.log2(max(alphabet, 2)) < GUESSABLE_BITS
 
 
 def _encodings(value: str) -> set[str]:
@@ -74,14 +95,18 @@ class Redactor:
             else dict.fromkeys(secrets)
         )
         labels: dict[str, str] = {}
+        short: set[str] = set()
         for value, name in named.items():
             if len(value) < MIN_SECRET_CHARS:
                 continue
             label = f"[REDACTED:{name}]" if name else "[REDACTED]"
             for form in _encodings(value):
                 labels.setdefault(form, label)
+                if guessable(value):
+                    short.add(form)
         self._labels = labels
         self._forms = tuple(labels)
+        self._guessable = tuple(sorted(short))
         self._patterns: dict[tuple[str, ...], re.Pattern[str]] = {}
         self.names = frozenset(name for name in named.values() if name)
 
@@ -115,22 +140,38 @@ class Redactor:
         return text if pattern is None else self._sub(pattern, text)
 
     def redact_json(self, value: Any) -> Any:
-        """A copy of a JSON-like value (dicts, lists, strings; keys too) with secrets redacted."""
+        """A copy of a JSON-like value (dicts, lists, strings, numbers; keys too) with secrets redacted.
+
+        A number holding a secret (a numeric PIN a child answered with) becomes its redacted text.
+        """
         if not self._forms:
             return value
         if isinstance(value, str):
             return self.redact(value)
-        try:
-            # Every string of the value appears JSON-escaped in its dump, and those forms are known.
-            probe = json.dumps(value, ensure_ascii=False, default=str)
-        except (TypeError, ValueError, RecursionError):
-            probe = None
+        probe = _dump(value)
         pattern = self._pattern_in(probe) if probe is not None else self._pattern_of(self._forms)
         return value if pattern is None else self._walk(pattern, value)
+
+    def secret_in(self, value: Any) -> str | None:
+        """The label of a secret that `value` (any JSON-like value) holds in any known form, else None."""
+        if not self._forms:
+            return None
+        probe = value if isinstance(value, str) else _dump(value)
+        if probe is None:  # not JSON at all: look at what it says
+            probe = repr(value)
+        pattern = self._pattern_in(probe)
+        match = pattern.search(probe) if pattern is not None else None
+        return self._labels[match.group()] if match is not None else None
+
+    def _guessable_in(self, text: str) -> str | None:
+        return next((self._labels[form] for form in self._guessable if form in text), None)
 
     def _walk(self, pattern: re.Pattern[str], value: Any) -> Any:
         if isinstance(value, str):
             return self._sub(pattern, value)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            text = json.dumps(value)
+            return self._sub(pattern, text) if pattern.search(text) else value
         if isinstance(value, dict):
             items = cast(dict[Any, Any], value).items()
             return {
@@ -142,28 +183,56 @@ class Redactor:
             return tuple(redacted) if isinstance(value, tuple) else redacted
         return value
 
+    def redact_text(self, text: str, what: str) -> str:
+        """`text` redacted; withheld whole when it holds a guessable secret, whose place would tell it."""
+        if self._guessable and (label := self._guessable_in(text)) is not None:
+            return (
+                f"[{what} withheld: it held {label.strip('[]').replace('REDACTED:', 'the value of ')}, "
+                "a short secret, which is never shown, not even redacted in place]"
+            )
+        return self.redact(text)
+
     def redact_result(self, result: ExecutionResult) -> ExecutionResult:
         """A copy of an execution's result with secrets redacted from everything a client sees."""
         if not self._forms:
             return result
-        redact = self.redact
+        text = self.redact_text
         error = result.error
         if error is not None:
-            traceback = redact(error.traceback) if error.traceback is not None else None
-            error = error.model_copy(update={"message": redact(error.message), "traceback": traceback})
+            traceback = text(error.traceback, "traceback") if error.traceback is not None else None
+            error = error.model_copy(
+                update={"message": text(error.message, "message"), "traceback": traceback}
+            )
         calls = [
             call.model_copy(
-                update={"tool": redact(call.tool), "error": redact(call.error) if call.error else call.error}
+                update={
+                    "tool": text(call.tool, "tool name"),
+                    "error": text(call.error, "error") if call.error else call.error,
+                }
             )
             for call in result.tool_calls
         ]
+        value = result.value
+        dumped = _dump(value) if value is not None else None
+        if dumped is not None and self._guessable and self._guessable_in(dumped) is not None:
+            value = text(dumped, "value")
+        else:
+            value = self.redact_json(value)
         return result.model_copy(
             update={
-                "stdout": redact(result.stdout),
-                "stderr": redact(result.stderr),
-                "value": self.redact_json(result.value),
-                "value_repr": redact(result.value_repr) if result.value_repr is not None else None,
+                "stdout": text(result.stdout, "stdout"),
+                "stderr": text(result.stderr, "stderr"),
+                "value": value,
+                "value_repr": text(result.value_repr, "value") if result.value_repr is not None else None,
                 "error": error,
                 "tool_calls": calls,
             }
         )
+
+
+def _dump(value: Any) -> str | None:
+    """The JSON text of a value (every string of it appears there JSON-escaped), or None."""
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError, RecursionError):
+        return None

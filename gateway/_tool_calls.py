@@ -2,16 +2,22 @@
 
 `ToolCalls.call` is the pipeline, and the only statement of its order:
 
+0. secrets     a name or arguments holding a value the gateway keeps secret end the run, before
+               anything could echo them back with the secret's place marked
 1. resolve     the name in the execution's catalog (an idle lazy child that never listed is started)
 2. access      hidden tools are unknown; deny, allow and read_only refuse, before a schema is described
 3. arguments   Python names back to the child's, `None` for optional ones dropped, the inputSchema checked
 4. constraints the policy's `args` fragments, on exactly the wire arguments the child will get
-5. quota       per-execution counts and the shared rate windows, counted only once 1-4 passed
+5. quota       per-execution counts and the shared rate windows, counted only once 0-4 passed
 6. approval    a human approves the exact call, where the policy asks for it
 7. child       the call itself, bounded by the host's per-call timeout
 8. result      the CallToolResult as the Python value the snippet receives
 9. redaction   of that value, and of the text of any error, whatever the step that raised it
 10. record     the audit record and a progress report, whatever happened
+
+Work that grows with what the snippet or a child sent (scanning, validating, converting) runs on
+the event loop only for small payloads; larger ones go to a worker thread, so that one big or
+hostile call cannot stall every other client.
 """
 
 from __future__ import annotations
@@ -20,15 +26,17 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import anyio
+import anyio.to_thread
+from mcp import types
 
 from gateway._redaction import Redactor
 from gateway.audit import Approval, AuditLog
 from gateway.catalog import Catalog, CatalogEntry, prepare_arguments, tool_result_value
 from gateway.children import ChildPool, ChildState
-from gateway.errors import ChildUnavailable, PolicyDenied, ToolCallError
+from gateway.errors import ChildUnavailable, PolicyDenied, SecretInArguments, ToolCallError
 from gateway.policy import ApprovalOutcome, Approver, ExecutionQuota, Policy
 
 __all__ = ["PROGRESS_SECONDS", "Progress", "Run", "ToolCalls", "unknown_tool_message"]
@@ -39,6 +47,12 @@ Progress = Callable[[int, float], Awaitable[None]]
 """Told (tool calls made so far, seconds elapsed) after each tool call and every PROGRESS_SECONDS."""
 
 PROGRESS_SECONDS = 1.0
+
+T = TypeVar("T")
+
+# What may be scanned, validated or converted on the event loop: past this, a worker thread does it.
+LOOP_WORK_NODES = 2_000
+LOOP_WORK_CHARS = 32_768
 
 
 @dataclass
@@ -94,10 +108,9 @@ class ToolCalls:
         failure: BaseException | None = None
         wire = arguments
         try:
+            self._refuse_secrets("a tool name", name)
             entry = await self._resolve(run.catalog, name)
-            self._policy.check_access(entry)
-            wire = prepare_arguments(entry, arguments)
-            self._policy.check_arguments(entry, wire)
+            wire = await _bounded_work(arguments, self._checked_arguments, entry, arguments)
             run.quota.acquire(entry)
             if self._policy.needs_approval(entry):
                 approval = await run.approver(entry.qualified, wire)
@@ -106,9 +119,7 @@ class ToolCalls:
                 result = await self._pool.call_tool(entry.server_name, entry.tool_name, wire)
             except ChildUnavailable as exc:
                 raise ToolCallError(str(exc)) from exc
-            # A secret the gateway expanded never reaches the snippet, so no transform can leak it:
-            # neither in a result nor in the text of a child's error.
-            return self._redactor.redact_json(tool_result_value(result))
+            return await _bounded_work(_payload(result), self._value_of, result)
         except ToolCallError as exc:
             failure = exc
             exc.args = (self._redactor.redact(str(exc)),)
@@ -127,6 +138,30 @@ class ToolCalls:
                     )
                 )
 
+    def _refuse_secrets(self, what: str, value: Any) -> None:
+        """End the run if `value` holds a secret; `what` says where, never echoing the value itself."""
+        label = self._redactor.secret_in(value)
+        if label is not None:
+            held = label.strip("[]").replace("REDACTED:", "the value of ").replace("REDACTED", "a secret")
+            raise SecretInArguments(
+                f"{what} carried {held}, which the gateway keeps from snippets and tools; the execution "
+                "was ended. Children get their secrets from the config (env, headers), never through "
+                "a snippet."
+            )
+
+    def _checked_arguments(self, entry: CatalogEntry, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Steps 0 (arguments) and 2-4: what the child will get, or the refusal."""
+        self._refuse_secrets(f"the arguments of {entry.qualified}", arguments)
+        self._policy.check_access(entry)
+        wire = prepare_arguments(entry, arguments)
+        self._policy.check_arguments(entry, wire)
+        return wire
+
+    def _value_of(self, result: types.CallToolResult) -> Any:
+        """Steps 8-9. A secret the gateway expanded never reaches the snippet, so no transform can leak
+        it: neither in a result nor in the text of a child's error."""
+        return self._redactor.redact_json(tool_result_value(result))
+
     async def _resolve(self, catalog: Catalog, name: str) -> CatalogEntry:
         entry = catalog.get(name) or await self._first_use_of_lazy_child(catalog, name)
         if entry is None:
@@ -141,6 +176,40 @@ class ToolCalls:
         self._pool.start(server.name)
         await self._pool.wait_child(server.name)  # the host's per-call timeout bounds this wait
         return self._catalog().get(name)
+
+
+async def _bounded_work(payload: object, work: Callable[..., T], *args: Any) -> T:
+    """`work(*args)` on the event loop when `payload` is small, else on a worker thread."""
+    if _small(payload):
+        return work(*args)
+    return await anyio.to_thread.run_sync(work, *args)
+
+
+def _small(value: object) -> bool:
+    """Whether a JSON-like value is within the event loop's budget; stops counting past it."""
+    nodes, chars, todo = 0, 0, [value]
+    while todo:
+        item = todo.pop()
+        nodes += 1
+        if isinstance(item, str):
+            chars += len(item)
+        elif isinstance(item, dict):
+            mapping = cast("dict[str, Any]", item)
+            todo.extend(mapping.values())
+            chars += sum(len(key) for key in mapping)
+        elif isinstance(item, list | tuple):
+            todo.extend(cast("list[Any]", item))
+        if nodes > LOOP_WORK_NODES or chars > LOOP_WORK_CHARS:
+            return False
+    return True
+
+
+def _payload(result: types.CallToolResult) -> list[Any]:
+    """What converting and redacting a result will walk: its structured content and its blocks' text."""
+    texts: list[Any] = [
+        getattr(block, "text", None) or getattr(block, "data", None) for block in result.content
+    ]
+    return [result.structured_content, texts]
 
 
 def _raise_unless_approved(tool: str, outcome: ApprovalOutcome) -> None:
@@ -161,6 +230,8 @@ def unknown_tool_message(catalog: Catalog, name: str) -> str:
     """Why `name` resolves to no tool: its server is down, or a did-you-mean."""
     server = name.partition(".")[0]
     status = catalog.server(server)
+    if status is not None and status.blocked is not None:
+        return f"server {server!r} is blocked: {status.blocked}"
     if status is not None and status.state is not ChildState.READY:
         reason = f": {status.status.error}" if status.status.error else ""
         return f"server {server!r} is {status.state}{reason}; its tools cannot be called now"

@@ -10,6 +10,7 @@
     └── ExecutionFailed           one execution did not succeed; the gateway keeps serving
         ├── SnippetError          the snippet raised (its own traceback is attached)
         ├── CapabilityDenied      the snippet reached a capability the sandbox lacks
+        ├── SecretInArguments     a tool call carried a value the gateway keeps secret
         ├── GuestCrashed          the guest trapped for another reason
         ├── ExecutionCancelled    the client cancelled the request
         └── LimitExceeded         a sandbox limit ended the execution
@@ -38,6 +39,7 @@ __all__ = [
     "PolicyDenied",
     "QuotaExceeded",
     "SandboxUnavailable",
+    "SecretInArguments",
     "SnippetError",
     "StackExhausted",
     "ToolCallError",
@@ -109,6 +111,15 @@ class SnippetError(ExecutionFailed):
 
 class CapabilityDenied(ExecutionFailed):
     """The snippet reached a capability the sandbox does not have (filesystem, network, clock...)."""
+
+    category = "denied"
+
+
+class SecretInArguments(ExecutionFailed):
+    """A tool call's name or arguments held a value the gateway keeps secret: the run is ended.
+
+    Ended rather than refused, so that a snippet cannot probe for a secret call after call.
+    """
 
     category = "denied"
 

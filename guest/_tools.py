@@ -8,10 +8,15 @@ from guest._hostcall import ToolError, host_call
 __all__ = ["Blob", "ToolError", "call_tool", "tools"]
 
 
-def call_tool(name: str, /, **arguments: Any) -> Any:
+def call_tool(name: str, /, *positional: Any, **arguments: Any) -> Any:
     """Call a child tool by its namespaced name (`server.tool`) and return its result as a Python value."""
     if not isinstance(name, str) or not name or name.startswith("@"):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ToolError(f"tool name must be 'server.tool', got {name!r}", tool=str(name))
+    if positional:
+        raise TypeError(
+            f"tools take keyword arguments only: tools.{name}(name=value, ...); "
+            "search_docs shows each tool's parameter names"
+        )
     return revive_blobs(host_call(name, arguments))
 
 
@@ -21,8 +26,8 @@ class _ToolProxy:
     def __init__(self, name: str) -> None:
         self._name = name
 
-    def __call__(self, **arguments: Any) -> Any:
-        return call_tool(self._name, **arguments)
+    def __call__(self, *positional: Any, **arguments: Any) -> Any:
+        return call_tool(self._name, *positional, **arguments)
 
     def __repr__(self) -> str:
         return f"<tool {self._name}>"

@@ -40,6 +40,10 @@ def _depth(value: Any) -> int:
     return deepest
 
 
+def _utf8_size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
 def _value_fields(outcome: SnippetOutcome, limit: int) -> dict[str, Any]:
     if not outcome.has_value:
         return {"value": None, "value_repr": None}
@@ -54,8 +58,9 @@ def _value_fields(outcome: SnippetOutcome, limit: int) -> dict[str, Any]:
         encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError, RecursionError):
         value, encoded = shown, json.dumps(shown, ensure_ascii=False)
-    if len(encoded.encode()) > limit or len(shown.encode()) > limit:
-        shown = shown.encode()[:limit].decode("utf-8", "ignore")
+    # Lone surrogates are legal in Python text and are escaped at the boundary: count them, never fail.
+    if _utf8_size(encoded) > limit or _utf8_size(shown) > limit:
+        shown = shown.encode("utf-8", "surrogatepass")[:limit].decode("utf-8", "ignore")
         shown += f"... [value truncated: capped at {limit} bytes (sandbox.max_value_bytes)]"
         value = shown
     return {"value": value, "value_repr": shown}

@@ -45,6 +45,7 @@ PUBLIC = (
     "PolicyDenied",
     "QuotaExceeded",
     "SandboxUnavailable",
+    "SecretInArguments",
     "SnippetError",
     "StackExhausted",
     "ToolCallError",

@@ -1,7 +1,7 @@
 """The audit log: one JSON line per execution and per tool call, append-only, and reading it back."""
 
 from gateway.audit._log import Approval, AuditLog, new_execution_id
-from gateway.audit._read import AuditRecords, audit_files, read_audit, select_records
+from gateway.audit._read import AuditRecords, audit_files, format_records, read_audit, select_records
 from gateway.audit.config import AuditConfig
 
 __all__ = (
@@ -10,6 +10,7 @@ __all__ = (
     "AuditLog",
     "AuditRecords",
     "audit_files",
+    "format_records",
     "new_execution_id",
     "read_audit",
     "select_records",

@@ -136,8 +136,10 @@ class AuditLog:
         timeout: float | None = None,
         client_name: str | None = None,
         client_version: str | None = None,
+        tool_calls: int | None = None,
     ) -> None:
-        """Record one finished execution; `timeout` is its wall budget if not `limits.timeout_seconds`."""
+        """Record one finished execution; `timeout` is its wall budget if not `limits.timeout_seconds`,
+        `tool_calls` how many it made if its result does not list them (it was cancelled)."""
         redact = self.redactor.redact
         record: dict[str, Any] = {"time": None, "kind": "execution", "execution_id": execution_id}
         if client_name is not None:
@@ -157,7 +159,7 @@ class AuditLog:
             "error_category": error.category if error is not None else None,
             "fuel": result.fuel,
             "ms": result.ms,
-            "tool_calls": len(result.tool_calls),
+            "tool_calls": len(result.tool_calls) if tool_calls is None else tool_calls,
         }
         self.write(record)
 

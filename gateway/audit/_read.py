@@ -1,4 +1,8 @@
-"""Reading the audit log back: the log and its rotated files, oldest first, filtered by time and tool."""
+"""Reading the audit log back: the log and its rotated files, oldest first, filtered, shown as a table.
+
+The table shows every cell through `gateway._display.printable`: a tool name a snippet chose cannot
+add a row or move the terminal's cursor.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,11 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-__all__ = ["AuditRecords", "audit_files", "read_audit", "select_records"]
+from gateway._display import format_table
+
+__all__ = ["AuditRecords", "audit_files", "format_records", "read_audit", "select_records"]
+
+_SHORT_ID_CHARS = 8  # of an execution id, in the table
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,3 +87,30 @@ def select_records(
                 continue
         selected.append(record)
     return selected
+
+
+def _cells(record: Mapping[str, Any]) -> tuple[str, ...]:
+    kind = str(record.get("kind", "?"))
+    if kind == "execution":
+        what = f"sha256:{str(record.get('script_sha256', ''))[:12]}"
+    else:
+        what = str(record.get("tool", ""))
+    outcome = "ok" if record.get("ok") else str(record.get("error") or "error")
+    approval = record.get("approval")
+    if approval not in (None, "not_required"):
+        outcome += f" ({approval})"
+    ms = record.get("ms")
+    return (
+        str(record.get("time", "")),
+        kind,
+        str(record.get("execution_id", ""))[:_SHORT_ID_CHARS],
+        what,
+        outcome,
+        f"{ms:.1f}" if isinstance(ms, int | float) else "-",
+    )
+
+
+def format_records(records: Iterable[Mapping[str, Any]]) -> str:
+    """A plain-text table: time, kind, execution (short id), tool or script hash, outcome, ms."""
+    header = ("time", "kind", "execution", "tool / script", "outcome", "ms")
+    return format_table(header, (_cells(record) for record in records))

@@ -40,6 +40,8 @@ class CatalogEntry(BaseModel):
     """Python parameter name -> the schema's property name, for every top-level property."""
     read_only: bool | None = None
     destructive: bool | None = None
+    access: str | None = None
+    """What the policy says of calls to it when they are not simply allowed; search_docs shows it."""
 
     @classmethod
     def from_tool(cls, server_id: str, server_name: str, python_name: str, tool: Tool) -> CatalogEntry:
@@ -75,6 +77,8 @@ class CatalogServer:
     status: ChildStatus
     tool_count: int = 0
     """The tools of it the catalog lists (hidden ones are not counted)."""
+    blocked: str | None = None
+    """Why none of its tools can be reached although it is up (a policy rule that must be fixed)."""
 
     @property
     def name(self) -> str:
@@ -148,15 +152,31 @@ class Catalog:
         return isinstance(name, str) and self.get(name) is not None
 
     def filtered(
-        self, keep: Callable[[CatalogEntry], bool], keep_server: Callable[[CatalogServer], bool] | None = None
+        self,
+        keep: Callable[[CatalogEntry], bool],
+        keep_server: Callable[[CatalogServer], bool] | None = None,
+        *,
+        blocked: Mapping[str, str] | None = None,
+        access: Callable[[CatalogEntry], str | None] | None = None,
     ) -> Catalog:
-        """This catalog without the tools and servers the predicates reject, as if they never existed."""
+        """This catalog without the tools and servers the predicates reject, as if they never existed.
+
+        `blocked` maps server identifiers to why their tools must stay unreachable: those servers keep
+        no tools and say why; `access` notes what the policy says of each tool that is kept.
+        """
+        blocked = blocked or {}
         kept = Catalog.__new__(Catalog)
         servers = {k: s for k, s in self._servers.items() if keep_server is None or keep_server(s)}
-        kept._by_server = {k: tuple(filter(keep, self._by_server.get(k, ()))) for k in servers}
+        kept._by_server = {
+            k: () if k in blocked else tuple(_noted(e, access) for e in self._by_server.get(k, ()) if keep(e))
+            for k in servers
+        }
         kept._entries = tuple(entry for own in kept._by_server.values() for entry in own)
         # Counts too: search_docs shows them, and "3 tools" where 4 are listed would betray a hidden one.
-        kept._servers = {k: replace(s, tool_count=len(kept._by_server[k])) for k, s in servers.items()}
+        kept._servers = {
+            k: replace(s, tool_count=len(kept._by_server[k]), blocked=blocked.get(k))
+            for k, s in servers.items()
+        }
         kept._by_name = self._index_names(kept._entries)
         return kept
 
@@ -206,6 +226,11 @@ class Catalog:
         names.update({s.name: s.identifier for s in self._servers.values()})
         close = difflib.get_close_matches(name.strip(), list(names), n=limit * 2, cutoff=_SUGGEST_CUTOFF)
         return list(dict.fromkeys(names[c] for c in close))[:limit]
+
+
+def _noted(entry: CatalogEntry, access: Callable[[CatalogEntry], str | None] | None) -> CatalogEntry:
+    note = access(entry) if access is not None else None
+    return entry if note == entry.access else entry.model_copy(update={"access": note})
 
 
 def _first_of_each_name(tools: Iterable[Tool]) -> list[Tool]:

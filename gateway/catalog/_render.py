@@ -32,6 +32,8 @@ def _one_line(text: str, limit: int = _MAX_ERROR_CHARS) -> str:
 
 def _state(server: CatalogServer) -> str:
     status = server.status
+    if server.blocked is not None:
+        return f"blocked: {_one_line(server.blocked, 400)}"
     if status.state is ChildState.FAILED:
         return f"failed: {_one_line(status.error or 'no error was reported')}"
     if status.state is ChildState.CONNECTING:
@@ -57,7 +59,7 @@ def render_overview(catalog: Catalog) -> str:
     lines = [f"{len(servers)} servers ({ready} ready), {len(catalog)} tools. {CALL_HINT}"]
     for status in servers:
         line = f"{status.identifier} ({_state(status)})"
-        names = [entry.python_name for entry in catalog.tools_of(status.identifier)]
+        names = [_named(entry) for entry in catalog.tools_of(status.identifier)]
         if names:
             shown = names[:_MAX_NAMES_PER_SERVER]
             more = len(names) - len(shown)
@@ -66,12 +68,24 @@ def render_overview(catalog: Catalog) -> str:
     return "\n".join(lines)
 
 
+def _named(entry: CatalogEntry) -> str:
+    return f"{entry.python_name} [{entry.access}]" if entry.access else entry.python_name
+
+
+def _marked(text: str, entry: CatalogEntry) -> str:
+    """`text` with the policy's note on its first line."""
+    if not entry.access:
+        return text
+    first, newline, rest = text.partition("\n")
+    return f"{first}  [{entry.access}]{newline}{rest}"
+
+
 def _render_entries(entries: Sequence[CatalogEntry], detail: Detail) -> list[str]:
     if detail == "names":
-        return [entry.qualified for entry in entries]
+        return [_marked(entry.qualified, entry) for entry in entries]
     if detail == "full":
-        return "\n\n".join(full_doc(entry) for entry in entries).split("\n")
-    return [signature(entry) for entry in entries]
+        return "\n\n".join(_marked(full_doc(entry), entry) for entry in entries).split("\n")
+    return [_marked(signature(entry), entry) for entry in entries]
 
 
 def _unknown_server(catalog: Catalog, server: str) -> str:

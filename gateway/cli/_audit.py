@@ -6,22 +6,17 @@ import argparse
 import json
 import re
 import sys
-from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
-from gateway._table import format_table
-from gateway.audit import AuditConfig, read_audit, select_records
+from gateway.audit import AuditConfig, format_records, read_audit, select_records
 from gateway.cli._exit_codes import EXIT_FAILED, EXIT_OK
 from gateway.config import find_config_file, format_validation_error, read_config_data
 from gateway.errors import ConfigError
 
-__all__ = ["audit_command", "format_records", "parse_since"]
-
-_SHORT_ID_CHARS = 8  # of an execution id, in the table
+__all__ = ["audit_command", "parse_since"]
 
 
 _AGE = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
@@ -41,33 +36,6 @@ def parse_since(text: str, now: datetime | None = None) -> datetime:
             f"--since {text!r}: give an ISO time (2026-05-01T12:00Z) or an age (30m, 1h, 2d)"
         ) from None
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-
-
-def _cells(record: Mapping[str, Any]) -> tuple[str, ...]:
-    kind = str(record.get("kind", "?"))
-    if kind == "execution":
-        what = f"sha256:{str(record.get('script_sha256', ''))[:12]}"
-    else:
-        what = str(record.get("tool", ""))
-    outcome = "ok" if record.get("ok") else str(record.get("error") or "error")
-    approval = record.get("approval")
-    if approval not in (None, "not_required"):
-        outcome += f" ({approval})"
-    ms = record.get("ms")
-    return (
-        str(record.get("time", "")),
-        kind,
-        str(record.get("execution_id", ""))[:_SHORT_ID_CHARS],
-        what,
-        outcome,
-        f"{ms:.1f}" if isinstance(ms, int | float) else "-",
-    )
-
-
-def format_records(records: Iterable[Mapping[str, Any]]) -> str:
-    """A plain-text table: time, kind, execution (short id), tool or script hash, outcome, ms."""
-    header = ("time", "kind", "execution", "tool / script", "outcome", "ms")
-    return format_table(header, (_cells(record) for record in records))
 
 
 def _audit_path(args: argparse.Namespace) -> Path:

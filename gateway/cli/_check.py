@@ -8,16 +8,18 @@ import sys
 import anyio
 from mcp import types
 
-from gateway._table import format_table
+from gateway._display import format_table
+from gateway._gateway import child_pool, gateway_secrets
+from gateway._redaction import Redactor
 from gateway.catalog import Catalog
-from gateway.children import ChildPool, ChildState, ChildStatus
+from gateway.children import ChildState, ChildStatus
 from gateway.cli._exit_codes import EXIT_FAILED, EXIT_OK
+from gateway.cli._loading import load_config_for_cli
 from gateway.config import (
     GatewayConfig,
     find_config_file,
     find_literal_secrets,
     literal_secret_warning,
-    load_config,
     read_config_data,
 )
 from gateway.policy import Policy
@@ -28,14 +30,7 @@ __all__ = ["check_children", "check_command", "format_statuses"]
 async def check_children(config: GatewayConfig) -> tuple[list[ChildStatus], dict[str, list[types.Tool]]]:
     """Connect to every child of `config` once: how each one fared, and the tools of the ready ones."""
     # One attempt each, lazy children included: `check` reports, it does not supervise.
-    pool = ChildPool(
-        config.mcp_servers,
-        startup_timeout_seconds=config.startup_timeout_seconds,
-        restart=config.restart,
-        reconnect=False,
-        start_lazy=True,
-    )
-    async with pool:
+    async with child_pool(config, Redactor(gateway_secrets(config)), supervise=False) as pool:
         await pool.wait_ready()
         return pool.statuses(), pool.tools()
 
@@ -58,17 +53,22 @@ def format_statuses(statuses: list[ChildStatus]) -> str:
 
 
 def check_command(args: argparse.Namespace) -> int:
-    """`check`: 0 when every child connected, 1 if not."""
-    config = load_config(args.config)
+    """`check`: 0 when every child connected and every policy rule matches, 1 if not."""
+    config = load_config_for_cli(args.config)
     if (file := find_config_file(args.config)) is not None:
         for path in find_literal_secrets(read_config_data(file)):
             print(literal_secret_warning(path), file=sys.stderr)
-    if not config.mcp_servers:
+    if not config.mcp_servers and not config.unavailable_servers:
         print("no child servers configured (mcpServers is empty)")
         return EXIT_OK
     statuses, tools = anyio.run(check_children, config)
     print(format_statuses(statuses))
     catalog = Catalog(tools, statuses)
-    for line in Policy(config.policy).diagnostics(catalog):  # rules that match nothing: likely typos
+    policy = Policy(config.policy)
+    blocked = policy.unmatched(catalog)
+    for server, reason in blocked.items():  # a typo: the server's tools stay unreachable until fixed
+        print(f"error: server {server} is blocked: {reason}", file=sys.stderr)
+    for line in policy.diagnostics(catalog):
         print(f"warning: {line}", file=sys.stderr)
-    return EXIT_OK if all(status.state is ChildState.READY for status in statuses) else EXIT_FAILED
+    connected = all(status.state is ChildState.READY for status in statuses)
+    return EXIT_OK if connected and not blocked else EXIT_FAILED

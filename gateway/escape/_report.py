@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 import time
@@ -13,8 +12,7 @@ from typing import TextIO
 
 import anyio
 
-from gateway._table import format_row
-from gateway.config import load_config
+from gateway._display import format_row
 from gateway.errors import ConfigError
 from gateway.escape._runner import (
     CaseOutcome,
@@ -24,15 +22,13 @@ from gateway.escape._runner import (
     still_serves,
     suite_limits,
 )
-from gateway.escape.cases import CATEGORIES, EscapeCase
+from gateway.escape.cases import EscapeCase
 from gateway.escape.cases._model import clip
 from gateway.sandbox import Sandbox, SandboxLimits
 
 __all__ = [
-    "add_sandbox_test_arguments",
     "format_cases",
     "junit_xml",
-    "run_sandbox_test",
     "sandbox_test",
     "summary_line",
 ]
@@ -41,28 +37,6 @@ _DETAIL_CHARS = 80
 _SUITE_NAME = "codemode-gateway sandbox-test"
 # Characters XML 1.0 cannot carry at all (a snippet's error message may hold any of them).
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-
-
-def add_sandbox_test_arguments(parser: argparse.ArgumentParser) -> None:
-    """The `sandbox-test` subcommand's options."""
-    parser.add_argument("--config", help="config file whose `sandbox` limits to test (default: built-in)")
-    parser.add_argument("--junit-xml", metavar="PATH", help="also write the results as JUnit XML")
-    parser.add_argument(
-        "--only",
-        nargs="+",
-        action="extend",
-        choices=CATEGORIES,
-        metavar="CATEGORY",
-        help=f"run only these categories: {', '.join(CATEGORIES)}",
-    )
-    parser.add_argument("--list", action="store_true", help="list the cases and what contains each; run none")
-
-
-def run_sandbox_test(args: argparse.Namespace) -> int:
-    """The `sandbox-test` subcommand: 0 when every case is contained, 1 if any is not."""
-    config = load_config(args.config)
-    junit = Path(args.junit_xml) if args.junit_xml else None
-    return sandbox_test(config.sandbox, only=args.only, junit=junit, list_only=args.list)
 
 
 def format_cases(cases: Sequence[EscapeCase]) -> str:

@@ -11,21 +11,25 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import time
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from pathlib import Path
+from typing import Any, Literal, Protocol
 
 import anyio
 
 from gateway._exception_groups import leaf_error
 from gateway._gateway import Gateway
+from gateway.audit import format_records, read_audit
 from gateway.config import GatewayConfig, parse_config
 from gateway.errors import ToolCallError
 from gateway.escape.cases import CASES, EscapeCase
-from gateway.escape.cases._model import clip, succeeds, summarize
+from gateway.escape.cases._model import Seen, clip, succeeds, summarize
 from gateway.escape.cases._probe import PROBE_CHILD_ENV, PROBE_HOST_ENV, PROBE_POLICY
+from gateway.policy import ApprovalOutcome, approval_prompt
 from gateway.sandbox import ExecutionResult, Sandbox, SandboxLimits
 from gateway.testing import InProcessTools
 
@@ -123,6 +127,10 @@ class Target(Protocol):
         """None when a normal tool call works, else what went wrong."""
         ...
 
+    def seen(self) -> Seen:
+        """What people read since the last call: approval prompts shown, audit rows written."""
+        ...
+
 
 class SandboxTarget:
     """A bare Sandbox; tool calls reach fresh in-process probe tools."""
@@ -141,20 +149,40 @@ class SandboxTarget:
         call = await self.execute("tools.probe.echo(n=1)")
         return None if call.ok and call.value == {"n": 1} else f"a normal tool call failed: {summarize(call)}"
 
+    def seen(self) -> Seen:
+        return Seen()  # no approvals and no audit log without a gateway
+
 
 class GatewayTarget:
-    """A whole Gateway (policy, redaction) in front of the probe MCP server."""
+    """A whole Gateway (policy, redaction, approvals, audit) in front of the probe MCP server.
 
-    def __init__(self, gateway: Gateway, sandbox: Sandbox) -> None:
+    Its approver declines every call and keeps the prompt it was shown, as a person would see it.
+    """
+
+    def __init__(self, gateway: Gateway, sandbox: Sandbox, audit: Path) -> None:
         self.gateway = gateway
         self._limits = sandbox.limits
+        self._audit = audit
+        self._prompts: list[str] = []
+        self._audit_seen = 0
 
     @property
     def limits(self) -> SandboxLimits:
         return self._limits
 
     async def execute(self, code: str) -> ExecutionResult:
-        return await self.gateway.execute_code(code)
+        return await self.gateway.execute_code(code, approver=self._decline)
+
+    async def _decline(self, tool: str, arguments: dict[str, Any]) -> ApprovalOutcome:
+        self._prompts.append(approval_prompt(tool, arguments))
+        return "declined"
+
+    def seen(self) -> Seen:
+        records = read_audit(self._audit).records
+        new, self._audit_seen = records[self._audit_seen :], len(records)
+        prompts, self._prompts = tuple(self._prompts), []
+        rows = format_records(new).splitlines()[1:] if new else []
+        return Seen(prompts, tuple(rows))
 
     async def serves_tool_calls(self) -> str | None:
         call = await self.execute("tools.probe.echo(text='still here')")
@@ -163,8 +191,9 @@ class GatewayTarget:
         return f"a normal tool call failed: {summarize(call)}"
 
 
-def probe_gateway_config(limits: SandboxLimits, environ: dict[str, str]) -> GatewayConfig:
-    """The probe MCP server behind the suite's policy, its token expanded from `environ`."""
+def probe_gateway_config(limits: SandboxLimits, environ: dict[str, str], audit: Path) -> GatewayConfig:
+    """The probe MCP server behind the suite's policy, its secrets expanded from `environ`, audited to
+    `audit`."""
     data = {
         "mcpServers": {
             "probe": {
@@ -176,6 +205,7 @@ def probe_gateway_config(limits: SandboxLimits, environ: dict[str, str]) -> Gate
         },
         "sandbox": limits.model_dump(),
         "policy": PROBE_POLICY,
+        "audit": {"path": str(audit)},
     }
     return parse_config(data, "<sandbox-test probe config>", environ)
 
@@ -187,10 +217,12 @@ async def gateway_target(limits: SandboxLimits) -> AsyncGenerator[GatewayTarget]
     previous = {name: os.environ.get(name) for name in PROBE_HOST_ENV}
     os.environ.update(PROBE_HOST_ENV)
     try:
-        config = probe_gateway_config(limits, dict(os.environ))
-        async with Gateway(config) as gateway:
-            await gateway.pool.wait_ready(timeout=_PROBE_STARTUP_SECONDS)
-            yield GatewayTarget(gateway, await gateway.sandbox())
+        with tempfile.TemporaryDirectory(prefix="codemode-sandbox-test-") as scratch:
+            audit = Path(scratch) / "audit.jsonl"
+            config = probe_gateway_config(limits, dict(os.environ), audit)
+            async with Gateway(config) as gateway:
+                await gateway.pool.wait_ready(timeout=_PROBE_STARTUP_SECONDS)
+                yield GatewayTarget(gateway, await gateway.sandbox(), audit)
     finally:
         for name, value in previous.items():
             if value is None:
@@ -253,6 +285,8 @@ async def _judge(target: Target, case: EscapeCase) -> tuple[bool, str]:
     try:
         first = await _execute(target, case.source(limits))
         problem = case.expect.judge(first, limits)
+        if problem is None and case.sees is not None:
+            problem = case.sees(target.seen())
         if problem is not None:
             return False, problem
         if case.then is not None:
@@ -270,6 +304,7 @@ async def run_case(target: Target, case: EscapeCase) -> CaseOutcome:
     if reason is not None:
         return CaseOutcome(case, "skip", reason, 0.0)
     started = time.monotonic()
+    target.seen()  # what earlier cases left behind is not this case's
     contained, detail = await _judge(target, case)
     ms = (time.monotonic() - started) * 1000
     broken = await still_serves(target)

@@ -7,11 +7,12 @@ suite can check what the gateway's policy lets through and what its redaction le
 from __future__ import annotations
 
 import os
+import warnings
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 __all__ = ["build"]
 
@@ -37,6 +38,16 @@ def build() -> MCPServer:
     def write_note(name: str, text: str) -> str:  # pyright: ignore[reportUnusedFunction]
         """Pretend to write a note (nothing is written)."""
         return f"wrote {len(text)} characters to {name}"
+
+    @server.tool(annotations=_WRITE)
+    def write_file(content: str, path: str) -> str:  # pyright: ignore[reportUnusedFunction]
+        """Pretend to write a file (nothing is written); calls need the user's approval."""
+        return f"wrote {len(content)} characters to {path}"
+
+    @server.tool(annotations=_WRITE)
+    def create_entities(entities: list[dict[str, str]]) -> int:  # pyright: ignore[reportUnusedFunction]
+        """Pretend to create entities (nothing is created); calls need the user's approval."""
+        return len(entities)
 
     @server.tool(annotations=_WRITE)
     def delete_all() -> str:  # pyright: ignore[reportUnusedFunction]
@@ -93,6 +104,21 @@ def build() -> MCPServer:
     async def slow(seconds: float) -> str:  # pyright: ignore[reportUnusedFunction]
         """Answer after `seconds` (a child that takes its time)."""
         await anyio.sleep(seconds)
+        return "done"
+
+    @server.tool(annotations=_READ)
+    def big_error(size: int) -> CallToolResult:  # pyright: ignore[reportUnusedFunction]
+        """Fail with an error message of `size` characters (a child failing at great length)."""
+        # Returned, not raised: the SDK would also log a raised error's message, at length.
+        return CallToolResult(content=[TextContent(type="text", text="e" * size)], is_error=True)
+
+    @server.tool(annotations=_READ)
+    async def chatty(count: int, size: int, ctx: Context) -> str:  # pyright: ignore[reportUnusedFunction]
+        """Send `count` log notifications of `size` characters each, then answer (a child flooding)."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # logging is deprecated in the protocol, and still sent
+            for _ in range(count):
+                await ctx.log("info", "n" * size)  # pyright: ignore[reportDeprecated]
         return "done"
 
     return server

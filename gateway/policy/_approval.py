@@ -6,7 +6,6 @@ exact tool and arguments. A client that cannot elicit gets a refusal, never a si
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
@@ -14,6 +13,8 @@ from typing import Any, Literal
 from mcp import types
 from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError
+
+from gateway.policy._prompt import approval_prompt
 
 __all__ = ["ApprovalOutcome", "Approver", "elicitation_approver", "no_approver"]
 
@@ -23,7 +24,6 @@ ApprovalOutcome = Literal["approved", "declined", "unavailable"]
 Approver = Callable[[str, dict[str, Any]], Awaitable[ApprovalOutcome]]
 """Asks the user whether one tool call (namespaced name, wire arguments) may go ahead."""
 
-_MAX_SHOWN_ARGUMENT_CHARS = 2000
 _SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"approve": {"type": "boolean", "title": "Allow this call", "default": False}},
@@ -39,13 +39,6 @@ async def no_approver(tool: str, arguments: dict[str, Any]) -> ApprovalOutcome:
     return "unavailable"
 
 
-def _message(tool: str, arguments: dict[str, Any]) -> str:
-    shown = json.dumps(arguments, ensure_ascii=False, indent=2, sort_keys=True)
-    if len(shown) > _MAX_SHOWN_ARGUMENT_CHARS:
-        shown = shown[:_MAX_SHOWN_ARGUMENT_CHARS] + f"\n... ({len(shown)} characters in all)"
-    return f"A code-mode snippet wants to call {tool} with these arguments:\n{shown}\nAllow this call?"
-
-
 def elicitation_approver(session: ServerSession, request_id: types.RequestId | None) -> Approver:
     """An approver that asks the user of this MCP session, tied to the execute_code request."""
     can_elicit = session.check_client_capability(_FORM_ELICITATION) or session.check_client_capability(
@@ -56,7 +49,7 @@ def elicitation_approver(session: ServerSession, request_id: types.RequestId | N
         if not can_elicit:
             return "unavailable"
         try:
-            message = _message(tool, arguments)
+            message = approval_prompt(tool, arguments)
             answer = await session.elicit_form(message, _SCHEMA, related_request_id=request_id)
         except MCPError as exc:  # no back-channel, or the client answered with an error
             log.warning("approval request failed", extra={"tool": tool, "error": str(exc)})

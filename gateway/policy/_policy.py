@@ -6,6 +6,7 @@ checks belongs to the tool-call pipeline (`gateway._tool_calls`), and is stated 
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import json
 import re
@@ -14,13 +15,16 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from gateway._json import as_object
-from gateway.catalog import CatalogEntry, CatalogServer
+from gateway.catalog import Catalog, CatalogEntry, CatalogServer
+from gateway.children import ChildState
 from gateway.errors import PolicyDenied, ToolCallError
 from gateway.policy._constraints import Constraint
 from gateway.policy._quotas import Clock, ExecutionQuota, RateLimiter
-from gateway.policy.config import PolicyConfig
+from gateway.policy.config import RULE_LISTS, PolicyConfig
 
 __all__ = ["Policy", "is_destructive"]
+
+_WILDCARDS = frozenset("*?[")
 
 
 class _Globs:
@@ -46,11 +50,11 @@ class Policy:
 
     def __init__(self, config: PolicyConfig | None = None, *, clock: Clock = time.monotonic) -> None:
         self._config = config = config or PolicyConfig()
-        self._allow_writes = _Globs(config.allow_writes)
-        self._allow = _Globs(config.allow)
-        self._deny = _Globs(config.deny)
-        self._hidden = _Globs(config.hidden)
-        self._approve = _Globs(config.approve)
+        self._allow_writes = _Globs(config.patterns("allow_writes"))
+        self._allow = _Globs(config.patterns("allow"))
+        self._deny = _Globs(config.patterns("deny"))
+        self._hidden = _Globs(config.patterns("hidden"))
+        self._approve = _Globs(config.patterns("approve"))
         self._constraints = {
             name: Constraint(name, rules.args)
             for name, rules in config.tools.items()
@@ -129,24 +133,60 @@ class Policy:
             return guaranteed, destructive or not guaranteed
         return read_only, destructive
 
+    def access_note(self, entry: CatalogEntry) -> str | None:
+        """What search_docs says of calls to a listed tool, when they are not simply allowed."""
+        if self.denial(entry) is not None:
+            return "denied by policy"
+        if self.needs_approval(entry):
+            return "needs the user's approval"
+        return None
+
+    def unmatched(self, catalog: Catalog) -> dict[str, str]:
+        """Why the tools of each ready server must stay unreachable, by server identifier.
+
+        A rule that names a server (its part before the dot has no wildcard) but matches none of its
+        tools is a typo, and a typo must never leave a tool more reachable than the team wrote: until
+        it is fixed, or marked optional, none of that server's tools can be called. `catalog` must be
+        the unfiltered one (a hidden tool still counts as matched).
+        """
+        blocked: dict[str, list[str]] = {}
+        for where, pattern in self._named_rules():
+            server_part, dot, _ = pattern.partition(".")
+            server = catalog.server(server_part) if dot and not _WILDCARDS & set(server_part) else None
+            if server is None or server.state is not ChildState.READY:
+                continue
+            names = [entry.qualified for entry in catalog.tools_of(server.identifier)]
+            if any(fnmatch.fnmatchcase(name, pattern) for name in names):
+                continue
+            close = difflib.get_close_matches(pattern, names, n=1, cutoff=0.6)
+            hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+            blocked.setdefault(server.identifier, []).append(
+                f"{where} {json.dumps(pattern)} matches none of its tools{hint}"
+            )
+        return {
+            server: "; ".join(problems) + "; fix the rule, or mark it optional, to reach its tools"
+            for server, problems in blocked.items()
+        }
+
+    def _named_rules(self) -> Iterator[tuple[str, str]]:
+        """(where, pattern) of every rule the team wrote that must match something: none optional."""
+        for key in RULE_LISTS:
+            for index, rule in enumerate(self._config.rules(key)):
+                if not rule.optional:
+                    yield f"policy.{key}[{index}]", rule.pattern
+        for name, rules in self._config.tools.items():
+            if not rules.optional:
+                yield f"policy.tools[{json.dumps(name)}]", name
+
     def diagnostics(self, entries: Iterable[CatalogEntry]) -> list[str]:
-        """Config lines that affect none of `entries`, likely typos; for logs and `check`, not the model."""
-        entries = list(entries)
+        """Argument constraints naming a property the tool does not take: likely typos (they fail closed)."""
         names = {entry.qualified: entry for entry in entries}
         found: list[str] = []
-        lists = ("allow_writes", "allow", "deny", "hidden", "approve")
-        for key, globs in zip(
-            lists, (self._allow_writes, self._allow, self._deny, self._hidden, self._approve), strict=True
-        ):
-            for index, pattern in enumerate(globs):
-                if not any(fnmatch.fnmatchcase(name, pattern) for name in names):
-                    found.append(f"policy.{key}[{index}]: {json.dumps(pattern)} matches no tool")
         for name, rules in self.config.tools.items():
-            where = f"policy.tools[{json.dumps(name)}]"
             entry = names.get(name)
             if entry is None:
-                found.append(f"{where}: no such tool")
                 continue
+            where = f"policy.tools[{json.dumps(name)}]"
             wire = set(as_object(entry.input_schema.get("properties")) or {})
             for prop in sorted(as_object((rules.args or {}).get("properties")) or {}):
                 if wire and prop not in wire:

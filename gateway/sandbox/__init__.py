@@ -1,7 +1,7 @@
 """CPython on WASI under wasmtime: a fresh instance per run, bounded by fuel, epochs, memory, output."""
 
 from gateway.sandbox._engine import COMPONENT_PATH, WASMTIME_VERSION, component_sha256, default_cache_dir
-from gateway.sandbox._host_call import ToolCaller
+from gateway.sandbox._host_call import ToolCaller, cancelled_error
 from gateway.sandbox._sandbox import HOST_INTERFACE, Sandbox
 from gateway.sandbox.limits import SandboxLimits
 from gateway.sandbox.result import ErrorInfo, ExecutionResult, ToolCallRecord
@@ -16,6 +16,7 @@ __all__ = (
     "SandboxLimits",
     "ToolCallRecord",
     "ToolCaller",
+    "cancelled_error",
     "component_sha256",
     "default_cache_dir",
 )

@@ -149,7 +149,11 @@ class Execution:
                 "ToolError", f"arguments to {name} must be a JSON object, got {type(arguments).__name__}"
             )
         if self.tool_caller is None:
-            raise _Refused("ToolError", f"no tools are configured, so {name} cannot be called")
+            raise _Refused(
+                "ToolError",
+                f"no child servers serve this sandbox, so {name} cannot be called "
+                "(codemode-gateway exec reaches them only with --config naming a config with mcpServers)",
+            )
         remaining = self.remaining()
         if remaining <= 0:
             raise self._budget_error(f"calling {name}")
@@ -227,11 +231,13 @@ def _dispatch(execution: Execution, name: str, args_json: str) -> str:
 
 
 def _depth(value: Any) -> int:
-    """Nesting depth of a JSON value, without recursion."""
+    """Nesting depth of a JSON value, without recursion; ValueError for a number JSON cannot hold."""
     deepest, stack = 0, [(value, 1)]
     while stack:
         item, level = stack.pop()
         deepest = max(deepest, level)
+        if isinstance(item, float) and not math.isfinite(item):
+            raise ValueError(f"{item} is not a JSON number (a literal too large for a float)")
         if isinstance(item, dict):
             stack.extend((child, level + 1) for child in cast("dict[str, Any]", item).values())
         elif isinstance(item, list):
@@ -242,27 +248,31 @@ def _depth(value: Any) -> int:
 def _parse_json(text: str, what: str) -> Any:
     """Parse JSON from the guest; anything malformed or absurdly nested is a refusal, never a crash."""
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_not_json)
+        depth = _depth(value)
     except ValueError as exc:
         raise _Refused("ToolError", f"{what} are not valid JSON: {exc}") from None
     except RecursionError:
         value = None
         depth = MAX_JSON_DEPTH + 1
-    else:
-        depth = _depth(value)
     if depth > MAX_JSON_DEPTH:
         # Children, schema validators and the SDK all recurse on nesting; refuse before they do.
         raise _Refused("ToolError", f"{what} nest deeper than {MAX_JSON_DEPTH} levels")
     return value
 
 
+def _not_json(constant: str) -> Any:
+    """`json.loads` reads NaN and Infinity, which JSON has not: a child would get null for them."""
+    raise ValueError(f"{constant} is not a JSON number")
+
+
 def _encode_for_guest(result: Any) -> str:
     """JSON text for the guest; a child's lone surrogates are escaped, since the boundary takes only UTF-8."""
-    encoded = json.dumps(result, ensure_ascii=False)
+    encoded = json.dumps(result, ensure_ascii=False, allow_nan=False)
     try:
         encoded.encode()
     except UnicodeEncodeError:
-        return json.dumps(result)
+        return json.dumps(result, allow_nan=False)
     return encoded
 
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 import time
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -16,8 +17,11 @@ from gateway.sandbox.result import ErrorInfo, ExecutionResult
 
 __all__ = ["failed_result", "outcome_result"]
 
-# Room for truncation notes and JSON escaping on top of the caps the guest was given.
+# Room for truncation notes on top of the caps the guest was given.
 _SLACK_BYTES = 4096
+# JSON text may spend up to 6 characters on one byte of a field (`\u0001`).
+_MAX_ESCAPE_CHARS = 6
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class _GuestFailure(BaseModel):
@@ -46,6 +50,21 @@ def _capped(text: str, limit: int) -> tuple[str, bool]:
     if len(data) <= limit:
         return text, False
     return data[:limit].decode("utf-8", "ignore") + f"\n[... truncated at {limit} bytes by the host]\n", True
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
+
+
+def _replace_lone_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_replace_lone_surrogates(item) for item in cast("list[Any]", value)]
+    if isinstance(value, dict):
+        items = cast("dict[str, Any]", value).items()
+        return {_replace_lone_surrogates(key): _replace_lone_surrogates(item) for key, item in items}
+    return value
 
 
 def _elapsed_ms(execution: Execution) -> float:
@@ -81,14 +100,16 @@ def outcome_result(
     execution: Execution, outcome_json: str, limits: SandboxLimits, *, fuel: int
 ) -> ExecutionResult:
     """Check the guest's JSON outcome against its schema and its caps, then describe it."""
-    ceiling = (
-        2 * (limits.max_stdout_bytes + limits.max_stderr_bytes + 3 * limits.max_value_bytes) + _SLACK_BYTES
-    )
+    fields = limits.max_stdout_bytes + limits.max_stderr_bytes + 3 * limits.max_value_bytes
+    ceiling = _MAX_ESCAPE_CHARS * fields + _SLACK_BYTES
     try:
         if len(outcome_json) > ceiling:
             raise ValueError(f"{len(outcome_json)} characters")
-        outcome = _GuestOutcome.model_validate_json(outcome_json)
-    except (ValidationError, ValueError) as exc:
+        # The guest escapes lone surrogates (only UTF-8 crosses); JSON reads them back as text that
+        # no client can take, so they become U+FFFD here.
+        parsed = _replace_lone_surrogates(json.loads(outcome_json, parse_constant=_not_json))
+        outcome = _GuestOutcome.model_validate(parsed)
+    except (ValidationError, ValueError, RecursionError) as exc:
         # Only a snippet that tampered with the guest's own code gets here.
         detail = str(exc).splitlines()[0][:200]
         return failed_result(

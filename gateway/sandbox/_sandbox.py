@@ -164,5 +164,16 @@ class Sandbox:
             return cancelled_error()
         error = execution.ended_by or translate_trap(str(exc), self.limits, execution.timeout)
         if isinstance(error, GuestCrashed):
-            log.warning("guest trapped", extra={"trap": str(exc)[:2000]})
+            # One line says what happened; the wasm backtrace is for debugging the guest only.
+            trap = str(exc).strip()
+            log.warning("guest trapped", extra={"trap": _trap_summary(trap)})
+            log.debug("guest trap backtrace", extra={"trap": trap[:20_000]})
         return error
+
+
+def _trap_summary(trap: str) -> str:
+    """What a trap says in one line (its cause, and the frame that raised it), without the backtrace."""
+    lines = [line.strip() for line in trap.splitlines() if line.strip()]
+    cause = lines[lines.index("Caused by:") + 1] if "Caused by:" in lines[:-1] else (lines or [""])[-1]
+    frame = next((line for line in lines if line.startswith("0:")), "")
+    return f"{cause} (at {frame.removeprefix('0:').strip()})"[:300] if frame else cause[:300]

@@ -8,6 +8,7 @@ __all__ = ["SandboxLimits"]
 
 _KIB = 1024
 _MIB = 1024 * 1024
+_GIB = 1024 * _MIB
 
 
 class SandboxLimits(BaseModel):
@@ -17,20 +18,25 @@ class SandboxLimits(BaseModel):
 
     fuel: int = Field(
         default=20_000_000_000,
-        ge=1_000_000,
+        ge=10_000_000,  # a trivial snippet uses 1-2 million: below this nothing runs
+        le=10**15,  # about a day of CPython work; wasmtime counts fuel in 64 bits
         description="wasmtime fuel per execution; ~1e9 is ~0.1 s of CPython work here.",
     )
     timeout_seconds: float = Field(
         default=30.0, gt=0, le=3600, description="Wall-clock budget per execution."
     )
     memory_bytes: int = Field(
-        default=256 * _MIB, ge=64 * _MIB, description="Linear memory cap per execution."
+        default=256 * _MIB,
+        ge=64 * _MIB,
+        le=4 * _GIB,  # a 32-bit wasm memory cannot grow past 4 GiB anyway
+        description="Linear memory cap per execution.",
     )
     max_wasm_stack_bytes: int = Field(
         default=1 * _MIB,
         ge=256 * _KIB,
-        le=64 * _MIB,
-        description="wasm call stack; deep recursion past it traps.",
+        # wasmtime runs wasm on a 2 MiB stack of its own and aborts the process past it (measured).
+        le=2 * _MIB,
+        description="wasm call stack; deep recursion past it traps. At most 2 MiB (wasmtime's own).",
     )
     max_code_bytes: int = Field(
         default=256 * _KIB, ge=1024, le=16 * _MIB, description="Cap on the snippet's source."
@@ -53,5 +59,8 @@ class SandboxLimits(BaseModel):
         default=16, ge=0, le=10_000, description="Requests waiting for a slot."
     )
     prewarm_instances: int = Field(
-        default=2, ge=0, le=64, description="Fresh instances made ahead of demand (each is used once)."
+        default=2,
+        ge=0,
+        le=8,  # per slot; each one holds a few MiB of memory while it waits
+        description="Fresh instances made ahead of demand, per slot (each is used once).",
     )

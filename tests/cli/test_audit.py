@@ -13,8 +13,8 @@ import anyio
 import pytest
 
 from gateway import ConfigError, ExecutionResult
-from gateway.audit import AuditLog
-from gateway.cli._audit import format_records, parse_since
+from gateway.audit import AuditLog, format_records
+from gateway.cli._audit import parse_since
 
 pytestmark = pytest.mark.anyio
 

@@ -113,7 +113,7 @@ async def test_schema_prints_exactly_the_shipped_schema_file() -> None:
     assert json.loads(out)["title"] == "codemode-gateway config"
 
 
-async def test_check_warns_about_a_policy_rule_that_matches_no_tool(tmp_path: Path) -> None:
+async def test_check_fails_on_a_policy_rule_that_matches_no_tool_of_its_server(tmp_path: Path) -> None:
     config = {
         "mcpServers": {"time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]}},
         "policy": {"deny": ["time.get_curent_time"]},
@@ -121,9 +121,12 @@ async def test_check_warns_about_a_policy_rule_that_matches_no_tool(tmp_path: Pa
     path = tmp_path / "gateway.json"
     path.write_text(json.dumps(config), encoding="utf-8")
     code, stdout, stderr = await gateway("check", "--config", str(path))
-    assert code == 0
+    assert code == 1
     assert table(stdout)["time"][2] == "ready"
-    assert 'policy.deny[0]: "time.get_curent_time" matches no tool' in stderr
+    assert (
+        'error: server time is blocked: policy.deny[0] "time.get_curent_time" matches none of its tools '
+        "(did you mean time.get_current_time?)"
+    ) in stderr
 
 
 @pytest.mark.anyio

@@ -118,7 +118,7 @@ def test_a_case_not_contained_fails_the_run_with_exit_1(tmp_path: Path) -> None:
 def test_config_errors_exit_2(tmp_path: Path) -> None:
     # Limits too tight for normal work: every case would "fail", so the command says why instead.
     starved = tmp_path / "starved.json"
-    starved.write_text(json.dumps({"sandbox": {"fuel": 1_000_000}}))
+    starved.write_text(json.dumps({"sandbox": {"max_stdout_bytes": 0}}))
     done = sandbox_test("--config", str(starved), "--only", "signals")
     assert done.returncode == 2
     assert "cannot run a normal snippet" in done.stderr

@@ -12,6 +12,7 @@ from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError
 
 from gateway.policy._approval import elicitation_approver, no_approver
+from gateway.policy._prompt import approval_prompt
 
 pytestmark = pytest.mark.anyio
 
@@ -55,9 +56,8 @@ async def test_the_prompt_shows_the_tool_and_its_arguments_tied_to_the_request()
     session = FakeSession(answer("accept", {"approve": True}))
     await ask(session)
     [(message, schema, request_id)] = session.asked
-    assert message.startswith("A code-mode snippet wants to call repo.delete with these arguments:\n{\n")
-    assert '  "force": true,\n  "paths": [\n    "a.txt",' in message
-    assert message.index('"force"') < message.index('"paths"') < message.index('"repo"')
+    assert message == approval_prompt("repo.delete", ARGUMENTS)
+    assert message.startswith("A code-mode snippet wants to call repo.delete with these arguments:\n")
     assert message.endswith("\nAllow this call?")
     assert schema["required"] == ["approve"]
     assert schema["properties"]["approve"]["type"] == "boolean"
@@ -68,9 +68,9 @@ async def test_long_arguments_are_cut_in_the_prompt_with_their_full_length() -> 
     session = FakeSession(answer("decline"))
     await ask(session, arguments={"body": "é" * 5000})
     [(message, _, _)] = session.asked
-    assert "é" * 1900 in message
+    assert "é" * 200 in message
     assert "é" * 5000 not in message
-    assert "(5016 characters in all)" in message
+    assert "(cut: 5,002 characters in all)" in message
 
 
 async def test_without_an_approver_every_approval_is_unavailable() -> None:

@@ -316,19 +316,58 @@ def test_an_incomplete_catalog_gives_only_the_hints_the_policy_itself_guarantees
 # ---- diagnostics --------------------------------------------------------------------------------
 
 
-def test_diagnostics_point_at_rules_that_match_no_tool(real: Catalog) -> None:
+def test_a_rule_matching_no_tool_of_the_server_it_names_blocks_that_server(real: Catalog) -> None:
     policy = policy_of(
         deny=["git.git_comit", "filesystem.write_*"],
-        hidden=["memroy.*"],
-        tools={
-            "everything.get_summ": {"max_calls": 1},
-            "git.git_status": {"args": {"properties": {"repository": {"enum": ["/srv"]}}}},
-        },
+        hidden=["memory.delete_entitys"],
+        tools={"everything.get_summ": {"max_calls": 1}},
     )
+    blocked = policy.unmatched(real)
+    assert set(blocked) == {"git", "memory", "everything"}
+    assert blocked["git"].startswith(
+        'policy.deny[0] "git.git_comit" matches none of its tools (did you mean git.git_commit'
+    )
+    assert 'policy.hidden[0] "memory.delete_entitys"' in blocked["memory"]
+    assert 'policy.tools["everything.get_summ"] "everything.get_summ"' in blocked["everything"]
+    assert blocked["git"].endswith("fix the rule, or mark it optional, to reach its tools")
+
+
+def test_wildcard_servers_optional_rules_and_the_default_allow_block_nothing(real: Catalog) -> None:
+    policy = policy_of(
+        deny=["*.delete_nothing", "git*.x", {"pattern": "git.git_comit", "optional": True}],
+        tools={"everything.get_summ": {"max_calls": 1, "optional": True}},
+    )
+    assert policy.unmatched(real) == {}
+
+
+def test_a_blocked_server_keeps_no_tools_in_the_filtered_catalog_and_says_why(real: Catalog) -> None:
+    policy = policy_of(deny=["git.git_comit"])
+    visible = real.filtered(policy.visible, policy.server_visible, blocked=policy.unmatched(real))
+    git = visible.server("git")
+    assert git is not None
+    assert git.tool_count == 0
+    assert git.blocked is not None
+    assert visible.get("git.git_status") is None
+    assert visible.get("time.get_current_time") is not None
+    assert "git (blocked: policy.deny[0]" in render_search(visible, "")
+    assert "server 'git' is blocked" in unknown_tool_message(visible, "git.git_status")
+
+
+def test_search_docs_marks_denied_and_approval_tools(real: Catalog) -> None:
+    policy = policy_of(deny=["git.git_commit"], approve=["memory.create_*"])
+    visible = real.filtered(policy.visible, access=policy.access_note)
+    assert "git_commit [denied by policy]" in render_search(visible, "")
+    assert "memory.create_entities(" in render_search(visible, "create entities", limit=1)
+    assert (
+        render_search(visible, "create entities", limit=1)
+        .split("\n")[1]
+        .endswith("[needs the user's approval]")
+    )
+
+
+def test_diagnostics_point_at_constraints_on_properties_the_tool_does_not_take(real: Catalog) -> None:
+    policy = policy_of(tools={"git.git_status": {"args": {"properties": {"repository": {"enum": ["/srv"]}}}}})
     assert policy.diagnostics(real) == [
-        'policy.deny[0]: "git.git_comit" matches no tool',
-        'policy.hidden[0]: "memroy.*" matches no tool',
-        'policy.tools["everything.get_summ"]: no such tool',
         "policy.tools[\"git.git_status\"].args.properties.repository: the tool takes no 'repository' "
         "(its wire names: repo_path)",
     ]

@@ -92,7 +92,8 @@ async def test_without_a_tool_caller_a_tool_call_says_no_tools_are_configured(sa
     result = await run(sandbox, "tools.a.b()")
     assert result.error is not None
     assert result.error.type == "ToolError"
-    assert "no tools are configured" in result.error.message
+    assert "no child servers serve this sandbox" in result.error.message
+    assert "--config" in result.error.message
 
 
 async def test_the_clock_is_the_hosts(sandbox: Sandbox) -> None:

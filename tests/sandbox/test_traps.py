@@ -16,7 +16,7 @@ from gateway.errors import (
 from gateway.sandbox._traps import memory_limit_error, translate_trap
 from gateway.sandbox.limits import SandboxLimits
 
-LIMITS = SandboxLimits(fuel=7_000_000, memory_bytes=96 * 1024 * 1024, max_wasm_stack_bytes=512 * 1024)
+LIMITS = SandboxLimits(fuel=70_000_000, memory_bytes=96 * 1024 * 1024, max_wasm_stack_bytes=512 * 1024)
 TIMEOUT = 2.5
 
 
@@ -27,8 +27,8 @@ def translate(message: str) -> ExecutionFailed:
 @pytest.mark.parametrize(
     ("message", "error_class", "named"),
     [
-        ("all fuel consumed by WebAssembly", FuelExhausted, ["7,000,000", "sandbox.fuel"]),
-        ("wasm trap: Out of fuel", FuelExhausted, ["7,000,000", "sandbox.fuel"]),
+        ("all fuel consumed by WebAssembly", FuelExhausted, ["70,000,000", "sandbox.fuel"]),
+        ("wasm trap: Out of fuel", FuelExhausted, ["70,000,000", "sandbox.fuel"]),
         ("wasm trap: interrupt", WallTimeExceeded, ["2.5 s", "sandbox.timeout_seconds"]),
         ("wasm trap: call stack exhausted", StackExhausted, ["524,288", "sandbox.max_wasm_stack_bytes"]),
         ("thread 'main' has overflowed its stack: stack overflow", StackExhausted, ["524,288"]),

@@ -25,6 +25,8 @@ __all__ = [
     "Check",
     "EscapeCase",
     "Expect",
+    "Seen",
+    "SeenCheck",
     "Source",
     "Target",
     "any_outcome",
@@ -49,6 +51,18 @@ Check = Callable[[ExecutionResult, SandboxLimits], bool]
 
 Source = str | Callable[[SandboxLimits], str]
 """A snippet, or a function of the limits that writes one (a size just past a cap, say)."""
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What people read about one execution: the approval prompts shown, the audit table's rows."""
+
+    prompts: tuple[str, ...] = ()
+    audit_rows: tuple[str, ...] = ()
+
+
+SeenCheck = Callable[[Seen], str | None]
+"""None when what people read is as it should be, else what is wrong with it."""
 
 # A limit error must name the config key behind it, so the model (and the team) can act on it.
 LIMIT_KEYS: dict[str, str] = {
@@ -237,6 +251,8 @@ class EscapeCase:
     needs: Callable[[SandboxLimits], str | None] | None = None
     # "gateway": through a whole Gateway (policy, redaction) in front of the probe MCP server.
     target: Target = "sandbox"
+    # A check on what people read about the first execution (gateway cases): prompts, audit rows.
+    sees: SeenCheck | None = None
 
     def source(self, limits: SandboxLimits) -> str:
         """The snippet to run under `limits`."""
@@ -260,8 +276,9 @@ class CaseMaker:
         then: str | None = None,
         then_check: Callable[[ExecutionResult, ExecutionResult], bool] | None = None,
         needs: Callable[[SandboxLimits], str | None] | None = None,
+        sees: SeenCheck | None = None,
     ) -> EscapeCase:
-        return EscapeCase(id, self.category, code, expect, then, then_check, needs, self.target)
+        return EscapeCase(id, self.category, code, expect, then, then_check, needs, self.target, sees)
 
 
 def case_maker(category: str, target: Target = "sandbox") -> CaseMaker:

@@ -30,7 +30,7 @@ RATE = 5  # calls of probe.count per hour, gateway-wide
 PROBE_POLICY: dict[str, Any] = {
     "deny": ["probe.delete_all"],
     "hidden": ["probe.internal_admin"],
-    "approve": ["probe.write_note"],
+    "approve": ["probe.write_note", "probe.write_file", "probe.create_entities"],
     "max_tool_calls": QUOTA,
     "tools": {
         "probe.read_note": {
@@ -38,6 +38,16 @@ PROBE_POLICY: dict[str, Any] = {
             "max_calls": TOOL_QUOTA,
         },
         "probe.count": {"rate": {"calls": RATE, "per_seconds": 3600}},
+        # The validation cases: a prefix allow-list on a path (ECMA-262 `.` matches no line terminator)...
+        "probe.read_file": {"args": {"properties": {"path": {"pattern": "^/srv/safe/.*$"}}}},
+        # ...and tags of one line each, holding a key:value pair (unanchored, as teams often write it).
+        "probe.tag_count": {
+            "args": {
+                "properties": {
+                    "tags": {"items": {"allOf": [{"pattern": "^.+$"}, {"pattern": "[a-z]+:[a-z0-9]+"}]}}
+                }
+            }
+        },
     },
 }
 """The synthetic policy the gateway cases run under (the team's own policy is not involved)."""

@@ -26,6 +26,7 @@ _ONE = needs_tool_calls(1)
 _NOT_JSON = refused("Err", "not valid JSON")
 _NOT_OBJECT = refused("Err", "must be a JSON object")
 _BAD_SLEEP = refused("Err", "non-negative")
+_NOT_A_NUMBER = refused("Err", "is not a JSON number")
 _REFUSED = refused("Err")  # any refusal the snippet can catch
 _FLOOD_ENDS = limit("WallTimeExceeded", "FuelExhausted", check=within_budget, what="ended within the budget")
 
@@ -42,11 +43,15 @@ CASES: tuple[EscapeCase, ...] = (
     _case("host-number-args", _call("'probe.echo'", "'1'"), _NOT_OBJECT),
     _case("host-string-args", _call("'probe.echo'", "'\"x\"'"), _NOT_OBJECT),
     _case("host-huge-int-args", _call("'probe.echo'", "'{\"a\": 1' + '0' * 5000 + '}'"), _NOT_JSON),
+    # Finding 14: Infinity and NaN are no JSON numbers; a child would have received null for them.
+    _case("host-infinity-args", _call("'probe.echo'", "'{\"a\": 1e999}'"), _NOT_A_NUMBER),
+    _case("host-infinity-literal-args", _call("'probe.echo'", "'{\"a\": Infinity}'"), _NOT_A_NUMBER),
+    _case("host-nan-literal-args", _call("'probe.echo'", '\'{"a": [1, {"b": NaN}]}\''), _NOT_A_NUMBER),
+    _case("host-negative-infinity-args", _call("'probe.echo'", "'{\"a\": -1e400}'"), _NOT_A_NUMBER),
     _case(
-        "host-infinity-args",
-        _call("'probe.echo'", "'{\"a\": 1e999}'"),
-        succeeds(lambda r, _: "Infinity" in str(r.value), "echoed as Infinity"),
-        needs=_ONE,
+        "host-infinity-through-the-tool-proxy",
+        "tools.probe.echo(a=float('inf'))",
+        refused("TypeError", "must be JSON values"),
     ),
     # Deep nesting is valid JSON that the host's own parser cannot take: a refusal, not a host failure.
     _case("host-deeply-nested-args", _call("'probe.echo'", "'[' * 5000 + ']' * 5000"), _REFUSED),
@@ -82,8 +87,9 @@ CASES: tuple[EscapeCase, ...] = (
     _case("host-missing-argument", _HOST + "host.call('probe.echo')", refused("TypeError", "args_json")),
     _case("host-sleep-bad-json", _call("'@sleep'", "'{'"), _NOT_JSON),
     _case("host-sleep-string-payload", _call("'@sleep'", "'\"x\"'"), _BAD_SLEEP),
-    _case("host-sleep-nan", _call("'@sleep'", "'{\"seconds\": NaN}'"), _BAD_SLEEP),
-    _case("host-sleep-infinity", _call("'@sleep'", "'{\"seconds\": Infinity}'"), _BAD_SLEEP),
+    _case("host-sleep-nan", _call("'@sleep'", "'{\"seconds\": NaN}'"), _NOT_A_NUMBER),
+    _case("host-sleep-infinity", _call("'@sleep'", "'{\"seconds\": Infinity}'"), _NOT_A_NUMBER),
+    _case("host-sleep-overflowing-float", _call("'@sleep'", "'{\"seconds\": 1e400}'"), _NOT_A_NUMBER),
     _case("host-sleep-negative", _call("'@sleep'", "'{\"seconds\": -1}'"), _BAD_SLEEP),
     _case("host-sleep-string-seconds", _call("'@sleep'", '\'{"seconds": "1"}\''), _BAD_SLEEP),
     _case(

@@ -1,9 +1,204 @@
-"""Redaction without an oracle: secrets of every type and path, short ones included, through a Gateway."""
+"""Redaction without an oracle: secrets of every type and path, short ones included, through a Gateway.
+
+The probe's environment holds a long token (PROBE_TOKEN), a four-digit PIN (PROBE_PIN) and, like every
+child's, the gateway's HTTPS_PROXY with a password in it. A snippet must never see any of them, in any
+type or encoding, and must never learn where a `[REDACTED:...]` label would have landed in text it
+chose: that place would give a short secret away. A call carrying a secret ends the run; an output
+holding a short secret is withheld whole.
+"""
 
 from __future__ import annotations
 
-from gateway.escape.cases._model import EscapeCase
+import json
+
+from gateway.escape.cases._model import EscapeCase, Expect, case_maker, needs_tool_calls, succeeds
+from gateway.escape.cases._probe import PROBE_PIN, PROBE_PROXY_PASSWORD, PROBE_SECRET
+from gateway.sandbox import ExecutionResult, SandboxLimits
 
 __all__ = ["CASES"]
 
-CASES: tuple[EscapeCase, ...] = ()
+_case = case_maker("redaction", "gateway")
+_SECRETS = (PROBE_SECRET, PROBE_PIN, PROBE_PROXY_PASSWORD)
+_CANDIDATES = "' '.join(f'{i:04d}' for i in range(10000))"
+_NEAR = "' '.join(f'{i:04d}' for i in range(4700, 4900))"  # holds the PIN, short enough for any cap
+
+
+def _seen(result: ExecutionResult) -> str:
+    parts = [result.value, result.value_repr, result.stdout, result.stderr]
+    if result.error is not None:
+        parts += [result.error.message, result.error.traceback]
+    parts += [call.error for call in result.tool_calls]
+    return json.dumps(parts, ensure_ascii=False)
+
+
+def _forms(secret: str) -> list[str]:
+    return [
+        secret,
+        secret[::-1],
+        " ".join(secret),
+        secret.upper(),
+        str(int(secret)) if secret.isdigit() else secret,
+    ]
+
+
+def _nothing_leaks(result: ExecutionResult, _limits: SandboxLimits) -> bool:
+    seen = _seen(result)
+    return not any(form in seen for secret in _SECRETS for form in _forms(secret))
+
+
+def _no_pin_place(result: ExecutionResult, limits: SandboxLimits) -> bool:
+    """No secret, and no position of a label among candidates: neither a redacted list nor the index."""
+    seen = _seen(result)
+    index_told = str(int(PROBE_PIN)) in seen or str(int(PROBE_PIN) - 4700) in seen
+    return _nothing_leaks(result, limits) and "[REDACTED" not in seen and not index_told
+
+
+_ENDED = Expect(
+    ("SecretInArguments",),
+    says="keeps from snippets and tools",
+    check=_no_pin_place,
+    what="the run ends at the call, telling nothing of where the secret was",
+)
+_WITHHELD = succeeds(_no_pin_place, "the output holding a short secret is withheld whole")
+
+
+def _index_of_label(call: str) -> str:
+    """Snippet: make a call echo the candidates back, then find where the label landed."""
+    return (
+        f"r = json.dumps({call})\n"
+        "words = r.replace('\"', ' ').split()\n"
+        "[i for i, w in enumerate(words) if 'REDACTED' in w]"
+    )
+
+
+CASES: tuple[EscapeCase, ...] = (
+    # Finding 1: proxy variables, with credentials, reach every child and came back unredacted.
+    _case(
+        "redaction-proxy-password-from-a-child",
+        "tools.probe.reveal(name='HTTPS_PROXY')",
+        succeeds(_nothing_leaks, "the proxy's password comes back redacted"),
+        needs=needs_tool_calls(1),
+    ),
+    _case(
+        "redaction-proxy-password-transformed",
+        "m = str(tools.probe.reveal(name='HTTPS_PROXY'))\n[m[::-1], m.upper(), ' '.join(m)]",
+        succeeds(_nothing_leaks, "no transformed form of the password comes out"),
+        needs=needs_tool_calls(1),
+    ),
+    _case(
+        "redaction-proxy-password-in-a-child-error",
+        "tools.probe.reveal_in_error(name='HTTPS_PROXY')",
+        Expect(("ToolError",), check=_nothing_leaks, what="the error reaches the snippet redacted"),
+        needs=needs_tool_calls(1),
+    ),
+    # Finding 3: a numeric secret answered as a bare number was an int, which redaction skipped.
+    _case(
+        "redaction-numeric-secret-as-a-number",
+        "v = tools.probe.reveal_number(name='PROBE_PIN')\nprint(str(v)[::-1])\nv",
+        succeeds(_nothing_leaks, "the number is redacted before the snippet sees it"),
+        needs=needs_tool_calls(1),
+    ),
+    _case(
+        "redaction-numeric-secret-arithmetic",
+        "v = tools.probe.reveal_number(name='PROBE_PIN')['result']\n"
+        "[v + 1, v * 2] if isinstance(v, int) else v",
+        succeeds(
+            lambda r, limits: _nothing_leaks(r, limits) and str(int(PROBE_PIN) + 1) not in _seen(r),
+            "no arithmetic on the real number is possible",
+        ),
+        needs=needs_tool_calls(1),
+    ),
+    _case(
+        "redaction-numeric-secret-as-text",
+        "tools.probe.reveal(name='PROBE_PIN')",
+        succeeds(_nothing_leaks, "the PIN as text is redacted too"),
+        needs=needs_tool_calls(1),
+    ),
+    # Finding 4: where the label lands in an echo of candidates gives a short secret away.
+    _case(
+        "redaction-oracle-echoed-candidates",
+        "import json\n" + _index_of_label(f"tools.probe.echo(text={_CANDIDATES})"),
+        _ENDED,
+        needs=needs_tool_calls(1),
+    ),
+    _case(
+        "redaction-oracle-candidates-in-a-childs-error",
+        "import json\ntry:\n    tools.probe.echo_in_error(text=" + _NEAR + ")\nexcept ToolError as e:\n"
+        "    r = str(e)\n[i for i, w in enumerate(r.split()) if 'REDACTED' in w]",
+        _ENDED,
+        needs=needs_tool_calls(1),
+    ),
+    _case(
+        "redaction-oracle-candidates-in-a-constraint-error",
+        "try:\n    tools.probe.read_note(name=" + _NEAR + ")\nexcept ToolError as e:\n    r = str(e)\n"
+        "[i for i, w in enumerate(r.split()) if 'REDACTED' in w]",
+        _ENDED,
+        needs=needs_tool_calls(1),
+    ),
+    _case(
+        "redaction-oracle-candidates-in-a-schema-error",
+        "try:\n    tools.probe.reveal_number(name=[" + _NEAR + "])\nexcept ToolError as e:\n    r = str(e)\n"
+        "[i for i, w in enumerate(r.split()) if 'REDACTED' in w]",
+        _ENDED,
+        needs=needs_tool_calls(1),
+    ),
+    _case(
+        "redaction-oracle-candidates-in-a-tool-name",
+        "name = 'probe.x' + '_'.join(f'{i:04d}' for i in range(4800, 4840))\n"
+        "try:\n    call_tool(name)\nexcept ToolError as e:\n    r = str(e)\nr.find('REDACTED')",
+        _ENDED,
+        needs=needs_tool_calls(1),
+    ),
+    _case(
+        "redaction-oracle-candidates-as-an-argument-key",
+        "try:\n    tools.probe.echo(**{f'k{i:04d}': 1 for i in range(4700, 4900)})\nexcept ToolError as e:\n"
+        "    r = str(e)\nr.find('REDACTED')",
+        _ENDED,
+        needs=needs_tool_calls(1),
+    ),
+    _case(
+        "redaction-oracle-base64-candidates",
+        "import base64\ncands = [base64.b64encode(f'{i:04d}'.encode()).decode() for i in range(4700, 4900)]\n"
+        "tools.probe.echo(text=' '.join(cands))",
+        _ENDED,
+        needs=needs_tool_calls(1),
+    ),
+    _case(
+        "redaction-oracle-url-encoded-candidate",
+        "tools.probe.echo(text='/pin/%34%38%32%31'.replace('%34%38%32%31', '4821'))",
+        _ENDED,
+        needs=needs_tool_calls(1),
+    ),
+    _case(
+        "redaction-long-secret-passed-to-a-tool",
+        f"tools.probe.echo(text={PROBE_SECRET!r}[::-1][::-1])",
+        Expect(("SecretInArguments",), check=_nothing_leaks, what="the run ends; the secret is not echoed"),
+        needs=needs_tool_calls(1),
+    ),
+    # The same oracle without any tool: the snippet's own outputs, read by the model.
+    _case("redaction-oracle-candidates-printed", f"print({_CANDIDATES})", _WITHHELD),
+    _case("redaction-oracle-candidates-as-the-value", _NEAR, _WITHHELD),
+    _case(
+        "redaction-oracle-candidates-on-stderr",
+        f"import sys\nprint({_NEAR}, file=sys.stderr)",
+        _WITHHELD,
+    ),
+    _case(
+        "redaction-oracle-candidates-in-an-exception",
+        f"raise ValueError({_NEAR})",
+        Expect(("ValueError",), check=_no_pin_place, what="the message and traceback are withheld whole"),
+    ),
+    _case(
+        "redaction-short-secret-alone-in-output",
+        "print('4821')",
+        succeeds(_no_pin_place, "even a lone guess is withheld, not redacted in place"),
+    ),
+    _case(
+        "redaction-long-secret-in-output-is-redacted-in-place",
+        f"print('token:', {PROBE_SECRET!r})",
+        succeeds(
+            lambda r, limits: _nothing_leaks(r, limits) and "token: [REDACTED" in r.stdout,
+            "a long secret is replaced in place: its place tells nothing",
+        ),
+    ),
+)

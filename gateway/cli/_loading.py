@@ -1,0 +1,25 @@
+"""Loading the config for a command: its secrets are redacted from the logs before anything else runs."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from gateway._gateway import gateway_secrets
+from gateway._logging import redact_logs
+from gateway._redaction import Redactor
+from gateway.config import GatewayConfig, load_config
+
+__all__ = ["load_config_for_cli"]
+
+log = logging.getLogger("gateway.config")
+
+
+def load_config_for_cli(path: str | os.PathLike[str] | None) -> GatewayConfig:
+    """The config (`--config`, else `$CODEMODE_CONFIG`, else built-in), with log redaction in place;
+    its notes (keys of other clients, entries left out) are logged."""
+    config = load_config(path)
+    redact_logs(Redactor(gateway_secrets(config)))
+    for note in config.notes:
+        log.warning("config note", extra={"note": note})
+    return config

@@ -1,0 +1,88 @@
+"""Driving the real gateway process: `codemode-gateway` commands, and an SDK client session over stdio."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import ClientSession, StdioServerParameters, types
+from mcp.client.session import ElicitationFnT
+from mcp.client.stdio import stdio_client
+
+from tests.real_servers import TINY_SERVER
+
+WAIT = 120  # real child servers start in seconds; this bounds a hang, not a race
+
+TINY: dict[str, Any] = {"command": sys.executable, "args": [str(TINY_SERVER)]}
+"""An mcpServers entry for the tiny test server (tools echo, env, die)."""
+
+
+def write_config(directory: Path, config: dict[str, Any], name: str = "team.json") -> Path:
+    """Write `config` as JSON into `directory/name`."""
+    path = directory / name
+    path.write_text(json.dumps(config), encoding="utf-8")
+    return path
+
+
+def environment(extra: dict[str, str] | None = None, *, drop: tuple[str, ...] = ()) -> dict[str, str]:
+    """The test process's environment without a config of its own, plus `extra`."""
+    dropped = {"CODEMODE_CONFIG", "CODEMODE_GATEWAY_PARENT", *drop}
+    return {k: v for k, v in os.environ.items() if k not in dropped} | (extra or {})
+
+
+async def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> tuple[int, str, str]:
+    """Run `python -m gateway ARGS`; returns (exit code, stdout, stderr)."""
+    with anyio.fail_after(WAIT):
+        done = await anyio.run_process(
+            [sys.executable, "-m", "gateway", *args], env=env or environment(), cwd=cwd, check=False
+        )
+    return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+
+@asynccontextmanager
+async def session(
+    config: Path,
+    *,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    elicitation: ElicitationFnT | None = None,
+) -> AsyncIterator[ClientSession]:
+    """An initialized SDK client session with `codemode-gateway serve --config CONFIG`."""
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "gateway", "serve", "--config", str(config)],
+        env=env or environment(),
+        cwd=cwd,
+    )
+    async with (
+        stdio_client(params) as (read, write),
+        ClientSession(read, write, elicitation_callback=elicitation) as client,
+    ):
+        with anyio.fail_after(WAIT):
+            await client.initialize()
+        yield client
+
+
+def text(result: types.CallToolResult) -> str:
+    """The text blocks of a tool result, joined."""
+    return "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
+
+
+async def search_docs(client: ClientSession, query: str = "", **arguments: Any) -> str:
+    """The search_docs answer as text."""
+    with anyio.fail_after(WAIT):
+        return text(await client.call_tool("search_docs", {"query": query, **arguments}))
+
+
+async def execute(client: ClientSession, code: str) -> dict[str, Any]:
+    """execute_code's structured result."""
+    with anyio.fail_after(WAIT):
+        result = await client.call_tool("execute_code", {"code": code})
+    assert isinstance(result.structured_content, dict), text(result)
+    return result.structured_content

@@ -1,0 +1,100 @@
+"""What the audit log, the model and the command line see, through the real gateway process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.e2e.gateway_process import TINY, WAIT, cli, execute, search_docs, session, write_config
+
+pytestmark = pytest.mark.anyio
+
+
+def _audit_records(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text(encoding="ascii").splitlines()]
+
+
+async def test_a_cancelled_or_limited_execution_gets_its_execution_record(tmp_path: Path) -> None:
+    config = write_config(
+        tmp_path,
+        {"mcpServers": {"tiny": TINY}, "audit": {"path": "audit.jsonl"}, "sandbox": {"fuel": 50_000_000}},
+    )
+    async with session(config) as client:
+        await execute(client, "tools.tiny.echo(text='first')")
+        limited = await execute(client, "while True: pass")
+        with anyio.move_on_after(3):
+            await client.call_tool("execute_code", {"code": "import time\ntime.sleep(25)"})
+        await execute(client, "1")  # the gateway serves on after the cancellation
+    assert limited["error"]["type"] == "FuelExhausted"
+    executions = [r for r in _audit_records(tmp_path / "audit.jsonl") if r["kind"] == "execution"]
+    assert [r["error"] for r in executions] == [None, "FuelExhausted", "ExecutionCancelled", None]
+    assert executions[1]["error_category"] == "limit"
+    assert executions[2]["error_category"] == "cancelled"
+
+
+async def test_search_docs_marks_denied_and_approval_tools(tmp_path: Path) -> None:
+    policy = {"deny": ["tiny.die"], "approve": ["tiny.env"]}
+    config = write_config(tmp_path, {"mcpServers": {"tiny": TINY}, "policy": policy})
+    async with session(config) as client:
+        overview = await search_docs(client)
+        listing = await search_docs(client, "", server="tiny")
+    assert "die [denied by policy]" in overview
+    assert "env [needs the user's approval]" in overview
+    assert "echo [" not in overview
+    assert any(
+        line.startswith("tiny.die(") and line.endswith("[denied by policy]") for line in listing.split("\n")
+    )
+
+
+async def test_a_positional_argument_gets_the_keyword_only_message(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"mcpServers": {"tiny": TINY}})
+    async with session(config) as client:
+        result = await execute(client, "tools.tiny.echo('hi')")
+    assert result["error"]["type"] == "TypeError"
+    assert "tools take keyword arguments only: tools.tiny.echo(name=value, ...)" in result["error"]["message"]
+    assert "_ToolProxy" not in json.dumps(result)
+
+
+async def test_exec_with_a_config_reaches_its_children_and_without_one_says_so(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"mcpServers": {"tiny": TINY}})
+    code, out, err = await cli("exec", "--config", str(config), "-c", "tools.tiny.echo(text='hi')['result']")
+    assert (code, out) == (0, "'hi'\n"), err
+    code, _, err = await cli("exec", "-c", "tools.tiny.echo(text='hi')")
+    assert code == 1
+    assert "--config" in err
+
+
+async def test_a_passing_sandbox_test_run_prints_no_wasm_backtraces() -> None:
+    code, out, err = await cli("sandbox-test", "--only", "processes", "memory", "stack", "native-code")
+    assert code == 0, out + err
+    assert "wasm backtrace" not in err.lower()
+    assert " 0: 0x" not in err
+    assert len(err) < 20_000
+
+
+async def test_log_level_works_after_the_subcommand(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"mcpServers": {"tiny": TINY}})
+    code, out, err = await cli("check", "--config", str(config), "--log-level", "INFO")
+    assert code == 0, out + err
+    assert '"level": "info"' in err
+    code, _, err = await cli("check", "--config", str(config))
+    assert '"level": "info"' not in err
+
+
+async def test_the_audit_table_shows_a_forged_tool_name_as_one_escaped_row(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"mcpServers": {"tiny": TINY}, "audit": {"path": "audit.jsonl"}})
+    forged = (
+        "x.y\\n2099-01-01T00:00:00.000Z  tool_call  deadbeef  memory.delete_entities  ok (approved)\\x1b[2K"
+    )
+    async with session(config) as client:
+        await execute(client, f"try:\n    call_tool('{forged}')\nexcept ToolError:\n    pass")
+    with anyio.fail_after(WAIT):
+        code, out, err = await cli("audit", "--config", str(config))
+    assert code == 0, err
+    rows = out.splitlines()
+    assert len(rows) == 3  # the header, the tool call, the execution
+    assert "\x1b" not in out
+    assert "\\u000a2099-01-01" in out
