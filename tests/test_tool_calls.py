@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any, cast
 
@@ -10,7 +11,8 @@ import anyio
 import pytest
 from mcp import types
 
-from gateway import PolicyDenied, QuotaExceeded, ToolCallError
+from gateway import PolicyDenied, QuotaExceeded, SecretInArguments, ToolCallError
+from gateway import _tool_calls as tool_calls_module
 from gateway._redaction import Redactor
 from gateway._tool_calls import Run, ToolCalls
 from gateway.audit import AuditLog
@@ -159,3 +161,36 @@ async def test_a_hidden_tool_is_unknown_to_the_pipeline(tmp_path: Path) -> None:
         await calls.call("calc.commit")
     assert "denied" not in str(caught.value)
     assert calls.pool.calls == []
+
+
+@pytest.mark.parametrize(("size", "on_the_loop"), [(10, True), (50_000, False)])
+async def test_argument_checks_leave_the_event_loop_for_large_arguments(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: int, on_the_loop: bool
+) -> None:
+    calls = Harness(tmp_path, _text("3"))
+    loop_thread = threading.current_thread()
+    seen: list[threading.Thread] = []
+    real = tool_calls_module.prepare_arguments
+
+    def recording(entry: Any, arguments: Any) -> Any:
+        seen.append(threading.current_thread())
+        return real(entry, arguments)
+
+    monkeypatch.setattr(tool_calls_module, "prepare_arguments", recording)
+    with pytest.raises(ToolCallError, match="invalid arguments"):
+        await calls.call("calc.get_sum", a=[0] * size, b=1)
+    assert (seen == [loop_thread]) is on_the_loop
+
+
+async def test_a_secret_in_a_name_or_in_arguments_ends_the_run_without_echoing_it(tmp_path: Path) -> None:
+    calls = Harness(tmp_path, _text("3"))
+    with pytest.raises(SecretInArguments) as in_arguments:
+        await calls.call("calc.get_sum", a=f"x {SECRET} y", b=1)
+    with pytest.raises(SecretInArguments) as in_name:
+        await calls.call(f"calc.{SECRET}")
+    for error in (in_arguments.value, in_name.value):
+        assert SECRET not in str(error)
+        assert "REDACTED" not in str(error)
+        assert "the value of TOKEN" in str(error)
+    assert calls.pool.calls == []
+    assert [r["error"] for r in calls.records()] == ["SecretInArguments", "SecretInArguments"]

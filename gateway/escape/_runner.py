@@ -58,6 +58,7 @@ SUITE_MAX_FUEL = 1_000_000_000
 SUITE_MAX_TIMEOUT_SECONDS = 1.5
 _MAX_PROBE_BYTES = 10**8
 _PROBE_STARTUP_SECONDS = 60.0
+_BROKEN_CHILD = "import os, sys; print('auth failed for token', os.environ['PROBE_TOKEN'], file=sys.stderr)"
 
 Status = Literal["pass", "FAIL", "skip"]
 
@@ -127,8 +128,8 @@ class Target(Protocol):
         """None when a normal tool call works, else what went wrong."""
         ...
 
-    def seen(self) -> Seen:
-        """What people read since the last call: approval prompts shown, audit rows written."""
+    async def seen(self) -> Seen:
+        """What people read since the last call: approval prompts, audit rows, search_docs' overview."""
         ...
 
 
@@ -149,8 +150,8 @@ class SandboxTarget:
         call = await self.execute("tools.probe.echo(n=1)")
         return None if call.ok and call.value == {"n": 1} else f"a normal tool call failed: {summarize(call)}"
 
-    def seen(self) -> Seen:
-        return Seen()  # no approvals and no audit log without a gateway
+    async def seen(self) -> Seen:
+        return Seen()  # no approvals, audit log or search_docs without a gateway
 
 
 class GatewayTarget:
@@ -177,12 +178,12 @@ class GatewayTarget:
         self._prompts.append(approval_prompt(tool, arguments))
         return "declined"
 
-    def seen(self) -> Seen:
+    async def seen(self) -> Seen:
         records = read_audit(self._audit).records
         new, self._audit_seen = records[self._audit_seen :], len(records)
         prompts, self._prompts = tuple(self._prompts), []
         rows = format_records(new).splitlines()[1:] if new else []
-        return Seen(prompts, tuple(rows))
+        return Seen(prompts, tuple(rows), await self.gateway.search_docs())
 
     async def serves_tool_calls(self) -> str | None:
         call = await self.execute("tools.probe.echo(text='still here')")
@@ -201,7 +202,14 @@ def probe_gateway_config(limits: SandboxLimits, environ: dict[str, str], audit: 
                 "args": ["-m", "gateway.escape.probe_server"],
                 "env": PROBE_CHILD_ENV,
                 "startup_timeout_seconds": _PROBE_STARTUP_SECONDS,
-            }
+            },
+            # A child that fails at once, quoting its token on stderr (as some do on an auth error).
+            "broken": {
+                "command": sys.executable,
+                "args": ["-c", _BROKEN_CHILD],
+                "env": PROBE_CHILD_ENV,
+                "restart": {"max_attempts": 0},
+            },
         },
         "sandbox": limits.model_dump(),
         "policy": PROBE_POLICY,
@@ -286,7 +294,7 @@ async def _judge(target: Target, case: EscapeCase) -> tuple[bool, str]:
         first = await _execute(target, case.source(limits))
         problem = case.expect.judge(first, limits)
         if problem is None and case.sees is not None:
-            problem = case.sees(target.seen())
+            problem = case.sees(await target.seen())
         if problem is not None:
             return False, problem
         if case.then is not None:
@@ -304,7 +312,7 @@ async def run_case(target: Target, case: EscapeCase) -> CaseOutcome:
     if reason is not None:
         return CaseOutcome(case, "skip", reason, 0.0)
     started = time.monotonic()
-    target.seen()  # what earlier cases left behind is not this case's
+    await target.seen()  # what earlier cases left behind is not this case's
     contained, detail = await _judge(target, case)
     ms = (time.monotonic() - started) * 1000
     broken = await still_serves(target)

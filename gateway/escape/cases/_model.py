@@ -55,10 +55,11 @@ Source = str | Callable[[SandboxLimits], str]
 
 @dataclass(frozen=True)
 class Seen:
-    """What people read about one execution: the approval prompts shown, the audit table's rows."""
+    """What people read about one execution: approval prompts, the audit table's rows, search_docs."""
 
     prompts: tuple[str, ...] = ()
     audit_rows: tuple[str, ...] = ()
+    overview: str = ""  # search_docs with an empty query, after the execution
 
 
 SeenCheck = Callable[[Seen], str | None]

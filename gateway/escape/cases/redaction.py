@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from gateway.escape.cases._model import EscapeCase, Expect, case_maker, needs_tool_calls, succeeds
+from gateway.escape.cases._model import EscapeCase, Expect, Seen, case_maker, needs_tool_calls, succeeds
 from gateway.escape.cases._probe import PROBE_PIN, PROBE_PROXY_PASSWORD, PROBE_SECRET
 from gateway.sandbox import ExecutionResult, SandboxLimits
 
@@ -53,6 +53,14 @@ def _no_pin_place(result: ExecutionResult, limits: SandboxLimits) -> bool:
     return _nothing_leaks(result, limits) and "[REDACTED" not in seen and not index_told
 
 
+def _overview_redacted(seen: Seen) -> str | None:
+    if "broken (failed" not in seen.overview:
+        return "search_docs does not show the failed child"
+    if any(form in seen.overview for secret in _SECRETS for form in _forms(secret)):
+        return "search_docs shows a failed child's secret"
+    return None if "[REDACTED:" in seen.overview else "search_docs lost the child's own explanation"
+
+
 _ENDED = Expect(
     ("SecretInArguments",),
     says="keeps from snippets and tools",
@@ -89,6 +97,22 @@ CASES: tuple[EscapeCase, ...] = (
         "redaction-proxy-password-in-a-child-error",
         "tools.probe.reveal_in_error(name='HTTPS_PROXY')",
         Expect(("ToolError",), check=_nothing_leaks, what="the error reaches the snippet redacted"),
+        needs=needs_tool_calls(1),
+    ),
+    # Finding 2: a failed child's stderr, quoted in its status, reached search_docs unredacted.
+    _case(
+        "redaction-failed-childs-stderr-in-search-docs",
+        "tools.broken.anything()",
+        Expect(
+            ("ToolError",), says="REDACTED", check=_nothing_leaks, what="the child's stderr arrives redacted"
+        ),
+        needs=needs_tool_calls(1),
+        sees=_overview_redacted,
+    ),
+    _case(
+        "redaction-failed-childs-stderr-transformed",
+        "try:\n    tools.broken.anything()\nexcept ToolError as e:\n    m = str(e)\n[m[::-1], m.upper()]",
+        succeeds(_nothing_leaks, "no transformed form of the token comes out"),
         needs=needs_tool_calls(1),
     ),
     # Finding 3: a numeric secret answered as a bare number was an int, which redaction skipped.

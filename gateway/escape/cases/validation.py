@@ -63,6 +63,13 @@ _NO_MATCH = refused("ToolError", "does not match")
 # uniqueItems over items that do not sort made jsonschema compare every pair: 6,000 items froze
 # the gateway (every client) for about 27 s. Each must come back within the budget.
 _COST: tuple[EscapeCase, ...] = (
+    # Finding 7: one invalid 256 KiB argument (87,000 items) cost ~2.3 s of the event loop.
+    _case(
+        "validation-large-invalid-argument",
+        _tags("[0] * 87000"),
+        _quickly("ToolError", "invalid arguments"),
+        needs=_large,
+    ),
     _case(
         "validation-unique-items-mixed-types",
         _tags(f"[0, 'a'] + [[i] for i in {_numbers(6000)}]"),
