@@ -6,10 +6,12 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 NPM_DIR := .cache/npm
 NPM_STAMP := $(NPM_DIR)/.installed
-# The npm child servers the tests run, pinned exactly (gateway/config/_defaults.py NPM_SERVER_PINS must match).
+# The npm child servers the tests run, pinned exactly (gateway/config/_defaults.py NPM_SERVER_PINS must match),
+# and the TypeScript SDK whose client tests/e2e/ts_client drives the gateway with.
 NPM_PACKAGES := @modelcontextprotocol/server-everything@2026.8.31 \
 	@modelcontextprotocol/server-memory@2026.8.31 \
-	@modelcontextprotocol/server-filesystem@2026.8.31
+	@modelcontextprotocol/server-filesystem@2026.8.31 \
+	@modelcontextprotocol/sdk@1.32.2
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
