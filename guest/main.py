@@ -20,8 +20,10 @@ _aio.install()
 
 
 def _truncation_note(stream: CappedStream, limit_key: str, limit: int) -> str:
-    dropped = f"{stream.dropped} more bytes dropped"
-    return f"\n[... {dropped}: {stream.name} is capped at {limit} bytes ({limit_key})]\n"
+    return (
+        f"\n[{stream.name} cut here: {stream.dropped:,} more bytes not shown; it is capped at {limit:,} "
+        f"bytes ({limit_key}). Print less: filter or summarise in code, and print only what you need.]\n"
+    )
 
 
 # The host refuses JSON nested deeper than this; deeper values come back as their repr.
@@ -61,7 +63,10 @@ def _value_fields(outcome: SnippetOutcome, limit: int) -> dict[str, Any]:
     # Lone surrogates are legal in Python text and are escaped at the boundary: count them, never fail.
     if _utf8_size(encoded) > limit or _utf8_size(shown) > limit:
         shown = shown.encode("utf-8", "surrogatepass")[:limit].decode("utf-8", "ignore")
-        shown += f"... [value truncated: capped at {limit} bytes (sandbox.max_value_bytes)]"
+        shown += (
+            f"... [value cut here at {limit:,} bytes (sandbox.max_value_bytes): end with a smaller "
+            "value, such as a slice, a count or a summary]"
+        )
         value = shown
     return {"value": value, "value_repr": shown}
 
@@ -71,6 +76,26 @@ def _stream_fields(name: str, stream: CappedStream, limit: int) -> dict[str, Any
     if stream.dropped:
         text += _truncation_note(stream, f"sandbox.max_{name}_bytes", limit)
     return {name: text, f"{name}_truncated": bool(stream.dropped)}
+
+
+def _message(error: BaseException) -> str:
+    try:
+        return str(error)
+    except Exception as exc:  # a snippet's own __str__ may raise: report it, do not crash on it
+        return f"<str() of the {type(error).__name__} raised {type(exc).__name__}>"
+
+
+def _cut_middle(text: str, limit: int, what: str) -> str:
+    """`text` in at most `limit` UTF-8 bytes: its start and its end (a traceback's last line names
+    the error), with a note where the middle was cut."""
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= limit:
+        return text
+    note = f"\n[... {what} cut here: it is capped at {limit:,} bytes (sandbox.max_value_bytes)]\n"
+    half = max(limit - _utf8_size(note), 0) // 2
+    head = data[:half].decode("utf-8", "ignore")
+    tail = data[len(data) - half :].decode("utf-8", "ignore") if half else ""
+    return head + note + tail
 
 
 class WitWorld(wit_world.WitWorld):
@@ -92,10 +117,11 @@ class WitWorld(wit_world.WitWorld):
         outcome = run_snippet(code, namespace)
         error = None
         if outcome.error is not None:
+            limit = options["max_value_bytes"]
             error = {
                 "type": type(outcome.error).__name__,
-                "message": str(outcome.error),
-                "traceback": outcome.traceback,
+                "message": _cut_middle(_message(outcome.error), limit, "the error message"),
+                "traceback": _cut_middle(outcome.traceback, limit, "the traceback"),
             }
         return boundary_json(
             {

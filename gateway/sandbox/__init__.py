@@ -2,6 +2,7 @@
 
 from gateway.sandbox._engine import COMPONENT_PATH, WASMTIME_VERSION, component_sha256, default_cache_dir
 from gateway.sandbox._host_call import ToolCaller, cancelled_error
+from gateway.sandbox._journal import HostAnswer, HostJournal, PausedCall, arguments_digest
 from gateway.sandbox._sandbox import HOST_INTERFACE, Sandbox
 from gateway.sandbox.limits import SandboxLimits
 from gateway.sandbox.result import ErrorInfo, ExecutionResult, ToolCallRecord
@@ -12,10 +13,14 @@ __all__ = (
     "WASMTIME_VERSION",
     "ErrorInfo",
     "ExecutionResult",
+    "HostAnswer",
+    "HostJournal",
+    "PausedCall",
     "Sandbox",
     "SandboxLimits",
     "ToolCallRecord",
     "ToolCaller",
+    "arguments_digest",
     "cancelled_error",
     "component_sha256",
     "default_cache_dir",

@@ -33,6 +33,7 @@ from gateway.errors import (
     ToolPayloadTooLarge,
     WallTimeExceeded,
 )
+from gateway.sandbox._journal import HostJournal
 from gateway.sandbox.limits import SandboxLimits
 from gateway.sandbox.result import ToolCallRecord
 
@@ -45,13 +46,16 @@ ToolCaller = Callable[[str, dict[str, Any]], Awaitable[Any]]
 
 MAX_NAME_CHARS = 256
 MAX_JSON_DEPTH = 64
+MAX_ERROR_CHARS = 4_000
+"""A refusal's message, at most, as the snippet's ToolError gets it: a child failing at length, or a
+validator quoting a huge argument back, must not flood the snippet (or the model reading it)."""
 
 
 class _Refused(Exception):
     """A refusal the snippet sees as a catchable ToolError."""
 
     def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
+        super().__init__(_cut(message))
         self.kind = kind
 
 
@@ -62,6 +66,7 @@ class Execution:
     limits: SandboxLimits
     timeout: float
     tool_caller: ToolCaller | None
+    journal: HostJournal | None = None  # records the host's answers (or replays them, resuming)
     started: float = field(default_factory=time.monotonic)
     tool_calls: list[ToolCallRecord] = field(default_factory=list[ToolCallRecord])
     ended_by: ExecutionFailed | None = None
@@ -194,6 +199,13 @@ class Execution:
         return encoded
 
 
+def _cut(message: str) -> str:
+    if len(message) <= MAX_ERROR_CHARS:
+        return message
+    half = MAX_ERROR_CHARS // 2
+    return f"{message[:half]} [... {len(message) - 2 * half:,} characters cut ...] {message[-half:]}"
+
+
 def cancelled_error() -> ExecutionCancelled:
     """What an execution the client cancelled reports."""
     return ExecutionCancelled("the execution was cancelled by the client")
@@ -218,7 +230,11 @@ def _error(kind: str, message: str) -> Variant:
 
 def _dispatch(execution: Execution, name: str, args_json: str) -> str:
     if name == "@clock":
-        return json.dumps({"time_ns": time.time_ns(), "monotonic_ns": time.monotonic_ns()})
+        journal = execution.journal
+        clock = (
+            journal.clock() if journal else {"time_ns": time.time_ns(), "monotonic_ns": time.monotonic_ns()}
+        )
+        return json.dumps(clock)
     if name == "@sleep":
         return json.dumps(execution.sleep(_parse_json(args_json, "host service arguments")))
     if name.startswith("@"):
@@ -228,6 +244,30 @@ def _dispatch(execution: Execution, name: str, args_json: str) -> str:
             "ToolError", f"tool name is {len(name)} characters, over the {MAX_NAME_CHARS}-character cap"
         )
     return execution.call_tool(name, args_json)
+
+
+def _answer(execution: Execution, name: str, args_json: str) -> Variant:
+    """The host's answer to one call: from the journal when resuming, else live (and journaled)."""
+    journal = execution.journal
+    if journal is None:
+        return _live_answer(execution, name, args_json)
+    replayed = journal.replay(name, args_json)
+    if replayed is not None:
+        if replayed.record is not None:
+            execution.tool_calls.append(replayed.record.model_copy())
+        return Variant("ok" if replayed.ok else "err", replayed.payload)
+    calls = len(execution.tool_calls)
+    answer = _live_answer(execution, name, args_json)
+    record = execution.tool_calls[-1] if len(execution.tool_calls) > calls else None
+    journal.record(answer.tag == "ok", cast("str", answer.payload), record)
+    return answer
+
+
+def _live_answer(execution: Execution, name: str, args_json: str) -> Variant:
+    try:
+        return Variant("ok", _dispatch(execution, name, args_json))
+    except _Refused as refused:
+        return _error(refused.kind, str(refused))
 
 
 def _depth(value: Any) -> int:
@@ -294,9 +334,7 @@ def host_call(_store: object, name: str, args_json: str) -> Variant:
     if execution is None:  # cannot happen through Sandbox; refuse rather than act without limits
         return _error("ToolError", "no execution is bound to this thread")
     try:
-        return Variant("ok", _dispatch(execution, name, args_json))
-    except _Refused as refused:
-        return _error(refused.kind, str(refused))
+        return _answer(execution, name, args_json)
     except ExecutionFailed as exc:
         execution.ended_by = exc
     except BaseException as exc:

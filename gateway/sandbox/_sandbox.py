@@ -21,6 +21,7 @@ from gateway.errors import (
     SnippetError,
 )
 from gateway.sandbox._host_call import Execution, ToolCaller, bound_to_thread, cancelled_error
+from gateway.sandbox._journal import HostJournal
 from gateway.sandbox._outcome import failed_result, outcome_result
 from gateway.sandbox._slots import HOST_INTERFACE, Slot, Watchdog, load_slots
 from gateway.sandbox._traps import translate_trap
@@ -32,10 +33,11 @@ __all__ = ["HOST_INTERFACE", "Sandbox"]
 log = logging.getLogger("gateway.sandbox")
 
 
-def _run_options(limits: SandboxLimits) -> str:
+def _run_options(limits: SandboxLimits, journal: HostJournal | None) -> str:
     return json.dumps(
         {
-            "seed": secrets.token_hex(32),
+            # A resumed run gets the seed of the run it repeats: the same randomness, the same hashes.
+            "seed": journal.seed if journal is not None else secrets.token_hex(32),
             "max_stdout_bytes": limits.max_stdout_bytes,
             "max_stderr_bytes": limits.max_stderr_bytes,
             "max_value_bytes": limits.max_value_bytes,
@@ -96,10 +98,18 @@ class Sandbox:
         )
 
     async def execute(
-        self, code: str, *, tool_caller: ToolCaller | None = None, timeout: float | None = None
+        self,
+        code: str,
+        *,
+        tool_caller: ToolCaller | None = None,
+        timeout: float | None = None,
+        journal: HostJournal | None = None,
     ) -> ExecutionResult:
-        """Run a snippet on a worker thread; cancelling the caller interrupts the snippet at once."""
-        execution = Execution(self.limits, self.timeout_for(timeout), tool_caller)
+        """Run a snippet on a worker thread; cancelling the caller interrupts the snippet at once.
+
+        With a `journal`, the host's answers are recorded in it, after those it already holds are
+        replayed (a run resumed after an approval)."""
+        execution = Execution(self.limits, self.timeout_for(timeout), tool_caller, journal)
         busy = self._busy()
         if busy is not None:
             return failed_result(execution, busy, fuel=0)
@@ -151,7 +161,7 @@ class Sandbox:
                 if execution.cancelled:
                     return failed_result(execution, cancelled_error(), fuel=0)
                 try:
-                    outcome = str(run(store, code, _run_options(self.limits)))
+                    outcome = str(run(store, code, _run_options(self.limits, execution.journal)))
                 except wasmtime.WasmtimeError as exc:
                     error = self._trap_error(execution, exc)
                     return failed_result(execution, error, fuel=_used(store, self.limits))

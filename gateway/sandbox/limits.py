@@ -41,10 +41,20 @@ class SandboxLimits(BaseModel):
     max_code_bytes: int = Field(
         default=256 * _KIB, ge=1024, le=16 * _MIB, description="Cap on the snippet's source."
     )
-    max_stdout_bytes: int = Field(default=64 * _KIB, ge=0, le=64 * _MIB)
-    max_stderr_bytes: int = Field(default=16 * _KIB, ge=0, le=64 * _MIB)
+    # Together with a result's other fields, the three output caps keep a whole execute_code result
+    # near 40,000 characters (about 10k tokens): Claude Code warns past 10k tokens of tool output,
+    # cuts at 25k and moves results past 50,000 characters into a file.
+    max_stdout_bytes: int = Field(
+        default=20 * _KIB, ge=0, le=64 * _MIB, description="Cap on what the snippet prints."
+    )
+    max_stderr_bytes: int = Field(
+        default=4 * _KIB, ge=0, le=64 * _MIB, description="Cap on what the snippet writes to stderr."
+    )
     max_value_bytes: int = Field(
-        default=64 * _KIB, ge=256, le=64 * _MIB, description="Cap on the last expression's JSON/repr."
+        default=8 * _KIB,
+        ge=256,
+        le=64 * _MIB,
+        description="Cap on the last expression's JSON/repr (and on an error's message and traceback).",
     )
     max_tool_calls: int = Field(default=100, ge=0, description="Tool calls per execution.")
     max_tool_args_bytes: int = Field(default=256 * _KIB, ge=2, description="JSON arguments per tool call.")
