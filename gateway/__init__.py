@@ -2,10 +2,13 @@
 
 from gateway._gateway import Gateway
 from gateway._redaction import Redactor
+from gateway._resume import ApprovalNeeded, Resume
 from gateway._version import package_version as _package_version
 from gateway.audit import AuditLog
 from gateway.config import GatewayConfig, load_config
 from gateway.errors import (
+    ApprovalLimitExceeded,
+    ApprovalRequired,
     CapabilityDenied,
     ChildUnavailable,
     CodeTooLarge,
@@ -20,6 +23,7 @@ from gateway.errors import (
     MemoryLimitExceeded,
     PolicyDenied,
     QuotaExceeded,
+    ResumeRefused,
     SandboxUnavailable,
     SecretInArguments,
     SnippetError,
@@ -35,6 +39,9 @@ from gateway.server import serve_stdio
 __version__ = _package_version()
 
 __all__ = (
+    "ApprovalLimitExceeded",
+    "ApprovalNeeded",
+    "ApprovalRequired",
     "AuditLog",
     "CapabilityDenied",
     "ChildUnavailable",
@@ -55,6 +62,8 @@ __all__ = (
     "PolicyDenied",
     "QuotaExceeded",
     "Redactor",
+    "Resume",
+    "ResumeRefused",
     "Sandbox",
     "SandboxLimits",
     "SandboxUnavailable",

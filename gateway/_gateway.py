@@ -16,14 +16,28 @@ from anyio import AsyncContextManagerMixin
 from mcp import types
 
 from gateway._redaction import Redactor
-from gateway._tool_calls import Progress, Run, ToolCalls
+from gateway._resume import (
+    JOURNAL_BYTES_PER_STATE_BYTE,
+    ApprovalNeeded,
+    PausedRun,
+    Resume,
+    SpentStates,
+    paused_run,
+)
+from gateway._tool_calls import PausedCallAnswer, Progress, Run, ToolCalls, wire_digest
 from gateway.audit import AuditLog, new_execution_id
 from gateway.catalog import Catalog, Detail, render_search
 from gateway.children import ChildPool, ChildState, inherited_credentials
 from gateway.config import GatewayConfig, config_secrets
-from gateway.errors import ExecutionFailed, GuestCrashed, SandboxUnavailable
-from gateway.policy import Approver, Policy, no_approver
-from gateway.sandbox import ErrorInfo, ExecutionResult, Sandbox, cancelled_error
+from gateway.errors import (
+    ApprovalRequired,
+    ExecutionFailed,
+    GuestCrashed,
+    ResumeRefused,
+    SandboxUnavailable,
+)
+from gateway.policy import Approver, Policy, no_approver, pause_for_approval
+from gateway.sandbox import ErrorInfo, ExecutionResult, HostJournal, Sandbox, cancelled_error
 
 __all__ = ["Gateway"]
 
@@ -49,6 +63,7 @@ class Gateway(AsyncContextManagerMixin):
         self._catalog_key: tuple[Any, ...] | None = None
         self._catalog = Catalog()
         self._blocked: dict[str, str] = {}
+        self._spent_states = SpentStates(config.approvals.ttl_seconds)
 
     @asynccontextmanager
     async def __asynccontextmanager__(self) -> AsyncGenerator[Self]:
@@ -136,22 +151,116 @@ class Gateway(AsyncContextManagerMixin):
         client: types.Implementation | None = None,
         progress: Progress | None = None,
     ) -> ExecutionResult:
-        """Run a snippet whose tool calls reach the children through this execution's catalog."""
+        """Run a snippet whose tool calls reach the children; `approver` asks the user while a call waits."""
+        sandbox = await self._ready_sandbox()
+        run = self._new_run(new_execution_id(), approver, progress)
+        result, _ = await self._execute(sandbox, code, run, timeout, client)
+        return result
+
+    async def execute_code_in_rounds(
+        self,
+        code: str,
+        timeout: float | None = None,
+        client: types.Implementation | None = None,
+        progress: Progress | None = None,
+        resume: Resume | None = None,
+    ) -> ExecutionResult | ApprovalNeeded:
+        """Run a snippet that pauses at each call the user must approve (MCP 2026-07-28).
+
+        A pause answers ApprovalNeeded; the client asks the user, and `resume` (its state and the
+        answer) replays the run to that call without touching a child, then runs on from there.
+        """
+        sandbox = await self._ready_sandbox()
+        journal_cap = self.config.approvals.max_state_bytes * JOURNAL_BYTES_PER_STATE_BYTE
+        if resume is None:
+            run = self._new_run(new_execution_id(), pause_for_approval, progress)
+            journal, round_number = HostJournal(max_bytes=journal_cap), 1
+        else:
+            try:
+                paused = PausedRun.load(resume.state)
+                paused.check(code, sandbox.component_sha256)
+                self._spent_states.spend(paused.nonce)
+            except ResumeRefused as exc:
+                refused = ExecutionResult(ok=False, error=ErrorInfo.from_exception(exc))
+                run = self._new_run(new_execution_id(), no_approver, None)
+                self._record_execution(run, code, refused, sandbox, timeout, client)
+                return refused
+            run = self._new_run(paused.execution_id, pause_for_approval, progress)
+            run.answer = PausedCallAnswer(resume.answer, paused.paused.name, paused.shown_digest)
+            run.began_at = paused.began_at
+            run.quota.restore(paused.quota)
+            journal, round_number = paused.journal(journal_cap), paused.round + 1
+        result, state = await self._execute(
+            sandbox, code, run, timeout, client, journal=journal, round_number=round_number
+        )
+        if run.paused is None or state is None:
+            return result
+        return ApprovalNeeded(run.paused.tool, run.paused.arguments, state)
+
+    async def _ready_sandbox(self) -> Sandbox:
         sandbox = await self.sandbox()
         # Children still starting would be missing from the catalog: give them their startup time.
         await self._pool.wait_ready(timeout=self.config.startup_timeout_seconds)
-        run = Run(new_execution_id(), self.catalog(), self.policy.new_execution(), approver, progress)
+        return sandbox
+
+    def _new_run(self, execution_id: str, approver: Approver, progress: Progress | None) -> Run:
+        return Run(execution_id, self.catalog(), self.policy.new_execution(), approver, progress)
+
+    async def _execute(
+        self,
+        sandbox: Sandbox,
+        code: str,
+        run: Run,
+        timeout: float | None,
+        client: types.Implementation | None,
+        *,
+        journal: HostJournal | None = None,
+        round_number: int = 1,
+    ) -> tuple[ExecutionResult, str | None]:
+        """The run's result, and its state when it paused for approval (then its error says so)."""
         result: ExecutionResult | None = None
+        state: str | None = None
         try:
-            result = self.redactor.redact_result(await self._run_with_progress(sandbox, code, run, timeout))
-            return result
+            result = self.redactor.redact_result(
+                await self._run_with_progress(sandbox, code, run, timeout, journal)
+            )
+            if run.paused is not None and journal is not None:
+                try:
+                    state = self._paused_state(run, run.paused, round_number, code, sandbox, journal)
+                except ExecutionFailed as exc:  # over an approvals limit: the run ends here
+                    result = result.model_copy(update={"error": ErrorInfo.from_exception(exc)})
+            return result, state
         finally:
             # Every execution gets its record: a cancelled one (or one the host failed) too.
             if result is None:
                 error = sys.exc_info()[1]
                 failure = cancelled_error() if isinstance(error, anyio.get_cancelled_exc_class()) else None
                 result = _unfinished(failure or GuestCrashed(f"the host failed: {type(error).__name__}"), run)
-            self._record_execution(run, code, result, sandbox, timeout, client)
+            self._record_execution(run, code, result, sandbox, timeout, client, round_number)
+
+    def _paused_state(
+        self,
+        run: Run,
+        paused_at: ApprovalRequired,
+        round_number: int,
+        code: str,
+        sandbox: Sandbox,
+        journal: HostJournal,
+    ) -> str:
+        """The state that resumes a run which just paused, or ApprovalLimitExceeded."""
+        approvals = self.config.approvals
+        paused = paused_run(
+            run.execution_id,
+            run.began_at,
+            round_number,
+            code,
+            sandbox.component_sha256,
+            journal,
+            wire_digest(paused_at.arguments),
+            run.quota.counts(),
+            approvals,
+        )
+        return paused.dump(approvals)
 
     def _record_execution(
         self,
@@ -161,6 +270,7 @@ class Gateway(AsyncContextManagerMixin):
         sandbox: Sandbox,
         timeout: float | None,
         client: types.Implementation | None,
+        round_number: int = 1,
     ) -> None:
         if self._audit is None:
             return
@@ -174,20 +284,23 @@ class Gateway(AsyncContextManagerMixin):
                 client_name=client.name if client else None,
                 client_version=client.version if client else None,
                 tool_calls=run.calls,
+                round_number=round_number,
             )
         )
 
     async def _run_with_progress(
-        self, sandbox: Sandbox, code: str, run: Run, timeout: float | None
+        self, sandbox: Sandbox, code: str, run: Run, timeout: float | None, journal: HostJournal | None
     ) -> ExecutionResult:
         caller = partial(self._tool_calls.call, run)
         if run.progress is None:
-            return await sandbox.execute(code, tool_caller=caller, timeout=timeout)
+            return await sandbox.execute(code, tool_caller=caller, timeout=timeout, journal=journal)
         results: list[ExecutionResult] = []
         async with anyio.create_task_group() as heartbeat:
             heartbeat.start_soon(run.heartbeat)
             try:
-                results.append(await sandbox.execute(code, tool_caller=caller, timeout=timeout))
+                results.append(
+                    await sandbox.execute(code, tool_caller=caller, timeout=timeout, journal=journal)
+                )
             finally:
                 heartbeat.cancel_scope.cancel()
         return results[0]

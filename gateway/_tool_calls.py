@@ -9,7 +9,10 @@
 3. arguments   Python names back to the child's, `None` for optional ones dropped, the inputSchema checked
 4. constraints the policy's `args` fragments, on exactly the wire arguments the child will get
 5. quota       per-execution counts and the shared rate windows, counted only once 0-4 passed
-6. approval    a human approves the exact call, where the policy asks for it
+6. approval    a human approves the exact call, where the policy asks for it; on 2026-07-28 the
+               run pauses here instead (ApprovalRequired), the call's quota given back, until the
+               client has asked the user and the run resumes in a later round, whose first call
+               (the paused one, replayed to) alone gets the answer
 7. child       the call itself, bounded by the host's per-call timeout
 8. result      the CallToolResult as the Python value the snippet receives
 9. redaction   of that value, and of the text of any error, whatever the step that raised it
@@ -22,6 +25,7 @@ hostile call cannot stall every other client.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -36,10 +40,26 @@ from gateway._redaction import Redactor
 from gateway.audit import Approval, AuditLog
 from gateway.catalog import Catalog, CatalogEntry, prepare_arguments, tool_result_value
 from gateway.children import ChildPool, ChildState
-from gateway.errors import ChildUnavailable, PolicyDenied, SecretInArguments, ToolCallError
+from gateway.errors import (
+    ApprovalRequired,
+    ChildUnavailable,
+    PolicyDenied,
+    ResumeRefused,
+    SecretInArguments,
+    ToolCallError,
+)
 from gateway.policy import ApprovalOutcome, Approver, ExecutionQuota, Policy
+from gateway.sandbox import arguments_digest
 
-__all__ = ["PROGRESS_SECONDS", "Progress", "Run", "ToolCalls", "unknown_tool_message"]
+__all__ = [
+    "PROGRESS_SECONDS",
+    "PausedCallAnswer",
+    "Progress",
+    "Run",
+    "ToolCalls",
+    "unknown_tool_message",
+    "wire_digest",
+]
 
 log = logging.getLogger("gateway.tool_calls")
 
@@ -55,6 +75,25 @@ LOOP_WORK_NODES = 2_000
 LOOP_WORK_CHARS = 32_768
 
 
+@dataclass(frozen=True)
+class PausedCallAnswer:
+    """The user's answer to the call a run paused at, for the round that resumes the run.
+
+    It answers the round's first call alone, and only if that call is the one the user was shown:
+    if the first call is refused before it gets to approval (a quota filled meanwhile), the answer
+    is dropped, never handed to a later call the user did not see.
+    """
+
+    outcome: ApprovalOutcome
+    tool: str
+    arguments_digest: str  # of the wire arguments the prompt showed (`wire_digest`)
+
+
+def wire_digest(arguments: dict[str, Any]) -> str:
+    """The digest of a call's wire arguments, as an approval is bound to them."""
+    return arguments_digest(json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+
+
 @dataclass
 class Run:
     """What one execution's tool calls share: its id, the catalog it started with, quota, approver."""
@@ -66,6 +105,11 @@ class Run:
     progress: Progress | None = None
     calls: int = 0
     started: float = field(default_factory=time.monotonic)
+    # When the execution began (wall clock, which every process shares): a round resumed after an
+    # approval reports progress from there, so the client's progress keeps increasing across rounds.
+    began_at: float = field(default_factory=time.time)
+    paused: ApprovalRequired | None = None  # the call this run paused at, waiting for the user
+    answer: PausedCallAnswer | None = None  # in a resumed round, until its first call takes it
 
     async def report(self) -> None:
         """Tell the client how far the execution is (best effort: never fails the run)."""
@@ -73,7 +117,7 @@ class Run:
             return
         with anyio.CancelScope(shield=True):  # a progress message is never half sent
             try:
-                await self.progress(self.calls, time.monotonic() - self.started)
+                await self.progress(self.calls, max(time.time() - self.began_at, 0.0))
             except Exception:  # a client gone away must not fail the run
                 log.debug("progress notification failed", exc_info=True)
 
@@ -107,13 +151,21 @@ class ToolCalls:
         approval: Approval = "not_required"
         failure: BaseException | None = None
         wire = arguments
+        answer, run.answer = run.answer, None  # the first call of a resumed round takes it, or no one
         try:
             self._refuse_secrets("a tool name", name)
             entry = await self._resolve(run.catalog, name)
             wire = await _bounded_work(arguments, self._checked_arguments, entry, arguments)
             run.quota.acquire(entry)
             if self._policy.needs_approval(entry):
-                approval = await run.approver(entry.qualified, wire)
+                if answer is not None:
+                    approval = _answer_for(answer, entry.qualified, wire)
+                else:
+                    approval = await run.approver(entry.qualified, wire)
+                if approval == "pending":
+                    run.quota.release(entry)  # asked again when the run resumes
+                    run.paused = ApprovalRequired(entry.qualified, wire)
+                    raise run.paused
                 _raise_unless_approved(entry.qualified, approval)
             try:
                 result = await self._pool.call_tool(entry.server_name, entry.tool_name, wire)
@@ -212,6 +264,17 @@ def _payload(result: types.CallToolResult) -> list[Any]:
     return [result.structured_content, texts]
 
 
+def _answer_for(answer: PausedCallAnswer, tool: str, wire: dict[str, Any]) -> ApprovalOutcome:
+    """The user's answer, if this is the call they were shown; else the run ends before any call."""
+    if answer.tool != tool or answer.arguments_digest != wire_digest(wire):
+        raise ResumeRefused(
+            f"the call resumed after the approval ({tool}) is not the call the user was shown "
+            f"({answer.tool}, with those arguments): the servers' tools changed meanwhile, so the run "
+            "was stopped; run the snippet again"
+        )
+    return answer.outcome
+
+
 def _raise_unless_approved(tool: str, outcome: ApprovalOutcome) -> None:
     if outcome == "approved":
         return
@@ -221,7 +284,8 @@ def _raise_unless_approved(tool: str, outcome: ApprovalOutcome) -> None:
         )
     raise PolicyDenied(
         f"{tool} needs the user's approval (policy.approve), but this client cannot ask the user "
-        "(no MCP elicitation support); ask the user to run it themselves or change the policy",
+        "(no MCP elicitation: a headless or non-interactive client). Run the snippet from an "
+        "interactive client that can approve it, or have the team grant the tool in its policy",
         rule="approve",
     )
 

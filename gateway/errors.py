@@ -11,11 +11,14 @@
         ├── SnippetError          the snippet raised (its own traceback is attached)
         ├── CapabilityDenied      the snippet reached a capability the sandbox lacks
         ├── SecretInArguments     a tool call carried a value the gateway keeps secret
+        ├── ApprovalRequired      the run paused at a call the user must approve (2026-07-28 rounds)
+        ├── ResumeRefused         a paused run's state cannot be resumed (used, stale, or diverged)
         ├── GuestCrashed          the guest trapped for another reason
         ├── ExecutionCancelled    the client cancelled the request
         └── LimitExceeded         a sandbox limit ended the execution
             ├── FuelExhausted, WallTimeExceeded, MemoryLimitExceeded, StackExhausted
             ├── ToolCallLimitExceeded, ToolPayloadTooLarge, CodeTooLarge
+            ├── ApprovalLimitExceeded  a run paused too often, or with too much to carry (approvals.*)
             └── GatewayBusy       every slot busy and the queue full
 
 Errors from wasmtime are translated once, at the sandbox boundary.
@@ -23,7 +26,11 @@ Errors from wasmtime are translated once, at the sandbox boundary.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
+    "ApprovalLimitExceeded",
+    "ApprovalRequired",
     "CapabilityDenied",
     "ChildUnavailable",
     "CodeTooLarge",
@@ -38,6 +45,7 @@ __all__ = [
     "MemoryLimitExceeded",
     "PolicyDenied",
     "QuotaExceeded",
+    "ResumeRefused",
     "SandboxUnavailable",
     "SecretInArguments",
     "SnippetError",
@@ -124,6 +132,27 @@ class SecretInArguments(ExecutionFailed):
     category = "denied"
 
 
+class ApprovalRequired(ExecutionFailed):
+    """The run stopped at a call the user must approve; the client asks and retries (2026-07-28).
+
+    Not a failure the model sees: the server turns it into an input-required round.
+    """
+
+    category = "pending"
+
+    def __init__(self, tool: str, arguments: dict[str, Any]) -> None:
+        super().__init__(f"paused: {tool} needs the user's approval (policy.approve)")
+        self.tool = tool
+        self.arguments = arguments
+
+
+class ResumeRefused(ExecutionFailed):
+    """A paused run's state was already used, belongs to another snippet or build, or its replay
+    diverged from the journal: the run is not resumed."""
+
+    category = "denied"
+
+
 class GuestCrashed(ExecutionFailed):
     """The guest trapped for a reason that is not a limit or a denied capability."""
 
@@ -162,6 +191,11 @@ class ToolPayloadTooLarge(LimitExceeded):
 
 class CodeTooLarge(LimitExceeded):
     """The snippet itself is larger than `sandbox.max_code_bytes`."""
+
+
+class ApprovalLimitExceeded(LimitExceeded):
+    """A run paused for approval more often than `approvals.max_rounds`, or with more to carry to
+    the round that resumes it (its earlier tool results) than `approvals.max_state_bytes`."""
 
 
 class ExecutionCancelled(ExecutionFailed):

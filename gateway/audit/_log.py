@@ -5,9 +5,14 @@ record links to its execution's through that id (and is written first: calls end
 execution does). The fields:
 
     execution  client {name, version} (when known), script_sha256, script (if include_script),
-               limits (those in force), ok, error (type), error_category, fuel, ms, tool_calls (a count)
+               limits (those in force), ok, error (type), error_category, fuel, ms, tool_calls (a count),
+               round (from 2 on: a run resumed after an approval, under the same execution_id)
     tool_call  tool, arguments (redacted) or arguments_sha256 or neither, ok, error (class), ms,
-               approval: not_required | approved | declined | unavailable
+               approval: not_required | approved | declined | unavailable | pending
+
+A run that pauses for approval (MCP 2026-07-28) is recorded once per round: the paused round ends
+with error ApprovalRequired (category pending), and its paused call with approval pending. A resumed
+round replays the earlier calls' results without calling anything, so they are not recorded again.
 
 Each record is one `write` on a file opened for appending, so a crash of the gateway loses nothing
 already recorded; `fsync` also survives a crash of the machine. Lines are ASCII (non-ASCII escaped).
@@ -36,7 +41,7 @@ __all__ = ["Approval", "AuditLog", "new_execution_id"]
 
 log = logging.getLogger("gateway.audit")
 
-Approval = Literal["not_required", "approved", "declined", "unavailable"]
+Approval = Literal["not_required", "approved", "declined", "unavailable", "pending"]
 
 _MIB = 1024 * 1024
 # Gateway-wide settings, not limits on one execution.
@@ -137,9 +142,11 @@ class AuditLog:
         client_name: str | None = None,
         client_version: str | None = None,
         tool_calls: int | None = None,
+        round_number: int = 1,
     ) -> None:
         """Record one finished execution; `timeout` is its wall budget if not `limits.timeout_seconds`,
-        `tool_calls` how many it made if its result does not list them (it was cancelled)."""
+        `tool_calls` how many it made if its result does not list them (it was cancelled), `round_number`
+        which round of a run paused for approval this was."""
         redact = self.redactor.redact
         record: dict[str, Any] = {"time": None, "kind": "execution", "execution_id": execution_id}
         if client_name is not None:
@@ -161,6 +168,8 @@ class AuditLog:
             "ms": result.ms,
             "tool_calls": len(result.tool_calls) if tool_calls is None else tool_calls,
         }
+        if round_number > 1:
+            record["round"] = round_number
         self.write(record)
 
     def tool_call(

@@ -30,7 +30,7 @@ from gateway.config._defaults import default_config
 from gateway.config._errors import error_lines, key_path, model_titled
 from gateway.config._model import GatewayConfig
 from gateway.config._policy_servers import unknown_server_rules
-from gateway.config._variables import Expander, Unresolved
+from gateway.config._variables import VARIABLE_REFERENCE, Expander, Unresolved
 from gateway.errors import ConfigError
 from gateway.policy import PolicyConfig
 
@@ -97,6 +97,28 @@ class _Reading:
         elif unresolved:
             self.unavailable[name] = "; ".join(item.line for item in unresolved)
 
+    def approvals(self, section: dict[str, Any]) -> dict[str, Any]:
+        """The `approvals` section with its key read from the environment variable it names."""
+        key = section.get("key")
+        if not isinstance(key, str):
+            return section  # validation says what is wrong with it
+        where = "approvals.key"
+        reference = VARIABLE_REFERENCE.fullmatch(key)
+        if reference is None or reference.group(2) is not None:
+            self.problems.append(
+                f'{where}: write "${{NAME}}", naming an environment variable that holds the key; a key '
+                "written into a shared config is no secret"
+            )
+            return {name: value for name, value in section.items() if name != "key"}
+        expanded, unresolved = self.expander.one(key, where)
+        if unresolved:
+            self.notes.append(
+                f"{unresolved[0].line}: each process makes its own approvals key, so a run paused for "
+                "approval resumes only in the process that paused it"
+            )
+            return {name: value for name, value in section.items() if name != "key"}
+        return {**section, "key": expanded}
+
 
 def _resolve_paths(config: GatewayConfig, base: Path) -> None:
     """A stdio child's relative `cwd`, and a relative `command` with a slash, start from `base`."""
@@ -145,6 +167,8 @@ def parse_config(
         reading.entry(name, entry)
     if servers is not None:
         top["mcpServers"] = reading.entries
+    if (approvals := as_object(top.get("approvals"))) is not None:
+        top["approvals"] = reading.approvals(approvals)
     config = _validate(top, source, reading, _policy_problems(top, configured))
     if config_dir is not None:
         _resolve_paths(config, config_dir)

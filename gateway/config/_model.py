@@ -21,7 +21,7 @@ from gateway.children import (
     RestartPolicy,
     ServerConfig,
 )
-from gateway.policy import PolicyConfig
+from gateway.policy import ApprovalsConfig, PolicyConfig
 from gateway.sandbox import SandboxLimits
 
 __all__ = ["GatewayConfig", "config_json_schema"]
@@ -65,6 +65,11 @@ class GatewayConfig(BaseModel):
     sandbox: SandboxLimits = Field(default_factory=SandboxLimits)
     policy: PolicyConfig = Field(
         default_factory=PolicyConfig, description="Which tools are listed and callable, and how often."
+    )
+    approvals: ApprovalsConfig = Field(
+        default_factory=ApprovalsConfig,
+        description="How calls the policy marks for approval are asked about on MCP 2026-07-28, where a "
+        "run pauses, the client asks the user, and the run resumes in a later round.",
     )
     audit: AuditConfig | None = Field(
         default=None, description="Record every execution and tool call in a JSON Lines file; off if absent."

@@ -104,6 +104,11 @@ class Expander:
             return f"{reference} is an editor variable (Cursor, VS Code), and {_ONLY_ENVIRONMENT}"
         return f"{reference} is not set"
 
+    def one(self, value: str, where: str) -> tuple[str, list[Unresolved]]:
+        """One value with its references expanded, and the ones that could not be."""
+        self._unresolved = []
+        return self.expand(value, where), self._unresolved
+
     def entry(self, fields: dict[str, Any], where: str) -> tuple[dict[str, Any], list[Unresolved]]:
         """One server entry with its references expanded, and the ones that could not be."""
         self._unresolved = []

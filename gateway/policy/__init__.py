@@ -1,13 +1,24 @@
 """What may be called, with which arguments, how often, and with whose approval."""
 
-from gateway.policy._approval import ApprovalOutcome, Approver, elicitation_approver, no_approver
+from gateway.policy._approval import (
+    APPROVAL_FORM,
+    ApprovalOutcome,
+    Approver,
+    can_elicit,
+    elicitation_approver,
+    no_approver,
+    outcome_of,
+    pause_for_approval,
+)
 from gateway.policy._policy import Policy, is_destructive
 from gateway.policy._prompt import approval_prompt
 from gateway.policy._quotas import ExecutionQuota
-from gateway.policy.config import PolicyConfig, RateLimit, ToolPolicy
+from gateway.policy.config import ApprovalsConfig, PolicyConfig, RateLimit, ToolPolicy
 
 __all__ = (
+    "APPROVAL_FORM",
     "ApprovalOutcome",
+    "ApprovalsConfig",
     "Approver",
     "ExecutionQuota",
     "Policy",
@@ -15,7 +26,10 @@ __all__ = (
     "RateLimit",
     "ToolPolicy",
     "approval_prompt",
+    "can_elicit",
     "elicitation_approver",
     "is_destructive",
     "no_approver",
+    "outcome_of",
+    "pause_for_approval",
 )

@@ -33,12 +33,20 @@ class RateLimiter:
         self._calls: dict[str, deque[float]] = {}
         self._lock = threading.Lock()
 
-    def acquire(self, name: str, rate: RateLimit, where: str) -> None:
-        """Record a call of `name` now, or raise QuotaExceeded if its window is full."""
+    def acquire(self, name: str, rate: RateLimit, where: str) -> float:
+        """Record a call of `name` now and return its time, or raise QuotaExceeded if its window is full."""
         with self._lock:
             now = self._clock()
             self._full(name, rate, where, now)
             self._calls.setdefault(name, deque()).append(now)
+            return now
+
+    def release(self, name: str, stamp: float) -> None:
+        """Forget the call of `name` recorded at `stamp` (it never happened)."""
+        with self._lock:
+            window = self._calls.get(name)
+            if window is not None and stamp in window:
+                window.remove(stamp)
 
     def _full(self, name: str, rate: RateLimit, where: str, now: float) -> None:
         window = self._calls.get(name)
@@ -64,6 +72,7 @@ class ExecutionQuota:
         self._config = config
         self._limiter = limiter
         self._counts: Counter[str] = Counter()
+        self._last_rate: tuple[str, float] | None = None  # what `release` takes back from the limiter
         self._lock = threading.Lock()
 
     @property
@@ -91,5 +100,26 @@ class ExecutionQuota:
                     limit=rules.max_calls,
                 )
             if rules is not None and rules.rate is not None:
-                self._limiter.acquire(name, rules.rate, f"policy.tools[{json.dumps(name)}].rate")
+                stamp = self._limiter.acquire(name, rules.rate, f"policy.tools[{json.dumps(name)}].rate")
+                self._last_rate = (name, stamp)
             self._counts[name] += 1
+
+    def release(self, entry: CatalogEntry) -> None:
+        """Take back the last `acquire` of `entry`: the call did not happen (its run paused before it)."""
+        name = entry.qualified
+        with self._lock:
+            if self._counts[name] > 0:
+                self._counts[name] -= 1
+            if self._last_rate is not None and self._last_rate[0] == name:
+                self._limiter.release(*self._last_rate)
+                self._last_rate = None
+
+    def counts(self) -> dict[str, int]:
+        """Calls per tool so far, for a paused run to carry into the round that resumes it."""
+        with self._lock:
+            return {name: count for name, count in self._counts.items() if count}
+
+    def restore(self, counts: dict[str, int]) -> None:
+        """Start from the counts a paused run carried (its calls are replayed, not acquired again)."""
+        with self._lock:
+            self._counts = Counter(counts)

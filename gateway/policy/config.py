@@ -11,14 +11,24 @@ import re
 import string
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, GetPydanticSchema, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetPydanticSchema,
+    SecretStr,
+    field_validator,
+)
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
 from gateway.policy._constraints import fragment_problems
 
 __all__ = [
+    "MIN_APPROVALS_KEY_BYTES",
     "RULE_LISTS",
+    "ApprovalsConfig",
     "Glob",
     "PolicyConfig",
     "PolicyRule",
@@ -192,3 +202,47 @@ class PolicyConfig(BaseModel):
     def patterns(self, key: RuleList) -> list[str]:
         """The plain patterns of one list (`"deny"`...), optional or not, in order."""
         return [rule.pattern for rule in self.rules(key)]
+
+
+MIN_APPROVALS_KEY_BYTES = 32
+
+
+class ApprovalsConfig(BaseModel):
+    """How a run paused for approval (MCP 2026-07-28) is carried to the round that resumes it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: SecretStr | None = Field(
+        default=None,
+        description='The key sealing paused runs, as "${VAR}" naming an environment variable that holds at '
+        "least 32 bytes of secret randomness; replicas sharing it resume each other's runs. Without it "
+        "each process makes its own, and a paused run resumes only in the process that paused it.",
+    )
+    ttl_seconds: float = Field(
+        default=600.0, gt=0, le=86_400, description="How long the user has to answer an approval."
+    )
+    max_state_bytes: int = Field(
+        default=1024 * 1024,
+        ge=4096,
+        le=16 * 1024 * 1024,
+        description="Cap on a paused run's state (its earlier tool results, compressed), which the "
+        "client carries back; a run that would need more stops with an error naming this key.",
+    )
+    max_rounds: int = Field(
+        default=10,
+        ge=1,
+        le=100,
+        description="Approvals one execution may pause for (one client round each; the SDK clients "
+        "retry 10 rounds by default).",
+    )
+
+    @field_validator("key")
+    @classmethod
+    def _long_enough(cls, key: SecretStr | None) -> SecretStr | None:
+        size = 0 if key is None else len(key.get_secret_value().encode())
+        if key is not None and size < MIN_APPROVALS_KEY_BYTES:
+            raise ValueError(
+                f"the key is {size} bytes; it must be at least {MIN_APPROVALS_KEY_BYTES} bytes of secret "
+                'randomness: generate one with python -c "import secrets; print(secrets.token_hex(32))"'
+            )
+        return key

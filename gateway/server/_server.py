@@ -12,12 +12,14 @@ from mcp.server.lowlevel.server import Server
 from mcp.server.stdio import stdio_server
 from pydantic import BaseModel, Field, ValidationError
 
-from gateway._gateway import Gateway, Progress
+from gateway._gateway import ApprovalNeeded, Gateway, Progress
 from gateway._logging import redact_logs
 from gateway._version import PACKAGE_NAME, package_version
 from gateway.config import GatewayConfig
 from gateway.errors import GatewayError
-from gateway.policy import elicitation_approver
+from gateway.policy import can_elicit, elicitation_approver, no_approver
+from gateway.server._approvals import approval_request, asks_in_rounds, request_state_boundary, resume_of
+from gateway.server._results import execution_tool_result, max_result_chars
 from gateway.server._stdio import StdinLines, cancel_on_signals
 
 __all__ = ["build_server", "serve_stdio"]
@@ -73,8 +75,7 @@ OUTPUT_SCHEMA: dict[str, Any] = {
         "stderr": {"type": "string"},
         "stdout_truncated": {"type": "boolean"},
         "stderr_truncated": {"type": "boolean"},
-        "value": {},
-        "value_repr": _NULLABLE_STRING,
+        "value": {"description": "The last expression's value as JSON (its repr if not JSON)."},
         "error": {
             "type": ["object", "null"],
             "properties": {
@@ -103,7 +104,11 @@ OUTPUT_SCHEMA: dict[str, Any] = {
 }
 
 
-def _tools(read_only: bool, destructive: bool) -> list[types.Tool]:
+RESULT_SIZE_HINT = "anthropic/maxResultSizeChars"
+"""Where Claude Code reads how large a tool's results may be before it moves them into a file."""
+
+
+def _tools(read_only: bool, destructive: bool, result_chars: int) -> list[types.Tool]:
     return [
         types.Tool(
             name="search_docs",
@@ -116,6 +121,7 @@ def _tools(read_only: bool, destructive: bool) -> list[types.Tool]:
             description=EXECUTE_CODE_DESCRIPTION,
             input_schema=_compact_schema(ExecuteCodeArgs),
             output_schema=OUTPUT_SCHEMA,
+            _meta={RESULT_SIZE_HINT: result_chars},
             # What the snippet can reach, so a client's auto-approval rules keep meaning what they say.
             annotations=types.ToolAnnotations(
                 read_only_hint=read_only, destructive_hint=destructive, open_world_hint=True
@@ -141,11 +147,12 @@ def build_server(gateway: Gateway) -> Server[Any]:
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=_tools(*gateway.execute_code_annotations()))
+        result_chars = max_result_chars(gateway.config.sandbox)
+        return types.ListToolsResult(tools=_tools(*gateway.execute_code_annotations(), result_chars))
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         arguments = params.arguments or {}
         if params.name == "search_docs":
             try:
@@ -159,38 +166,61 @@ def build_server(gateway: Gateway) -> Server[Any]:
             except ValidationError as exc:
                 return _bad_arguments("execute_code", exc)
             try:
-                approver = elicitation_approver(ctx.session, ctx.request_id)
-                client = ctx.session.client_params.client_info if ctx.session.client_params else None
-                result = await gateway.execute_code(run.code, run.timeout, approver, client, _progress(ctx))
+                return await _execute_code(gateway, ctx, params, run)
             except GatewayError as exc:
                 return _text(f"execute_code failed: {exc}", is_error=True)
-            return types.CallToolResult(
-                content=[types.TextContent(text=result.summary())],
-                structured_content=result.model_dump(mode="json"),
-                is_error=not result.ok,
-            )
         return _text(
             f"unknown tool {params.name!r}: this server has search_docs and execute_code", is_error=True
         )
 
-    return Server(
+    server = Server(
         SERVER_NAME,
         version=package_version(),
         instructions="Use search_docs to find tools, then execute_code to call and combine them in Python.",
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    server.middleware.append(request_state_boundary(gateway.config.approvals, SERVER_NAME))
+    return server
+
+
+async def _execute_code(
+    gateway: Gateway,
+    ctx: ServerRequestContext[Any],
+    params: types.CallToolRequestParams,
+    run: ExecuteCodeArgs,
+) -> types.CallToolResult | types.InputRequiredResult:
+    """Run the snippet with approvals asked the way this request's protocol era asks them."""
+    client = ctx.session.client_params.client_info if ctx.session.client_params else None
+    progress = _progress(ctx)
+    if asks_in_rounds(ctx) and can_elicit(ctx.session):
+        outcome = await gateway.execute_code_in_rounds(
+            run.code, run.timeout, client, progress, resume_of(params)
+        )
+        if isinstance(outcome, ApprovalNeeded):
+            return approval_request(outcome)
+        return execution_tool_result(outcome)
+    # Handshake era: asked inline. A client that cannot be asked at all gets the refusal that says so.
+    approver = no_approver if asks_in_rounds(ctx) else elicitation_approver(ctx.session, ctx.request_id)
+    return execution_tool_result(
+        await gateway.execute_code(run.code, run.timeout, approver, client, progress)
+    )
 
 
 def _progress(ctx: ServerRequestContext[Any]) -> Progress | None:
+    """Progress notifications for this request, if it asked for them: strictly increasing (seconds
+    elapsed), after every tool call and every second in between."""
     token = ctx.meta.get("progress_token") if ctx.meta else None
     if token is None:
         return None
+    last = 0.0
 
     async def report(calls: int, elapsed: float) -> None:
+        nonlocal last
+        last = max(round(elapsed, 3), last + 0.001)
         message = f"{calls} tool call{'s' if calls != 1 else ''}, {elapsed:.1f} s"
         await ctx.session.send_progress_notification(
-            token, progress=calls, message=message, related_request_id=str(ctx.request_id)
+            token, progress=last, message=message, related_request_id=str(ctx.request_id)
         )
 
     return report
