@@ -21,6 +21,8 @@ NPM_MODULES = REPO / ".cache" / "npm" / "node_modules"
 SERVERS = REPO / "tests" / "servers"
 TINY_SERVER = SERVERS / "tiny_server.py"
 FAULT_SERVER = SERVERS / "fault_server.py"
+LEDGER_SERVER = SERVERS / "ledger_server.py"
+"""A server with countable side effects: each `append` adds a line to the file in LEDGER_FILE."""
 TOOL_SNAPSHOTS = REPO / "tests" / "data" / "tools"
 """`tools/list` snapshots of real servers, for offline catalog and search tests."""
 

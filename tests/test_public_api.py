@@ -19,6 +19,9 @@ PUBLIC = (
     "GatewayConfig",
     "load_config",
     "serve_stdio",
+    # approvals in rounds (MCP 2026-07-28): a paused execution, and what resumes it
+    "ApprovalNeeded",
+    "Resume",
     # run code without the server
     "ErrorInfo",
     "ExecutionResult",
@@ -30,6 +33,8 @@ PUBLIC = (
     "AuditLog",
     "Redactor",
     # errors (their tree is drawn in gateway/errors.py)
+    "ApprovalLimitExceeded",
+    "ApprovalRequired",
     "CapabilityDenied",
     "ChildUnavailable",
     "CodeTooLarge",
@@ -44,6 +49,7 @@ PUBLIC = (
     "MemoryLimitExceeded",
     "PolicyDenied",
     "QuotaExceeded",
+    "ResumeRefused",
     "SandboxUnavailable",
     "SecretInArguments",
     "SnippetError",

@@ -14,11 +14,12 @@ from mcp import types
 from gateway import PolicyDenied, QuotaExceeded, SecretInArguments, ToolCallError
 from gateway import _tool_calls as tool_calls_module
 from gateway._redaction import Redactor
-from gateway._tool_calls import Run, ToolCalls
+from gateway._tool_calls import PausedCallAnswer, Run, ToolCalls, wire_digest
 from gateway.audit import AuditLog
 from gateway.catalog import Catalog
 from gateway.children import ChildPool
-from gateway.policy import ApprovalOutcome, Policy, PolicyConfig, no_approver
+from gateway.errors import ApprovalRequired, ResumeRefused
+from gateway.policy import ApprovalOutcome, Policy, PolicyConfig, no_approver, pause_for_approval
 
 pytestmark = pytest.mark.anyio
 
@@ -194,3 +195,57 @@ async def test_a_secret_in_a_name_or_in_arguments_ends_the_run_without_echoing_i
         assert "the value of TOKEN" in str(error)
     assert calls.pool.calls == []
     assert [r["error"] for r in calls.records()] == ["SecretInArguments", "SecretInArguments"]
+
+
+def _resumed(calls: Harness, outcome: ApprovalOutcome, tool: str, **shown: Any) -> None:
+    """Make the harness's run a resumed round: the user answered `outcome` about `tool(**shown)`."""
+    calls.run.approver = pause_for_approval
+    calls.run.answer = PausedCallAnswer(outcome, tool, wire_digest(shown))
+
+
+async def test_a_call_that_needs_approval_pauses_the_run_and_gives_its_quota_back(tmp_path: Path) -> None:
+    calls = Harness(tmp_path, _text("made"), approve=["calc.create_thing"], max_tool_calls=1)
+    calls.run.approver = pause_for_approval
+    with pytest.raises(ApprovalRequired) as paused:
+        await calls.call("calc.create_thing", title="x")
+    assert (paused.value.tool, paused.value.arguments) == ("calc.create_thing", {"title": "x"})
+    assert calls.run.paused is paused.value
+    assert calls.run.quota.counts() == {}  # asked again, and counted, when the run resumes
+    assert calls.pool.calls == []
+    assert calls.records()[-1]["approval"] == "pending"
+
+
+async def test_the_answer_goes_to_the_paused_call_alone(tmp_path: Path) -> None:
+    calls = Harness(tmp_path, _text("made"), approve=["calc.create_thing"])
+    _resumed(calls, "approved", "calc.create_thing", title="x")
+    assert await calls.call("calc.create_thing", title="x") == "made"
+    with pytest.raises(ApprovalRequired):  # the next marked call is asked about in a round of its own
+        await calls.call("calc.create_thing", title="x")
+    assert calls.pool.calls == [("calc", "create_thing", {"title": "x"})]
+
+
+async def test_an_answer_whose_call_is_refused_first_is_dropped_not_given_to_the_next_call(
+    tmp_path: Path,
+) -> None:
+    # The paused call is refused before approval in the resumed round (its quota filled meanwhile):
+    # a later call the user never saw must not inherit the approval.
+    calls = Harness(
+        tmp_path,
+        _text("made"),
+        approve=["calc.create_thing", "calc.commit"],
+        tools={"calc.create_thing": {"max_calls": 0}},
+    )
+    _resumed(calls, "approved", "calc.create_thing", title="shown")
+    with pytest.raises(QuotaExceeded):
+        await calls.call("calc.create_thing", title="shown")
+    with pytest.raises(ApprovalRequired):
+        await calls.call("calc.commit", message="unseen")
+    assert calls.pool.calls == []
+
+
+async def test_a_resumed_call_other_than_the_one_shown_ends_the_run(tmp_path: Path) -> None:
+    calls = Harness(tmp_path, _text("made"), approve=["calc.create_thing"])
+    _resumed(calls, "approved", "calc.create_thing", title="shown")
+    with pytest.raises(ResumeRefused, match="not the call the user was shown"):
+        await calls.call("calc.create_thing", title="other")
+    assert calls.pool.calls == []

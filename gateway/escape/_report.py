@@ -72,7 +72,8 @@ def _header_notes(config: SandboxLimits, used: SandboxLimits, cases: Sequence[Es
     if any(case.target == "gateway" for case in cases):
         notes.append(
             "policy and secrets cases: a Gateway over the probe MCP server (gateway.escape.probe_server) "
-            "under the suite's own policy, not yours"
+            "under the suite's own policy and approvals settings, not yours; approvals are answered in "
+            "rounds, as MCP 2026-07-28 clients do"
         )
     return notes
 

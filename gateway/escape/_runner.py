@@ -1,10 +1,11 @@
 """Run escape cases through the real execution path: each hostile snippet, then a normal one.
 
-Most cases run on a bare `Sandbox` whose tool calls reach in-process probe tools; the policy and
-secrets cases run through a whole `Gateway` in front of the probe MCP server, under the suite's
-own policy. A case passes when its execution ended the expected way and the target then served
-normal work. Anything the host raises is a failure, never an error of the suite: a snippet must
-not be able to make the host fail.
+Most cases run on a bare `Sandbox` whose tool calls reach in-process probe tools; the policy,
+secrets and approvals cases run through a whole `Gateway` in front of the probe MCP server, under
+the suite's own policy, answering approvals in rounds as MCP 2026-07-28 clients do. A case passes
+when its execution ended the expected way and the target then served normal work. Anything the
+host raises is a failure, never an error of the suite: a snippet must not be able to make the
+host fail.
 """
 
 from __future__ import annotations
@@ -17,18 +18,19 @@ from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol, cast
 
 import anyio
 
 from gateway._exception_groups import leaf_error
 from gateway._gateway import Gateway
+from gateway._resume import ApprovalNeeded, Resume
 from gateway.audit import format_records, read_audit
 from gateway.config import GatewayConfig, parse_config
 from gateway.errors import ToolCallError
 from gateway.escape.cases import CASES, EscapeCase
 from gateway.escape.cases._model import Seen, clip, succeeds, summarize
-from gateway.escape.cases._probe import PROBE_CHILD_ENV, PROBE_HOST_ENV, PROBE_POLICY
+from gateway.escape.cases._probe import PROBE_APPROVALS, PROBE_CHILD_ENV, PROBE_HOST_ENV, PROBE_POLICY
 from gateway.policy import ApprovalOutcome, approval_prompt
 from gateway.sandbox import ExecutionResult, Sandbox, SandboxLimits
 from gateway.testing import InProcessTools
@@ -38,6 +40,7 @@ __all__ = [
     "SUITE_MAX_FUEL",
     "SUITE_MAX_TIMEOUT_SECONDS",
     "CaseOutcome",
+    "EndlessRounds",
     "GatewayTarget",
     "SandboxTarget",
     "Status",
@@ -122,7 +125,9 @@ class Target(Protocol):
     @property
     def limits(self) -> SandboxLimits: ...
 
-    async def execute(self, code: str) -> ExecutionResult: ...
+    async def execute(self, code: str, *, approve: bool = False) -> ExecutionResult:
+        """Run `code` to its end; the user approves every call that asks, or (by default) declines it."""
+        ...
 
     async def serves_tool_calls(self) -> str | None:
         """None when a normal tool call works, else what went wrong."""
@@ -143,7 +148,8 @@ class SandboxTarget:
     def limits(self) -> SandboxLimits:
         return self.sandbox.limits
 
-    async def execute(self, code: str) -> ExecutionResult:
+    async def execute(self, code: str, *, approve: bool = False) -> ExecutionResult:
+        """Run `code`; nothing asks for approval without a gateway, so `approve` changes nothing."""
         return await self.sandbox.execute(code, tool_caller=probe_tools())
 
     async def serves_tool_calls(self) -> str | None:
@@ -154,10 +160,16 @@ class SandboxTarget:
         return Seen()  # no approvals, audit log or search_docs without a gateway
 
 
+class EndlessRounds(Exception):
+    """The gateway paused one execution for approval more often than `approvals.max_rounds` allows."""
+
+
 class GatewayTarget:
     """A whole Gateway (policy, redaction, approvals, audit) in front of the probe MCP server.
 
-    Its approver declines every call and keeps the prompt it was shown, as a person would see it.
+    It answers approvals the way MCP 2026-07-28 clients do (what today's clients negotiate): each
+    time the run pauses at a call the user must approve, it keeps the prompt a person would be
+    shown, answers for the user, and resumes the run from the state the pause returned.
     """
 
     def __init__(self, gateway: Gateway, sandbox: Sandbox, audit: Path) -> None:
@@ -166,30 +178,67 @@ class GatewayTarget:
         self._audit = audit
         self._prompts: list[str] = []
         self._audit_seen = 0
+        self._notes_seen: dict[str, tuple[str, ...]] = {}
 
     @property
     def limits(self) -> SandboxLimits:
         return self._limits
 
-    async def execute(self, code: str) -> ExecutionResult:
-        return await self.gateway.execute_code(code, approver=self._decline)
+    async def execute(self, code: str, *, approve: bool = False) -> ExecutionResult:
+        """Run `code` round after round, answering each approval prompt for the user."""
+        answer: ApprovalOutcome = "approved" if approve else "declined"
+        outcome = await self.gateway.execute_code_in_rounds(code)
+        pauses = 0
+        while isinstance(outcome, ApprovalNeeded):
+            pauses += 1
+            self._check_rounds(pauses)
+            self._prompts.append(approval_prompt(outcome.tool, outcome.arguments))
+            outcome = await self.gateway.execute_code_in_rounds(code, resume=Resume(outcome.state, answer))
+        return outcome
 
-    async def _decline(self, tool: str, arguments: dict[str, Any]) -> ApprovalOutcome:
-        self._prompts.append(approval_prompt(tool, arguments))
-        return "declined"
+    def _check_rounds(self, pauses: int) -> None:
+        # A client would keep answering: the gateway's own limit is all that ends a run that pauses
+        # at every call, so one that does not hold is a finding, not a loop of the suite's.
+        most = self.gateway.config.approvals.max_rounds
+        if pauses > most:
+            raise EndlessRounds(
+                f"the run paused for approval {pauses} times, past approvals.max_rounds ({most})"
+            )
 
     async def seen(self) -> Seen:
         records = read_audit(self._audit).records
         new, self._audit_seen = records[self._audit_seen :], len(records)
         prompts, self._prompts = tuple(self._prompts), []
         rows = format_records(new).splitlines()[1:] if new else []
-        return Seen(prompts, tuple(rows), await self.gateway.search_docs())
+        overview = await self.gateway.search_docs()
+        return Seen(prompts, tuple(rows), overview, await self._new_notes())
+
+    async def _new_notes(self) -> dict[str, tuple[str, ...]]:
+        """The notes written since the last call, asked of the probe server directly (no policy, no
+        audit row): what approved calls really did."""
+        try:
+            result = await self.gateway.pool.call_tool("probe", "notes", {})
+        except ToolCallError as exc:  # shown as a note, so that no check of the notes can pass
+            return {_PROBE_UNREACHABLE: (str(exc),)}
+        stored = cast("dict[str, list[str]]", result.structured_content or {})
+        everything = {name: tuple(texts) for name, texts in stored.items()}
+        new = {name: _after(self._notes_seen.get(name, ()), texts) for name, texts in everything.items()}
+        self._notes_seen = everything
+        return {name: texts for name, texts in new.items() if texts}
 
     async def serves_tool_calls(self) -> str | None:
         call = await self.execute("tools.probe.echo(text='still here')")
         if call.ok and call.value == {"result": "still here"}:
             return None
         return f"a normal tool call failed: {summarize(call)}"
+
+
+_PROBE_UNREACHABLE = "<the probe server could not be asked for its notes>"
+
+
+def _after(seen: tuple[str, ...], texts: tuple[str, ...]) -> tuple[str, ...]:
+    """The texts past those already seen; all of them if the probe restarted (and forgot)."""
+    return texts[len(seen) :] if texts[: len(seen)] == seen else texts
 
 
 def probe_gateway_config(limits: SandboxLimits, environ: dict[str, str], audit: Path) -> GatewayConfig:
@@ -213,6 +262,7 @@ def probe_gateway_config(limits: SandboxLimits, environ: dict[str, str], audit: 
         },
         "sandbox": limits.model_dump(),
         "policy": PROBE_POLICY,
+        "approvals": PROBE_APPROVALS,
         "audit": {"path": str(audit)},
     }
     return parse_config(data, "<sandbox-test probe config>", environ)
@@ -281,9 +331,9 @@ class _HostFailed(Exception):
     """The host raised while running a snippet."""
 
 
-async def _execute(target: Target, code: str) -> ExecutionResult:
+async def _execute(target: Target, code: str, approve: bool) -> ExecutionResult:
     try:
-        return await target.execute(code)
+        return await target.execute(code, approve=approve)
     except Exception as exc:  # a snippet made the host fail: the most serious finding of all
         raise _HostFailed(f"the host raised {_innermost(exc)}") from exc
 
@@ -291,14 +341,14 @@ async def _execute(target: Target, code: str) -> ExecutionResult:
 async def _judge(target: Target, case: EscapeCase) -> tuple[bool, str]:
     limits = target.limits
     try:
-        first = await _execute(target, case.source(limits))
+        first = await _execute(target, case.source(limits), case.approve)
         problem = case.expect.judge(first, limits)
         if problem is None and case.sees is not None:
             problem = case.sees(await target.seen())
         if problem is not None:
             return False, problem
         if case.then is not None:
-            second = await _execute(target, case.then)
+            second = await _execute(target, case.then, case.approve)
             if case.then_check is not None and not case.then_check(first, second):
                 return False, f"the next execution saw it: {summarize(second)}"
     except _HostFailed as failed:

@@ -1,13 +1,15 @@
 """A tiny real MCP server for the policy and secret cases of `sandbox-test`, run as a child by the suite.
 
-Its tools touch nothing: they answer from their arguments and the process's environment, so the
-suite can check what the gateway's policy lets through and what its redaction lets out.
+Its tools touch nothing outside the process: they answer from their arguments and the process's
+environment, so the suite can check what the gateway's policy lets through and what its redaction
+lets out. Notes and counters live in its memory, so the suite can see which calls reached it.
 """
 
 from __future__ import annotations
 
 import os
 import warnings
+from collections import Counter
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -34,10 +36,27 @@ def build() -> MCPServer:
         """Pretend to read a note (nothing is read)."""
         return f"note {name}"
 
+    # What the approvals cases observe: every text write_note was given (a side effect the suite can
+    # count, in this process's memory only), and counters that show how often a call reached here.
+    written: dict[str, list[str]] = {}
+    ticks: Counter[str] = Counter()
+
     @server.tool(annotations=_WRITE)
     def write_note(name: str, text: str) -> str:  # pyright: ignore[reportUnusedFunction]
-        """Pretend to write a note (nothing is written)."""
+        """Keep a note in memory (every text written under a name, in order)."""
+        written.setdefault(name, []).append(text)
         return f"wrote {len(text)} characters to {name}"
+
+    @server.tool(annotations=_READ)
+    def notes() -> dict[str, list[str]]:  # pyright: ignore[reportUnusedFunction]
+        """Every note written so far: each name with the texts written under it, in order."""
+        return written
+
+    @server.tool(annotations=_READ)
+    def tick(name: str) -> int:  # pyright: ignore[reportUnusedFunction]
+        """Count one more call under `name` and return the count (1 for the first call ever)."""
+        ticks[name] += 1
+        return ticks[name]
 
     @server.tool(annotations=_WRITE)
     def write_file(content: str, path: str) -> str:  # pyright: ignore[reportUnusedFunction]

@@ -23,6 +23,7 @@ import statistics
 import sys
 import tempfile
 import time
+import zlib
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ from mcp.client.stdio import get_default_environment, stdio_client
 
 from gateway import ExecutionResult, Sandbox, SandboxLimits
 from gateway.children._transport import list_all_tools as gateway_list_all_tools
+from gateway.sandbox import HostJournal
 
 MIB = 1024 * 1024
 PRINT_SNIPPET = "print(1)"
@@ -533,6 +535,52 @@ async def measure_tool_overhead(sandbox: Sandbox, calls: int, repeats: int) -> T
         direct.append(await time_direct_calls(calls))
     return ToolOverhead(
         calls, statistics.median(with_calls), statistics.median(without_calls), statistics.median(direct)
+    )
+
+
+@dataclass(frozen=True)
+class JournalFigures:
+    """The tool-call snippet run live, run while journaling its host answers, and replayed from them."""
+
+    calls: int
+    live_ms: float
+    journaled_ms: float
+    replayed_ms: float
+    state_bytes: int
+
+    @property
+    def added_ms_per_call(self) -> float:
+        """What journaling adds to each call (what an approval-capable run pays)."""
+        return (self.journaled_ms - self.live_ms) / self.calls
+
+
+async def measure_journal(sandbox: Sandbox, calls: int, repeats: int) -> JournalFigures:
+    """Medians of the tool-call snippet live, journaled and replayed; the compressed journal's size."""
+    code = TOOL_SNIPPET.format(calls=calls)
+    live: list[float] = []
+    journaled: list[float] = []
+    replayed: list[float] = []
+    journal = HostJournal()
+    for _ in range(repeats):
+        live.append(await time_tool_snippet(sandbox, calls))
+        journal = HostJournal()
+        started = time.perf_counter_ns()
+        await sandbox.execute(code, tool_caller=echo_tool, journal=journal)
+        journaled.append(elapsed_ms(started))
+        started = time.perf_counter_ns()
+        replay = await sandbox.execute(
+            code, tool_caller=None, journal=HostJournal(journal.seed, journal.answers)
+        )
+        replayed.append(elapsed_ms(started))
+        if not replay.ok or len(replay.tool_calls) != calls:
+            raise BenchError(f"the replayed snippet went wrong: {replay.summary()}")
+    state = zlib.compress(json.dumps([answer.to_wire() for answer in journal.answers]).encode())
+    return JournalFigures(
+        calls,
+        statistics.median(live),
+        statistics.median(journaled),
+        statistics.median(replayed),
+        len(state),
     )
 
 
@@ -1134,6 +1182,20 @@ def tool_row(overhead: ToolOverhead) -> Row:
     )
 
 
+def journal_row(figures: JournalFigures) -> Row:
+    """Row 5b: what journaling adds per call (a 2026-07-28 run that may pause for approval), and replay."""
+    return Row(
+        "journal",
+        "journaling per tool call (runs that may pause for approval)",
+        figures.added_ms_per_call,
+        " ms/call",
+        f"{figures.calls} calls: live {fmt(figures.live_ms)} ms, journaled {fmt(figures.journaled_ms)} ms; "
+        f"replayed from the journal {fmt(figures.replayed_ms)} ms "
+        f"({fmt(figures.replayed_ms / figures.live_ms)}x live); "
+        f"journal {fmt(figures.state_bytes / figures.calls)} bytes/call compressed",
+    )
+
+
 def memory_row(memory: LiveMemory) -> Row:
     """Row 6: RSS per concurrently live execution at one level of concurrency."""
     return Row(
@@ -1284,6 +1346,7 @@ async def collect(plan: Plan) -> Report:
         report.rows.extend(cpu_row(figures) for figures in cpu)
         report.rows.append(monty_fib_row(measure_monty_fib(plan.cpu_repeats), cpu[0]))
         report.rows.append(tool_row(await measure_tool_overhead(warm, plan.tool_calls, plan.tool_repeats)))
+        report.rows.append(journal_row(await measure_journal(warm, plan.tool_calls, plan.tool_repeats)))
         for live in plan.live_levels:
             report.rows.append(memory_row(await measure_live_memory(inline, live, plan.memory_repeats)))
     # After the in-process sandboxes are gone; their first load left the compiled component cached.

@@ -27,6 +27,7 @@ EXPECTED_ROWS = [
     "cpu_sort",
     "monty_fib",
     "tool_call",
+    "journal",
     "memory_1",
     "memory_4",
     "memory_8",

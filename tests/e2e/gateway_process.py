@@ -11,16 +11,29 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from mcp import ClientSession, StdioServerParameters, types
+from mcp import Client, ClientSession, StdioServerParameters, types
+from mcp.client.client import ConnectMode
 from mcp.client.session import ElicitationFnT
 from mcp.client.stdio import stdio_client
 
-from tests.real_servers import TINY_SERVER
+from tests.real_servers import LEDGER_SERVER, TINY_SERVER
 
 WAIT = 120  # real child servers start in seconds; this bounds a hang, not a race
 
 TINY: dict[str, Any] = {"command": sys.executable, "args": [str(TINY_SERVER)]}
 """An mcpServers entry for the tiny test server (tools echo, env, die)."""
+
+
+def ledger_server(directory: Path) -> dict[str, Any]:
+    """An mcpServers entry for the ledger server, whose entries go to `directory/ledger.txt`."""
+    ledger = str(directory / "ledger.txt")
+    return {"command": sys.executable, "args": [str(LEDGER_SERVER)], "env": {"LEDGER_FILE": ledger}}
+
+
+def ledger_entries(directory: Path) -> list[str]:
+    """What reached the ledger server from `ledger_server(directory)`, oldest first."""
+    path = directory / "ledger.txt"
+    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
 
 
 def write_config(directory: Path, config: dict[str, Any], name: str = "team.json") -> Path:
@@ -66,6 +79,28 @@ async def session(
     ):
         with anyio.fail_after(WAIT):
             await client.initialize()
+        yield client
+
+
+@asynccontextmanager
+async def sdk_client(
+    config: Path,
+    mode: ConnectMode = "auto",
+    *,
+    env: dict[str, str] | None = None,
+    elicitation: ElicitationFnT | None = None,
+) -> AsyncIterator[Client]:
+    """The SDK's high-level `Client` on `codemode-gateway serve --config CONFIG`: `mode="auto"`
+    negotiates 2026-07-28 with the gateway, `mode="legacy"` the handshake era (2025-11-25)."""
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "gateway", "serve", "--config", str(config)],
+        env=env or environment(),
+    )
+    # Every request the client sends (the handshake too) waits at most WAIT for its answer.
+    async with Client(
+        params, mode=mode, elicitation_callback=elicitation, read_timeout_seconds=WAIT
+    ) as client:
         yield client
 
 

@@ -1,74 +1,79 @@
-"""Progress and cancellation of execute_code, through the real gateway process over stdio."""
+"""Progress and cancellation of execute_code, through the real gateway process, on both protocol eras."""
 
 from __future__ import annotations
 
-import json
-import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
 import pytest
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from mcp.client.client import ConnectMode
+
+from tests.e2e.gateway_process import WAIT, ledger_server, sdk_client, write_config
 
 pytestmark = pytest.mark.anyio
 
+ERAS = pytest.mark.parametrize("mode", ["auto", "legacy"])  # 2026-07-28, and 2025-11-25
 
-@asynccontextmanager
-async def gateway(tmp_path: Path) -> AsyncIterator[ClientSession]:
-    config = {
-        "mcpServers": {"time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]}},
-        # One slot and a long budget: a snippet that kept running after a cancel would block the next one.
-        "sandbox": {"max_concurrent_executions": 1, "timeout_seconds": 600, "fuel": 10**14},
-    }
-    path = tmp_path / "gateway.json"
-    path.write_text(json.dumps(config), encoding="utf-8")
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "gateway", "serve", "--config", str(path)]
+
+def config(tmp_path: Path) -> Path:
+    return write_config(
+        tmp_path,
+        {
+            "mcpServers": {"ledger": ledger_server(tmp_path)},
+            # One slot and a long budget: a snippet that kept running after a cancel would block the next.
+            "sandbox": {"max_concurrent_executions": 1, "timeout_seconds": 600, "fuel": 10**14},
+        },
     )
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        with anyio.fail_after(60):
-            await session.initialize()
-        yield session
 
 
-async def test_execute_code_reports_progress_after_each_tool_call(tmp_path: Path) -> None:
-    seen: list[tuple[float, str | None]] = []
+class Progress:
+    """What a client hears: every progress value and message, in order."""
 
-    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-        seen.append((progress, message))
+    def __init__(self) -> None:
+        self.values: list[float] = []
+        self.messages: list[str | None] = []
+        self.arrived = anyio.Event()
 
-    code = "for _ in range(3):\n    tools.time.get_current_time(timezone='UTC')\n'done'"
-    async with gateway(tmp_path) as session:
-        with anyio.fail_after(60):
-            result = await session.call_tool("execute_code", {"code": code}, progress_callback=on_progress)
-    assert not result.is_error
-    counts = [progress for progress, _ in seen]
-    assert counts[:3] == [1, 2, 3]
-    assert all(message and "tool call" in message for _, message in seen)
+    async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        self.values.append(progress)
+        self.messages.append(message)
+        self.arrived.set()
 
 
-async def test_cancelling_a_running_execution_stops_it_and_the_gateway_serves_the_next(
-    tmp_path: Path,
+@ERAS
+async def test_progress_strictly_increases_and_keeps_coming_during_a_long_child_call(
+    tmp_path: Path, mode: ConnectMode
 ) -> None:
-    running = anyio.Event()
+    heard = Progress()
+    code = "tools.ledger.entries()\ntools.ledger.slow(seconds=3.5)\n'done'"
+    async with sdk_client(config(tmp_path), mode) as client:
+        with anyio.fail_after(WAIT):
+            result = await client.call_tool("execute_code", {"code": code}, progress_callback=heard)
+    assert not result.is_error
+    assert all(b > a for a, b in zip(heard.values, heard.values[1:], strict=False)), heard.values
+    # A heartbeat at least every few seconds while the child works: clients reset their idle timeout on it.
+    assert len(heard.values) >= 4, heard.values
+    assert heard.values[-1] >= 3.0
+    assert "2 tool calls" in (heard.messages[-1] or "")
 
-    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-        running.set()
 
-    spin = "tools.time.get_current_time(timezone='UTC')\nwhile True:\n    pass"
-    async with gateway(tmp_path) as session:
-        with anyio.fail_after(30):
+@ERAS
+async def test_cancelling_a_running_execution_stops_it_and_the_gateway_serves_the_next(
+    tmp_path: Path, mode: ConnectMode
+) -> None:
+    heard = Progress()
+    spin = "tools.ledger.entries()\nwhile True:\n    pass"
+    async with sdk_client(config(tmp_path), mode) as client:
+        with anyio.fail_after(WAIT):
             async with anyio.create_task_group() as tg:
 
                 async def call() -> None:
-                    await session.call_tool("execute_code", {"code": spin}, progress_callback=on_progress)
+                    await client.call_tool("execute_code", {"code": spin}, progress_callback=heard)
 
                 tg.start_soon(call)
-                await running.wait()  # the snippet is past its tool call, spinning
-                tg.cancel_scope.cancel()  # the SDK sends notifications/cancelled
-            result = await session.call_tool("execute_code", {"code": "'next'"})
+                await heard.arrived.wait()  # the snippet is past its tool call, spinning
+                tg.cancel_scope.cancel()  # the SDK tells the server the request is cancelled
+            # With one slot, this runs only if the spinning snippet was really stopped.
+            result = await client.call_tool("execute_code", {"code": "'next'"})
     assert result.structured_content is not None
     assert result.structured_content["value"] == "next"

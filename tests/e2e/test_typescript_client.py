@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.gateway_process import TINY, write_config
-from tests.e2e.ts_client import MISMATCH_SERVER, execute, gateway_script, node, run_ts_client
+from tests.e2e.gateway_process import TINY, ledger_entries, ledger_server, write_config
+from tests.e2e.ts_client import MISMATCH_SERVER, Elicitation, execute, gateway_script, node, run_ts_client
 from tests.real_servers import NPM_MODULES
 
 pytestmark = pytest.mark.anyio
@@ -72,11 +72,6 @@ async def test_a_failing_snippet_comes_back_as_is_error_with_its_own_traceback(t
     assert result["structuredContent"]["error"]["type"] == "ZeroDivisionError"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="the gateway's heartbeat reports the tool-call count (0, 0, ...) as progress; being fixed",
-)
 async def test_progress_notifications_of_a_long_snippet_strictly_increase(tmp_path: Path) -> None:
     report = await run_ts_client(
         gateway_script(_config(tmp_path), execute("import time; time.sleep(2.5)", progress=True))
@@ -101,3 +96,41 @@ async def test_an_aborted_call_returns_at_once_and_the_next_call_is_served(tmp_p
     assert aborted["elapsed_ms"] < 5000
     assert _answer(report, 1)["structuredContent"]["value"] == "next"
     assert following["elapsed_ms"] < 10_000, "the next call waited for the cancelled snippet's slot"
+
+
+def _ledger_config(tmp_path: Path) -> Path:
+    config = {"mcpServers": {"ledger": ledger_server(tmp_path)}, "policy": {"approve": ["ledger.append"]}}
+    return write_config(tmp_path, config)
+
+
+APPEND_TWICE = "print(tools.ledger.append(entry='one'))\nprint(tools.ledger.append(entry='two'))\n'done'"
+
+
+async def test_the_typescript_clients_user_approves_each_call_and_each_reaches_the_child_once(
+    tmp_path: Path,
+) -> None:
+    report = await run_ts_client(
+        gateway_script(_ledger_config(tmp_path), execute(APPEND_TWICE), elicitation="accept")
+    )
+    result = _answer(report, 0)
+    assert result["isError"] is False, _text(result)
+    prompts = report["results"][0]["elicitations"]
+    assert len(prompts) == 2
+    assert 'entry: "one"' in prompts[0]
+    assert 'entry: "two"' in prompts[1]
+    assert ledger_entries(tmp_path) == ["one", "two"]
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"), [("decline", "the user declined"), ("none", "cannot ask the user")]
+)
+async def test_a_refusal_in_the_typescript_client_leaves_the_child_untouched(
+    tmp_path: Path, answer: Elicitation, expected: str
+) -> None:
+    report = await run_ts_client(
+        gateway_script(_ledger_config(tmp_path), execute(APPEND_TWICE), elicitation=answer)
+    )
+    result = _answer(report, 0)
+    assert result["isError"] is True
+    assert expected in _text(result)
+    assert ledger_entries(tmp_path) == []

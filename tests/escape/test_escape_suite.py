@@ -82,6 +82,7 @@ def test_suite_covers_every_category_with_unique_ids() -> None:
         "input",
         "policy",
         "secrets",
+        "approvals",
     }
     assert tuple(counts) == CATEGORIES
     assert len(CASES) >= 150

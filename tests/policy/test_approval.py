@@ -11,7 +11,7 @@ from mcp import types
 from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError
 
-from gateway.policy._approval import elicitation_approver, no_approver
+from gateway.policy._approval import APPROVAL_FORM, elicitation_approver, no_approver, pause_for_approval
 from gateway.policy._prompt import approval_prompt
 
 pytestmark = pytest.mark.anyio
@@ -59,8 +59,7 @@ async def test_the_prompt_shows_the_tool_and_its_arguments_tied_to_the_request()
     assert message == approval_prompt("repo.delete", ARGUMENTS)
     assert message.startswith("A code-mode snippet wants to call repo.delete with these arguments:\n")
     assert message.endswith("\nAllow this call?")
-    assert schema["required"] == ["approve"]
-    assert schema["properties"]["approve"]["type"] == "boolean"
+    assert schema == APPROVAL_FORM == {"type": "object", "properties": {}}  # Accept is the approval
     assert request_id == 17
 
 
@@ -86,10 +85,12 @@ async def test_a_client_that_cannot_elicit_is_unavailable_without_being_asked() 
 @pytest.mark.parametrize(
     ("reply", "outcome"),
     [
+        (answer("accept"), "approved"),
+        (answer("accept", {}), "approved"),
         (answer("accept", {"approve": True}), "approved"),
-        (answer("accept", {"approve": False}), "declined"),
-        (answer("accept"), "declined"),
+        (answer("accept", {"approve": False}), "declined"),  # the form of earlier versions, unticked
         (answer("decline"), "declined"),
+        (answer("decline", {"approve": True}), "declined"),
         (answer("cancel"), "declined"),
     ],
 )
@@ -107,3 +108,8 @@ async def test_an_mcp_error_while_asking_is_unavailable_and_logged(
     [record] = [r for r in policy_log if r.getMessage() == "approval request failed"]
     assert record.levelno == logging.WARNING
     assert (record.__dict__["tool"], record.__dict__["error"]) == ("repo.delete", "Method not found")
+
+
+async def test_on_2026_07_28_every_call_that_needs_approval_pauses_the_run() -> None:
+    with anyio.fail_after(5):
+        assert await pause_for_approval("repo.delete", ARGUMENTS) == "pending"

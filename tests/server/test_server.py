@@ -7,12 +7,17 @@ import json
 import jsonschema
 import pytest
 
-from gateway import ErrorInfo, ExecutionResult, ToolCallRecord
-from gateway.server._server import OUTPUT_SCHEMA, _tools
+from gateway import ErrorInfo, ExecutionResult, SandboxLimits, ToolCallRecord
+from gateway.server._results import execution_tool_result, max_result_chars
+from gateway.server._server import OUTPUT_SCHEMA, RESULT_SIZE_HINT, _tools
+
+RESULT_CHARS = max_result_chars(SandboxLimits())
 
 
-def test_the_output_schema_names_every_field_of_an_execution_result() -> None:
-    assert set(OUTPUT_SCHEMA["properties"]) == set(ExecutionResult.model_fields)
+def test_the_output_schema_names_every_field_of_the_structured_content() -> None:
+    structured = execution_tool_result(ExecutionResult(ok=True)).structured_content
+    assert structured is not None
+    assert set(OUTPUT_SCHEMA["properties"]) == set(structured)
 
 
 @pytest.mark.parametrize(
@@ -29,7 +34,7 @@ def test_the_output_schema_names_every_field_of_an_execution_result() -> None:
     ],
 )
 def test_every_execution_result_validates_against_the_declared_output_schema(result: ExecutionResult) -> None:
-    jsonschema.validate(result.model_dump(mode="json"), OUTPUT_SCHEMA)
+    jsonschema.validate(execution_tool_result(result).structured_content, OUTPUT_SCHEMA)
 
 
 def test_a_result_missing_a_field_does_not_validate() -> None:
@@ -41,7 +46,7 @@ def test_a_result_missing_a_field_does_not_validate() -> None:
 
 @pytest.mark.parametrize(("read_only", "destructive"), [(True, False), (False, True)])
 def test_execute_code_carries_the_annotations_it_is_given(read_only: bool, destructive: bool) -> None:
-    search, execute = _tools(read_only, destructive)
+    search, execute = _tools(read_only, destructive, RESULT_CHARS)
     assert search.annotations is not None
     assert search.annotations.read_only_hint is True
     assert execute.annotations is not None
@@ -50,7 +55,21 @@ def test_execute_code_carries_the_annotations_it_is_given(read_only: bool, destr
 
 
 def test_the_two_tools_stay_under_4_kb_of_json() -> None:
-    tools = _tools(False, True)
+    tools = _tools(False, True, RESULT_CHARS)
     assert (
         len(json.dumps([t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools])) < 4096
     )
+
+
+def test_each_description_stays_under_the_2_kb_claude_code_keeps() -> None:
+    for tool in _tools(False, True, RESULT_CHARS):
+        assert tool.description is not None
+        assert len(tool.description.encode()) < 2048
+
+
+def test_execute_code_tells_claude_code_how_large_its_results_may_be() -> None:
+    _, execute = _tools(False, True, RESULT_CHARS)
+    wire = execute.model_dump(mode="json", by_alias=True, exclude_none=True)
+    assert wire["_meta"] == {RESULT_SIZE_HINT: RESULT_CHARS}
+    # The defaults keep a result under Claude Code's 50,000-character limit for results it shows inline.
+    assert 30_000 < RESULT_CHARS < 50_000

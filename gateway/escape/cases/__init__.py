@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from gateway.escape.cases import (
+    approvals,
     children_answers,
     display,
     environment,
@@ -49,6 +50,7 @@ CASES: tuple[EscapeCase, ...] = (
     *validation.CASES,
     *children_answers.CASES,
     *display.CASES,
+    *approvals.CASES,
 )
 
 CATEGORIES: tuple[str, ...] = tuple(dict.fromkeys(case.category for case in CASES))

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Literal
 
 from gateway.sandbox import ExecutionResult, SandboxLimits
@@ -55,11 +55,15 @@ Source = str | Callable[[SandboxLimits], str]
 
 @dataclass(frozen=True)
 class Seen:
-    """What people read about one execution: approval prompts, the audit table's rows, search_docs."""
+    """What people read about one execution: approval prompts, the audit table's rows, search_docs;
+    and what reached the probe server: the notes `probe.write_note` was given."""
 
     prompts: tuple[str, ...] = ()
     audit_rows: tuple[str, ...] = ()
     overview: str = ""  # search_docs with an empty query, after the execution
+    # Each note name with the texts written under it during the execution, in order: the witness of
+    # what an approved call did, even when the run was stopped before it could report anything.
+    notes: Mapping[str, tuple[str, ...]] = field(default_factory=dict[str, tuple[str, ...]])
 
 
 SeenCheck = Callable[[Seen], str | None]
@@ -254,6 +258,9 @@ class EscapeCase:
     target: Target = "sandbox"
     # A check on what people read about the first execution (gateway cases): prompts, audit rows.
     sees: SeenCheck | None = None
+    # The user's answer to every approval prompt of the case's executions (gateway cases): approve,
+    # or (by default) decline, which the snippet sees as a ToolError.
+    approve: bool = False
 
     def source(self, limits: SandboxLimits) -> str:
         """The snippet to run under `limits`."""
@@ -278,8 +285,11 @@ class CaseMaker:
         then_check: Callable[[ExecutionResult, ExecutionResult], bool] | None = None,
         needs: Callable[[SandboxLimits], str | None] | None = None,
         sees: SeenCheck | None = None,
+        approve: bool = False,
     ) -> EscapeCase:
-        return EscapeCase(id, self.category, code, expect, then, then_check, needs, self.target, sees)
+        return EscapeCase(
+            id, self.category, code, expect, then, then_check, needs, self.target, sees, approve
+        )
 
 
 def case_maker(category: str, target: Target = "sandbox") -> CaseMaker:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "APPROVAL_ROUNDS",
+    "PROBE_APPROVALS",
     "PROBE_CHILD_ENV",
     "PROBE_HOST_ENV",
     "PROBE_PIN",
@@ -20,6 +22,7 @@ __all__ = [
     "PROBE_SECRET_VAR",
     "QUOTA",
     "RATE",
+    "STATE_BYTES",
     "TOOL_QUOTA",
 ]
 
@@ -51,6 +54,15 @@ PROBE_POLICY: dict[str, Any] = {
     },
 }
 """The synthetic policy the gateway cases run under (the team's own policy is not involved)."""
+
+# Below the defaults, so that going past them fits in the policy's quota (each approval is a call)
+# and in a fraction of a second (each round replays the run so far).
+APPROVAL_ROUNDS = 4  # approvals.max_rounds
+STATE_BYTES = 16 * 1024  # approvals.max_state_bytes
+
+PROBE_APPROVALS: dict[str, Any] = {"max_rounds": APPROVAL_ROUNDS, "max_state_bytes": STATE_BYTES}
+"""The `approvals` section the gateway cases run under: how many rounds a run may pause for, and
+what it may carry from one to the next."""
 
 PROBE_SECRET_VAR = "CODEMODE_PROBE_TOKEN"
 PROBE_SECRET = "probe-secret-5d2c8e71a9b3f046"

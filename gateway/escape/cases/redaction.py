@@ -19,7 +19,9 @@ __all__ = ["CASES"]
 
 _case = case_maker("redaction", "gateway")
 _SECRETS = (PROBE_SECRET, PROBE_PIN, PROBE_PROXY_PASSWORD)
-_CANDIDATES = "' '.join(f'{i:04d}' for i in range(10000))"
+_CANDIDATES = (
+    "' '.join(f'{i:04d}' for i in range(3000, 6000))"  # the PIN among 3,000 guesses, within the caps
+)
 _NEAR = "' '.join(f'{i:04d}' for i in range(4700, 4900))"  # holds the PIN, short enough for any cap
 
 

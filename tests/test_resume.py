@@ -1,0 +1,101 @@
+"""A paused run's state: what it binds, single use, and the caps on what a client carries back."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from gateway._resume import PausedRun, SpentStates, code_sha256, paused_run
+from gateway.errors import ApprovalLimitExceeded, ResumeRefused
+from gateway.policy import ApprovalsConfig
+from gateway.sandbox import HostJournal, ToolCallRecord
+
+CONFIG = ApprovalsConfig()
+CODE = "tools.repo.delete(name='x')"
+
+
+def journal_paused_at(tool: str = "repo.delete", payload: str = '{"ok": true}') -> HostJournal:
+    journal = HostJournal()
+    journal.replay("repo.list", "{}")
+    journal.record(True, payload, ToolCallRecord(tool="repo.list", ms=1.0, ok=True))
+    journal.replay(tool, '{"name": "x"}')  # the live call the run paused in
+    return journal
+
+
+def pause(journal: HostJournal, round: int = 1, config: ApprovalsConfig = CONFIG) -> PausedRun:
+    return paused_run(
+        "exec-1", 1700000000.0, round, CODE, "component-a", journal, "shown", {"repo.list": 1}, config
+    )
+
+
+def test_a_paused_run_comes_back_from_its_state_as_it_was() -> None:
+    paused = pause(journal_paused_at())
+    loaded = PausedRun.load(paused.dump(CONFIG))
+    assert loaded == paused
+    assert loaded.paused.name == "repo.delete"
+    assert loaded.quota == {"repo.list": 1}
+    loaded.check(CODE, "component-a")
+
+
+def test_a_state_resumes_only_the_snippet_it_paused() -> None:
+    paused = pause(journal_paused_at())
+    assert paused.code_sha256 == code_sha256(CODE)
+    with pytest.raises(ResumeRefused, match="belongs to another snippet"):
+        paused.check(CODE + " ", "component-a")
+
+
+def test_a_state_from_another_build_of_the_sandbox_is_refused() -> None:
+    with pytest.raises(ResumeRefused, match="another build of the sandbox"):
+        pause(journal_paused_at()).check(CODE, "component-b")
+
+
+def test_a_state_resumes_once() -> None:
+    spent = SpentStates(ttl_seconds=600)
+    spent.spend("nonce-1")
+    with pytest.raises(ResumeRefused, match="already used"):
+        spent.spend("nonce-1")
+    spent.spend("nonce-2")
+
+
+def test_a_spent_state_is_forgotten_once_it_would_have_expired_anyway() -> None:
+    spent = SpentStates(ttl_seconds=0.01)
+    spent.spend("nonce-1")
+    time.sleep(0.05)
+    spent.spend("nonce-2")  # prunes the first
+    spent.spend("nonce-1")  # its state has expired: the boundary refuses it before it gets here
+
+
+def test_every_pause_gets_its_own_nonce() -> None:
+    assert pause(journal_paused_at()).nonce != pause(journal_paused_at()).nonce
+
+
+def test_a_state_over_the_cap_is_refused_with_the_key_to_raise() -> None:
+    config = ApprovalsConfig(max_state_bytes=4096)
+    incompressible = os.urandom(8192).hex()
+    with pytest.raises(ApprovalLimitExceeded, match=r"approvals\.max_state_bytes of 4,096") as refused:
+        pause(journal_paused_at(payload=f'"{incompressible}"'), config=config).dump(config)
+    assert "repo.delete needs approval" in str(refused.value)
+
+
+def test_a_journal_that_overflowed_while_running_cannot_pause() -> None:
+    journal = HostJournal(max_bytes=100)
+    journal.replay("repo.list", "{}")
+    journal.record(True, "x" * 1000, None)
+    journal.replay("repo.delete", "{}")
+    with pytest.raises(ApprovalLimitExceeded, match=r"approvals\.max_state_bytes"):
+        pause(journal)
+
+
+def test_more_pauses_than_max_rounds_end_the_run_with_the_key_to_change() -> None:
+    config = ApprovalsConfig(max_rounds=2)
+    pause(journal_paused_at(), round=2, config=config)
+    with pytest.raises(ApprovalLimitExceeded, match=r"already paused for 2 approvals.*approvals\.max_rounds"):
+        pause(journal_paused_at(), round=3, config=config)
+
+
+@pytest.mark.parametrize("state", ["", "not base64!", "aGVsbG8=", "eJyrVipTslIqSy0qzszPUzIy0DOwUKoFADtwBWI="])
+def test_a_state_this_gateway_cannot_read_is_refused_not_resumed(state: str) -> None:
+    with pytest.raises(ResumeRefused, match="cannot be read"):
+        PausedRun.load(state)
