@@ -26,7 +26,7 @@ from gateway._resume import (
 )
 from gateway._tool_calls import PausedCallAnswer, Progress, Run, ToolCalls, wire_digest
 from gateway.audit import AuditLog, new_execution_id
-from gateway.catalog import Catalog, Detail, render_search
+from gateway.catalog import DEFAULT_SEARCH_LIMIT, Catalog, Detail, read_docs, render_search
 from gateway.children import ChildPool, ChildState, inherited_credentials
 from gateway.config import GatewayConfig, config_secrets
 from gateway.errors import (
@@ -134,7 +134,11 @@ class Gateway(AsyncContextManagerMixin):
         return self._sandbox
 
     async def search_docs(
-        self, query: str = "", server: str | None = None, limit: int = 10, detail: Detail = "signatures"
+        self,
+        query: str = "",
+        server: str | None = None,
+        limit: int = DEFAULT_SEARCH_LIMIT,
+        detail: Detail = "signatures",
     ) -> str:
         """The search_docs text, once children still starting have had a moment to list their tools."""
         named = self.catalog().server(server) if server is not None else None
@@ -292,14 +296,19 @@ class Gateway(AsyncContextManagerMixin):
         self, sandbox: Sandbox, code: str, run: Run, timeout: float | None, journal: HostJournal | None
     ) -> ExecutionResult:
         caller = partial(self._tool_calls.call, run)
+        docs = partial(read_docs, run.catalog)
         if run.progress is None:
-            return await sandbox.execute(code, tool_caller=caller, timeout=timeout, journal=journal)
+            return await sandbox.execute(
+                code, tool_caller=caller, timeout=timeout, journal=journal, docs=docs
+            )
         results: list[ExecutionResult] = []
         async with anyio.create_task_group() as heartbeat:
             heartbeat.start_soon(run.heartbeat)
             try:
                 results.append(
-                    await sandbox.execute(code, tool_caller=caller, timeout=timeout, journal=journal)
+                    await sandbox.execute(
+                        code, tool_caller=caller, timeout=timeout, journal=journal, docs=docs
+                    )
                 )
             finally:
                 heartbeat.cancel_scope.cancel()

@@ -1,11 +1,12 @@
-"""Tool proxies: `call_tool("server.tool", **args)` and `tools.server.tool(**args)`."""
+"""Tool proxies: `call_tool("server.tool", **args)` and `tools.server.tool(**args)`; discovery with
+`search("...")`, `help(tools.server.tool)`, `dir(tools)` and `dir(tools.server)`."""
 
 from typing import Any
 
 from guest._blob import Blob, revive_blobs
 from guest._hostcall import ToolError, host_call
 
-__all__ = ["Blob", "ToolError", "call_tool", "tools"]
+__all__ = ["Blob", "ToolError", "ToolInfo", "call_tool", "help", "search", "tools"]
 
 
 def call_tool(name: str, /, *positional: Any, **arguments: Any) -> Any:
@@ -20,17 +21,51 @@ def call_tool(name: str, /, *positional: Any, **arguments: Any) -> Any:
     return revive_blobs(host_call(name, arguments))
 
 
-class _ToolProxy:
-    __slots__ = ("_name",)
+def _docs(**question: str) -> dict[str, Any]:
+    return host_call("@docs", question)
 
-    def __init__(self, name: str) -> None:
-        self._name = name
+
+class ToolInfo:
+    """One tool as `search()` finds it: its name, its signature (what it shows as), its description."""
+
+    __slots__ = ("access", "description", "name", "signature")
+
+    def __init__(self, name: str, signature: str, description: str, access: str | None) -> None:
+        self.name = name
+        self.signature = signature
+        self.description = description
+        self.access = access
+
+    def __repr__(self) -> str:
+        return self.signature
+
+    __str__ = __repr__
+
+
+def search(query: str = "", server: str | None = None, limit: int = 5) -> list[ToolInfo]:
+    """The tools that best match `query`, best first, as search_docs ranks them."""
+    found = host_call("@search", {"query": query, "server": server, "limit": limit})
+    return [ToolInfo(t["name"], t["signature"], t["description"], t["access"]) for t in found]
+
+
+class _ToolProxy:
+    __slots__ = ("_name", "_server", "_tool")
+
+    def __init__(self, server: str, tool: str) -> None:
+        self._server = server
+        self._tool = tool
+        self._name = f"{server}.{tool}"
 
     def __call__(self, *positional: Any, **arguments: Any) -> Any:
         return call_tool(self._name, *positional, **arguments)
 
+    @property
+    def __doc__(self) -> str:  # pyright: ignore[reportIncompatibleVariableOverride]
+        """The tool's signature, description and schemas, from the catalog."""
+        return _docs(server=self._server, tool=self._tool)["doc"]
+
     def __repr__(self) -> str:
-        return f"<tool {self._name}>"
+        return f"<tool {self._name}: help(tools.{self._name}) shows its signature>"
 
 
 class _ServerProxy:
@@ -42,10 +77,18 @@ class _ServerProxy:
     def __getattr__(self, tool: str) -> _ToolProxy:
         if tool.startswith("__"):
             raise AttributeError(tool)
-        return _ToolProxy(f"{self._server}.{tool}")
+        return _ToolProxy(self._server, tool)
+
+    def __dir__(self) -> list[str]:
+        return _docs(server=self._server)["names"]
+
+    @property
+    def __doc__(self) -> str:  # pyright: ignore[reportIncompatibleVariableOverride]
+        """The server's state and its tools' signatures."""
+        return _docs(server=self._server)["doc"]
 
     def __repr__(self) -> str:
-        return f"<server {self._server}: call search_docs to list its tools>"
+        return f"<server {self._server}: dir() lists its tools, help() shows their signatures>"
 
 
 class _Tools:
@@ -58,8 +101,34 @@ class _Tools:
             raise AttributeError(server)
         return _ServerProxy(server)
 
+    def __dir__(self) -> list[str]:
+        return _docs()["names"]
+
+    @property
+    def __doc__(self) -> str:  # pyright: ignore[reportIncompatibleVariableOverride]
+        """Every server with its state and tool names."""
+        return _docs()["doc"]
+
     def __repr__(self) -> str:
-        return "<tools: call search_docs to find them>"
+        return "<tools: dir(tools) lists the servers, search('what you need') finds tools>"
+
+
+def help(thing: Any = None) -> None:  # the snippet's `help`: pydoc is not in the sandbox
+    """Print what `thing` is: a tool's signature and schema, a server's tools, or a docstring."""
+    if thing is None:
+        print(
+            "search('what you need') finds tools; help(tools.<server>.<tool>) shows one; "
+            "dir(tools) lists the servers."
+        )
+        return
+    if isinstance(thing, _Tools | _ServerProxy | _ToolProxy):
+        print(thing.__doc__)
+        return
+    name = getattr(thing, "__qualname__", None) or type(thing).__qualname__
+    doc = (
+        getattr(thing, "__doc__", None) if callable(thing) or isinstance(thing, type) else type(thing).__doc__
+    )
+    print(f"{name}\n\n{doc}" if doc else f"{name}: no documentation")
 
 
 tools = _Tools()

@@ -11,7 +11,7 @@ from guest import _aio, _capabilities
 from guest._capture import CappedStream
 from guest._hostcall import ToolError, boundary_json
 from guest._snippet import SnippetOutcome, run_snippet
-from guest._tools import Blob, call_tool, tools
+from guest._tools import Blob, call_tool, help, search, tools
 
 __all__ = ["WitWorld"]
 
@@ -113,6 +113,8 @@ class WitWorld(wit_world.WitWorld):
             "call_tool": call_tool,
             "ToolError": ToolError,
             "Blob": Blob,
+            "search": search,
+            "help": help,
         }
         outcome = run_snippet(code, namespace)
         error = None

@@ -11,10 +11,10 @@ from pathlib import Path
 import anyio
 import pytest
 import uvicorn
-from mcp.types import ListToolsResult, Tool
+from mcp.types import Tool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from gateway.catalog import Catalog
+from gateway.catalog import Catalog, load_tool_snapshots
 
 REPO = Path(__file__).resolve().parents[1]
 NPM_MODULES = REPO / ".cache" / "npm" / "node_modules"
@@ -71,10 +71,7 @@ async def serve_asgi_app(app: ASGIApp) -> AsyncIterator[Served]:
 
 def snapshot_tools() -> dict[str, list[Tool]]:
     """The captured `tools/list` of each real server, by server name."""
-    return {
-        path.stem: ListToolsResult.model_validate_json(path.read_text()).tools
-        for path in sorted(TOOL_SNAPSHOTS.glob("*.json"))
-    }
+    return load_tool_snapshots([TOOL_SNAPSHOTS])
 
 
 def snapshot_catalog() -> Catalog:

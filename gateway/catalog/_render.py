@@ -9,13 +9,25 @@ from collections.abc import Sequence
 from typing import Literal
 
 from gateway.catalog._catalog import Catalog, CatalogEntry, CatalogServer
-from gateway.catalog._search import search
+from gateway.catalog._search import Hit, search, suggest_words
 from gateway.catalog._signatures import full_doc, signature
 from gateway.children import ChildState
 
-__all__ = ["CALL_HINT", "Detail", "render_overview", "render_search"]
+__all__ = [
+    "CALL_HINT",
+    "DEFAULT_SEARCH_LIMIT",
+    "Detail",
+    "render_overview",
+    "render_search",
+    "server_listing",
+    "unknown_server",
+    "with_access_note",
+]
 
 Detail = Literal["names", "signatures", "full"]
+
+DEFAULT_SEARCH_LIMIT = 5
+"""Signatures a search shows unless asked for more: enough to choose from, little context spent."""
 
 CALL_HINT = (
     "Call tools in execute_code as tools.<server>.<tool>(arg=value, ...) (keywords only); "
@@ -72,7 +84,7 @@ def _named(entry: CatalogEntry) -> str:
     return f"{entry.python_name} [{entry.access}]" if entry.access else entry.python_name
 
 
-def _marked(text: str, entry: CatalogEntry) -> str:
+def with_access_note(text: str, entry: CatalogEntry) -> str:
     """`text` with the policy's note on its first line."""
     if not entry.access:
         return text
@@ -82,13 +94,14 @@ def _marked(text: str, entry: CatalogEntry) -> str:
 
 def _render_entries(entries: Sequence[CatalogEntry], detail: Detail) -> list[str]:
     if detail == "names":
-        return [_marked(entry.qualified, entry) for entry in entries]
+        return [with_access_note(entry.qualified, entry) for entry in entries]
     if detail == "full":
-        return "\n\n".join(_marked(full_doc(entry), entry) for entry in entries).split("\n")
-    return [_marked(signature(entry), entry) for entry in entries]
+        return "\n\n".join(with_access_note(full_doc(entry), entry) for entry in entries).split("\n")
+    return [with_access_note(signature(entry), entry) for entry in entries]
 
 
-def _unknown_server(catalog: Catalog, server: str) -> str:
+def unknown_server(catalog: Catalog, server: str) -> str:
+    """That `server` is unknown, the close names, and the known ones."""
     known = ", ".join(s.identifier for s in catalog.servers) or "none are configured"
     close = catalog.suggest_servers(server)
     hint = f" Did you mean {' or '.join(close)}?" if close else ""
@@ -115,7 +128,8 @@ def _not_ready_note(catalog: Catalog, only: str | None) -> str | None:
     return "\n".join(notes) or None
 
 
-def _server_listing(catalog: Catalog, status: CatalogServer, limit: int, detail: Detail) -> str:
+def server_listing(catalog: Catalog, status: CatalogServer, limit: int, detail: Detail) -> str:
+    """One server's state, then its first `limit` tools in `detail` and the names of the rest."""
     entries = catalog.tools_of(status.identifier)
     lines = [f"{status.identifier} ({_state(status)})"]
     lines += _render_entries(entries[:limit], detail)
@@ -127,12 +141,26 @@ def _server_listing(catalog: Catalog, status: CatalogServer, limit: int, detail:
     return "\n".join(lines)
 
 
+def _did_you_mean(catalog: Catalog, query: str) -> str | None:
+    close = catalog.suggest(query)
+    if close:
+        return "Did you mean " + " or ".join(close) + "?"
+    corrected = " ".join(suggest_words(catalog, query))
+    if corrected != " ".join(query.lower().split()):
+        return f'Did you mean "{corrected}"?'
+    return None
+
+
+def _servers_hint(catalog: Catalog) -> str:
+    return "servers: " + ", ".join(s.identifier for s in catalog.servers)
+
+
 def _no_results(catalog: Catalog, query: str, server: str | None) -> str:
     where = f" on {server}" if server else ""
     lines = [f'No tools match "{query}"{where}.']
-    close = catalog.suggest(query)
-    if close:
-        lines.append("Did you mean " + " or ".join(close) + "?")
+    hint = _did_you_mean(catalog, query)
+    if hint:
+        lines.append(hint)
     lines.append(
         "Try fewer or broader words"
         + (", drop the server filter" if server else "")
@@ -141,17 +169,32 @@ def _no_results(catalog: Catalog, query: str, server: str | None) -> str:
     return "\n".join(lines)
 
 
+def _weak_note(catalog: Catalog, query: str, hits: list[Hit]) -> str | None:
+    if not hits[0].weak:
+        return None
+    hint = _did_you_mean(catalog, query)
+    return (
+        f'No tool matches "{query}" well: these share only some of its words. '
+        + (f"{hint} " if hint else "")
+        + f"Try other words or a server name; {_servers_hint(catalog)}."
+    )
+
+
 def render_search(
-    catalog: Catalog, query: str, server: str | None = None, limit: int = 10, detail: Detail = "signatures"
+    catalog: Catalog,
+    query: str,
+    server: str | None = None,
+    limit: int = DEFAULT_SEARCH_LIMIT,
+    detail: Detail = "signatures",
 ) -> str:
     """search_docs's answer: the overview for an empty query, else the best `limit` tools in `detail`."""
     limit = max(limit, 1)
     status = catalog.server(server) if server is not None else None
     if server is not None and status is None:
-        return _unknown_server(catalog, server)
+        return unknown_server(catalog, server)
     query = query.strip()
     if not query:
-        return render_overview(catalog) if status is None else _server_listing(catalog, status, limit, detail)
+        return render_overview(catalog) if status is None else server_listing(catalog, status, limit, detail)
     only = status.identifier if status else None
     hits = search(catalog, query, only, limit)
     note = _not_ready_note(catalog, only)
@@ -160,7 +203,6 @@ def render_search(
         return f"{text}\n{note}" if note else text
     count = f"{len(hits)} tool{'' if len(hits) == 1 else 's'}"
     lines = [f'{count} for "{query}"{f" on {only}" if only else ""}, best first:']
-    lines += _render_entries([entry for entry, _ in hits], detail)
-    if note:
-        lines.append(note)
+    lines += _render_entries([hit.entry for hit in hits], detail)
+    lines += [text for text in (_weak_note(catalog, query, hits), note) if text]
     return "\n".join(lines)

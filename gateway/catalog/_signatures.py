@@ -25,13 +25,14 @@ __all__ = [
     "first_sentence",
     "full_doc",
     "render_type",
+    "return_phrase",
     "return_type",
     "signature",
     "type_name",
 ]
 
-MAX_SIGNATURE_CHARS = 400
-"""About 100 tokens: the budget of one tool's line in `signatures` mode."""
+MAX_SIGNATURE_CHARS = 200
+"""About 50 tokens: the budget of one tool's line in `signatures` mode."""
 
 _MAX_LITERAL_CHARS = 60  # a longer enum reads better as its base type; `full` still lists it
 _MAX_DEFAULT_CHARS = 24  # a longer default is shown as `...`: the tool fills it in anyway
@@ -41,6 +42,15 @@ _MIN_SUMMARY_CHARS = 80  # what the comment keeps before types lose detail
 _JSON_TYPES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
 _ABBREVIATION = re.compile(r"\b(?:e\.g|i\.e|etc|vs|cf|approx|incl)\.$", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?](?=\s)|\n\s*\n")
+# "Returns the sum of two numbers" -> "sum of two numbers": what a tool without an output schema
+# gives back, in the words of its description, cut at the first clause boundary.
+_RETURNS = re.compile(
+    r"(?:\breturns?|(?:^|[.!?]\s+)(?:gets?|lists?|shows?|reads?|retrieves?|fetch(?:es)?|displays?))"
+    r"\s+(?:(?:a|an|the|all|back|up to \w+)\s+)*(?P<what>[A-Za-z0-9][^.;:!?()\n,]*?)"
+    r"(?=\s+(?:that|which|when|if|using|by|with|from|for|so|to)\b|[.;:!?()\n,]|$)",
+    re.IGNORECASE,
+)
+_MAX_RETURN_PHRASE_CHARS = 40
 _SCHEMA_KEYS = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames")
 _SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
 _SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas")
@@ -185,10 +195,22 @@ def _parameters(entry: CatalogEntry, style: Style) -> str:
     return ", ".join(params) if params[0].startswith("**") else f"*, {', '.join(params)}"
 
 
+def return_phrase(description: str) -> str | None:
+    """What a tool gives back, as its description says it ("Returns the logs" -> "logs"), if it does."""
+    match = _RETURNS.search(" ".join(description.split()[:40]))
+    if match is None:
+        return None
+    what = match.group("what").strip()
+    # A long phrase is a clause the pattern misread, not a name for a value: say nothing then.
+    return what if 3 <= len(what) <= _MAX_RETURN_PHRASE_CHARS else None
+
+
 def return_type(entry: CatalogEntry, style: Style = FULL) -> str:
-    """The output schema's type (its title, its shape, else `dict`), else `Any`."""
+    """The output schema's type (its title, its shape, else `dict`); else what the description says
+    comes back, as a string annotation (`-> 'commit logs'`); else `Any`."""
     if entry.output_schema is None:
-        return "Any"
+        phrase = return_phrase(entry.description)
+        return repr(phrase) if phrase else "Any"
     return render_type(entry.output_schema, replace(style, shapes=style.return_shapes))
 
 
@@ -221,12 +243,23 @@ def _deprecated(entry: CatalogEntry) -> bool:
     return "deprecated" in (entry.title or "").lower()
 
 
+def _says_only(summary: str, returned: str) -> bool:
+    """Whether `summary` is no more than a verb and articles before the return phrase `returned`."""
+    if not returned.startswith("'"):
+        return False
+    phrase = returned.strip("'").lower()
+    text = summary.rstrip(".").lower()
+    return text.endswith(phrase) and len(text[: -len(phrase)].split()) <= 3
+
+
 def signature(entry: CatalogEntry, max_chars: int = MAX_SIGNATURE_CHARS) -> str:
     """One line: `server.tool(*, params) -> Ret  # first sentence`, at most about `max_chars` long."""
     summary = first_sentence(entry.description)
+    if _says_only(summary, return_type(entry)):
+        summary = ""  # "Returns the sum of two numbers" adds nothing to `-> 'sum of two numbers'`
     if _deprecated(entry) and "deprecated" not in summary.lower():
         summary = f"(deprecated) {summary}"
-    wanted = min(len(summary), _MIN_SUMMARY_CHARS) + 4
+    wanted = min(len(summary), _MIN_SUMMARY_CHARS) + 4 if summary else 0
     head = ""
     for style in _STYLES:
         head = _head(entry, style)

@@ -35,6 +35,7 @@ from gateway.children._transport import (
     is_connection_lost,
     list_all_tools,
     open_session,
+    redacted_tool,
 )
 from gateway.children.config import (
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -236,7 +237,7 @@ class Child:
                     connection.session = await open_session(
                         stack, self.name, self.server, connection, self._on_message, self.max_message_bytes
                     )
-                    listed = await list_all_tools(connection.session)
+                    listed = await self._list_tools(connection)
                     scope.deadline = math.inf  # connected: from here on the connection ends by itself
                     self._interruptible = None
                     self._ready(connection, listed, started)
@@ -323,12 +324,18 @@ class Child:
             return None
         return self._last_used + self._idle_seconds - anyio.current_time()
 
+    async def _list_tools(self, connection: ChildConnection) -> list[types.Tool]:
+        """The child's tools with every text it wrote redacted: descriptions reach the model and the
+        snippet (which could transform a secret past the redaction of its output)."""
+        assert connection.session is not None
+        return [redacted_tool(tool, self._redact) for tool in await list_all_tools(connection.session)]
+
     async def _refresh_tools(self, connection: ChildConnection) -> None:
         assert connection.session is not None
         scope = self._interruptible = anyio.CancelScope(deadline=anyio.current_time() + self.startup_timeout)
         try:
             with scope:
-                tools = await list_all_tools(connection.session)
+                tools = await self._list_tools(connection)
                 if tools != self.tools:
                     self.tools = tools
                     self._tools_version += 1

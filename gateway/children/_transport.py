@@ -10,13 +10,14 @@ end, noticed by the watched read stream or by an HTTP response. `describe_error`
 
 from __future__ import annotations
 
+import json
 import logging
 import signal
 import sys
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from types import TracebackType
-from typing import Protocol, Self
+from typing import Any, Protocol, Self, cast
 
 import anyio
 import httpx2
@@ -45,6 +46,7 @@ __all__ = [
     "is_connection_lost",
     "list_all_tools",
     "open_session",
+    "redacted_tool",
 ]
 
 # The child module's logger: every record about a child keeps the one logger name it always had.
@@ -219,6 +221,27 @@ def is_connection_lost(exc: BaseException) -> bool:
     if isinstance(exc, MCPError):
         return exc.code == types.CONNECTION_CLOSED
     return isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError | anyio.EndOfStream)
+
+
+def _redact_texts(value: Any, redact: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        text = json.dumps(value)  # a numeric secret as a schema's default or example
+        redacted = redact(text)
+        return value if redacted == text else redacted
+    if isinstance(value, dict):
+        items = cast("dict[str, Any]", value).items()
+        return {redact(key): _redact_texts(item, redact) for key, item in items}
+    if isinstance(value, list):
+        return [_redact_texts(item, redact) for item in cast("list[Any]", value)]
+    return value
+
+
+def redacted_tool(tool: types.Tool, redact: Callable[[str], str]) -> types.Tool:
+    """`tool` with `redact` applied to every text a child wrote in it but its name, which calls use."""
+    data = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return types.Tool.model_validate({**_redact_texts(data, redact), "name": tool.name})
 
 
 async def list_all_tools(session: ClientSession) -> list[types.Tool]:

@@ -18,6 +18,7 @@ from gateway.cli._exec import exec_command
 from gateway.cli._exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from gateway.cli._loading import load_config_for_cli
 from gateway.cli._sandbox_test import add_sandbox_test_arguments, sandbox_test_command
+from gateway.cli._search_eval import add_search_eval_arguments, search_eval_command
 from gateway.config import (
     config_json_schema,
 )
@@ -92,6 +93,9 @@ def _parser() -> argparse.ArgumentParser:
     add_sandbox_test_arguments(
         command("sandbox-test", "run the sandbox escape suite against the config's limits")
     )
+    add_search_eval_arguments(
+        command("search-eval", "measure how well search_docs finds tools for queries with known answers")
+    )
     command("schema", "print the config file's JSON Schema")
     return parser
 
@@ -139,6 +143,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             "audit": audit_command,
             "schema": _schema,
             "sandbox-test": sandbox_test_command,
+            "search-eval": search_eval_command,
         }
         code = commands[args.command](args)
     except ConfigError as exc:

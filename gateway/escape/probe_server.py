@@ -99,6 +99,14 @@ def build() -> MCPServer:
         value = os.environ.get(name)
         return int(value) if value is not None and value.isdigit() else None
 
+    token = os.environ.get("PROBE_TOKEN", "")
+
+    # A child that puts a credential in its own docs (an API URL with its key, as some do): the text
+    # reaches search_docs and the snippet's help(), search() and __doc__.
+    @server.tool(annotations=_READ, description=f"Look a key up at https://api.example.com/?key={token}")
+    def documented(key: str = token) -> str:  # pyright: ignore[reportUnusedFunction]
+        return f"looked up {len(key)} characters"
+
     @server.tool(annotations=_READ)
     def echo_in_error(text: str) -> str:  # pyright: ignore[reportUnusedFunction]
         """Fail, quoting the argument in the error message (as many validators do)."""

@@ -1,7 +1,13 @@
 """CPython on WASI under wasmtime: a fresh instance per run, bounded by fuel, epochs, memory, output."""
 
 from gateway.sandbox._engine import COMPONENT_PATH, WASMTIME_VERSION, component_sha256, default_cache_dir
-from gateway.sandbox._host_call import ToolCaller, cancelled_error
+from gateway.sandbox._host_call import (
+    MAX_DOCS_ARGS_BYTES,
+    MAX_DOCS_QUERIES,
+    DocsReader,
+    ToolCaller,
+    cancelled_error,
+)
 from gateway.sandbox._journal import HostAnswer, HostJournal, PausedCall, arguments_digest
 from gateway.sandbox._sandbox import HOST_INTERFACE, Sandbox
 from gateway.sandbox.limits import SandboxLimits
@@ -10,7 +16,10 @@ from gateway.sandbox.result import ErrorInfo, ExecutionResult, ToolCallRecord
 __all__ = (
     "COMPONENT_PATH",
     "HOST_INTERFACE",
+    "MAX_DOCS_ARGS_BYTES",
+    "MAX_DOCS_QUERIES",
     "WASMTIME_VERSION",
+    "DocsReader",
     "ErrorInfo",
     "ExecutionResult",
     "HostAnswer",

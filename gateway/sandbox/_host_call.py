@@ -37,12 +37,24 @@ from gateway.sandbox._journal import HostJournal
 from gateway.sandbox.limits import SandboxLimits
 from gateway.sandbox.result import ToolCallRecord
 
-__all__ = ["Execution", "ToolCaller", "bound_to_thread", "cancelled_error", "host_call"]
+__all__ = ["DocsReader", "Execution", "ToolCaller", "bound_to_thread", "cancelled_error", "host_call"]
 
 log = logging.getLogger("gateway.sandbox")
 
 ToolCaller = Callable[[str, dict[str, Any]], Awaitable[Any]]
 """Calls a namespaced tool with JSON arguments and returns a JSON-able value; raises ToolCallError."""
+
+DocsReader = Callable[[str, dict[str, Any]], Any]
+"""Answers `@search` and `@docs` (service, JSON payload) from the catalog, on the worker thread, with a
+JSON-able value; raises ValueError with a message for the snippet when the question is malformed."""
+
+DOCS_SERVICES = {"@search": "search()", "@docs": "help() and dir() on tools"}
+"""The discovery services, and what the snippet calls that reaches each (for its error messages)."""
+MAX_DOCS_ARGS_BYTES = 4_096
+"""A search query and a tool's name are short: a longer question is a mistake, or costs the host."""
+MAX_DOCS_QUERIES = 200
+"""search(), help() and dir() on tools per execution: each costs the host a catalog search, so a
+loop of them must end; no real snippet needs this many."""
 
 MAX_NAME_CHARS = 256
 MAX_JSON_DEPTH = 64
@@ -67,6 +79,8 @@ class Execution:
     timeout: float
     tool_caller: ToolCaller | None
     journal: HostJournal | None = None  # records the host's answers (or replays them, resuming)
+    docs: DocsReader | None = None  # answers search(), help() and dir() on tools
+    docs_queries: int = 0
     started: float = field(default_factory=time.monotonic)
     tool_calls: list[ToolCallRecord] = field(default_factory=list[ToolCallRecord])
     ended_by: ExecutionFailed | None = None
@@ -133,6 +147,32 @@ class Execution:
             raise self._budget_error(f"time.sleep({seconds:g})")
         self._wait_from_worker(lambda: anyio.sleep(seconds), None, fallback=lambda: time.sleep(seconds))
         return {}
+
+    def read_docs(self, service: str, args_json: str) -> str:
+        if self.docs is None:
+            raise _Refused("ToolError", "no catalog serves this sandbox, so there are no tools to look up")
+        if self.docs_queries >= MAX_DOCS_QUERIES:
+            raise _Refused(
+                "ToolError",
+                f"search(), help() and dir() on tools are limited to {MAX_DOCS_QUERIES} per execution: "
+                "look tools up once and keep what you need in a variable",
+            )
+        self.docs_queries += 1
+        size = len(args_json.encode())
+        if size > MAX_DOCS_ARGS_BYTES:
+            raise _Refused(
+                "ToolError",
+                f"the question to {DOCS_SERVICES[service]} is {size:,} bytes, over the "
+                f"{MAX_DOCS_ARGS_BYTES:,}-byte cap: ask with a few words",
+            )
+        payload = _parse_json(args_json, f"arguments to {DOCS_SERVICES[service]}")
+        if not isinstance(payload, dict):
+            raise _Refused("ToolError", f"arguments to {DOCS_SERVICES[service]} must be a JSON object")
+        try:
+            answer = self.docs(service, cast("dict[str, Any]", payload))
+        except ValueError as exc:
+            raise _Refused("ToolError", str(exc)) from None
+        return json.dumps(answer, ensure_ascii=False)
 
     def call_tool(self, name: str, args_json: str) -> str:
         limits = self.limits
@@ -237,6 +277,8 @@ def _dispatch(execution: Execution, name: str, args_json: str) -> str:
         return json.dumps(clock)
     if name == "@sleep":
         return json.dumps(execution.sleep(_parse_json(args_json, "host service arguments")))
+    if name in DOCS_SERVICES:
+        return execution.read_docs(name, args_json)
     if name.startswith("@"):
         raise _Refused("ToolError", f"unknown host service {name[:MAX_NAME_CHARS]!r}")
     if len(name) > MAX_NAME_CHARS:

@@ -20,7 +20,7 @@ from gateway.errors import (
     GuestCrashed,
     SnippetError,
 )
-from gateway.sandbox._host_call import Execution, ToolCaller, bound_to_thread, cancelled_error
+from gateway.sandbox._host_call import DocsReader, Execution, ToolCaller, bound_to_thread, cancelled_error
 from gateway.sandbox._journal import HostJournal
 from gateway.sandbox._outcome import failed_result, outcome_result
 from gateway.sandbox._slots import HOST_INTERFACE, Slot, Watchdog, load_slots
@@ -104,12 +104,14 @@ class Sandbox:
         tool_caller: ToolCaller | None = None,
         timeout: float | None = None,
         journal: HostJournal | None = None,
+        docs: DocsReader | None = None,
     ) -> ExecutionResult:
         """Run a snippet on a worker thread; cancelling the caller interrupts the snippet at once.
 
         With a `journal`, the host's answers are recorded in it, after those it already holds are
-        replayed (a run resumed after an approval)."""
-        execution = Execution(self.limits, self.timeout_for(timeout), tool_caller, journal)
+        replayed (a run resumed after an approval). `docs` answers the snippet's search(), help()
+        and dir() on tools."""
+        execution = Execution(self.limits, self.timeout_for(timeout), tool_caller, journal, docs)
         busy = self._busy()
         if busy is not None:
             return failed_result(execution, busy, fuel=0)

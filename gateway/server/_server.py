@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field, ValidationError
 from gateway._gateway import ApprovalNeeded, Gateway, Progress
 from gateway._logging import redact_logs
 from gateway._version import PACKAGE_NAME, package_version
+from gateway.catalog import DEFAULT_SEARCH_LIMIT
 from gateway.config import GatewayConfig
 from gateway.errors import GatewayError
 from gateway.policy import can_elicit, elicitation_approver, no_approver
@@ -31,7 +32,8 @@ SERVER_NAME = PACKAGE_NAME
 SEARCH_DOCS_DESCRIPTION = (
     "Find the tools of the connected MCP servers. Returns Python signatures such as "
     "`time.get_current_time(timezone: str) -> TimeResult`. Call it with an empty query for an "
-    "overview of servers and tool names, then search by task. Use execute_code to call the tools."
+    "overview of servers and tool names, then search by task. Use execute_code to call the tools; "
+    "inside it, search('...') and help(tools.<server>.<tool>) do the same."
 )
 EXECUTE_CODE_DESCRIPTION = (
     "Run Python in a sandbox (no files, network or processes) and call tools from it as "
@@ -45,7 +47,7 @@ EXECUTE_CODE_DESCRIPTION = (
 class SearchDocsArgs(BaseModel):
     query: str = Field(default="", description="What the tool should do; empty for an overview.")
     server: str | None = Field(default=None, description="Only this server's tools.")
-    limit: int = Field(default=10, ge=1, le=50)
+    limit: int = Field(default=DEFAULT_SEARCH_LIMIT, ge=1, le=50, description="How many tools to show.")
     detail: Literal["names", "signatures", "full"] = Field(
         default="signatures", description="full adds each tool's JSON Schema."
     )

@@ -38,6 +38,11 @@ EXPECTED_ROWS = [
     "context_ratio",
     "gateway_initialize",
     "gateway_import",
+    "search_top3_dev",
+    "search_top5_dev",
+    "search_top3_held-out",
+    "search_top5_held-out",
+    "search_p50",
 ]
 GATEWAY_CHILDREN = ["time", "git", "everything", "memory", "filesystem"]
 WAIT_SECONDS = 120

@@ -108,7 +108,7 @@ def test_no_results_on_one_server_suggest_dropping_the_filter(real: Catalog) -> 
 def test_an_empty_query_on_one_server_lists_its_tools_up_to_the_limit(real: Catalog) -> None:
     lines = render_search(real, "", "git", 2, "signatures").split("\n")
     assert lines[0] == "git (ready, 12 tools)"
-    assert lines[1].startswith("git.git_status(*, repo_path: str) -> Any  # ")
+    assert lines[1] == "git.git_status(*, repo_path: str) -> 'working tree status'"
     assert lines[2].startswith("git.git_diff_unstaged(")
     assert lines[3].startswith("10 more: git_diff_staged, git_diff, ")
     assert lines[4] == CALL_HINT
@@ -136,3 +136,20 @@ def test_a_search_on_a_failed_server_explains_why_it_is_empty(mixed: Catalog) ->
 
 def test_ten_signatures_fit_in_a_few_kilobytes(real: Catalog) -> None:
     assert len(render_search(real, "file", None, 10, "signatures")) < 3000
+
+
+def test_weak_results_say_so_with_a_spelling_suggestion_and_the_servers(real: Catalog) -> None:
+    text = render_search(real, "comit zebra giraffe elephant")
+    assert text.splitlines()[1].startswith("git.git_commit(")
+    assert text.splitlines()[-1] == (
+        'No tool matches "comit zebra giraffe elephant" well: these share only some of its words. '
+        'Did you mean "commit zebra giraffe elephant"? Try other words or a server name; '
+        "servers: everything, filesystem, git, memory, time."
+    )
+
+
+def test_strong_results_carry_no_hint_and_show_five_tools_by_default(real: Catalog) -> None:
+    lines = render_search(real, "read a file").splitlines()
+    assert lines[0] == '5 tools for "read a file", best first:'
+    assert len(lines) == 6
+    assert all(len(line.encode()) <= 210 for line in lines[1:])

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from mcp.types import ListToolsResult, Tool
 
-from gateway.catalog._catalog import Catalog, CatalogEntry
-from gateway.catalog._search import search, tokenize
+from gateway.catalog._catalog import Catalog
+from gateway.catalog._search import Hit, search
 from tests.real_servers import TOOL_SNAPSHOTS
 
 DATA = TOOL_SNAPSHOTS
@@ -26,8 +26,8 @@ def _tool(name: str, description: str) -> Tool:
     return Tool(name=name, description=description, input_schema={"type": "object"})
 
 
-def _names(hits: list[tuple[CatalogEntry, float]]) -> list[str]:
-    return [entry.qualified for entry, _ in hits]
+def _names(hits: list[Hit]) -> list[str]:
+    return [hit.entry.qualified for hit in hits]
 
 
 @pytest.mark.parametrize(
@@ -84,7 +84,7 @@ def test_a_tool_named_exactly_by_the_query_comes_first(real: Catalog, query: str
 def test_results_are_sorted_best_first_and_capped_at_the_limit(real: Catalog) -> None:
     hits = search(real, "file", limit=4)
     assert len(hits) == 4
-    scores = [score for _, score in hits]
+    scores = [hit.score for hit in hits]
     assert scores == sorted(scores, reverse=True)
     assert all(score > 0 for score in scores)
 
@@ -92,7 +92,7 @@ def test_results_are_sorted_best_first_and_capped_at_the_limit(real: Catalog) ->
 def test_a_server_filter_keeps_only_that_servers_tools(real: Catalog) -> None:
     hits = search(real, "read", server="memory")
     assert hits
-    assert {entry.server_id for entry, _ in hits} == {"memory"}
+    assert {hit.entry.server_id for hit in hits} == {"memory"}
 
 
 def test_an_unknown_server_filter_raises_key_error(real: Catalog) -> None:
@@ -113,7 +113,7 @@ def test_name_words_outweigh_the_same_words_in_a_description() -> None:
     catalog = Catalog(
         {
             "mail": [
-                _tool("post_note", "Stores a note; never used to send email to anyone"),
+                _tool("store_note", "Stores a note; never used to send email to anyone"),
                 _tool("send_email", "Delivers a message to a recipient"),
             ]
         }
@@ -141,13 +141,3 @@ def test_parameter_names_and_descriptions_are_searched() -> None:
     catalog = Catalog({"srv": [tool]})
     assert _names(search(catalog, "retries")) == ["srv.fetch"]
     assert _names(search(catalog, "backoff")) == ["srv.fetch"]
-
-
-def test_tokens_are_lowercased_split_identifiers_with_plurals_stemmed() -> None:
-    assert tokenize("getCurrentTime list_directories git-branches") == [
-        "get", "current", "time", "list", "directory", "git", "branch",
-    ]  # fmt: skip
-
-
-def test_stopwords_and_single_letters_are_dropped_and_status_is_not_a_plural() -> None:
-    assert tokenize("Show me the status of a file") == ["show", "status", "file"]

@@ -17,6 +17,7 @@ from gateway.catalog._signatures import (
     first_sentence,
     full_doc,
     render_type,
+    return_phrase,
     signature,
 )
 from tests.real_servers import TOOL_SNAPSHOTS
@@ -83,18 +84,21 @@ def test_signatures_of_the_real_tools_average_well_under_the_budget() -> None:
     ("name", "expected"),
     [
         ("time.get_current_time", "time.get_current_time(*, timezone: str) -> TimeResult"),
-        ("git.git_diff_staged", "git.git_diff_staged(*, repo_path: str, context_lines: int = 3) -> Any"),
-        ("everything.get_sum", "everything.get_sum(*, a: float, b: float) -> Any"),
+        (
+            "git.git_diff_staged",
+            "git.git_diff_staged(*, repo_path: str, context_lines: int = 3) -> 'changes'",
+        ),
+        ("everything.get_sum", "everything.get_sum(*, a: float, b: float) -> 'sum of two numbers'"),
+        ("git.git_commit", "git.git_commit(*, repo_path: str, message: str) -> Any"),
         (
             "memory.create_entities",
             "memory.create_entities(*, entities: list[{'name': str, 'entityType': str,"
-            " 'observations': list[str]}]) -> {'entities': list[{'name': str, 'entityType': str,"
-            " 'observations': list[str]}]}",
+            " 'observations': list[str]}]) -> dict",
         ),
         (
             "git.git_log",
             "git.git_log(*, repo_path: str, max_count: int = 10, start_timestamp: str | None = None,"
-            " end_timestamp: str | None = None) -> Any",
+            " end_timestamp: str | None = None) -> 'commit logs'",
         ),
     ],
 )
@@ -220,7 +224,7 @@ def test_a_long_description_is_clipped_to_fit_the_budget() -> None:
 
 
 def test_a_signature_over_budget_drops_detail_before_it_drops_the_description() -> None:
-    properties = {f"option_{i}": {"enum": ["alpha", "beta", "gamma"]} for i in range(8)}
+    properties = {f"option_{i}": {"enum": ["alpha", "beta", "gamma"]} for i in range(4)}
     line = signature(_entry({"type": "object", "properties": properties}, description="Tunes the engine."))
     assert len(line) <= MAX_SIGNATURE_CHARS
     assert "option_0: str = None" in line
@@ -267,3 +271,31 @@ def test_a_tool_with_only_many_options_renders_them_as_keyword_options() -> None
     properties = {f"setting_number_{i}": {"type": "string"} for i in range(40)}
     line = signature(_entry({"type": "object", "properties": properties}))
     assert line.startswith("srv.tool(**options: Any) -> Any")
+
+
+@pytest.mark.parametrize(
+    ("description", "phrase"),
+    [
+        ("Returns the sum of two numbers", "sum of two numbers"),
+        ("Shows the commit logs", "commit logs"),
+        ("List Git branches", "Git branches"),
+        ("Returns up to ten resource links that reference resources", "resource links"),
+        ("Read the complete contents of a file as text.", "complete contents of a file as text"),
+        ("Creates a new branch", None),  # an action: the description says what it does, not what comes back
+        ("Toggles logging. Gets the level from the environment.", "level"),
+        ("Returns either the compressed data as a gzipped resource or a link to it", None),  # too long
+    ],
+)
+def test_what_a_tool_returns_is_read_from_its_description(description: str, phrase: str | None) -> None:
+    assert return_phrase(description) == phrase
+
+
+def test_a_tool_without_output_schema_shows_what_comes_back_and_the_comment_does_not_repeat_it() -> None:
+    assert (
+        signature(_real("everything.get_sum"))
+        == "everything.get_sum(*, a: float, b: float) -> 'sum of two numbers'"
+    )
+    assert signature(_real("git.git_show")).endswith(
+        "-> 'contents of a commit'  # Shows the contents of a commit, "
+        "or of a file or directory given as <revision>:<path>"
+    )

@@ -386,3 +386,17 @@ async def test_a_secret_in_a_childs_protocol_error_is_redacted_from_the_tool_cal
                 await pool.call_tool("time", f"tool_{SECRET}", {})
     assert SECRET not in str(caught.value)
     assert "tool_[REDACTED:API_TOKEN]" in str(caught.value)
+
+
+async def test_a_secret_in_a_childs_tool_docs_is_redacted_before_anyone_reads_them(
+    tiny_server: Entry,
+) -> None:
+    entry: Entry = {**tiny_server, "env": {"TINY_TOOL_NOTE": f"key={SECRET}"}}
+    with anyio.fail_after(WAIT):
+        async with pool_for(parse_config({"mcpServers": {"tiny": entry}}, "test"), redact=redact) as pool:
+            assert await pool.wait_ready()
+            lookup = next(tool for tool in pool.tools()["tiny"] if tool.name == "lookup")
+            assert await pool.call_tool("tiny", "lookup", {"key": "k"})  # the name calls still use is kept
+    assert lookup.description == "Look something up (key=[REDACTED:API_TOKEN])."
+    assert lookup.input_schema["properties"]["key"]["default"] == "key=[REDACTED:API_TOKEN]"
+    assert SECRET not in lookup.model_dump_json()

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 from gateway import ConfigError, ExecutionResult
 from gateway.audit import AuditLog, format_records
 from gateway.cli._audit import parse_since
+from tests.cli.command import run_command
 
 pytestmark = pytest.mark.anyio
 
@@ -25,12 +23,7 @@ NOON = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 
 async def audit_cli(*args: str, cwd: Path | None = None) -> tuple[int, str, str]:
     """Run `python -m gateway audit ARGS`; returns (exit code, stdout, stderr)."""
-    environ = {k: v for k, v in os.environ.items() if k != "CODEMODE_CONFIG"}
-    with anyio.fail_after(WAIT):
-        done = await anyio.run_process(
-            [sys.executable, "-m", "gateway", "audit", *args], env=environ, cwd=cwd, check=False
-        )
-    return done.returncode, done.stdout.decode(), done.stderr.decode()
+    return await run_command("audit", *args, cwd=cwd)
 
 
 def write_history(path: Path, **options: Any) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.cli.command import WAIT, run_command
 from tests.real_servers import REPO
 
 TOKEN = "ghp_Zq8vN3kLp0Xw7Rt2Yb5Hc9Jd4Mf6Gs1Ae"
@@ -18,15 +19,7 @@ TOKEN = "ghp_Zq8vN3kLp0Xw7Rt2Yb5Hc9Jd4Mf6Gs1Ae"
 pytestmark = pytest.mark.anyio
 
 
-WAIT = 90  # the command starts real child servers
-
-
-async def gateway(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-    """Run `python -m gateway ARGS`; returns (exit code, stdout, stderr)."""
-    environ = {k: v for k, v in os.environ.items() if k != "CODEMODE_CONFIG"} | (env or {})
-    with anyio.fail_after(WAIT):
-        done = await anyio.run_process([sys.executable, "-m", "gateway", *args], env=environ, check=False)
-    return done.returncode, done.stdout.decode(), done.stderr.decode()
+gateway = run_command
 
 
 def write_config(tmp_path: Path, servers: dict[str, Any]) -> str:

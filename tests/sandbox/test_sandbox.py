@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import time
+from functools import partial
 
 import anyio
 import pytest
 
 from gateway import Sandbox, SandboxLimits, ToolCallError
+from gateway.catalog import read_docs
+from gateway.sandbox import MAX_DOCS_QUERIES, DocsReader
 from gateway.testing import InProcessTools
+from tests.real_servers import snapshot_catalog
 
 pytestmark = pytest.mark.anyio
 
@@ -294,3 +298,72 @@ async def test_a_base_exception_from_the_tool_caller_cannot_crash_the_process(sa
     assert result.error is not None
     assert result.error.type == "GuestCrashed"
     assert (await run(sandbox, "'alive'")).value == "alive"
+
+
+def _docs_of_snapshot() -> DocsReader:
+    return partial(read_docs, snapshot_catalog())
+
+
+async def test_a_snippet_finds_tools_with_search_and_reads_them_with_help_and_dir(sandbox: Sandbox) -> None:
+    code = (
+        "found = search('commit history', limit=2)\n"
+        "print(found[0])\n"
+        "help(tools.time.convert_time)\n"
+        "[found[0].name, len(found), dir(tools), dir(tools.time)]"
+    )
+    result = await run(sandbox, code, docs=_docs_of_snapshot())
+    assert result.ok, result.error
+    assert result.value == [
+        "git.git_log",
+        2,
+        ["everything", "filesystem", "git", "memory", "time"],
+        ["convert_time", "get_current_time"],  # dir() sorts
+    ]
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("git.git_log(*, repo_path: str")
+    assert lines[1].startswith("time.convert_time(*, source_timezone: str")
+
+
+async def test_help_on_plain_python_prints_its_docstring(sandbox: Sandbox) -> None:
+    result = await run(sandbox, "help(len)\nhelp()", docs=_docs_of_snapshot())
+    assert result.stdout.startswith("len\n\nReturn the number of items in a container.")
+    assert "search('what you need') finds tools" in result.stdout
+
+
+async def test_a_bad_lookup_is_a_catchable_tool_error_with_what_to_do(sandbox: Sandbox) -> None:
+    code = "try:\n    help(tools.time.convert)\nexcept ToolError as e:\n    message = str(e)\nmessage"
+    result = await run(sandbox, code, docs=_docs_of_snapshot())
+    assert (
+        result.value
+        == "time has no tool 'convert'. Did you mean time.convert_time? dir(tools.time) lists them."
+    )
+
+
+async def test_lookups_per_execution_are_capped_and_the_cap_is_named(sandbox: Sandbox) -> None:
+    code = (
+        "n = 0\ntry:\n    while True:\n        dir(tools)\n        n += 1\n"
+        "except ToolError as e:\n    message = str(e)\n[n, message]"
+    )
+    result = await run(sandbox, code, docs=_docs_of_snapshot())
+    assert result.value is not None
+    assert result.value[0] == MAX_DOCS_QUERIES
+    assert f"limited to {MAX_DOCS_QUERIES} per execution" in result.value[1]
+
+
+async def test_an_oversized_search_is_refused_before_the_catalog_sees_it(sandbox: Sandbox) -> None:
+    seen: list[str] = []
+
+    def docs(service: str, payload: dict[str, object]) -> object:
+        seen.append(service)
+        return []
+
+    code = "try:\n    search('word ' * 2000)\nexcept ToolError as e:\n    message = str(e)\nmessage"
+    result = await run(sandbox, code, docs=docs)
+    assert "over the 4,096-byte cap" in str(result.value)
+    assert seen == []
+
+
+async def test_without_a_catalog_search_says_there_is_none(sandbox: Sandbox) -> None:
+    result = await run(sandbox, "search('anything')")
+    assert result.error is not None
+    assert "no catalog serves this sandbox" in result.error.message

@@ -23,6 +23,13 @@ def build() -> MCPServer:
         """The server process's environment, as a JSON object."""
         return json.dumps(dict(os.environ))
 
+    note = os.environ.get("TINY_TOOL_NOTE")
+    if note:  # a child writing a credential into its own docs, description and schema alike
+
+        @server.tool(description=f"Look something up ({note}).")
+        def lookup(key: str = note) -> str:  # pyright: ignore[reportUnusedFunction]
+            return key
+
     @server.tool()
     def die() -> str:  # pyright: ignore[reportUnusedFunction]
         """Exit the server process at once, without answering."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 from gateway.escape.cases import (
     approvals,
     children_answers,
+    discovery,
     display,
     environment,
     filesystem,
@@ -51,6 +52,7 @@ CASES: tuple[EscapeCase, ...] = (
     *children_answers.CASES,
     *display.CASES,
     *approvals.CASES,
+    *discovery.CASES,
 )
 
 CATEGORIES: tuple[str, ...] = tuple(dict.fromkeys(case.category for case in CASES))

@@ -13,6 +13,7 @@ __all__ = [
     "ANY_ERROR",
     "AUDIT_OFF",
     "FIND_CLASS",
+    "HOST_IMPORT",
     "LIMIT_KEYS",
     "LOAD_BUILTIN",
     "NATIVE",
@@ -90,6 +91,8 @@ ANY_ERROR = "*"
 NO_FS = "the sandbox has no filesystem"
 NO_NET = "the sandbox has no network"
 NO_PROC = "the sandbox has no processes"
+HOST_IMPORT = "from wit_world.imports import host\n"
+"""The first line of a case that calls the one host import directly, past the guest's proxies."""
 NO_STDIN = "the sandbox has no stdin"
 NATIVE = "the sandbox runs no native code"
 ALLOWLIST = "it can import: "

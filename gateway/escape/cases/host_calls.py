@@ -7,6 +7,7 @@ execution. Whatever arrives, the host must answer it, not fail on it.
 from __future__ import annotations
 
 from gateway.escape.cases._model import (
+    HOST_IMPORT,
     EscapeCase,
     Expect,
     case_maker,
@@ -21,7 +22,6 @@ from gateway.escape.cases._model import (
 __all__ = ["CASES"]
 
 _case = case_maker("host-calls")
-_HOST = "from wit_world.imports import host\n"
 _ONE = needs_tool_calls(1)
 _NOT_JSON = refused("Err", "not valid JSON")
 _NOT_OBJECT = refused("Err", "must be a JSON object")
@@ -32,7 +32,7 @@ _FLOOD_ENDS = limit("WallTimeExceeded", "FuelExhausted", check=within_budget, wh
 
 
 def _call(name: str, args: str) -> str:
-    return _HOST + f"host.call({name}, {args})"
+    return HOST_IMPORT + f"host.call({name}, {args})"
 
 
 CASES: tuple[EscapeCase, ...] = (
@@ -84,7 +84,9 @@ CASES: tuple[EscapeCase, ...] = (
     _case("host-name-bytes", _call("b'probe.echo'", "'{}'"), crash()),
     _case("host-name-none", _call("None", "None"), crash()),
     _case("host-name-int", _call("1", "2"), crash()),
-    _case("host-missing-argument", _HOST + "host.call('probe.echo')", refused("TypeError", "args_json")),
+    _case(
+        "host-missing-argument", HOST_IMPORT + "host.call('probe.echo')", refused("TypeError", "args_json")
+    ),
     _case("host-sleep-bad-json", _call("'@sleep'", "'{'"), _NOT_JSON),
     _case("host-sleep-string-payload", _call("'@sleep'", "'\"x\"'"), _BAD_SLEEP),
     _case("host-sleep-nan", _call("'@sleep'", "'{\"seconds\": NaN}'"), _NOT_A_NUMBER),
@@ -110,10 +112,10 @@ CASES: tuple[EscapeCase, ...] = (
     ),
     _case(
         "host-refused-call-flood",
-        _HOST + "big = '[' + '1,' * 120000 + '1]'\nwhile True:\n    try:\n"
+        HOST_IMPORT + "big = '[' + '1,' * 120000 + '1]'\nwhile True:\n    try:\n"
         "        host.call('probe.echo', big)\n    except Exception:\n        pass",
         _FLOOD_ENDS,
     ),
-    _case("host-clock-flood", _HOST + "while True:\n    host.call('@clock', '{}')", _FLOOD_ENDS),
+    _case("host-clock-flood", HOST_IMPORT + "while True:\n    host.call('@clock', '{}')", _FLOOD_ENDS),
     _case("host-sleep-zero-flood", "import time\nwhile True:\n    time.sleep(0)", _FLOOD_ENDS),
 )

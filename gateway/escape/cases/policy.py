@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from gateway.escape.cases._model import (
+    HOST_IMPORT,
     EscapeCase,
     Expect,
     case_maker,
@@ -25,7 +26,6 @@ __all__ = ["CASES"]
 
 _policy = case_maker("policy", "gateway")
 _secret = case_maker("secrets", "gateway")
-_HOST = "from wit_world.imports import host\n"
 _DENIED = refused("ToolError", "denied by policy")
 _NEEDS_APPROVAL = refused("ToolError", "needs the user's approval")
 _NO_SUCH_TOOL = Expect(
@@ -83,7 +83,7 @@ CASES: tuple[EscapeCase, ...] = (
     _policy("policy-denied-tool", "tools.probe.delete_all()", _DENIED, needs=needs_tool_calls(1)),
     _policy(
         "policy-denied-raw-host-call",
-        _HOST + "host.call('probe.delete_all', '{}')",
+        HOST_IMPORT + "host.call('probe.delete_all', '{}')",
         refused("Err", "denied by policy"),
         needs=needs_tool_calls(1),
     ),
@@ -133,7 +133,7 @@ CASES: tuple[EscapeCase, ...] = (
     ),
     _policy(
         "policy-hidden-raw-host-call",
-        _HOST + "host.call('probe.internal_admin', '{}')",
+        HOST_IMPORT + "host.call('probe.internal_admin', '{}')",
         refused("Err", "unknown tool"),
         needs=needs_tool_calls(1),
     ),
@@ -181,7 +181,7 @@ CASES: tuple[EscapeCase, ...] = (
     ),
     _policy(
         "policy-args-duplicate-json-keys",
-        _HOST + 'host.call(\'probe.read_note\', \'{"name": "alpha", "name": "gamma"}\')',
+        HOST_IMPORT + 'host.call(\'probe.read_note\', \'{"name": "alpha", "name": "gamma"}\')',
         refused("Err", "denied by policy"),
         needs=needs_tool_calls(1),
     ),
@@ -205,7 +205,7 @@ CASES: tuple[EscapeCase, ...] = (
     _policy(
         "policy-quota-counts-raw-host-calls",
         "for _ in range(3):\n    tools.probe.read_note(name='alpha')\n"
-        + _HOST
+        + HOST_IMPORT
         + "host.call('probe.read_note', '{\"name\": \"alpha\"}')",
         refused("Err", "QuotaExceeded"),
         needs=needs_tool_calls(4),
@@ -232,7 +232,7 @@ CASES: tuple[EscapeCase, ...] = (
     ),
     _policy(
         "policy-approval-raw-host-call",
-        _HOST + 'host.call(\'probe.write_note\', \'{"name": "a", "text": "b"}\')',
+        HOST_IMPORT + 'host.call(\'probe.write_note\', \'{"name": "a", "text": "b"}\')',
         refused("Err", "approval"),
         needs=needs_tool_calls(1),
     ),

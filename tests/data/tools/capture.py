@@ -42,7 +42,8 @@ def _servers(npm_prefix: Path, scratch: Path) -> dict[str, StdioServerParameters
     }
 
 
-async def _list_tools(params: StdioServerParameters) -> list[Tool]:
+async def list_tools(params: StdioServerParameters) -> list[Tool]:
+    """Every page of one server's `tools/list`, over stdio with the SDK's client."""
     tools: list[Tool] = []
     async with Client(params) as client:
         cursor: str | None = None
@@ -57,7 +58,7 @@ async def _list_tools(params: StdioServerParameters) -> list[Tool]:
 async def _main(npm_prefix: Path) -> None:
     with tempfile.TemporaryDirectory(prefix="cg-capture-") as scratch:
         for name, params in _servers(npm_prefix, Path(scratch)).items():
-            tools = await _list_tools(params)
+            tools = await list_tools(params)
             wire = {"tools": [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]}
             out = HERE / f"{name}.json"
             out.write_text(json.dumps(wire, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
