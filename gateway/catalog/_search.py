@@ -170,9 +170,13 @@ class _Index:
                 for correction in self.speller.corrections(term):
                     variants.setdefault(correction, self.tuning.correction)
             # The word alone, and the two-word phrases it is part of ("pull request" -> "pr").
-            phrases = [(term,), tuple(query_terms[i - 1 : i + 1]), tuple(query_terms[i : i + 2])]
+            phrases = [(term,)]
+            if i > 0:
+                phrases.append((query_terms[i - 1], term))
+            if i + 1 < len(query_terms):
+                phrases.append((term, query_terms[i + 1]))
             for phrase in phrases:
-                for partner in synonyms(phrase) if len(phrase) == len(set(phrase)) else ():
+                for partner in synonyms(phrase):
                     if partner not in query_terms:
                         variants.setdefault(partner, self.tuning.synonym)
             concepts.append(_Concept(tuple(variants.items())))
