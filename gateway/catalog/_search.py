@@ -170,7 +170,7 @@ class _Index:
                 for correction in self.speller.corrections(term):
                     variants.setdefault(correction, self.tuning.correction)
             # The word alone, and the two-word phrases it is part of ("pull request" -> "pr").
-            phrases = [(term,)]
+            phrases: list[tuple[str, ...]] = [(term,)]
             if i > 0:
                 phrases.append((query_terms[i - 1], term))
             if i + 1 < len(query_terms):

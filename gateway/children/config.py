@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
@@ -170,12 +170,35 @@ _MaxMessageBytes = Annotated[
 ]
 
 
-def _check_lazy(server: StdioServer | _RemoteServer) -> None:
-    if server.idle_seconds is not None and not server.lazy:
-        raise ValueError("idle_seconds needs lazy: true (only a lazy child starts again on demand)")
+class _ChildSettings(BaseModel):
+    """What every child entry has, whatever its transport: start-up, restarts, laziness, caps, and
+    the keys other clients write that are accepted and ignored (or refused, saying what to use)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    startup_timeout_seconds: _StartupTimeout = None
+    restart: _Restart = None
+    lazy: _Lazy = False
+    idle_seconds: _IdleSeconds = None
+    max_message_bytes: _MaxMessageBytes = None
+    disabled: _Disabled = False
+    ignored_auto_approve: _AutoApprove = None
+    ignored_always_allow: _AlwaysAllow = None
+    ignored_timeout: _Timeout = None
+    ignored_env_file: _EnvFile = None
+    ignored_watch_paths: _WatchPaths = None
+    disabled_tools: _DisabledTools = None
+
+    _disabled_tools = field_validator("disabled_tools")(_no_disabled_tools)
+
+    @model_validator(mode="after")
+    def _lazy_idle(self) -> Self:
+        if self.idle_seconds is not None and not self.lazy:
+            raise ValueError("idle_seconds needs lazy: true (only a lazy child starts again on demand)")
+        return self
 
 
-class StdioServer(BaseModel):
+class StdioServer(_ChildSettings):
     """A child started as a subprocess, speaking MCP on its stdin/stdout."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, title="Stdio server")
@@ -194,25 +217,6 @@ class StdioServer(BaseModel):
         description="Variables of the gateway's environment this child also gets; no other one reaches it.",
     )
     cwd: str | None = Field(default=None, description="Working directory of the child.")
-    startup_timeout_seconds: _StartupTimeout = None
-    restart: _Restart = None
-    lazy: _Lazy = False
-    idle_seconds: _IdleSeconds = None
-    max_message_bytes: _MaxMessageBytes = None
-    disabled: _Disabled = False
-    ignored_auto_approve: _AutoApprove = None
-    ignored_always_allow: _AlwaysAllow = None
-    ignored_timeout: _Timeout = None
-    ignored_env_file: _EnvFile = None
-    ignored_watch_paths: _WatchPaths = None
-    disabled_tools: _DisabledTools = None
-
-    _disabled_tools = field_validator("disabled_tools")(_no_disabled_tools)
-
-    @model_validator(mode="after")
-    def _lazy_idle(self) -> StdioServer:
-        _check_lazy(self)
-        return self
 
     @property
     def transport(self) -> str:
@@ -233,7 +237,7 @@ def _remote_schema(schema: dict[str, Any]) -> None:
     schema["oneOf"] = [{"required": ["url"]}, {"required": ["serverUrl"]}]
 
 
-class _RemoteServer(BaseModel):
+class _RemoteServer(_ChildSettings):
     model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra=_remote_schema)
 
     url: str = Field(description="The server's endpoint, http:// or https://.")
@@ -242,20 +246,6 @@ class _RemoteServer(BaseModel):
         repr=False,
         description="Sent with every request (e.g. Authorization).",
     )
-    startup_timeout_seconds: _StartupTimeout = None
-    restart: _Restart = None
-    lazy: _Lazy = False
-    idle_seconds: _IdleSeconds = None
-    max_message_bytes: _MaxMessageBytes = None
-    disabled: _Disabled = False
-    ignored_auto_approve: _AutoApprove = None
-    ignored_always_allow: _AlwaysAllow = None
-    ignored_timeout: _Timeout = None
-    ignored_env_file: _EnvFile = None
-    ignored_watch_paths: _WatchPaths = None
-    disabled_tools: _DisabledTools = None
-
-    _disabled_tools = field_validator("disabled_tools")(_no_disabled_tools)
 
     @model_validator(mode="before")
     @classmethod
@@ -267,11 +257,6 @@ class _RemoteServer(BaseModel):
         if "url" in fields:
             raise ValueError('give "url" or "serverUrl" (Windsurf\'s name for it), not both')
         return {("url" if key == "serverUrl" else key): value for key, value in fields.items()}
-
-    @model_validator(mode="after")
-    def _lazy_idle(self) -> _RemoteServer:
-        _check_lazy(self)
-        return self
 
     @field_validator("url")
     @classmethod
