@@ -5,24 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from mcp.types import ListToolsResult, Tool, ToolAnnotations
+from mcp.types import Tool, ToolAnnotations
 from pydantic import ValidationError
 
 from gateway.catalog import Catalog, CatalogServer
 from gateway.children import ChildState, ChildStatus
-from tests.real_servers import TOOL_SNAPSHOTS
-
-DATA = TOOL_SNAPSHOTS
+from tests.real_servers import snapshot_catalog
 
 
 def _real_catalog() -> Catalog:
     """The `tools/list` of the five real child servers, as captured in tests/data/tools."""
-    return Catalog(
-        {
-            path.stem: ListToolsResult.model_validate_json(path.read_text()).tools
-            for path in DATA.glob("*.json")
-        }
-    )
+    return snapshot_catalog()
 
 
 def _tool(name: str, description: str = "", **properties: dict[str, Any]) -> Tool:

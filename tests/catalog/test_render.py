@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 import pytest
-from mcp.types import ListToolsResult
 
 from gateway.catalog import Catalog
 from gateway.catalog._render import CALL_HINT, render_overview, render_search
 from gateway.children import ChildState, ChildStatus
-from tests.real_servers import TOOL_SNAPSHOTS
-
-DATA = TOOL_SNAPSHOTS
+from tests.real_servers import snapshot_tools
 
 
 def _catalog(*statuses: ChildStatus) -> Catalog:
-    tools = {
-        path.stem: ListToolsResult.model_validate_json(path.read_text()).tools for path in DATA.glob("*.json")
-    }
-    return Catalog(tools, statuses)
+    return Catalog(snapshot_tools(), statuses)
 
 
 @pytest.fixture(scope="module")

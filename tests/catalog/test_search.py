@@ -3,23 +3,16 @@
 from __future__ import annotations
 
 import pytest
-from mcp.types import ListToolsResult, Tool
+from mcp.types import Tool
 
 from gateway.catalog._catalog import Catalog
 from gateway.catalog._search import Hit, search
-from tests.real_servers import TOOL_SNAPSHOTS
-
-DATA = TOOL_SNAPSHOTS
+from tests.real_servers import snapshot_catalog
 
 
 @pytest.fixture(scope="module")
 def real() -> Catalog:
-    return Catalog(
-        {
-            path.stem: ListToolsResult.model_validate_json(path.read_text()).tools
-            for path in DATA.glob("*.json")
-        }
-    )
+    return snapshot_catalog()
 
 
 def _tool(name: str, description: str) -> Tool:

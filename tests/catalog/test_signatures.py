@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from mcp.types import ListToolsResult, Tool
+from mcp.types import Tool
 
 from gateway.catalog._catalog import Catalog, CatalogEntry
 from gateway.catalog._signatures import (
@@ -20,12 +20,9 @@ from gateway.catalog._signatures import (
     return_phrase,
     signature,
 )
-from tests.real_servers import TOOL_SNAPSHOTS
+from tests.real_servers import snapshot_catalog
 
-DATA = TOOL_SNAPSHOTS
-REAL = Catalog(
-    {path.stem: ListToolsResult.model_validate_json(path.read_text()).tools for path in DATA.glob("*.json")}
-)
+REAL = snapshot_catalog()
 
 
 def _entry(

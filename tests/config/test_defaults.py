@@ -21,6 +21,16 @@ from tests.real_servers import REPO
 # As Claude Desktop's claude_desktop_config.json writes them: no "type" at all.
 
 
+def only_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str) -> None:
+    """PATH holds one directory with a do-nothing `command` in it, and nothing else."""
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir()
+    executable = fake_bin / command
+    executable.write_text("#!/bin/sh\n", encoding="utf-8")
+    executable.chmod(0o755)
+    monkeypatch.setenv("PATH", str(fake_bin))
+
+
 def test_the_builtin_default_runs_time_and_git_from_this_venv_on_the_enclosing_repository(
     git_repo: Path, tmp_path: Path
 ) -> None:
@@ -45,12 +55,7 @@ def test_the_builtin_default_runs_time_and_git_from_this_venv_on_the_enclosing_r
 def test_the_builtin_default_adds_the_pinned_npm_servers_only_when_npx_is_on_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fake_bin = tmp_path / "bin"
-    fake_bin.mkdir()
-    npx = fake_bin / "npx"
-    npx.write_text("#!/bin/sh\n", encoding="utf-8")
-    npx.chmod(0o755)
-    monkeypatch.setenv("PATH", str(fake_bin))
+    only_on_path(tmp_path, monkeypatch, "npx")
     servers = default_config(tmp_path).mcp_servers
     memory, everything = servers["memory"], servers["everything"]
     assert isinstance(memory, StdioServer)
@@ -73,12 +78,7 @@ def test_the_makefile_installs_exactly_the_npm_versions_the_default_pins() -> No
 def test_without_the_python_servers_installed_the_default_runs_them_through_uvx(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fake_bin = tmp_path / "bin"
-    fake_bin.mkdir()
-    uvx = fake_bin / "uvx"
-    uvx.write_text("#!/bin/sh\n", encoding="utf-8")
-    uvx.chmod(0o755)
-    monkeypatch.setenv("PATH", str(fake_bin))
+    only_on_path(tmp_path, monkeypatch, "uvx")
     real_find_spec = importlib.util.find_spec
     hidden = {"mcp_server_time", "mcp_server_git"}
     monkeypatch.setattr(
