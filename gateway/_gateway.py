@@ -15,6 +15,7 @@ import anyio.to_thread
 from anyio import AsyncContextManagerMixin
 from mcp import types
 
+from gateway._exposed import ExposedTool, Exposure, PausedToolCall, expose_tools
 from gateway._redaction import Redactor
 from gateway._resume import (
     JOURNAL_BYTES_PER_STATE_BYTE,
@@ -24,9 +25,9 @@ from gateway._resume import (
     SpentStates,
     paused_run,
 )
-from gateway._tool_calls import PausedCallAnswer, Progress, Run, ToolCalls, wire_digest
+from gateway._tool_calls import AdmittedCall, PausedCallAnswer, Progress, Run, ToolCalls, wire_digest
 from gateway.audit import AuditLog, new_execution_id
-from gateway.catalog import DEFAULT_SEARCH_LIMIT, Catalog, Detail, read_docs, render_search
+from gateway.catalog import DEFAULT_SEARCH_LIMIT, Catalog, CatalogLock, Detail, render_search
 from gateway.children import ChildPool, ChildState, inherited_credentials
 from gateway.config import GatewayConfig, config_secrets
 from gateway.errors import (
@@ -35,6 +36,7 @@ from gateway.errors import (
     GuestCrashed,
     ResumeRefused,
     SandboxUnavailable,
+    ToolCallError,
 )
 from gateway.policy import Approver, Policy, no_approver, pause_for_approval
 from gateway.sandbox import ErrorInfo, ExecutionResult, HostJournal, Sandbox, cancelled_error
@@ -63,7 +65,12 @@ class Gateway(AsyncContextManagerMixin):
         self._catalog_key: tuple[Any, ...] | None = None
         self._catalog = Catalog()
         self._blocked: dict[str, str] = {}
+        # The config's lockfile, read once here: a malformed one refuses to start (ConfigError).
+        self._lock = CatalogLock.beside(config.config_file)
         self._spent_states = SpentStates(config.approvals.ttl_seconds)
+        self._exposure = Exposure()
+        self._exposure_of: Catalog | None = None  # the catalog `_exposure` was computed from
+        self._unlisted: dict[str, str] = {}  # expose entries logged as not listed, with the reason
 
     @asynccontextmanager
     async def __asynccontextmanager__(self) -> AsyncGenerator[Self]:
@@ -75,6 +82,7 @@ class Gateway(AsyncContextManagerMixin):
                     self._pool, self.policy, self.redactor, self._audit, self.catalog
                 )
             await stack.enter_async_context(self._pool)
+            self._start_exposed_servers()
             stack.callback(self._close_sandbox)
             task_group = await stack.enter_async_context(anyio.create_task_group())
             task_group.start_soon(self._load_sandbox)
@@ -101,12 +109,15 @@ class Gateway(AsyncContextManagerMixin):
         """What the model may see: the children's tools less the hidden ones, rebuilt on any change.
 
         A server named by a policy rule that matches none of its tools keeps no tools at all until
-        the rule is fixed: a typo must never leave a tool more reachable than the team wrote.
+        the rule is fixed: a typo must never leave a tool more reachable than the team wrote. With a
+        lockfile, tools new or changed since it was written are quarantined (`catalog/_quarantine.py`).
         """
         statuses = self._pool.statuses()
         key = tuple(statuses)  # whole snapshots: a tools/list_changed bumps `tools_version`
         if key != self._catalog_key:
-            everything = Catalog(self._pool.tools(), statuses)
+            tools = self._pool.tools()
+            quarantine = self._lock.quarantine(tools, self._pool.names) if self._lock else None
+            everything = Catalog(tools, statuses, reviewed=self._lock.lock.servers if self._lock else None)
             blocked = self.policy.unmatched(everything)
             for server, reason in blocked.items():
                 if self._blocked.get(server) != reason:
@@ -117,9 +128,120 @@ class Gateway(AsyncContextManagerMixin):
                 self.policy.server_visible,
                 blocked=blocked,
                 access=self.policy.access_note,
+                quarantine=quarantine,
             )
             self._catalog_key = key
         return self._catalog
+
+    async def catalog_changed(self, seen: Catalog) -> Catalog:
+        """Wait until the catalog the model sees is no longer `seen` (a child came up, went down or
+        changed its tools), and return the new one."""
+        while True:
+            statuses = self._pool.statuses()
+            current = self.catalog()  # no checkpoint between the two: they describe the same moment
+            if current is not seen:
+                return current
+            await self._pool.wait_changed(statuses)
+
+    def exposed(self) -> Exposure:
+        """The tools `expose` lists that the model may call directly, for the current catalog."""
+        catalog = self.catalog()
+        if catalog is not self._exposure_of:
+            self._exposure = expose_tools(
+                self.config.expose,
+                catalog,
+                self.policy,
+                everything=lambda: Catalog(self._pool.tools(), self._pool.statuses()),
+                listed=self._pool.tools(),
+            )
+            self._exposure_of = catalog
+            self._log_unlisted(self._exposure)
+        return self._exposure
+
+    def _log_unlisted(self, exposure: Exposure) -> None:
+        """Say once why an `expose` entry is not listed, when the config must change for it to be."""
+        for name, unlisted in exposure.unlisted.items():
+            if unlisted.lasting and self._unlisted.get(name) != unlisted.reason:
+                extra = {"expose": name, "reason": unlisted.reason}
+                log.warning("an exposed tool is not listed", extra=extra)
+                self._unlisted[name] = unlisted.reason
+        for name in [name for name in self._unlisted if name not in exposure.unlisted]:
+            del self._unlisted[name]  # listed now: a later problem is news again
+
+    def _exposed_servers(self, state: ChildState) -> list[str]:
+        """The config names of the children in `state` that `expose` names a tool of."""
+        catalog = self.catalog()
+        servers = (catalog.server(name.partition(".")[0]) for name in self.config.expose)
+        return list(dict.fromkeys(s.name for s in servers if s is not None and s.state is state))
+
+    def _start_exposed_servers(self) -> None:
+        """Start the lazy children of exposed tools once, so that tools/list can show them (they stay
+        listed while the child idles, and a call starts it again)."""
+        for name in self._exposed_servers(ChildState.IDLE):
+            self._pool.start(name)
+
+    async def settled_exposure(self) -> Exposure:
+        """The exposed tools, once their children still starting have had a moment to list their tools
+        (as search_docs gives them): a client that lists tools once, at start, should find them."""
+        with anyio.move_on_after(min(SEARCH_WAIT_SECONDS, self.config.startup_timeout_seconds)):
+            for name in self._exposed_servers(ChildState.CONNECTING):
+                await self._pool.wait_child(name)
+        return self.exposed()
+
+    async def exposed_tool(self, name: str) -> ExposedTool | None:
+        """The exposed tool listed as `name`; while children are still starting, once they have."""
+        found = self.exposed().get(name)
+        if found is None and self.config.expose:
+            found = (await self.settled_exposure()).get(name)
+        return found
+
+    async def call_exposed(
+        self, tool: ExposedTool, arguments: dict[str, Any], approver: Approver = no_approver
+    ) -> types.CallToolResult:
+        """Call an exposed tool for the client: the child's result, redacted; or the refusal
+        (ToolCallError, ExecutionFailed). `approver` asks the user while the call waits."""
+        run = self._new_run(new_execution_id(), approver, None)
+        call = await self._tool_calls.admit(run, tool.entry.qualified, arguments)
+        return await self._complete_exposed(tool, call)
+
+    async def call_exposed_in_rounds(
+        self, tool: ExposedTool, arguments: dict[str, Any], resume: Resume | None = None
+    ) -> types.CallToolResult | ApprovalNeeded:
+        """Call an exposed tool, pausing where the user must approve it (MCP 2026-07-28).
+
+        A pause answers ApprovalNeeded; the client asks the user and retries with `resume`, which
+        admits the same call again with the user's answer (there is no snippet to replay).
+        """
+        if resume is None:
+            run = self._new_run(new_execution_id(), pause_for_approval, None)
+        else:
+            paused = PausedToolCall.load(resume.state)
+            try:
+                self._spent_states.spend(paused.nonce)
+            except ResumeRefused:
+                raise ResumeRefused(
+                    "this approval was already used: an approval answers one call. Call the tool again "
+                    "to be asked again"
+                ) from None
+            run = self._new_run(paused.execution_id, pause_for_approval, None)
+            run.answer = PausedCallAnswer(resume.answer, paused.tool, paused.arguments_digest)
+        try:
+            call = await self._tool_calls.admit(run, tool.entry.qualified, arguments)
+        except ApprovalRequired as pause:
+            state = PausedToolCall(run.execution_id, pause.tool, wire_digest(pause.arguments))
+            return ApprovalNeeded(pause.tool, pause.arguments, state.dump())
+        return await self._complete_exposed(tool, call)
+
+    async def _complete_exposed(self, tool: ExposedTool, call: AdmittedCall) -> types.CallToolResult:
+        """The child's answer, bounded as a snippet's call is (`sandbox.tool_call_timeout_seconds`)."""
+        timeout = self.config.sandbox.tool_call_timeout_seconds
+        try:
+            with anyio.fail_after(timeout):
+                return await self._tool_calls.complete_raw(call)
+        except TimeoutError:
+            raise ToolCallError(
+                f"{tool.entry.qualified} timed out after {timeout:g} s (sandbox.tool_call_timeout_seconds)"
+            ) from None
 
     def execute_code_annotations(self) -> tuple[bool, bool]:
         """execute_code's (readOnlyHint, destructiveHint): what the callable tools can do."""
@@ -190,7 +312,7 @@ class Gateway(AsyncContextManagerMixin):
                 self._record_execution(run, code, refused, sandbox, timeout, client)
                 return refused
             run = self._new_run(paused.execution_id, pause_for_approval, progress)
-            run.answer = PausedCallAnswer(resume.answer, paused.paused.name, paused.shown_digest)
+            run.answer = PausedCallAnswer(resume.answer, paused.shown_tool, paused.shown_digest)
             run.began_at = paused.began_at
             run.quota.restore(paused.quota)
             journal, round_number = paused.journal(journal_cap), paused.round + 1
@@ -260,6 +382,7 @@ class Gateway(AsyncContextManagerMixin):
             code,
             sandbox.component_sha256,
             journal,
+            paused_at.tool,
             wire_digest(paused_at.arguments),
             run.quota.counts(),
             approvals,
@@ -295,21 +418,22 @@ class Gateway(AsyncContextManagerMixin):
     async def _run_with_progress(
         self, sandbox: Sandbox, code: str, run: Run, timeout: float | None, journal: HostJournal | None
     ) -> ExecutionResult:
-        caller = partial(self._tool_calls.call, run)
-        docs = partial(read_docs, run.catalog)
+        execute = partial(
+            sandbox.execute,
+            code,
+            tool_caller=partial(self._tool_calls.call, run),
+            admit=partial(self._tool_calls.prepare, run),
+            timeout=timeout,
+            journal=journal,
+            docs=partial(self._tool_calls.read_catalog, run),
+        )
         if run.progress is None:
-            return await sandbox.execute(
-                code, tool_caller=caller, timeout=timeout, journal=journal, docs=docs
-            )
+            return await execute()
         results: list[ExecutionResult] = []
         async with anyio.create_task_group() as heartbeat:
             heartbeat.start_soon(run.heartbeat)
             try:
-                results.append(
-                    await sandbox.execute(
-                        code, tool_caller=caller, timeout=timeout, journal=journal, docs=docs
-                    )
-                )
+                results.append(await execute())
             finally:
                 heartbeat.cancel_scope.cancel()
         return results[0]
@@ -335,6 +459,7 @@ def child_pool(config: GatewayConfig, redactor: Redactor, *, supervise: bool = T
         reconnect=supervise,
         start_lazy=not supervise,
         max_message_bytes=config.max_message_bytes,
+        max_concurrent_calls=config.max_concurrent_calls,
         tool_call_timeout_seconds=config.sandbox.tool_call_timeout_seconds,
         redact=redactor.redact,
         unavailable=config.unavailable_servers,

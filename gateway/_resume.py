@@ -41,7 +41,7 @@ __all__ = [
     "state_too_large",
 ]
 
-_VERSION = 1
+_VERSION = 2
 JOURNAL_BYTES_PER_STATE_BYTE = 16
 """A run stops journaling past this many raw bytes per byte of `max_state_bytes` (JSON results
 compress well, but not that well): what a run holds in memory is bounded too."""
@@ -81,12 +81,14 @@ class PausedRun:
     seed: str
     answers: tuple[HostAnswer, ...]
     paused: PausedCall  # as the guest made it: the first call the replay must reach
+    shown_tool: str  # the tool the user is shown
     shown_digest: str  # of the wire arguments the user is shown (and approves, or not)
     quota: dict[str, int]
+    settled: dict[int, str]  # answers of calls in flight when the run paused, not yet received
 
     def journal(self, max_bytes: int) -> HostJournal:
         """A journal that replays this run's answers, then checks its first live call is the paused one."""
-        return HostJournal(self.seed, self.answers, self.paused, max_bytes=max_bytes)
+        return HostJournal(self.seed, self.answers, self.paused, settled=self.settled, max_bytes=max_bytes)
 
     def dump(self, config: ApprovalsConfig) -> str:
         """The state text, or ApprovalLimitExceeded if it is over `approvals.max_state_bytes`."""
@@ -101,13 +103,14 @@ class PausedRun:
             "seed": self.seed,
             "answers": [answer.to_wire() for answer in self.answers],
             "paused": [self.paused.name, self.paused.digest],
-            "shown": self.shown_digest,
+            "shown": [self.shown_tool, self.shown_digest],
             "quota": self.quota,
+            "settled": [[call_id, item] for call_id, item in self.settled.items()],
         }
         raw = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
         text = base64.b64encode(zlib.compress(raw, 6)).decode()
         if len(text) > config.max_state_bytes:
-            raise state_too_large(self.paused.name, len(text), config.max_state_bytes)
+            raise state_too_large(self.shown_tool, len(text), config.max_state_bytes)
         return text
 
     @classmethod
@@ -127,8 +130,10 @@ class PausedRun:
                 seed=str(data["seed"]),
                 answers=tuple(HostAnswer.from_wire(item) for item in data["answers"]),
                 paused=PausedCall(*data["paused"]),
-                shown_digest=str(data["shown"]),
+                shown_tool=str(data["shown"][0]),
+                shown_digest=str(data["shown"][1]),
                 quota={str(name): int(count) for name, count in data["quota"].items()},
+                settled={int(call_id): str(item) for call_id, item in data["settled"]},
             )
         except (ValueError, KeyError, TypeError, binascii.Error, zlib.error) as exc:
             # Only a gateway of another version gets here: the boundary admits only states it sealed.
@@ -155,6 +160,7 @@ def paused_run(
     code: str,
     component_sha256: str,
     journal: HostJournal,
+    shown_tool: str,
     shown_digest: str,
     quota: dict[str, int],
     config: ApprovalsConfig,
@@ -165,12 +171,12 @@ def paused_run(
         raise GuestCrashed("the run paused outside a tool call, so it cannot be resumed; see the gateway log")
     if round_number > config.max_rounds:
         raise ApprovalLimitExceeded(
-            f"{paused.name} needs approval, and this execution has already paused for {round_number - 1} "
+            f"{shown_tool} needs approval, and this execution has already paused for {round_number - 1} "
             f"approvals, the most one may (approvals.max_rounds); grant the tool in the team's policy, "
             "or split the work across executions"
         )
     if journal.overflowed:
-        raise state_too_large(paused.name, journal.recorded_bytes, config.max_state_bytes)
+        raise state_too_large(shown_tool, journal.recorded_bytes, config.max_state_bytes)
     return PausedRun(
         execution_id=execution_id,
         began_at=began_at,
@@ -181,8 +187,10 @@ def paused_run(
         seed=journal.seed,
         answers=tuple(journal.answers),
         paused=paused,
+        shown_tool=shown_tool,
         shown_digest=shown_digest,
         quota=quota,
+        settled=dict(journal.settled),
     )
 
 

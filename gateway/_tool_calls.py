@@ -30,6 +30,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar, cast
 
 import anyio
@@ -38,7 +39,15 @@ from mcp import types
 
 from gateway._redaction import Redactor
 from gateway.audit import Approval, AuditLog
-from gateway.catalog import Catalog, CatalogEntry, prepare_arguments, tool_result_value
+from gateway.catalog import (
+    Catalog,
+    CatalogEntry,
+    precheck_calls,
+    prepare_arguments,
+    read_docs,
+    tool_result_value,
+    unknown_tool_message,
+)
 from gateway.children import ChildPool, ChildState
 from gateway.errors import (
     ApprovalRequired,
@@ -53,6 +62,7 @@ from gateway.sandbox import arguments_digest
 
 __all__ = [
     "PROGRESS_SECONDS",
+    "AdmittedCall",
     "PausedCallAnswer",
     "Progress",
     "Run",
@@ -92,6 +102,18 @@ class PausedCallAnswer:
 def wire_digest(arguments: dict[str, Any]) -> str:
     """The digest of a call's wire arguments, as an approval is bound to them."""
     return arguments_digest(json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+
+
+@dataclass
+class AdmittedCall:
+    """One tool call between admission (steps 0-6) and completion (7-10)."""
+
+    run: Run
+    name: str  # as the snippet wrote it
+    wire: dict[str, Any]  # the arguments as the child gets them, once checked
+    entry: CatalogEntry | None = None
+    approval: Approval = "not_required"
+    started: float = field(default_factory=time.monotonic)
 
 
 @dataclass
@@ -147,48 +169,115 @@ class ToolCalls:
 
     async def call(self, run: Run, name: str, arguments: dict[str, Any]) -> Any:
         """Call `name` for the snippet of `run`; raises ToolCallError, with any secret redacted."""
-        started = time.monotonic()
-        approval: Approval = "not_required"
-        failure: BaseException | None = None
-        wire = arguments
+        admitted = await self.admit(run, name, arguments)
+        return await self.complete(admitted)
+
+    async def prepare(self, run: Run, name: str, arguments: dict[str, Any]) -> Callable[[], Awaitable[Any]]:
+        """Admit a call now (see `admit`); return what completes it, for a call run side by side."""
+        return partial(self.complete, await self.admit(run, name, arguments))
+
+    async def admit(self, run: Run, name: str, arguments: dict[str, Any]) -> AdmittedCall:
+        """Steps 0-6: the call as the child will get it, once it may be made; or the refusal.
+
+        Calls a snippet runs side by side are admitted one at a time, in the order it made them, so
+        quotas count exactly and the user is asked about one call at a time."""
+        call = AdmittedCall(run, name, wire=arguments)
         answer, run.answer = run.answer, None  # the first call of a resumed round takes it, or no one
         try:
             self._refuse_secrets("a tool name", name)
-            entry = await self._resolve(run.catalog, name)
-            wire = await _bounded_work(arguments, self._checked_arguments, entry, arguments)
-            run.quota.acquire(entry)
-            if self._policy.needs_approval(entry):
+            call.entry = await self._resolve(run.catalog, name)
+            call.wire = await _bounded_work(arguments, self._checked_arguments, call.entry, arguments)
+            run.quota.acquire(call.entry)
+            if self._policy.needs_approval(call.entry):
                 if answer is not None:
-                    approval = _answer_for(answer, entry.qualified, wire)
+                    call.approval = _answer_for(answer, call.entry.qualified, call.wire)
                 else:
-                    approval = await run.approver(entry.qualified, wire)
-                if approval == "pending":
-                    run.quota.release(entry)  # asked again when the run resumes
-                    run.paused = ApprovalRequired(entry.qualified, wire)
+                    call.approval = await run.approver(call.entry.qualified, call.wire)
+                if call.approval == "pending":
+                    run.quota.release(call.entry)  # asked again when the run resumes
+                    run.paused = ApprovalRequired(call.entry.qualified, call.wire)
                     raise run.paused
-                _raise_unless_approved(entry.qualified, approval)
+                _raise_unless_approved(call.entry.qualified, call.approval)
+            return call
+        except BaseException as exc:
+            await self._finish(call, self._redacted(exc))
+            raise
+
+    async def complete(self, call: AdmittedCall) -> Any:
+        """Steps 7-10 of an admitted call: the child's answer as the snippet's value, redacted."""
+        return await self._complete(call, self._value_of)
+
+    async def complete_raw(self, call: AdmittedCall) -> types.CallToolResult:
+        """Steps 7, 9 and 10 of an admitted call: the child's CallToolResult itself, redacted."""
+        return await self._complete(call, self._redacted_result)
+
+    async def _complete(self, call: AdmittedCall, convert: Callable[[types.CallToolResult], T]) -> T:
+        if call.entry is None:
+            raise RuntimeError("complete() takes a call that admit() returned")
+        failure: BaseException | None = None
+        try:
             try:
-                result = await self._pool.call_tool(entry.server_name, entry.tool_name, wire)
+                result = await self._pool.call_tool(call.entry.server_name, call.entry.tool_name, call.wire)
             except ChildUnavailable as exc:
                 raise ToolCallError(str(exc)) from exc
-            return await _bounded_work(_payload(result), self._value_of, result)
-        except ToolCallError as exc:
-            failure = exc
-            exc.args = (self._redactor.redact(str(exc)),)
-            raise
+            converted = await _bounded_work(_payload(result), convert, result)
+            if result.is_error:  # passed on as it is (complete_raw), and audited as the failure it is
+                failure = ToolCallError(f"{call.entry.qualified} answered with an error (isError)")
+            return converted
         except BaseException as exc:
-            failure = exc
+            failure = self._redacted(exc)
             raise
         finally:
-            run.calls += 1
-            await run.report()
-            if self._audit is not None:
-                ms = round((time.monotonic() - started) * 1000, 3)
-                self._audit.record(
-                    lambda audit: audit.tool_call(
-                        run.execution_id, name, wire, ms=ms, error=failure, approval=approval
-                    )
+            await self._finish(call, failure)
+
+    def _redacted(self, exc: BaseException) -> BaseException:
+        """A refusal's text as the snippet may read it (step 9, for errors)."""
+        if isinstance(exc, ToolCallError):
+            exc.args = (self._redactor.redact(str(exc)),)
+        return exc
+
+    def _redacted_result(self, result: types.CallToolResult) -> types.CallToolResult:
+        """A secret the gateway expanded never reaches the snippet, in a result or a child's error text."""
+        dumped = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return types.CallToolResult.model_validate(self._redactor.redact_json(dumped))
+
+    async def _finish(self, call: AdmittedCall, failure: BaseException | None) -> None:
+        """Step 10, whatever happened: the progress report and the audit record."""
+        run = call.run
+        run.calls += 1
+        await run.report()
+        if self._audit is not None:
+            ms = round((time.monotonic() - call.started) * 1000, 3)
+            name, wire, approval = call.name, call.wire, call.approval
+            self._audit.record(
+                lambda audit: audit.tool_call(
+                    run.execution_id, name, wire, ms=ms, error=failure, approval=approval
                 )
+            )
+
+    def read_catalog(self, run: Run, service: str, payload: dict[str, Any]) -> Any:
+        """What the snippet asks of its run's catalog: `@search`, `@docs`, or `@precheck`."""
+        if service == "@precheck":
+            return self.precheck(run, payload.get("calls"))
+        return read_docs(run.catalog, service, payload)
+
+    def precheck(self, run: Run, calls: object) -> dict[str, Any]:
+        """The snippet's literal calls (as the guest found them) checked before it runs: the refusals
+        they would meet at steps 1-3, each as the call would get it, redacted."""
+        findings = precheck_calls(run.catalog, calls, access=self._access_refusal)
+        return {
+            "findings": [
+                {"line": finding.line, "message": self._redactor.redact(finding.message)}
+                for finding in findings
+            ]
+        }
+
+    def _access_refusal(self, entry: CatalogEntry) -> str | None:
+        try:
+            self._policy.check_access(entry)
+        except ToolCallError as exc:
+            return str(exc)
+        return None
 
     def _refuse_secrets(self, what: str, value: Any) -> None:
         """End the run if `value` holds a secret; `what` says where, never echoing the value itself."""
@@ -215,19 +304,24 @@ class ToolCalls:
         return self._redactor.redact_json(tool_result_value(result))
 
     async def _resolve(self, catalog: Catalog, name: str) -> CatalogEntry:
-        entry = catalog.get(name) or await self._first_use_of_lazy_child(catalog, name)
+        entry = catalog.get(name)
+        if entry is None:
+            # An idle lazy child that was never listed is started, and the name looked up in the
+            # catalog it lists (which also says why a tool it lists is quarantined, say).
+            catalog = await self._after_first_start(catalog, name)
+            entry = catalog.get(name)
         if entry is None:
             raise ToolCallError(unknown_tool_message(catalog, name))
         return entry
 
-    async def _first_use_of_lazy_child(self, catalog: Catalog, name: str) -> CatalogEntry | None:
-        """Start an idle lazy child that was never listed, and look the tool up once it has listed."""
+    async def _after_first_start(self, catalog: Catalog, name: str) -> Catalog:
+        """The catalog once the idle lazy server `name` names has listed its tools; else `catalog`."""
         server = catalog.server(name.partition(".")[0])
         if server is None or server.state is not ChildState.IDLE:
-            return None
+            return catalog
         self._pool.start(server.name)
         await self._pool.wait_child(server.name)  # the host's per-call timeout bounds this wait
-        return self._catalog().get(name)
+        return self._catalog()
 
 
 async def _bounded_work(payload: object, work: Callable[..., T], *args: Any) -> T:
@@ -288,17 +382,3 @@ def _raise_unless_approved(tool: str, outcome: ApprovalOutcome) -> None:
         "interactive client that can approve it, or have the team grant the tool in its policy",
         rule="approve",
     )
-
-
-def unknown_tool_message(catalog: Catalog, name: str) -> str:
-    """Why `name` resolves to no tool: its server is down, or a did-you-mean."""
-    server = name.partition(".")[0]
-    status = catalog.server(server)
-    if status is not None and status.blocked is not None:
-        return f"server {server!r} is blocked: {status.blocked}"
-    if status is not None and status.state is not ChildState.READY:
-        reason = f": {status.status.error}" if status.status.error else ""
-        return f"server {server!r} is {status.state}{reason}; its tools cannot be called now"
-    suggestions = catalog.suggest(name)
-    hint = f"; did you mean {' or '.join(suggestions)}?" if suggestions else "."
-    return f"unknown tool {name!r}{hint} Call search_docs to find tools."

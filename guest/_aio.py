@@ -1,18 +1,29 @@
-"""Awaiting in a sandbox with no event loop: every await completes at once.
+"""The snippet's event loop: asyncio's own, whose only I/O is the tool calls the host runs for it.
 
-Tool calls are synchronous host calls and the guest has one thread, so there is nothing to
-overlap. The snippet compiler wraps every `await x` as `await ready(x)`, so awaiting a plain
-value works; `asyncio.run/gather/sleep/create_task/wait_for` are replaced by versions that run
-their awaitables one after another.
+A tool call the snippet awaits, or hands to asyncio (`gather`, `create_task`, `TaskGroup`, `wait`,
+`as_completed`, `wait_for`), is a coroutine: it asks the host to start the call (`@start`) and waits
+on a future. When every task waits, the loop asks the host (`@wait`) for whichever of its calls
+finish first, or for its next timer to come due. So calls run side by side on the host while the
+guest keeps its one thread, and asyncio's own semantics hold: `return_exceptions`, cancellation,
+timeouts, task groups. A task cancelled while its call is in flight cancels the call (`@cancel`).
+
+The snippet compiler wraps every `await x` as `await ready(x)`, so awaiting a plain value (the result
+of a blocking tool call) works too.
 """
 
 import asyncio
 import inspect
-import time
-from collections.abc import Awaitable, Coroutine, Generator
+from collections.abc import Awaitable, Coroutine, Generator, Iterable
 from typing import Any
 
-__all__ = ["drive", "install", "ready"]
+from guest._blob import revive_blobs
+from guest._hostcall import ToolError, host_call
+
+__all__ = ["SandboxLoop", "install", "ready", "run", "tool_call"]
+
+# With callbacks always ready (a task that only yields), finished calls are still collected every
+# this many turns of the loop, so that a busy task cannot starve the calls' waiters.
+_POLL_EVERY = 64
 
 
 class _Ready:
@@ -31,54 +42,125 @@ def ready(value: Any) -> Awaitable[Any]:
     return value if inspect.isawaitable(value) else _Ready(value)
 
 
-def drive(coro: Coroutine[Any, Any, Any]) -> Any:
-    """Run a coroutine to completion without an event loop."""
+class _HostCalls:
+    """The loop's selector: instead of sockets, the tool calls in flight on the host."""
+
+    def __init__(self) -> None:
+        self.pending: dict[int, tuple[str, asyncio.Future[Any]]] = {}
+        self._turns = 0
+
+    def select(self, timeout: float | None) -> list[dict[str, Any]]:
+        if timeout == 0:
+            self._turns += 1
+            if not self.pending or self._turns < _POLL_EVERY:
+                return []
+        self._turns = 0
+        if timeout is None and not self.pending:
+            raise RuntimeError(
+                "every task is waiting and nothing can wake them: no tool call is in flight and no "
+                "timer is set (an await on a future or event that nothing completes)"
+            )
+        return host_call("@wait", {"ids": list(self.pending), "timeout": timeout})["done"]
+
+    def close(self) -> None:
+        self.pending.clear()
+
+
+class SandboxLoop(asyncio.BaseEventLoop):
+    """asyncio's event loop with the host's tool calls as its only I/O."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._selector = _HostCalls()
+
+    def _process_events(self, event_list: list[dict[str, Any]]) -> None:
+        for event in event_list:
+            name, future = self._selector.pending.pop(event["id"], (None, None))
+            if future is None or future.done():
+                continue
+            if event["ok"]:
+                future.set_result(revive_blobs(event["value"]))
+            else:
+                error = event["error"]
+                future.set_exception(ToolError(error["message"], tool=name or "", kind=error["type"]))
+
+    def start_tool_call(self, name: str, arguments: dict[str, Any]) -> tuple[int, asyncio.Future[Any]]:
+        """Have the host start a call (a refusal raises ToolError here); its future and id."""
+        call_id: int = host_call("@start", {"name": name, "arguments": arguments})["id"]
+        future = self.create_future()
+        self._selector.pending[call_id] = (name, future)
+        return call_id, future
+
+    def cancel_tool_call(self, call_id: int) -> None:
+        """Stop a call whose waiter was cancelled."""
+        if self._selector.pending.pop(call_id, None) is not None:
+            host_call("@cancel", {"ids": [call_id]})
+
+    def close(self) -> None:
+        for call_id in list(self._selector.pending):
+            self.cancel_tool_call(call_id)
+        super().close()
+        self._selector.close()
+
+
+async def tool_call(name: str, arguments: dict[str, Any]) -> Any:
+    """Make one tool call as a coroutine, so that asyncio can run it beside others."""
+    loop = asyncio.get_running_loop()
+    if not isinstance(loop, SandboxLoop):  # pragma: no cover - only SandboxLoop runs in the sandbox
+        raise RuntimeError("tool calls run on the sandbox's event loop only")
+    call_id, future = loop.start_tool_call(name, arguments)
     try:
-        while True:
-            yielded = coro.send(None)
-            if yielded is not None:
-                coro.throw(
-                    RuntimeError(
-                        "the sandbox has no event loop: "
-                        "await tool calls, asyncio.sleep and asyncio.gather only"
-                    )
-                )
-    except StopIteration as stop:
-        return stop.value
+        return await future
+    except asyncio.CancelledError:
+        loop.cancel_tool_call(call_id)
+        raise
 
 
-async def _gather(*awaitables: Any, return_exceptions: bool = False) -> list[Any]:
-    results: list[Any] = []
-    for item in awaitables:
+def run(main: Coroutine[Any, Any, Any], *, debug: bool | None = None, **_ignored: Any) -> Any:
+    """`asyncio.run` on a SandboxLoop: run `main`, then cancel the tasks it left behind."""
+    if not inspect.iscoroutine(main):
+        raise ValueError(f"a coroutine was expected, got {main!r}")
+    loop = SandboxLoop()
+    if debug is not None:
+        loop.set_debug(debug)
+    try:
+        return loop.run_until_complete(main)
+    finally:
         try:
-            results.append(await ready(item))
-        except Exception as exc:
-            if not return_exceptions:
-                raise
-            results.append(exc)
-    return results
+            _cancel_left_behind(loop)
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()
 
 
-async def _sleep(delay: float, result: Any = None) -> Any:
-    if delay > 0:
-        time.sleep(delay)
-    return result
+def _cancel_left_behind(loop: SandboxLoop) -> None:
+    left = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    for task in left:
+        task.cancel()
+    if left:
+        loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
 
 
-async def _wait_for(awaitable: Any, timeout: float | None = None) -> Any:
-    return await ready(awaitable)
+_asyncio_wait = asyncio.wait
 
 
-def _create_task(coro: Any, **_kwargs: Any) -> Awaitable[Any]:
-    # Run it now: with no concurrency to gain, eager completion keeps results and errors in order.
-    return _Ready(drive(coro)) if inspect.iscoroutine(coro) else ready(coro)
+async def _wait(awaitables: Iterable[Any], **options: Any) -> Any:
+    """`asyncio.wait` that also takes coroutines (tool calls), as tasks, as it did before 3.11."""
+    return await _asyncio_wait([asyncio.ensure_future(item) for item in awaitables], **options)
+
+
+def _get_event_loop() -> asyncio.AbstractEventLoop:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        loop = SandboxLoop()
+        asyncio.set_event_loop(loop)
+        return loop
 
 
 def install() -> None:
-    """Replace the asyncio entry points that need a running loop."""
-    asyncio.run = lambda main, **_kwargs: drive(main)  # type: ignore[assignment]
-    asyncio.gather = _gather  # type: ignore[assignment]
-    asyncio.sleep = _sleep  # type: ignore[assignment]
-    asyncio.wait_for = _wait_for  # type: ignore[assignment]
-    asyncio.create_task = _create_task  # type: ignore[assignment]
-    asyncio.ensure_future = _create_task  # type: ignore[assignment]
+    """Make asyncio's entry points use the sandbox's loop."""
+    asyncio.run = run  # type: ignore[assignment]
+    asyncio.new_event_loop = SandboxLoop  # type: ignore[assignment]
+    asyncio.get_event_loop = _get_event_loop  # type: ignore[assignment]
+    asyncio.wait = _wait  # type: ignore[assignment]

@@ -16,6 +16,7 @@ import os
 import random
 import sys
 import time
+import types
 from collections.abc import Sequence
 from types import ModuleType
 from typing import Any, NoReturn
@@ -106,6 +107,15 @@ def _clock() -> dict[str, int]:
     return answer
 
 
+def _clock_info(name: str) -> types.SimpleNamespace:
+    """What time.get_clock_info says of the host's clocks (the WASI clocks are stubs)."""
+    if name not in ("time", "monotonic", "perf_counter", "process_time", "thread_time"):
+        raise ValueError("unknown clock")
+    return types.SimpleNamespace(
+        implementation="host", monotonic=name != "time", adjustable=name == "time", resolution=1e-09
+    )
+
+
 def _install_clock() -> None:
     c_localtime, c_gmtime, c_strftime = time.localtime, time.gmtime, time.strftime
 
@@ -129,6 +139,7 @@ def _install_clock() -> None:
     time.process_time_ns = time.thread_time_ns = monotonic_ns
     time.process_time = time.thread_time = time.monotonic
     time.sleep = sleep
+    time.get_clock_info = _clock_info  # asyncio's event loop asks for the monotonic clock's resolution
 
     def or_now(t: Any) -> Any:
         return c_localtime(now_or(None)) if t is None else t

@@ -5,6 +5,7 @@ import inspect
 import linecache
 import os
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import CodeType, TracebackType
 from typing import Any
@@ -16,6 +17,12 @@ __all__ = ["SNIPPET_FILENAME", "SnippetOutcome", "run_snippet"]
 SNIPPET_FILENAME = "<snippet>"
 _VALUE = "__codemode_value__"
 _READY = "__codemode_ready__"
+_DEFER = "__codemode_defer__"
+# asyncio's functions that take awaitables: a call written as their argument, or awaited, is made as
+# a coroutine (`__codemode_defer__(f)(...)`), so a tool call there runs side by side with others.
+_TAKES_AWAITABLES = frozenset(
+    {"gather", "create_task", "ensure_future", "wait", "wait_for", "shield", "as_completed", "run"}
+)
 _GUEST_DIR = os.path.dirname(__file__)
 _NO_VALUE = object()
 
@@ -31,19 +38,62 @@ class SnippetOutcome:
         return self.value is not _NO_VALUE and self.value is not None
 
 
-class _WrapAwaits(ast.NodeTransformer):
-    """`await x` becomes `await __codemode_ready__(x)`, so plain values (tool results) can be awaited."""
+class _AsyncCalls(ast.NodeTransformer):
+    """`await x` becomes `await __codemode_ready__(x)`, so plain values (tool results) can be awaited;
+    a call that is awaited, or handed to asyncio, goes through `__codemode_defer__`, which turns a tool
+    proxy into its coroutine form and leaves any other callable as it is."""
 
     def visit_Await(self, node: ast.Await) -> ast.AST:
+        if isinstance(node.value, ast.Call):
+            _defer(node.value)
         self.generic_visit(node)
         call = ast.Call(func=ast.Name(_READY, ast.Load()), args=[node.value], keywords=[])
         return ast.copy_location(ast.Await(ast.copy_location(call, node)), node)
 
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        function = _deferred(node.func) or node.func
+        name = function.id if isinstance(function, ast.Name) else getattr(function, "attr", None)
+        if name in _TAKES_AWAITABLES:
+            for argument in [*node.args, *(keyword.value for keyword in node.keywords)]:
+                for call in _calls_in(argument):
+                    _defer(call)
+        self.generic_visit(node)
+        return node
 
-def _compile(code: str) -> CodeType:
+
+def _calls_in(node: ast.expr) -> list[ast.Call]:
+    """The calls an argument consists of: itself, or the items of a list, tuple, set or comprehension."""
+    if isinstance(node, ast.Call):
+        return [node]
+    if isinstance(node, ast.Starred):
+        return _calls_in(node.value)
+    if isinstance(node, ast.List | ast.Tuple | ast.Set):
+        return [call for item in node.elts for call in _calls_in(item)]
+    if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp):
+        return _calls_in(node.elt)
+    return []
+
+
+def _deferred(function: ast.expr) -> ast.expr | None:
+    """The callable `__codemode_defer__(f)` wraps, if `function` is such a wrapper."""
+    if isinstance(function, ast.Call) and isinstance(function.func, ast.Name) and function.func.id == _DEFER:
+        return function.args[0]
+    return None
+
+
+def _defer(call: ast.Call) -> None:
+    function = call.func
+    if _deferred(function) is not None:
+        return
+    wrapped = ast.Call(func=ast.Name(_DEFER, ast.Load()), args=[function], keywords=[])
+    call.func = ast.copy_location(wrapped, function)
+
+
+def _compile(code: str, precheck: Callable[[ast.Module], None]) -> CodeType:
     flags = ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
     tree: ast.Module = compile(code, SNIPPET_FILENAME, "exec", flags=flags, dont_inherit=True)
-    tree = _WrapAwaits().visit(tree)
+    precheck(tree)  # before any rewriting: it reads the calls as the snippet wrote them
+    tree = _AsyncCalls().visit(tree)
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = tree.body[-1]
         tree.body[-1] = ast.copy_location(ast.Assign([ast.Name(_VALUE, ast.Store())], last.value), last)
@@ -77,15 +127,32 @@ def format_error(exc: BaseException) -> str:
     return "".join(te.format())
 
 
-def run_snippet(code: str, namespace: dict[str, Any]) -> SnippetOutcome:
-    """Run `code` in `namespace`; return its last expression's value or the exception it raised."""
+def _as_is(function: Any) -> Any:
+    return function
+
+
+def _nothing_to_check(_tree: ast.Module) -> None:
+    return None
+
+
+def run_snippet(
+    code: str,
+    namespace: dict[str, Any],
+    defer: Callable[[Any], Any] = _as_is,
+    precheck: Callable[[ast.Module], None] = _nothing_to_check,
+) -> SnippetOutcome:
+    """Run `code` in `namespace`; return its last expression's value or the exception it raised.
+
+    `defer(f)` is what a call of `f` that is awaited or handed to asyncio calls instead; `precheck`
+    sees the parsed snippet before it runs, and may refuse it by raising."""
     linecache.cache[SNIPPET_FILENAME] = (len(code), None, code.splitlines(True), SNIPPET_FILENAME)
     namespace[_READY] = _aio.ready
+    namespace[_DEFER] = defer
     try:
-        compiled = _compile(code)
+        compiled = _compile(code, precheck)
         result = eval(compiled, namespace)
         if inspect.iscoroutine(result):
-            _aio.drive(result)
+            _aio.run(result)
     except SystemExit as exc:
         if exc.code in (None, 0):
             return SnippetOutcome(value=namespace.get(_VALUE, _NO_VALUE))

@@ -1,24 +1,57 @@
 """Tool proxies: `call_tool("server.tool", **args)` and `tools.server.tool(**args)`; discovery with
 `search("...")`, `help(tools.server.tool)`, `dir(tools)` and `dir(tools.server)`."""
 
+import ast
 from typing import Any
 
+from guest._aio import tool_call
 from guest._blob import Blob, revive_blobs
 from guest._hostcall import ToolError, host_call
+from guest._precheck import literal_calls, positional_arguments_message
 
-__all__ = ["Blob", "ToolError", "ToolInfo", "call_tool", "help", "search", "tools"]
+__all__ = ["Blob", "ToolError", "ToolInfo", "call_tool", "check_calls", "defer", "help", "search", "tools"]
+
+
+def _check_call(name: str, positional: tuple[Any, ...]) -> None:
+    if not isinstance(name, str) or not name or name.startswith("@"):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ToolError(f"tool name must be 'server.tool', got {name!r}", tool=str(name))
+    if positional:
+        raise TypeError(positional_arguments_message(name))
 
 
 def call_tool(name: str, /, *positional: Any, **arguments: Any) -> Any:
     """Call a child tool by its namespaced name (`server.tool`) and return its result as a Python value."""
-    if not isinstance(name, str) or not name or name.startswith("@"):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise ToolError(f"tool name must be 'server.tool', got {name!r}", tool=str(name))
-    if positional:
-        raise TypeError(
-            f"tools take keyword arguments only: tools.{name}(name=value, ...); "
-            "search_docs shows each tool's parameter names"
-        )
+    _check_call(name, positional)
     return revive_blobs(host_call(name, arguments))
+
+
+def _start_tool(name: str, /, *positional: Any, **arguments: Any) -> Any:
+    """`call_tool` as a coroutine, for a call that is awaited or handed to asyncio."""
+    _check_call(name, positional)
+    return tool_call(name, arguments)
+
+
+def check_calls(tree: ast.Module) -> None:
+    """Refuse the snippet before it runs if a tool call written out in it would fail its checks."""
+    calls = literal_calls(tree)
+    if not calls:
+        return
+    findings = host_call("@precheck", {"calls": calls})["findings"]
+    if findings:
+        lines = "".join(f"\n  line {finding['line']}: {finding['message']}" for finding in findings)
+        raise ToolError(
+            "the snippet was not run: its tool calls were checked against the catalog first, and "
+            f"{'this one' if len(findings) == 1 else 'these'} would fail:{lines}"
+        )
+
+
+def defer(function: Any) -> Any:
+    """What a call of `function` that is awaited or handed to asyncio calls: a tool's coroutine form."""
+    if isinstance(function, _ToolProxy):
+        return function._start  # pyright: ignore[reportPrivateUsage]
+    if function is call_tool:
+        return _start_tool
+    return function
 
 
 def _docs(**question: str) -> dict[str, Any]:
@@ -58,6 +91,10 @@ class _ToolProxy:
 
     def __call__(self, *positional: Any, **arguments: Any) -> Any:
         return call_tool(self._name, *positional, **arguments)
+
+    def _start(self, *positional: Any, **arguments: Any) -> Any:
+        """The call as a coroutine, to await or to run beside others with asyncio."""
+        return _start_tool(self._name, *positional, **arguments)
 
     @property
     def __doc__(self) -> str:  # pyright: ignore[reportIncompatibleVariableOverride]

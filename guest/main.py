@@ -11,7 +11,7 @@ from guest import _aio, _capabilities
 from guest._capture import CappedStream
 from guest._hostcall import ToolError, boundary_json
 from guest._snippet import SnippetOutcome, run_snippet
-from guest._tools import Blob, call_tool, help, search, tools
+from guest._tools import Blob, call_tool, check_calls, defer, help, search, tools
 
 __all__ = ["WitWorld"]
 
@@ -116,7 +116,7 @@ class WitWorld(wit_world.WitWorld):
             "search": search,
             "help": help,
         }
-        outcome = run_snippet(code, namespace)
+        outcome = run_snippet(code, namespace, defer, check_calls)
         error = None
         if outcome.error is not None:
             limit = options["max_value_bytes"]

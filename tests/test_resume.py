@@ -26,7 +26,16 @@ def journal_paused_at(tool: str = "repo.delete", payload: str = '{"ok": true}') 
 
 def pause(journal: HostJournal, round: int = 1, config: ApprovalsConfig = CONFIG) -> PausedRun:
     return paused_run(
-        "exec-1", 1700000000.0, round, CODE, "component-a", journal, "shown", {"repo.list": 1}, config
+        "exec-1",
+        1700000000.0,
+        round,
+        CODE,
+        "component-a",
+        journal,
+        "repo.delete",
+        "shown",
+        {"repo.list": 1},
+        config,
     )
 
 
@@ -37,6 +46,15 @@ def test_a_paused_run_comes_back_from_its_state_as_it_was() -> None:
     assert loaded.paused.name == "repo.delete"
     assert loaded.quota == {"repo.list": 1}
     loaded.check(CODE, "component-a")
+
+
+def test_answers_of_calls_in_flight_at_the_pause_travel_with_the_state() -> None:
+    journal = journal_paused_at()
+    journal.settle(3, '{"ok":true,"value":42}')
+    loaded = PausedRun.load(pause(journal).dump(CONFIG))
+    assert loaded.settled == {3: '{"ok":true,"value":42}'}
+    resumed = loaded.journal(max_bytes=1 << 20)
+    assert resumed.take_settled([3]) == {}  # replaying: waits are answered from the journal
 
 
 def test_a_state_resumes_only_the_snippet_it_paused() -> None:

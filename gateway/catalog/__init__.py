@@ -1,4 +1,5 @@
-"""Child tools as the snippet sees them: Python names, signatures, search, argument and result mapping."""
+"""Child tools as the snippet sees them: Python names, signatures, search, argument and result mapping,
+and the lockfile that quarantines tools changed since review."""
 
 from gateway.catalog._arguments import prepare_arguments
 from gateway.catalog._catalog import Catalog, CatalogEntry, CatalogServer
@@ -10,22 +11,46 @@ from gateway.catalog._evaluation import (
     load_search_cases,
     load_tool_snapshots,
 )
+from gateway.catalog._lock import (
+    LOCKED_PARTS,
+    Drift,
+    ToolLock,
+    lock_commands,
+    lock_path,
+    read_lock,
+    write_lock,
+)
+from gateway.catalog._precheck import Finding, precheck_calls
+from gateway.catalog._quarantine import CatalogLock, Quarantine
 from gateway.catalog._render import DEFAULT_SEARCH_LIMIT, Detail, render_search
 from gateway.catalog._results import tool_result_value
+from gateway.catalog._unknown import unknown_tool_message
 
 __all__ = (
     "DEFAULT_SEARCH_LIMIT",
+    "LOCKED_PARTS",
     "Catalog",
     "CatalogEntry",
+    "CatalogLock",
     "CatalogServer",
     "Detail",
+    "Drift",
+    "Finding",
+    "Quarantine",
     "SearchCase",
     "SearchReport",
+    "ToolLock",
     "evaluate_search",
     "load_search_cases",
     "load_tool_snapshots",
+    "lock_commands",
+    "lock_path",
+    "precheck_calls",
     "prepare_arguments",
     "read_docs",
+    "read_lock",
     "render_search",
     "tool_result_value",
+    "unknown_tool_message",
+    "write_lock",
 )

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
-from jsonschema.exceptions import best_match  # pyright: ignore[reportUnknownVariableType]  # stubs leave it open
+from jsonschema.exceptions import ValidationError, best_match  # pyright: ignore[reportUnknownVariableType]  # stubs leave it open
 from jsonschema.protocols import Validator
 
 from gateway._json import as_array, as_object, properties_of
@@ -13,7 +13,7 @@ from gateway._json_schema import linear_validator
 from gateway.catalog._catalog import CatalogEntry
 from gateway.errors import ToolCallError
 
-__all__ = ["prepare_arguments"]
+__all__ = ["argument_refusal", "prepare_arguments"]
 
 
 # id(schema) -> (schema, validator). Holding the schema keeps its id from being reused; a catalog
@@ -50,30 +50,87 @@ def _path(error: object) -> str:
     return parts.lstrip(".") or "(arguments)"
 
 
-def prepare_arguments(entry: CatalogEntry, arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """Map Python names to the child's, drop `None` for optional non-nullable parameters, validate."""
+def _wire(entry: CatalogEntry, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """Python names back to the child's; `None` dropped where the parameter does not take it."""
     wire = entry.wire_arguments(arguments)
     properties = properties_of(entry.input_schema)
     # Signatures show optional parameters as `= None`: passing that through would fail at the child.
-    wire = {
+    return {
         k: v for k, v in wire.items() if v is not None or _accepts_null(properties.get(k, {"type": "null"}))
     }
+
+
+def _unknown_arguments(entry: CatalogEntry, names: Iterable[str]) -> str | None:
+    """The refusal of keywords the schema does not list, where an open schema would let them pass."""
+    properties = properties_of(entry.input_schema)
     open_schema = entry.input_schema.get("additionalProperties", True) is not False
-    unknown = sorted(set(wire) - set(properties))
+    unknown = sorted(set(names) - set(properties))
     if properties and unknown and open_schema:
         # Most child schemas leave additionalProperties open, so a typo would be dropped silently.
         expected = ", ".join(sorted(entry.argument_names)) or "none"
-        raise ToolCallError(
-            f"{entry.qualified} got unknown argument(s) {', '.join(unknown)}; it takes: {expected}"
-        )
-    validator = _validator(entry.input_schema)
-    if validator.is_valid(wire):  # the common case, without building an error tree
-        return wire
-    found = validator.iter_errors(wire)
-    error = cast(object, best_match(found))  # the stubs leave its return type open
-    if error is not None:
-        message, rule = getattr(error, "message", ""), getattr(error, "validator", "")
-        raise ToolCallError(
-            f"invalid arguments for {entry.qualified}: {_path(error)}: {message} (schema rule: {rule})"
-        )
+        return f"{entry.qualified} got unknown argument(s) {', '.join(unknown)}; it takes: {expected}"
+    return None
+
+
+def _schema_violation(entry: CatalogEntry, errors: Iterable[ValidationError]) -> str | None:
+    """The refusal naming the most relevant of `errors` (as jsonschema ranks them), if any."""
+    error = cast(object, best_match(errors))  # the stubs leave its return type open
+    if error is None:
+        return None
+    message, rule = getattr(error, "message", ""), getattr(error, "validator", "")
+    return f"invalid arguments for {entry.qualified}: {_path(error)}: {message} (schema rule: {rule})"
+
+
+def prepare_arguments(entry: CatalogEntry, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """Map Python names to the child's, drop `None` for optional non-nullable parameters, validate."""
+    wire = _wire(entry, arguments)
+    refusal = _unknown_arguments(entry, wire)
+    if refusal is None:
+        validator = _validator(entry.input_schema)
+        if validator.is_valid(wire):  # the common case, without building an error tree
+            return wire
+        refusal = _schema_violation(entry, validator.iter_errors(wire))
+    if refusal is not None:
+        raise ToolCallError(refusal)
     return wire
+
+
+# Root keywords whose verdict depends on keys alone (or on nothing): with every value known but
+# some, a violation of these is certain. Any other root keyword (anyOf, allOf, $ref, if,
+# dependentSchemas, minProperties, ...) may read the values not seen, so nothing is judged.
+_KEY_ONLY_ROOT = frozenset(
+    {
+        "$schema", "$id", "$comment", "$defs", "definitions", "title", "description", "default",
+        "examples", "deprecated", "readOnly", "writeOnly", "type", "properties", "required",
+        "additionalProperties", "patternProperties", "propertyNames",
+    }
+)  # fmt: skip
+_UNSEEN = ""  # stands for a value not seen: not None, so `_wire` keeps its key as it would the real one
+
+
+def argument_refusal(
+    entry: CatalogEntry, seen: Mapping[str, Any], unseen: Iterable[str], *, all_keywords: bool
+) -> str | None:
+    """What `prepare_arguments` would refuse a call with, where that is certain before it runs.
+
+    `seen` maps Python keyword names to their literal values; `unseen` names keywords whose values
+    are not known yet; `all_keywords` is False when more may come (a `**` splat). What is not seen
+    is taken to be valid, so a refusal is one the call will certainly meet, worded as it will be
+    whenever the rest of the call is right; None when nothing is certain.
+    """
+    unseen_wire = {entry.argument_names.get(name, name) for name in unseen}
+    wire = _wire(entry, {**dict.fromkeys(unseen, _UNSEEN), **seen})
+    if all_keywords and (refusal := _unknown_arguments(entry, wire)) is not None:
+        return refusal
+    if (unseen_wire or not all_keywords) and not set(entry.input_schema) <= _KEY_ONLY_ROOT:
+        return None
+    validator = _validator(entry.input_schema)
+    if validator.is_valid(wire):
+        return None
+    # An error inside an unseen value is not certain; nor, with a splat, one about the keys.
+    certain = (
+        error
+        for error in validator.iter_errors(wire)
+        if (error.absolute_path[0] not in unseen_wire if error.absolute_path else all_keywords)
+    )
+    return _schema_violation(entry, certain)

@@ -14,7 +14,8 @@ from mcp.types import Tool
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway._json import properties_of
-from gateway.catalog._naming import assign_identifiers
+from gateway.catalog._naming import assign_identifiers, first_of_each_name
+from gateway.catalog._quarantine import Quarantine
 from gateway.children import ChildState, ChildStatus
 
 __all__ = ["Catalog", "CatalogEntry", "CatalogServer"]
@@ -94,13 +95,28 @@ class Catalog:
     """Every child's tools, looked up by `server.tool` in Python or original spelling."""
 
     # __weakref__: derived data (the search index) is cached per catalog in weak maps.
-    __slots__ = ("__weakref__", "_by_name", "_by_server", "_entries", "_servers")
+    __slots__ = (
+        "__weakref__",
+        "_by_name",
+        "_by_server",
+        "_entries",
+        "_held",
+        "_held_names",
+        "_quarantine",
+        "_servers",
+    )
 
     def __init__(
         self,
         tools: Mapping[str, Sequence[Tool]] | None = None,
         statuses: Iterable[ChildStatus] = (),
+        *,
+        reviewed: Mapping[str, Iterable[str]] | None = None,
     ) -> None:
+        """`reviewed` maps server names to the tool names the lockfile holds: those keep the Python
+        names they had among themselves when it was written, and tools new since go around them, so
+        that a new `fetch_page` cannot take the name of a reviewed `fetch-page` (and move it out of
+        the policy rule written for it)."""
         tools = tools or {}
         given = {status.name: status for status in statuses}
         server_ids = assign_identifiers([*tools, *given], fallback="server")
@@ -108,8 +124,9 @@ class Catalog:
         by_server: dict[str, tuple[CatalogEntry, ...]] = {}
         servers: dict[str, CatalogServer] = {}
         for server_name, server_id in sorted(server_ids.items(), key=lambda item: item[1]):
-            listed = _first_of_each_name(tools.get(server_name, ()))
-            python_names = assign_identifiers(tool.name for tool in listed)
+            listed = first_of_each_name(tools.get(server_name, ()))
+            locked = assign_identifiers(reviewed.get(server_name, ())) if reviewed is not None else {}
+            python_names = assign_identifiers((tool.name for tool in listed), claimed=locked)
             own = tuple(
                 CatalogEntry.from_tool(server_id, server_name, python_names[t.name], t) for t in listed
             )
@@ -121,6 +138,9 @@ class Catalog:
         self._by_server = by_server
         self._servers = servers
         self._by_name = self._index_names(self._entries)
+        self._quarantine: Quarantine | None = None
+        self._held: dict[str, tuple[CatalogEntry, ...]] = {}
+        self._held_names: dict[str, CatalogEntry] = {}
 
     @staticmethod
     def _index_names(entries: Sequence[CatalogEntry]) -> dict[str, CatalogEntry]:
@@ -158,19 +178,31 @@ class Catalog:
         *,
         blocked: Mapping[str, str] | None = None,
         access: Callable[[CatalogEntry], str | None] | None = None,
+        quarantine: Quarantine | None = None,
     ) -> Catalog:
         """This catalog without the tools and servers the predicates reject, as if they never existed.
 
         `blocked` maps server identifiers to why their tools must stay unreachable: those servers keep
         no tools and say why; `access` notes what the policy says of each tool that is kept.
+        `quarantine` holds back tools that differ from the lockfile: they are not listed, but the
+        catalog knows them (those the predicates keep, so that it betrays no hidden tool) to say why.
         """
         blocked = blocked or {}
+        quarantine = quarantine or self._quarantine
         kept = Catalog.__new__(Catalog)
         servers = {k: s for k, s in self._servers.items() if keep_server is None or keep_server(s)}
-        kept._by_server = {
-            k: () if k in blocked else tuple(_noted(e, access) for e in self._by_server.get(k, ()) if keep(e))
-            for k in servers
-        }
+
+        def held(entry: CatalogEntry) -> bool:
+            return quarantine is not None and quarantine.holds(entry.server_name, entry.tool_name)
+
+        by_server: dict[str, tuple[CatalogEntry, ...]] = {}
+        kept._held = {}
+        for k in servers:
+            own = () if k in blocked else (*self._by_server.get(k, ()), *self._held.get(k, ()))
+            wanted = [entry for entry in own if keep(entry)]
+            kept._held[k] = tuple(entry for entry in wanted if held(entry))
+            by_server[k] = tuple(_noted(entry, access) for entry in wanted if not held(entry))
+        kept._by_server = by_server
         kept._entries = tuple(entry for own in kept._by_server.values() for entry in own)
         # Counts too: search_docs shows them, and "3 tools" where 4 are listed would betray a hidden one.
         kept._servers = {
@@ -178,7 +210,27 @@ class Catalog:
             for k, s in servers.items()
         }
         kept._by_name = self._index_names(kept._entries)
+        kept._quarantine = quarantine
+        kept._held_names = self._index_names([entry for own in kept._held.values() for entry in own])
         return kept
+
+    @property
+    def quarantine(self) -> Quarantine | None:
+        """The lockfile's quarantine this catalog was filtered by, if any."""
+        return self._quarantine
+
+    @property
+    def quarantined(self) -> tuple[CatalogEntry, ...]:
+        """The tools held back because they differ from the lockfile (only those it would list)."""
+        return tuple(entry for own in self._held.values() for entry in own)
+
+    def quarantine_refusal(self, name: str) -> str | None:
+        """Why `name` cannot be called if it is a quarantined tool (any spelling `get` takes), else None."""
+        name = name.strip()
+        found = self._held_names.get(name) or self._held_names.get(name.removeprefix("tools."))
+        if found is None or self._quarantine is None:
+            return None
+        return self._quarantine.refusal(found.server_name, found.tool_name, found.qualified)
 
     def get(self, name: str) -> CatalogEntry | None:
         """The tool called `name` ("server.tool", Python or original spelling, optional `tools.` prefix)."""
@@ -231,17 +283,6 @@ class Catalog:
 def _noted(entry: CatalogEntry, access: Callable[[CatalogEntry], str | None] | None) -> CatalogEntry:
     note = access(entry) if access is not None else None
     return entry if note == entry.access else entry.model_copy(update={"access": note})
-
-
-def _first_of_each_name(tools: Iterable[Tool]) -> list[Tool]:
-    # A server that lists one name twice gets its first definition only: calls go by name.
-    seen: set[str] = set()
-    kept: list[Tool] = []
-    for tool in tools:
-        if tool.name not in seen:
-            seen.add(tool.name)
-            kept.append(tool)
-    return kept
 
 
 def _ratio(a: str, b: str) -> float:

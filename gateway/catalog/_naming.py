@@ -9,9 +9,11 @@ from __future__ import annotations
 import keyword
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
-__all__ = ["assign_identifiers", "split_words", "to_identifier"]
+from mcp.types import Tool
+
+__all__ = ["assign_identifiers", "first_of_each_name", "split_words", "to_identifier"]
 
 _INVALID = re.compile(r"[^0-9A-Za-z_]+")
 # camelCase and digit boundaries: "getHTTPResponse2xx" -> get HTTP Response 2 xx.
@@ -33,16 +35,21 @@ def to_identifier(name: str, fallback: str = "tool") -> str:
     return ident
 
 
-def assign_identifiers(names: Iterable[str], fallback: str = "tool") -> dict[str, str]:
+def assign_identifiers(
+    names: Iterable[str], fallback: str = "tool", *, claimed: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """Map each distinct name to a unique identifier, the same whatever the input order.
 
     A name that already is its own identifier keeps it; the others claim theirs in sorted order,
-    the later ones suffixed `_2`, `_3`, ...
+    the later ones suffixed `_2`, `_3`, ... `claimed` names keep the identifiers given there, which
+    the others go around.
     """
-    unique = sorted(set(names))
+    claimed = claimed or {}
+    unique = sorted(set(names) - set(claimed))
     base = {name: to_identifier(name, fallback) for name in unique}
-    result = {name: name for name in unique if base[name] == name}
-    taken = set(result.values())
+    taken = set(claimed.values())
+    result = {name: name for name in unique if base[name] == name and name not in taken}
+    taken |= set(result.values())
     for name in unique:
         if name in result:
             continue
@@ -52,9 +59,20 @@ def assign_identifiers(names: Iterable[str], fallback: str = "tool") -> dict[str
             n += 1
         result[name] = candidate
         taken.add(candidate)
-    return result
+    return {**claimed, **result}
 
 
 def split_words(name: str) -> list[str]:
     """The words of a snake, kebab or camelCase name, digits apart: `getHTTPStatus_2` -> get HTTP Status 2."""
     return _WORDS.findall(name)
+
+
+def first_of_each_name(tools: Iterable[Tool]) -> list[Tool]:
+    """Each name's first tool: a server that lists one name twice gets its first definition only."""
+    seen: set[str] = set()
+    kept: list[Tool] = []
+    for tool in tools:
+        if tool.name not in seen:  # calls go by name, so a second definition could never be called
+            seen.add(tool.name)
+            kept.append(tool)
+    return kept

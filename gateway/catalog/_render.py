@@ -69,6 +69,7 @@ def render_overview(catalog: Catalog) -> str:
         return "No child servers are configured: there are no tools to call."
     ready = sum(1 for s in servers if s.state is ChildState.READY)
     lines = [f"{len(servers)} servers ({ready} ready), {len(catalog)} tools. {CALL_HINT}"]
+    lines += _quarantine_note(catalog)
     for status in servers:
         line = f"{status.identifier} ({_state(status)})"
         names = [_named(entry) for entry in catalog.tools_of(status.identifier)]
@@ -78,6 +79,13 @@ def render_overview(catalog: Catalog) -> str:
             line += ": " + ", ".join(shown) + (f", ... {more} more" if more else "")
         lines.append(line)
     return "\n".join(lines)
+
+
+def _quarantine_note(catalog: Catalog) -> list[str]:
+    """A line on the tools held back for differing from the lockfile, if any: the model can tell the
+    user why a tool they expect is missing. Only the count: a new tool's name is unreviewed text."""
+    held = catalog.quarantined
+    return [catalog.quarantine.overview(len(held))] if held and catalog.quarantine is not None else []
 
 
 def _named(entry: CatalogEntry) -> str:
@@ -166,7 +174,7 @@ def _no_results(catalog: Catalog, query: str, server: str | None) -> str:
         + (", drop the server filter" if server else "")
         + ", or call search_docs with an empty query for the overview of every server and tool."
     )
-    return "\n".join(lines)
+    return "\n".join(lines + _quarantine_note(catalog))
 
 
 def _weak_note(catalog: Catalog, query: str, hits: list[Hit]) -> str | None:

@@ -5,9 +5,11 @@ from gateway.children._env import PARENT_ENV_VAR, child_environment, inherited_c
 from gateway.children._pool import ChildPool
 from gateway.children._transport import QuietSdkParseErrors, list_all_tools
 from gateway.children.config import (
+    DEFAULT_MAX_CONCURRENT_CALLS,
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_STARTUP_TIMEOUT_SECONDS,
     DEFAULT_TOOL_CALL_TIMEOUT_SECONDS,
+    MAX_MAX_CONCURRENT_CALLS,
     MAX_MAX_MESSAGE_BYTES,
     MIN_MAX_MESSAGE_BYTES,
     SERVER_TYPES,
@@ -19,9 +21,11 @@ from gateway.children.config import (
 )
 
 __all__ = (
+    "DEFAULT_MAX_CONCURRENT_CALLS",
     "DEFAULT_MAX_MESSAGE_BYTES",
     "DEFAULT_STARTUP_TIMEOUT_SECONDS",
     "DEFAULT_TOOL_CALL_TIMEOUT_SECONDS",
+    "MAX_MAX_CONCURRENT_CALLS",
     "MAX_MAX_MESSAGE_BYTES",
     "MIN_MAX_MESSAGE_BYTES",
     "PARENT_ENV_VAR",

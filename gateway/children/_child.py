@@ -38,6 +38,7 @@ from gateway.children._transport import (
     redacted_tool,
 )
 from gateway.children.config import (
+    DEFAULT_MAX_CONCURRENT_CALLS,
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_TOOL_CALL_TIMEOUT_SECONDS,
     RestartPolicy,
@@ -110,6 +111,7 @@ class Child:
         idle_seconds: float | None = None,
         draw: Callable[[], float] = random.random,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        max_concurrent_calls: int = DEFAULT_MAX_CONCURRENT_CALLS,
         tool_call_timeout: float = DEFAULT_TOOL_CALL_TIMEOUT_SECONDS,
         redact: Callable[[str], str] = _same,
     ) -> None:
@@ -119,6 +121,7 @@ class Child:
         self.restart = restart or RestartPolicy()
         self.max_message_bytes = max_message_bytes
         self.tool_call_timeout = tool_call_timeout  # a call cut short before this is not the child's timeout
+        self.call_slots = anyio.CapacityLimiter(max_concurrent_calls)  # calls in flight, from every run
         self._redact = redact
         self.finished = anyio.Event()  # set once `run` has released every connection
         self.tools: list[types.Tool] = []
@@ -403,6 +406,10 @@ class Child:
 
     async def call_tool(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
         """Call one of this child's tools, starting or waiting for it while it is (lazily) starting."""
+        async with self.call_slots:  # waiting for a slot counts against the caller's timeout
+            return await self._call_tool(tool, arguments)
+
+    async def _call_tool(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
         connection = await self._ready_connection()
         assert connection.session is not None
         sent, deadline = anyio.current_time(), anyio.current_effective_deadline()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Self
 
@@ -14,6 +14,7 @@ from mcp import types
 
 from gateway.children._child import Child, ChildState, ChildStatus
 from gateway.children.config import (
+    DEFAULT_MAX_CONCURRENT_CALLS,
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_STARTUP_TIMEOUT_SECONDS,
     DEFAULT_TOOL_CALL_TIMEOUT_SECONDS,
@@ -58,6 +59,7 @@ class ChildPool(AsyncContextManagerMixin):
         start_lazy: bool = False,
         draw: Callable[[], float] = random.random,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        max_concurrent_calls: int = DEFAULT_MAX_CONCURRENT_CALLS,
         tool_call_timeout_seconds: float = DEFAULT_TOOL_CALL_TIMEOUT_SECONDS,
         redact: Callable[[str], str] = _same,
         unavailable: Mapping[str, str] | None = None,
@@ -67,7 +69,8 @@ class ChildPool(AsyncContextManagerMixin):
         `unavailable` names configured children that cannot even be started (an unset `${VAR}` in
         their entry, say) with the reason: they are reported as failed, and calls to them say why.
 
-        `max_message_bytes` caps each message from a child (a child's own `max_message_bytes` wins).
+        `max_message_bytes` caps each message from a child, `max_concurrent_calls` the calls to one
+        child in flight at once (a child's own setting wins for each).
         `tool_call_timeout_seconds` is the caller's per-call timeout (`sandbox.tool_call_timeout_seconds`):
         only a call abandoned after (nearly) all of it counts toward `restart.after_timeouts`, never one
         cut short by its run's budget or cancelled with its run. `redact` is applied to every error text
@@ -87,6 +90,7 @@ class ChildPool(AsyncContextManagerMixin):
                 idle_seconds=server.idle_seconds,
                 draw=draw,
                 max_message_bytes=server.max_message_bytes or max_message_bytes,
+                max_concurrent_calls=server.max_concurrent_calls or max_concurrent_calls,
                 tool_call_timeout=tool_call_timeout_seconds,
                 redact=redact,
             )
@@ -162,6 +166,24 @@ class ChildPool(AsyncContextManagerMixin):
         while not predicate(status := child.status()):
             await child.wait_changed()
         return status
+
+    async def wait_changed(self, seen: Sequence[ChildStatus]) -> list[ChildStatus]:
+        """Wait until `statuses()` differs from `seen` (a child's state or tools changed); returns it."""
+        before = {status.name: status for status in seen}
+
+        async def watch(child: Child, group: TaskGroup) -> None:
+            # Checked, then waited on, with no checkpoint between: no change slips past.
+            while child.status() == before.get(child.name):
+                await child.wait_changed()
+            group.cancel_scope.cancel()
+
+        if self.statuses() == list(seen):
+            async with anyio.create_task_group() as group:
+                for child in self._children.values():
+                    group.start_soon(watch, child, group)
+                if not self._children:
+                    await anyio.sleep_forever()  # nothing can change
+        return self.statuses()
 
     def start(self, name: str) -> None:
         """Start a lazy child that is idle (as its first use would); unknown names are ignored."""

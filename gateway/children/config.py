@@ -9,10 +9,12 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_val
 from gateway._json import as_object
 
 __all__ = [
+    "DEFAULT_MAX_CONCURRENT_CALLS",
     "DEFAULT_MAX_MESSAGE_BYTES",
     "DEFAULT_STARTUP_TIMEOUT_SECONDS",
     "DEFAULT_TOOL_CALL_TIMEOUT_SECONDS",
     "IGNORED_ENTRY_KEYS",
+    "MAX_MAX_CONCURRENT_CALLS",
     "MAX_MAX_MESSAGE_BYTES",
     "MIN_MAX_MESSAGE_BYTES",
     "SERVER_TYPES",
@@ -31,6 +33,11 @@ reader about 0.2 s of CPU (its cost grows with the square of a line's length), a
 at most `sandbox.max_tool_result_bytes` (1 MiB) of a result anyway."""
 MIN_MAX_MESSAGE_BYTES = 1024
 MAX_MAX_MESSAGE_BYTES = 1024**3
+
+DEFAULT_MAX_CONCURRENT_CALLS = 8
+"""Calls to one child in flight at once, by default: enough for a snippet's `asyncio.gather` to pay
+off, few enough that no snippet floods a child (a remote API's rate limit, a local process's CPU)."""
+MAX_MAX_CONCURRENT_CALLS = 256
 
 DEFAULT_TOOL_CALL_TIMEOUT_SECONDS = 30.0
 """The per-call timeout a pool assumes when not told (`sandbox.tool_call_timeout_seconds`' default)."""
@@ -170,6 +177,18 @@ _MaxMessageBytes = Annotated[
 ]
 
 
+_MaxConcurrentCalls = Annotated[
+    int | None,
+    Field(
+        default=None,
+        ge=1,
+        le=MAX_MAX_CONCURRENT_CALLS,
+        description="Calls to this child in flight at once, from every execution; more wait their turn "
+        "(within their timeout). Default: the top-level max_concurrent_calls.",
+    ),
+]
+
+
 class _ChildSettings(BaseModel):
     """What every child entry has, whatever its transport: start-up, restarts, laziness, caps, and
     the keys other clients write that are accepted and ignored (or refused, saying what to use)."""
@@ -181,6 +200,7 @@ class _ChildSettings(BaseModel):
     lazy: _Lazy = False
     idle_seconds: _IdleSeconds = None
     max_message_bytes: _MaxMessageBytes = None
+    max_concurrent_calls: _MaxConcurrentCalls = None
     disabled: _Disabled = False
     ignored_auto_approve: _AutoApprove = None
     ignored_always_allow: _AlwaysAllow = None

@@ -1,18 +1,22 @@
-"""`codemode-gateway check`: validate the config, connect to every child once, print a table."""
+"""`codemode-gateway check`: validate the config, connect to every child once, print a table (and the
+drift from the lockfile, if there is one)."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 import anyio
 from mcp import types
 
 from gateway._display import format_table
+from gateway._exposed import expose_tools
 from gateway._gateway import child_pool, gateway_secrets
 from gateway._redaction import Redactor
 from gateway.catalog import Catalog
 from gateway.children import ChildState, ChildStatus
+from gateway.cli._drift import config_lock, print_drift
 from gateway.cli._exit_codes import EXIT_FAILED, EXIT_OK
 from gateway.cli._loading import load_config_for_cli
 from gateway.config import (
@@ -53,22 +57,47 @@ def format_statuses(statuses: list[ChildStatus]) -> str:
 
 
 def check_command(args: argparse.Namespace) -> int:
-    """`check`: 0 when every child connected and every policy rule matches, 1 if not."""
+    """`check`: 0 when every child connected, every policy rule matches and no tool differs from the
+    lockfile (if there is one), 1 if not."""
     config = load_config_for_cli(args.config)
     if (file := find_config_file(args.config)) is not None:
         for path in find_literal_secrets(read_config_data(file)):
             print(literal_secret_warning(path), file=sys.stderr)
-    if not config.mcp_servers and not config.unavailable_servers:
+    lock = config_lock(config)  # before the children start: a malformed lockfile is a config error
+    if not config.mcp_servers and not config.unavailable_servers and lock is None:
         print("no child servers configured (mcpServers is empty)")
         return EXIT_OK
     statuses, tools = anyio.run(check_children, config)
     print(format_statuses(statuses))
-    catalog = Catalog(tools, statuses)
+    # Named as `serve` names them: tools new since the lockfile go around the reviewed tools' names.
+    catalog = Catalog(tools, statuses, reviewed=lock.servers if lock is not None else None)
     policy = Policy(config.policy)
     blocked = policy.unmatched(catalog)
     for server, reason in blocked.items():  # a typo: the server's tools stay unreachable until fixed
         print(f"error: server {server} is blocked: {reason}", file=sys.stderr)
     for line in policy.diagnostics(catalog):
         print(f"warning: {line}", file=sys.stderr)
+    drifted = lock is not None and print_drift(lock, tools, statuses)
+    unlisted = _check_exposed(config, catalog, policy, blocked, tools)
     connected = all(status.state is ChildState.READY for status in statuses)
-    return EXIT_OK if connected and not blocked else EXIT_FAILED
+    return EXIT_OK if connected and not blocked and not drifted and not unlisted else EXIT_FAILED
+
+
+def _check_exposed(
+    config: GatewayConfig,
+    catalog: Catalog,
+    policy: Policy,
+    blocked: dict[str, str],
+    tools: dict[str, list[types.Tool]],
+) -> int:
+    """Print what `expose` lists (with the wire names) and why any entry is not; how many are not."""
+    if not config.expose:
+        return 0
+    visible = catalog.filtered(policy.visible, policy.server_visible, blocked=blocked)
+    exposure = expose_tools(config.expose, visible, policy, everything=lambda: catalog, listed=tools)
+    if exposure.tools:
+        print("exposed: " + ", ".join(f"{tool.name} ({tool.entry.qualified})" for tool in exposure.tools))
+    for name, unlisted in exposure.unlisted.items():
+        where = f"expose[{config.expose.index(name)}]"
+        print(f"error: {where} {json.dumps(name)} is not listed: {unlisted.reason}", file=sys.stderr)
+    return len(exposure.unlisted)

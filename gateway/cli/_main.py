@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Sequence
 
+from gateway._exception_groups import leaf_error
 from gateway._logging import configure_logging
 from gateway._version import PACKAGE_NAME, package_version
 from gateway.children import PARENT_ENV_VAR
@@ -17,6 +18,7 @@ from gateway.cli._check import check_command
 from gateway.cli._exec import exec_command
 from gateway.cli._exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from gateway.cli._loading import load_config_for_cli
+from gateway.cli._lock import lock_command
 from gateway.cli._sandbox_test import add_sandbox_test_arguments, sandbox_test_command
 from gateway.cli._search_eval import add_search_eval_arguments, search_eval_command
 from gateway.config import (
@@ -80,8 +82,13 @@ def _parser() -> argparse.ArgumentParser:
     pre = command("precompile", "compile the sandbox component into the cache (done once)")
     pre.add_argument("--config", help="config file (its sandbox settings shape the engine)")
 
-    check = command("check", "validate the config, connect to every child, print their status")
+    check = command(
+        "check", "validate the config, connect to every child, print their status and the lockfile's drift"
+    )
     check.add_argument("--config", help="config file (default: $CODEMODE_CONFIG, else built-in)")
+
+    lock = command("lock", "pin every child tool as reviewed: write the lockfile beside the config")
+    lock.add_argument("--config", help="config file (default: $CODEMODE_CONFIG); its lockfile is beside it")
 
     audit = command("audit", "print the audit log (rotated files too, oldest first)")
     audit.add_argument("--config", help="config file whose `audit` section names the log")
@@ -140,16 +147,25 @@ def main(argv: Sequence[str] | None = None) -> None:
             "exec": exec_command,
             "precompile": _precompile,
             "check": check_command,
+            "lock": lock_command,
             "audit": audit_command,
             "schema": _schema,
             "sandbox-test": sandbox_test_command,
             "search-eval": search_eval_command,
         }
         code = commands[args.command](args)
-    except ConfigError as exc:
-        print(f"codemode-gateway: {exc}", file=sys.stderr)
-        code = EXIT_USAGE
     except GatewayError as exc:
-        print(f"codemode-gateway: {exc}", file=sys.stderr)
-        code = EXIT_FAILED
+        code = _report(exc)
+    except BaseExceptionGroup as group:
+        # `serve` starts the gateway inside a task group, which wraps what its start raised (a
+        # malformed lockfile, an audit log that cannot be opened): the same one line, no traceback.
+        error = leaf_error(group)
+        if not isinstance(error, GatewayError):
+            raise
+        code = _report(error)
     sys.exit(code)
+
+
+def _report(error: GatewayError) -> int:
+    print(f"codemode-gateway: {error}", file=sys.stderr)
+    return EXIT_USAGE if isinstance(error, ConfigError) else EXIT_FAILED

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from gateway._json import as_object
+from gateway._json import as_array, as_object
 from gateway.children import StdioServer
 from gateway.config._clients import (
     disabled_note,
@@ -29,7 +29,7 @@ from gateway.config._clients import (
 from gateway.config._defaults import default_config
 from gateway.config._errors import error_lines, key_path, model_titled
 from gateway.config._model import GatewayConfig
-from gateway.config._policy_servers import unknown_server_rules
+from gateway.config._policy_servers import unknown_server_exposes, unknown_server_rules
 from gateway.config._variables import VARIABLE_REFERENCE, Expander, Unresolved
 from gateway.errors import ConfigError
 from gateway.policy import PolicyConfig
@@ -140,20 +140,29 @@ def _resolve_paths(config: GatewayConfig, base: Path) -> None:
 
 
 def _policy_problems(top: dict[str, Any], configured: list[str]) -> list[str]:
+    """Policy rules and `expose` entries naming no configured server."""
+    expose = as_array(top.get("expose"))
+    exposes = unknown_server_exposes(expose, configured)
     try:
         policy = PolicyConfig.model_validate(top.get("policy", {}))
     except ValidationError:
-        return []  # the whole config's validation reports these
-    return unknown_server_rules(policy, configured)
+        return exposes  # the whole config's validation reports the policy's problems
+    return unknown_server_rules(policy, configured) + exposes
 
 
 def parse_config(
-    data: Any, source: str, environ: Mapping[str, str] | None = None, *, config_dir: Path | None = None
+    data: Any,
+    source: str,
+    environ: Mapping[str, str] | None = None,
+    *,
+    config_dir: Path | None = None,
+    config_file: Path | None = None,
 ) -> GatewayConfig:
     """Validate already-parsed JSON as a config, expanding `${VAR}` in the server entries.
 
     An entry whose references cannot all be expanded is left out, into `unavailable_servers`;
     relative paths in stdio entries start from `config_dir` when it is given (the file's directory).
+    `config_file` is the file it was read from, whose lockfile applies.
     """
     reading = _Reading(os.environ if environ is None else environ)
     top = as_object(data)
@@ -177,6 +186,7 @@ def parse_config(
         config_dir=config_dir,
         unavailable_servers=reading.unavailable,
         notes=reading.notes,
+        config_file=config_file,
     )
     return config
 
@@ -225,7 +235,8 @@ def load_config(
     if file is None:
         return default_config()
     data = read_config_data(file, named_by=None if path else f"${CONFIG_ENV}")
-    return parse_config(data, str(file), environ, config_dir=file.resolve().parent)
+    resolved = file.resolve()
+    return parse_config(data, str(file), environ, config_dir=resolved.parent, config_file=resolved)
 
 
 def read_config_data(file: Path, *, named_by: str | None = None) -> Any:

@@ -14,14 +14,17 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from gateway.audit import AuditConfig
 from gateway.children import (
+    DEFAULT_MAX_CONCURRENT_CALLS,
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_STARTUP_TIMEOUT_SECONDS,
+    MAX_MAX_CONCURRENT_CALLS,
     MAX_MAX_MESSAGE_BYTES,
     MIN_MAX_MESSAGE_BYTES,
     RestartPolicy,
     ServerConfig,
 )
 from gateway.policy import ApprovalsConfig, PolicyConfig
+from gateway.policy.config import ToolName
 from gateway.sandbox import SandboxLimits
 
 __all__ = ["GatewayConfig", "config_json_schema"]
@@ -57,6 +60,14 @@ class GatewayConfig(BaseModel):
         "read: a larger answer fails its call at once, and the child serves on. A child's own "
         "`max_message_bytes` overrides it.",
     )
+    max_concurrent_calls: int = Field(
+        default=DEFAULT_MAX_CONCURRENT_CALLS,
+        ge=1,
+        le=MAX_MAX_CONCURRENT_CALLS,
+        description="Calls to one child in flight at once, from every execution (a snippet's "
+        "asyncio.gather, several clients); more wait their turn within their timeout. A child's own "
+        "`max_concurrent_calls` overrides it.",
+    )
     restart: RestartPolicy = Field(
         default_factory=RestartPolicy,
         description="How children that exit, lose their connection or stop answering are reconnected: "
@@ -65,6 +76,14 @@ class GatewayConfig(BaseModel):
     sandbox: SandboxLimits = Field(default_factory=SandboxLimits)
     policy: PolicyConfig = Field(
         default_factory=PolicyConfig, description="Which tools are listed and callable, and how often."
+    )
+    expose: list[ToolName] = Field(
+        default_factory=list[str],
+        description="Child tools listed to the client directly, beside search_docs and execute_code, as "
+        "`server.tool` the way search_docs shows them: for tools a model should call itself, such as one "
+        "returning a screenshot. Each is listed as `server__tool`; policy, approvals, audit and redaction "
+        "apply as to a snippet's calls. An entry that matches no callable tool is not listed, and `check` "
+        "and the log say why.",
     )
     approvals: ApprovalsConfig = Field(
         default_factory=ApprovalsConfig,
@@ -78,6 +97,7 @@ class GatewayConfig(BaseModel):
     # private, so never in repr or dumps.
     _secret_names: dict[str, str] = PrivateAttr(default_factory=dict[str, str])
     _config_dir: Path | None = PrivateAttr(default=None)
+    _config_file: Path | None = PrivateAttr(default=None)
     _unavailable_servers: dict[str, str] = PrivateAttr(default_factory=dict[str, str])
     _notes: tuple[str, ...] = PrivateAttr(default=())
 
@@ -85,6 +105,15 @@ class GatewayConfig(BaseModel):
     @classmethod
     def _leave_out_disabled(cls, servers: dict[str, ServerConfig]) -> dict[str, ServerConfig]:
         return {name: server for name, server in servers.items() if not server.disabled}
+
+    @field_validator("expose")
+    @classmethod
+    def _each_tool_once(cls, names: list[str]) -> list[str]:
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            twice = ", ".join(map(repr, repeated))
+            raise ValueError(f"{twice} is listed more than once: list each tool once")
+        return names
 
     @property
     def secret_values(self) -> frozenset[str]:
@@ -100,6 +129,14 @@ class GatewayConfig(BaseModel):
     def base_dir(self) -> Path:
         """The directory relative paths in the config (such as `audit.path`) start from: the file's own."""
         return self._config_dir or Path.cwd()
+
+    @property
+    def config_file(self) -> Path | None:
+        """The file this config was read from (absolute), None for the built-in default or a parsed one.
+
+        Its lockfile sits beside it (`team.json` -> `team.lock.json`; docs/lockfile.md).
+        """
+        return self._config_file
 
     @property
     def unavailable_servers(self) -> Mapping[str, str]:
@@ -123,11 +160,13 @@ class GatewayConfig(BaseModel):
         config_dir: Path | None,
         unavailable_servers: Mapping[str, str] | None = None,
         notes: tuple[str, ...] | list[str] = (),
+        config_file: Path | None = None,
     ) -> None:
-        """Record what `${VAR}` expansion took from the environment, the file's directory, and what
-        loading left out or noted."""
+        """Record what `${VAR}` expansion took from the environment, the file (and its directory), and
+        what loading left out or noted."""
         self._secret_names = dict(secret_names)
         self._config_dir = config_dir
+        self._config_file = config_file
         self._unavailable_servers = dict(unavailable_servers or {})
         self._notes = tuple(notes)
 

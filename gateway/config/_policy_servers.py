@@ -1,4 +1,5 @@
-"""Policy rules that name a server the config does not have: a config error, with a did-you-mean.
+"""Policy rules and `expose` entries that name a server the config does not have: a config error,
+with a did-you-mean.
 
 A rule's pattern is an fnmatch glob over `server.tool` Python names. Whether it can match a tool of
 some configured server is decided from the part before its first `.` (or `*`); a rule marked
@@ -12,13 +13,14 @@ from __future__ import annotations
 import fnmatch
 import json
 from collections.abc import Iterable
+from typing import Any
 
 from gateway.config._clients import python_name
 from gateway.config._errors import did_you_mean
 from gateway.policy import PolicyConfig
 from gateway.policy.config import RULE_LISTS
 
-__all__ = ["unknown_server_rules"]
+__all__ = ["unknown_server_exposes", "unknown_server_rules"]
 
 
 def _server_part(pattern: str) -> tuple[str, bool]:
@@ -48,12 +50,31 @@ def _can_match(pattern: str, servers: set[str]) -> bool:
     return any(server.startswith(part) for server in servers)
 
 
-def unknown_server_rules(policy: PolicyConfig, configured: Iterable[str]) -> list[str]:
-    """A line for each rule (of the lists and the `tools` keys) that names no configured server."""
+def _configured(configured: Iterable[str]) -> tuple[set[str], list[str], str]:
+    """The server names a rule may use (as written and as Python names), the suggestions, the list."""
     names = list(configured)
-    servers = set(names) | {python_name(name) for name in names}
     suggestions = [python_name(name) for name in names]
     known = ", ".join(suggestions) if suggestions else "none is configured"
+    return set(names) | set(suggestions), suggestions, known
+
+
+def unknown_server_exposes(expose: Iterable[Any], configured: Iterable[str]) -> list[str]:
+    """A line for each `expose` entry whose server is not configured (the model checks the rest)."""
+    servers, suggestions, known = _configured(configured)
+    lines: list[str] = []
+    for index, name in enumerate(expose):
+        if not isinstance(name, str) or "." not in name:
+            continue  # not a tool name at all: the model says so
+        server = name.partition(".")[0]
+        if server not in servers:
+            hint = did_you_mean(server, suggestions) or f" (configured: {known})"
+            lines.append(f"expose[{index}]: {json.dumps(name)} names no configured server{hint}")
+    return lines
+
+
+def unknown_server_rules(policy: PolicyConfig, configured: Iterable[str]) -> list[str]:
+    """A line for each rule (of the lists and the `tools` keys) that names no configured server."""
+    servers, suggestions, known = _configured(configured)
 
     def problem(where: str, pattern: str) -> str:
         part = _server_part(pattern)[0].strip("*?")

@@ -30,7 +30,13 @@ from gateway.config import GatewayConfig, parse_config
 from gateway.errors import ToolCallError
 from gateway.escape.cases import CASES, EscapeCase
 from gateway.escape.cases._model import Seen, clip, succeeds, summarize
-from gateway.escape.cases._probe import PROBE_APPROVALS, PROBE_CHILD_ENV, PROBE_HOST_ENV, PROBE_POLICY
+from gateway.escape.cases._probe import (
+    PROBE_APPROVALS,
+    PROBE_CHILD_ENV,
+    PROBE_HOST_ENV,
+    PROBE_MAX_CONCURRENT_CALLS,
+    PROBE_POLICY,
+)
 from gateway.policy import ApprovalOutcome, approval_prompt
 from gateway.sandbox import ExecutionResult, Sandbox, SandboxLimits
 from gateway.testing import InProcessTools
@@ -251,6 +257,7 @@ def probe_gateway_config(limits: SandboxLimits, environ: dict[str, str], audit: 
                 "args": ["-m", "gateway.escape.probe_server"],
                 "env": PROBE_CHILD_ENV,
                 "startup_timeout_seconds": _PROBE_STARTUP_SECONDS,
+                "max_concurrent_calls": PROBE_MAX_CONCURRENT_CALLS,
             },
             # A child that fails at once, quoting its token on stderr (as some do on an auth error).
             "broken": {

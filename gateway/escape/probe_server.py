@@ -133,6 +133,19 @@ def build() -> MCPServer:
         await anyio.sleep(seconds)
         return "done"
 
+    in_flight = [0, 0]  # calls of `overlap` now, and the most there ever were at once
+
+    @server.tool(annotations=_READ)
+    async def overlap(seconds: float) -> int:  # pyright: ignore[reportUnusedFunction]
+        """Take `seconds`; answer the most calls of this tool that were ever in flight at once."""
+        in_flight[0] += 1
+        in_flight[1] = max(in_flight)
+        try:
+            await anyio.sleep(seconds)
+        finally:
+            in_flight[0] -= 1
+        return in_flight[1]
+
     @server.tool(annotations=_READ)
     def big_error(size: int) -> CallToolResult:  # pyright: ignore[reportUnusedFunction]
         """Fail with an error message of `size` characters (a child failing at great length)."""

@@ -4,6 +4,7 @@ from gateway.sandbox._engine import COMPONENT_PATH, WASMTIME_VERSION, component_
 from gateway.sandbox._host_call import (
     MAX_DOCS_ARGS_BYTES,
     MAX_DOCS_QUERIES,
+    CallAdmitter,
     DocsReader,
     ToolCaller,
     cancelled_error,
@@ -19,6 +20,7 @@ __all__ = (
     "MAX_DOCS_ARGS_BYTES",
     "MAX_DOCS_QUERIES",
     "WASMTIME_VERSION",
+    "CallAdmitter",
     "DocsReader",
     "ErrorInfo",
     "ExecutionResult",

@@ -17,6 +17,7 @@ import time
 from collections.abc import Awaitable, Callable, Generator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, cast
 
 import anyio
@@ -25,6 +26,7 @@ import wasmtime
 from wasmtime.component import Variant
 
 from gateway.errors import (
+    ApprovalRequired,
     ExecutionCancelled,
     ExecutionFailed,
     GuestCrashed,
@@ -34,27 +36,51 @@ from gateway.errors import (
     WallTimeExceeded,
 )
 from gateway.sandbox._journal import HostJournal
+from gateway.sandbox._parallel import CallInFlight, CallsInFlight
 from gateway.sandbox.limits import SandboxLimits
 from gateway.sandbox.result import ToolCallRecord
 
-__all__ = ["DocsReader", "Execution", "ToolCaller", "bound_to_thread", "cancelled_error", "host_call"]
+__all__ = [
+    "CallAdmitter",
+    "DocsReader",
+    "Execution",
+    "ToolCaller",
+    "bound_to_thread",
+    "cancelled_error",
+    "host_call",
+]
 
 log = logging.getLogger("gateway.sandbox")
 
 ToolCaller = Callable[[str, dict[str, Any]], Awaitable[Any]]
 """Calls a namespaced tool with JSON arguments and returns a JSON-able value; raises ToolCallError."""
 
+CallAdmitter = Callable[[str, dict[str, Any]], Awaitable[Callable[[], Awaitable[Any]]]]
+"""Admits a call (every check before the child is reached, approval included) and returns what makes
+it; raises ToolCallError for a refusal. Lets calls that run side by side be admitted in order."""
+
 DocsReader = Callable[[str, dict[str, Any]], Any]
 """Answers `@search` and `@docs` (service, JSON payload) from the catalog, on the worker thread, with a
 JSON-able value; raises ValueError with a message for the snippet when the question is malformed."""
 
-DOCS_SERVICES = {"@search": "search()", "@docs": "help() and dir() on tools"}
-"""The discovery services, and what the snippet calls that reaches each (for its error messages)."""
+DOCS_SERVICES = {
+    "@search": "search()",
+    "@docs": "help() and dir() on tools",
+    "@precheck": "the check of the snippet's tool calls before it runs",
+}
+"""The services that answer from the catalog, and what in the snippet reaches each (for its errors)."""
 MAX_DOCS_ARGS_BYTES = 4_096
 """A search query and a tool's name are short: a longer question is a mistake, or costs the host."""
+MAX_PRECHECK_ARGS_BYTES = 1 << 20
+"""The guest reports at most about 64K characters of a snippet's literal calls; escaped as JSON,
+they can grow several times over."""
 MAX_DOCS_QUERIES = 200
 """search(), help() and dir() on tools per execution: each costs the host a catalog search, so a
 loop of them must end; no real snippet needs this many."""
+
+PARALLEL_SERVICES = ("@start", "@wait", "@cancel")
+"""Tool calls the guest's event loop runs side by side: start one, wait for some, cancel some."""
+MAX_WAIT_IDS = 10_000
 
 MAX_NAME_CHARS = 256
 MAX_JSON_DEPTH = 64
@@ -80,7 +106,10 @@ class Execution:
     tool_caller: ToolCaller | None
     journal: HostJournal | None = None  # records the host's answers (or replays them, resuming)
     docs: DocsReader | None = None  # answers search(), help() and dir() on tools
+    admit: CallAdmitter | None = None  # admits calls that run side by side; else tool_caller makes them
+    in_flight: CallsInFlight | None = None  # set while the run's task group is open on the event loop
     docs_queries: int = 0
+    prechecked: bool = False
     started: float = field(default_factory=time.monotonic)
     tool_calls: list[ToolCallRecord] = field(default_factory=list[ToolCallRecord])
     ended_by: ExecutionFailed | None = None
@@ -149,21 +178,29 @@ class Execution:
         return {}
 
     def read_docs(self, service: str, args_json: str) -> str:
+        if self.docs is None and service == "@precheck":
+            return '{"findings":[]}'  # no catalog to check against: every call is checked as it runs
         if self.docs is None:
             raise _Refused("ToolError", "no catalog serves this sandbox, so there are no tools to look up")
-        if self.docs_queries >= MAX_DOCS_QUERIES:
+        if service == "@precheck":  # the guest's own, before the snippet runs: once, and not counted
+            if self.prechecked:
+                raise _Refused("ToolError", "the snippet's tool calls are checked once, before it runs")
+            self.prechecked = True
+        elif self.docs_queries >= MAX_DOCS_QUERIES:
             raise _Refused(
                 "ToolError",
                 f"search(), help() and dir() on tools are limited to {MAX_DOCS_QUERIES} per execution: "
                 "look tools up once and keep what you need in a variable",
             )
-        self.docs_queries += 1
+        else:
+            self.docs_queries += 1
         size = len(args_json.encode())
-        if size > MAX_DOCS_ARGS_BYTES:
+        cap = MAX_PRECHECK_ARGS_BYTES if service == "@precheck" else MAX_DOCS_ARGS_BYTES
+        if size > cap:
             raise _Refused(
                 "ToolError",
                 f"the question to {DOCS_SERVICES[service]} is {size:,} bytes, over the "
-                f"{MAX_DOCS_ARGS_BYTES:,}-byte cap: ask with a few words",
+                f"{cap:,}-byte cap: ask with a few words",
             )
         payload = _parse_json(args_json, f"arguments to {DOCS_SERVICES[service]}")
         if not isinstance(payload, dict):
@@ -175,23 +212,129 @@ class Execution:
         return json.dumps(answer, ensure_ascii=False)
 
     def call_tool(self, name: str, args_json: str) -> str:
+        """Make one call and wait for it: the guest's blocking `tools.server.tool(...)`."""
+        arguments = self._parse_arguments(name, args_json, len(args_json.encode()))
+        record, timeout = self._new_call(name)
+        caller = self.tool_caller
+        assert caller is not None  # _new_call refused otherwise
+        started = time.monotonic()
+        try:
+            result = self._wait_from_worker(lambda: caller(name, arguments), timeout)
+        except (TimeoutError, ToolCallError) as exc:
+            return self._settle(name, record, timeout, error=exc)
+        finally:
+            record.ms = round((time.monotonic() - started) * 1000, 3)
+        return self._settle(name, record, timeout, value=result)
+
+    def start_call(self, args_json: str) -> str:
+        """`@start`: admit a call the guest awaits, start it on the event loop, answer its id."""
+        payload = _parse_json(args_json, "arguments to a tool call")
+        name: object = payload.get("name") if isinstance(payload, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        if not isinstance(name, str):
+            raise _Refused("ToolError", "a started tool call needs a name")
+        _check_tool_name(name)
+        raw = cast("dict[str, Any]", payload).get("arguments")
+        arguments = self._parse_arguments(name, raw, len(args_json.encode()))
+        record, timeout = self._new_call(name)
+        if self.in_flight is None:
+            raise _Refused("ToolError", f"{name} cannot run side by side here: no event loop serves this run")
+        call = CallInFlight(len(self.tool_calls) - 1, name, record, timeout)
+        try:
+            self._wait_from_worker(lambda: self._admit_and_start(call, arguments), timeout)
+        except (TimeoutError, ToolCallError) as exc:
+            return self._settle(name, record, timeout, error=exc)
+        except ApprovalRequired:
+            if self.journal is not None:
+                self._keep_in_flight_for_resume()
+            raise
+        return json.dumps({"id": call.id})
+
+    async def _admit_and_start(self, call: CallInFlight, arguments: dict[str, Any]) -> None:
+        in_flight, caller = self.in_flight, self.tool_caller
+        assert in_flight is not None
+        assert caller is not None
+        if self.admit is not None:
+            perform = await self.admit(call.name, arguments)
+        else:
+            perform = partial(caller, call.name, arguments)
+        in_flight.start(call, perform)
+
+    def wait_calls(self, args_json: str) -> str:
+        """`@wait`: the started calls among `ids` that finished, waiting up to `timeout` seconds."""
+        payload = _parse_json(args_json, "arguments to a wait")
+        ids, timeout = _wait_request(payload)
+        in_flight = self.in_flight
+        if in_flight is None:
+            raise _Refused("ToolError", "there are no tool calls in flight to wait for")
+        settled = self.journal.take_settled(ids) if self.journal is not None else {}
+        if settled:
+            return _done_answer(settled)
+        remaining = self.remaining()
+        running = [call_id for call_id in ids if call_id in in_flight]
+        if not running and timeout is None:
+            raise _Refused(
+                "ToolError", "every task waits and no tool call is in flight: nothing can wake them"
+            )
+        if timeout is not None and timeout >= remaining:
+            what = "waiting for tool calls" if running else f"asyncio.sleep({timeout:g})"
+            if not running:
+                raise self._budget_error(what)
+        bound = remaining if timeout is None else min(timeout, remaining)
+        done = self._wait_from_worker(lambda: in_flight.wait(running, bound), None)
+        if not done and (timeout is None or timeout >= remaining):
+            raise self._budget_error("waiting for tool calls")
+        return _done_answer({call.id: self._settled_item(call) for call in done})
+
+    def cancel_calls(self, args_json: str) -> str:
+        """`@cancel`: stop calls whose tasks the snippet cancelled."""
+        ids, _ = _wait_request(_parse_json(args_json, "arguments to a cancel"))
+        in_flight = self.in_flight
+        if in_flight is not None:
+            anyio.from_thread.run_sync(in_flight.cancel, ids)
+        return "{}"
+
+    def _keep_in_flight_for_resume(self) -> None:
+        """A run pausing for approval lets the calls it started finish, and keeps their answers: the
+        run that resumes it receives them without calling the children again."""
+        in_flight, journal = self.in_flight, self.journal
+        assert in_flight is not None
+        assert journal is not None
+        for call in self._wait_from_worker(in_flight.wait_all, None):
+            journal.settle(call.id, self._settled_item(call))
+
+    def _settled_item(self, call: CallInFlight) -> str:
+        """One finished call as the guest receives it: `{"ok": true, "value": ...}` or its error."""
+        try:
+            encoded = self._settle(call.name, call.record, call.timeout, value=call.value, error=call.error)
+        except _Refused as refused:
+            return json.dumps({"ok": False, "error": {"type": refused.kind, "message": str(refused)}})
+        return f'{{"ok":true,"value":{encoded}}}'
+
+    def _parse_arguments(self, name: str, raw: object, size: int) -> dict[str, Any]:
+        """A call's arguments: `raw` is their JSON text (a blocking call, `size` its bytes), or their
+        value already parsed from `@start`'s payload (`size` counts the payload, so measure it alone)."""
+        cap = self.limits.max_tool_args_bytes
+        if size > cap and not isinstance(raw, str):
+            size = len(_encode_for_guest(raw).encode())
+        if size > cap:
+            raise ToolPayloadTooLarge(
+                f"arguments to {name} are {size} bytes, over the {cap}-byte cap (sandbox.max_tool_args_bytes)"
+            )
+        arguments = _parse_json(raw, f"arguments to {name}") if isinstance(raw, str) else raw
+        if not isinstance(arguments, dict):
+            raise _Refused(
+                "ToolError", f"arguments to {name} must be a JSON object, got {type(arguments).__name__}"
+            )
+        return cast("dict[str, Any]", arguments)
+
+    def _new_call(self, name: str) -> tuple[ToolCallRecord, float]:
+        """The checks every call passes before it is counted, then its record and its timeout."""
         limits = self.limits
         if len(self.tool_calls) >= limits.max_tool_calls:
             raise ToolCallLimitExceeded(
                 f"tool call limit reached: {limits.max_tool_calls} calls per execution "
                 "(sandbox.max_tool_calls); "
                 "batch the work or split it across executions"
-            )
-        size = len(args_json.encode())
-        if size > limits.max_tool_args_bytes:
-            raise ToolPayloadTooLarge(
-                f"arguments to {name} are {size} bytes, over the {limits.max_tool_args_bytes}-byte cap "
-                "(sandbox.max_tool_args_bytes)"
-            )
-        arguments = _parse_json(args_json, f"arguments to {name}")
-        if not isinstance(arguments, dict):
-            raise _Refused(
-                "ToolError", f"arguments to {name} must be a JSON object, got {type(arguments).__name__}"
             )
         if self.tool_caller is None:
             raise _Refused(
@@ -202,27 +345,35 @@ class Execution:
         remaining = self.remaining()
         if remaining <= 0:
             raise self._budget_error(f"calling {name}")
-        timeout = min(limits.tool_call_timeout_seconds, remaining)
-        started = time.monotonic()
         record = ToolCallRecord(tool=name, ms=0.0, ok=False)
         self.tool_calls.append(record)
-        try:
-            caller, wire_arguments = self.tool_caller, cast("dict[str, Any]", arguments)
-            result = self._wait_from_worker(lambda: caller(name, wire_arguments), timeout)
-        except TimeoutError:
+        return record, min(limits.tool_call_timeout_seconds, remaining)
+
+    def _settle(
+        self,
+        name: str,
+        record: ToolCallRecord,
+        timeout: float,
+        *,
+        value: Any = None,
+        error: BaseException | None = None,
+    ) -> str:
+        """A call's outcome as the guest gets it: its value as JSON, a refusal, or the end of the run."""
+        limits = self.limits
+        if isinstance(error, TimeoutError):
             record.error = "timeout"
             if timeout < limits.tool_call_timeout_seconds:
                 raise self._budget_error(f"waiting for {name}") from None
             raise _Refused(
                 "ToolError", f"{name} timed out after {timeout:g} s (sandbox.tool_call_timeout_seconds)"
             ) from None
-        except ToolCallError as exc:
-            record.error = exc.kind
-            raise _Refused(exc.kind, str(exc)) from None
-        finally:
-            record.ms = round((time.monotonic() - started) * 1000, 3)
+        if isinstance(error, ToolCallError):
+            record.error = error.kind
+            raise _Refused(error.kind, str(error)) from None
+        if error is not None:
+            raise error
         try:
-            encoded = _encode_for_guest(result)
+            encoded = _encode_for_guest(value)
         except (TypeError, ValueError, RecursionError) as exc:
             record.error = "bad result"
             raise _Refused(
@@ -237,6 +388,45 @@ class Execution:
             )
         record.ok = True
         return encoded
+
+
+def _check_tool_name(name: str) -> None:
+    if name.startswith("@"):
+        raise _Refused("ToolError", f"unknown host service {name[:MAX_NAME_CHARS]!r}")
+    if len(name) > MAX_NAME_CHARS:
+        raise _Refused(
+            "ToolError", f"tool name is {len(name)} characters, over the {MAX_NAME_CHARS}-character cap"
+        )
+
+
+def _wait_request(payload: Any) -> tuple[list[int], float | None]:
+    """The ids (and timeout) of a wait or cancel, checked: the guest's loop is the snippet's code too."""
+    if not isinstance(payload, dict):
+        raise _Refused("ToolError", 'a wait names the calls it waits for: {"ids": [...]}')
+    fields = cast("dict[str, Any]", payload)
+    ids: object = fields.get("ids")
+    if not isinstance(ids, list) or len(cast("list[Any]", ids)) > MAX_WAIT_IDS:
+        raise _Refused("ToolError", f"a wait takes a list of at most {MAX_WAIT_IDS:,} call ids")
+    checked = [
+        item for item in cast("list[Any]", ids) if isinstance(item, int) and not isinstance(item, bool)
+    ]
+    if len(checked) != len(cast("list[Any]", ids)):
+        raise _Refused("ToolError", "call ids are integers")
+    timeout: object = fields.get("timeout")
+    if timeout is None:
+        return checked, None
+    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or not 0 <= timeout < math.inf:
+        raise _Refused("ToolError", "a wait's timeout is a finite, non-negative number of seconds")
+    return checked, float(timeout)
+
+
+def _done_answer(items: dict[int, str]) -> str:
+    """`{"done": [{"id": n, "ok": ..., ...}, ...]}`, built around results already encoded as JSON."""
+    return (
+        '{"done":['
+        + ",".join(f'{{"id":{call_id},{item[1:]}' for call_id, item in sorted(items.items()))
+        + "]}"
+    )
 
 
 def _cut(message: str) -> str:
@@ -279,12 +469,13 @@ def _dispatch(execution: Execution, name: str, args_json: str) -> str:
         return json.dumps(execution.sleep(_parse_json(args_json, "host service arguments")))
     if name in DOCS_SERVICES:
         return execution.read_docs(name, args_json)
-    if name.startswith("@"):
-        raise _Refused("ToolError", f"unknown host service {name[:MAX_NAME_CHARS]!r}")
-    if len(name) > MAX_NAME_CHARS:
-        raise _Refused(
-            "ToolError", f"tool name is {len(name)} characters, over the {MAX_NAME_CHARS}-character cap"
-        )
+    if name == "@start":
+        return execution.start_call(args_json)
+    if name == "@wait":
+        return execution.wait_calls(args_json)
+    if name == "@cancel":
+        return execution.cancel_calls(args_json)
+    _check_tool_name(name)
     return execution.call_tool(name, args_json)
 
 

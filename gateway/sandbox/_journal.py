@@ -6,6 +6,9 @@ snippet, given the same seed and the same answers, reaches the same point. A res
 answered from the journal up to where the paused run stopped, without touching any child; the
 first call after that must be the call that was paused, and from there the run is live. Any other
 call means the run is not the one the user approved, and it ends (fails closed).
+
+Calls the run had started side by side and not yet received when it paused were let finish; their
+answers are kept apart (`settled`), and the resumed run receives them when it waits for them.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import hashlib
 import json
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,11 +72,14 @@ class HostJournal:
         answers: Sequence[HostAnswer] = (),
         paused: PausedCall | None = None,
         *,
+        settled: Mapping[int, str] | None = None,
         max_bytes: int | None = None,
     ) -> None:
         self.seed = seed or secrets.token_hex(32)
         self.answers: list[HostAnswer] = list(answers)
+        self.settled: dict[int, str] = dict(settled or {})  # call id -> its answer, not yet received
         self.recorded_bytes = sum(_cost(answer.name, answer.payload) for answer in self.answers)
+        self.recorded_bytes += sum(_cost("", item) for item in self.settled.values())
         self.overflowed = False  # past `max_bytes`: recording stopped, this run cannot pause
         self._max_bytes = max_bytes
         self._replay_end = len(self.answers)
@@ -119,6 +125,19 @@ class HostJournal:
             self.answers.clear()  # never used again: free it now
             return
         self.answers.append(HostAnswer(call.name, call.digest, ok, payload, record))
+
+    def settle(self, call_id: int, item: str) -> None:
+        """Keep the answer of a call that finished while the run paused, for the run that resumes it."""
+        self.recorded_bytes += _cost("", item)
+        if self._max_bytes is not None and self.recorded_bytes > self._max_bytes:
+            self.overflowed = True
+        self.settled[call_id] = item
+
+    def take_settled(self, ids: Sequence[int]) -> dict[int, str]:
+        """The kept answers among `ids`, once the replay is over (while replaying, waits are replayed)."""
+        if self.replaying:
+            return {}
+        return {call_id: self.settled.pop(call_id) for call_id in ids if call_id in self.settled}
 
     def clock(self) -> dict[str, int]:
         """A live clock reading; after a replay, monotonic time continues from the last replayed

@@ -20,9 +20,17 @@ from gateway.errors import (
     GuestCrashed,
     SnippetError,
 )
-from gateway.sandbox._host_call import DocsReader, Execution, ToolCaller, bound_to_thread, cancelled_error
+from gateway.sandbox._host_call import (
+    CallAdmitter,
+    DocsReader,
+    Execution,
+    ToolCaller,
+    bound_to_thread,
+    cancelled_error,
+)
 from gateway.sandbox._journal import HostJournal
 from gateway.sandbox._outcome import failed_result, outcome_result
+from gateway.sandbox._parallel import CallsInFlight
 from gateway.sandbox._slots import HOST_INTERFACE, Slot, Watchdog, load_slots
 from gateway.sandbox._traps import translate_trap
 from gateway.sandbox.limits import SandboxLimits
@@ -105,24 +113,35 @@ class Sandbox:
         timeout: float | None = None,
         journal: HostJournal | None = None,
         docs: DocsReader | None = None,
+        admit: CallAdmitter | None = None,
     ) -> ExecutionResult:
         """Run a snippet on a worker thread; cancelling the caller interrupts the snippet at once.
 
         With a `journal`, the host's answers are recorded in it, after those it already holds are
         replayed (a run resumed after an approval). `docs` answers the snippet's search(), help()
-        and dir() on tools."""
-        execution = Execution(self.limits, self.timeout_for(timeout), tool_caller, journal, docs)
+        and dir() on tools. `admit` admits the calls the snippet runs side by side, one at a time
+        (without it, `tool_caller` makes them with no separate admission)."""
+        execution = Execution(self.limits, self.timeout_for(timeout), tool_caller, journal, docs, admit)
         busy = self._busy()
         if busy is not None:
             return failed_result(execution, busy, fuel=0)
+        results: list[ExecutionResult] = []
         try:
-            # Abandoned on cancel so that this task can interrupt the worker instead of waiting for it.
-            return await anyio.to_thread.run_sync(
-                self._execute, code, execution, limiter=self._limiter, abandon_on_cancel=True
-            )
+            async with anyio.create_task_group() as calls:  # the calls the snippet runs side by side
+                execution.in_flight = CallsInFlight(calls)
+                try:
+                    # Abandoned on cancel so that this task can interrupt the worker instead of waiting.
+                    results.append(
+                        await anyio.to_thread.run_sync(
+                            self._execute, code, execution, limiter=self._limiter, abandon_on_cancel=True
+                        )
+                    )
+                finally:
+                    calls.cancel_scope.cancel()  # a run that ended leaves no call behind
         except anyio.get_cancelled_exc_class():
             execution.cancel()
             raise
+        return results[0]
 
     def execute_sync(
         self, code: str, tool_caller: ToolCaller | None = None, timeout: float | None = None

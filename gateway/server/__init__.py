@@ -1,4 +1,4 @@
-"""The MCP face the client sees: two tools, `search_docs` and `execute_code`, over stdio."""
+"""The MCP face the client sees: `search_docs`, `execute_code` and the exposed child tools, over stdio."""
 
 from gateway.server._server import OUTPUT_SCHEMA, build_server, run_stdio, serve_stdio
 

@@ -1,17 +1,21 @@
-"""The MCP server the client sees: two tools, `search_docs` and `execute_code`, over stdio."""
+"""The MCP server the client sees: `search_docs`, `execute_code` and the exposed child tools, over stdio."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
 from typing import Any, Literal
 
 import anyio
 from mcp import types
 from mcp.server.context import ServerRequestContext
-from mcp.server.lowlevel.server import Server
+from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
 from mcp.server.stdio import stdio_server
 from pydantic import BaseModel, Field, ValidationError
 
+from gateway._exposed import ExposedTool
 from gateway._gateway import ApprovalNeeded, Gateway, Progress
 from gateway._logging import redact_logs
 from gateway._version import PACKAGE_NAME, package_version
@@ -22,6 +26,7 @@ from gateway.policy import can_elicit, elicitation_approver, no_approver
 from gateway.server._approvals import approval_request, asks_in_rounds, request_state_boundary, resume_of
 from gateway.server._results import execution_tool_result, max_result_chars
 from gateway.server._stdio import StdinLines, cancel_on_signals
+from gateway.server._tool_list import ToolListChanges, watch_tool_list
 
 __all__ = ["build_server", "serve_stdio"]
 
@@ -144,13 +149,21 @@ def _bad_arguments(tool: str, exc: ValidationError) -> types.CallToolResult:
 
 
 def build_server(gateway: Gateway) -> Server[Any]:
-    """A lowlevel MCP server whose two tools are served by `gateway`."""
+    """A lowlevel MCP server whose two tools, and the exposed ones, are served by `gateway`.
+
+    While it runs, it tells clients when its tool list changes (`_tool_list.py`).
+    """
+    changes = ToolListChanges()
+
+    def listing() -> list[types.Tool]:
+        result_chars = max_result_chars(gateway.config.sandbox)
+        return [*_tools(*gateway.execute_code_annotations(), result_chars), *gateway.exposed().definitions]
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        result_chars = max_result_chars(gateway.config.sandbox)
-        return types.ListToolsResult(tools=_tools(*gateway.execute_code_annotations(), result_chars))
+        await gateway.settled_exposure()  # a client that lists once, at start, sees the exposed tools
+        return types.ListToolsResult(tools=listing())
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -171,19 +184,41 @@ def build_server(gateway: Gateway) -> Server[Any]:
                 return await _execute_code(gateway, ctx, params, run)
             except GatewayError as exc:
                 return _text(f"execute_code failed: {exc}", is_error=True)
-        return _text(
-            f"unknown tool {params.name!r}: this server has search_docs and execute_code", is_error=True
-        )
+        exposed = await gateway.exposed_tool(params.name)
+        if exposed is not None:
+            return await _call_exposed(gateway, ctx, params, exposed)
+        listed = ", ".join(["search_docs", "execute_code", *(t.name for t in gateway.exposed().tools)])
+        return _text(f"unknown tool {params.name!r}: this server has {listed}", is_error=True)
+
+    @asynccontextmanager
+    async def lifespan(_: Server[Any]) -> AsyncGenerator[dict[str, Any]]:
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(watch_tool_list, gateway, listing, changes)
+            try:
+                yield {}
+            finally:
+                changes.listen.close()
+                task_group.cancel_scope.cancel()
 
     server = Server(
         SERVER_NAME,
         version=package_version(),
         instructions="Use search_docs to find tools, then execute_code to call and combine them in Python.",
+        lifespan=lifespan,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        on_subscriptions_listen=changes.listen,
+    )
+    server.add_notification_handler(
+        "notifications/initialized", types.NotificationParams, changes.on_initialized
     )
     server.middleware.append(request_state_boundary(gateway.config.approvals, SERVER_NAME))
     return server
+
+
+def initialization_options(server: Server[Any]) -> InitializationOptions:
+    """The handshake era's options: the tool list may change (2026-07-28 declares it from `listen`)."""
+    return server.create_initialization_options(NotificationOptions(tools_changed=True))
 
 
 async def _execute_code(
@@ -207,6 +242,27 @@ async def _execute_code(
     return execution_tool_result(
         await gateway.execute_code(run.code, run.timeout, approver, client, progress)
     )
+
+
+async def _call_exposed(
+    gateway: Gateway,
+    ctx: ServerRequestContext[Any],
+    params: types.CallToolRequestParams,
+    tool: ExposedTool,
+) -> types.CallToolResult | types.InputRequiredResult:
+    """Call an exposed tool, its approval asked the way this request's protocol era asks; a refusal
+    is a tool error with the pipeline's message."""
+    arguments = params.arguments or {}
+    try:
+        if asks_in_rounds(ctx) and can_elicit(ctx.session):
+            outcome = await gateway.call_exposed_in_rounds(tool, arguments, resume_of(params))
+            if isinstance(outcome, ApprovalNeeded):
+                return approval_request(outcome)
+            return outcome
+        approver = no_approver if asks_in_rounds(ctx) else elicitation_approver(ctx.session, ctx.request_id)
+        return await gateway.call_exposed(tool, arguments, approver)
+    except GatewayError as exc:
+        return _text(str(exc), is_error=True)
 
 
 def _progress(ctx: ServerRequestContext[Any]) -> Progress | None:
@@ -237,7 +293,7 @@ async def serve_stdio(config: GatewayConfig) -> None:
             redact_logs(gateway.redactor)
             server = build_server(gateway)
             async with stdio_server(stdin=stdin) as (read_stream, write_stream):
-                await server.run(read_stream, write_stream, server.create_initialization_options())
+                await server.run(read_stream, write_stream, initialization_options(server))
         task_group.cancel_scope.cancel()  # stdin closed: stop watching for signals
     log.info("gateway stopped")
 

@@ -62,6 +62,15 @@ def test_a_suffix_never_takes_a_name_another_tool_already_has() -> None:
     assert assign_identifiers(["a-b", "a.b", "a_b_2"]) == {"a_b_2": "a_b_2", "a-b": "a_b", "a.b": "a_b_3"}
 
 
+def test_claimed_names_keep_their_identifiers_and_the_others_go_around_them() -> None:
+    claimed = {"get-sum": "get_sum"}
+    assert assign_identifiers(["get-sum", "get_sum", "get.sum"], claimed=claimed) == {
+        "get-sum": "get_sum",
+        "get.sum": "get_sum_2",
+        "get_sum": "get_sum_3",
+    }
+
+
 def test_identifiers_do_not_depend_on_the_order_names_arrive_in() -> None:
     names = ["x-y", "x_y", "x.y", "class", "class_", "", "9"]
     assert assign_identifiers(names) == assign_identifiers(reversed(names))

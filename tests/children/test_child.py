@@ -297,6 +297,18 @@ async def test_tools_list_changed_refreshes_the_childs_tools_and_bumps_their_ver
             assert text_of(await pool.call_tool("fault", "late_tool", {})) == "late_tool answers"
 
 
+async def test_waiting_for_a_change_returns_at_once_for_a_stale_snapshot_else_at_the_next_change() -> None:
+    with anyio.fail_after(WAIT):
+        async with pool_of({"fault": fault()}) as pool:
+            stale = pool.statuses()  # still connecting
+            assert await pool.wait_ready()
+            assert await pool.wait_changed(stale) == pool.statuses()
+            [now] = pool.statuses()
+            await pool.call_tool("fault", "add_tool", {"name": "late_tool"})
+            [changed] = await pool.wait_changed([now])
+            assert changed.tools_version == now.tools_version + 1
+
+
 async def test_a_lazy_child_starts_on_first_use_and_stops_after_idle_seconds_keeping_its_tools() -> None:
     with anyio.fail_after(WAIT):
         async with pool_of({"fault": fault(lazy=True, idle_seconds=0.2)}) as pool:

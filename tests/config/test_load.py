@@ -326,3 +326,19 @@ def test_an_unreadable_or_invalid_json_file_is_a_config_error(tmp_path: Path) ->
     bad.write_text('{"mcpServers": {', encoding="utf-8")
     with pytest.raises(ConfigError, match=r"bad\.json: not valid JSON: .* line 1"):
         load_config(bad, {})
+
+
+@pytest.mark.parametrize(
+    ("expose", "line"),
+    [
+        (["screen"], "expose[0]: 'screen' must name one tool exactly, as search_docs shows it"),
+        (["screen.*"], "expose[0]: 'screen.*' must name one tool exactly"),
+        (["screen.shot", "screen.shot"], "expose: 'screen.shot' is listed more than once"),
+        (["screan.shot"], 'expose[0]: "screan.shot" names no configured server; did you mean "screen"?'),
+    ],
+)
+def test_an_expose_entry_that_can_list_no_tool_is_a_config_error_naming_it(
+    expose: list[str], line: str
+) -> None:
+    [error] = errors_of({"mcpServers": {"screen": {"command": "s"}}, "expose": expose})
+    assert line in error

@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 from mcp import Client, ClientSession, StdioServerParameters, types
 from mcp.client.client import ConnectMode
-from mcp.client.session import ElicitationFnT
+from mcp.client.session import ElicitationFnT, MessageHandlerFnT
 from mcp.client.stdio import stdio_client
 
 from tests.real_servers import LEDGER_SERVER, TINY_SERVER
@@ -89,9 +89,11 @@ async def sdk_client(
     *,
     env: dict[str, str] | None = None,
     elicitation: ElicitationFnT | None = None,
+    messages: MessageHandlerFnT | None = None,
 ) -> AsyncIterator[Client]:
     """The SDK's high-level `Client` on `codemode-gateway serve --config CONFIG`: `mode="auto"`
-    negotiates 2026-07-28 with the gateway, `mode="legacy"` the handshake era (2025-11-25)."""
+    negotiates 2026-07-28 with the gateway, `mode="legacy"` the handshake era (2025-11-25).
+    `messages` sees what the server sends on its own (notifications), as the SDK's message handler."""
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "gateway", "serve", "--config", str(config)],
@@ -99,7 +101,11 @@ async def sdk_client(
     )
     # Every request the client sends (the handshake too) waits at most WAIT for its answer.
     async with Client(
-        params, mode=mode, elicitation_callback=elicitation, read_timeout_seconds=WAIT
+        params,
+        mode=mode,
+        elicitation_callback=elicitation,
+        message_handler=messages,
+        read_timeout_seconds=WAIT,
     ) as client:
         yield client
 

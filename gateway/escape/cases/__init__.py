@@ -9,6 +9,7 @@ from __future__ import annotations
 from gateway.escape.cases import (
     approvals,
     children_answers,
+    concurrency,
     discovery,
     display,
     environment,
@@ -53,6 +54,7 @@ CASES: tuple[EscapeCase, ...] = (
     *display.CASES,
     *approvals.CASES,
     *discovery.CASES,
+    *concurrency.CASES,
 )
 
 CATEGORIES: tuple[str, ...] = tuple(dict.fromkeys(case.category for case in CASES))

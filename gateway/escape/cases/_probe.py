@@ -14,6 +14,7 @@ __all__ = [
     "PROBE_APPROVALS",
     "PROBE_CHILD_ENV",
     "PROBE_HOST_ENV",
+    "PROBE_MAX_CONCURRENT_CALLS",
     "PROBE_PIN",
     "PROBE_PIN_VAR",
     "PROBE_POLICY",
@@ -29,6 +30,7 @@ __all__ = [
 QUOTA = 10  # policy.max_tool_calls
 TOOL_QUOTA = 3  # policy.tools["probe.read_note"].max_calls
 RATE = 5  # calls of probe.count per hour, gateway-wide
+PROBE_MAX_CONCURRENT_CALLS = 3  # the probe's max_concurrent_calls: calls in flight to it at once
 
 PROBE_POLICY: dict[str, Any] = {
     "deny": ["probe.delete_all"],

@@ -1,0 +1,306 @@
+"""Pass-through tools (`expose`), end to end on both protocol eras.
+
+The real gateway process, real child processes (`tests/servers/screen_server.py` answers an image,
+the ledger counts side effects, the fault server changes its tools at run time) and the SDK's own
+`Client`: `mode="auto"` negotiates 2026-07-28, `mode="legacy"` the handshake era.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import secrets
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters, types
+from mcp.client.client import ConnectMode
+from mcp.client.session import IncomingMessage
+
+from tests.e2e.gateway_process import (
+    WAIT,
+    cli,
+    environment,
+    ledger_entries,
+    ledger_server,
+    sdk_client,
+    text,
+    write_config,
+)
+from tests.real_servers import FAULT_SERVER, SCREEN_SERVER
+from tests.servers.screen_server import SCREENSHOT
+
+pytestmark = pytest.mark.anyio
+
+ERAS = pytest.mark.parametrize("mode", ["auto", "legacy"])
+TOKEN_VAR = "CODEMODE_TEST_SCREEN_TOKEN"
+SCREEN: dict[str, Any] = {
+    "command": sys.executable,
+    "args": [str(SCREEN_SERVER)],
+    "env": {"SCREEN_TOKEN": "${" + TOKEN_VAR + ":-no token}"},
+}
+
+
+def screen_config(tmp_path: Path, expose: list[str], **sections: Any) -> Path:
+    return write_config(
+        tmp_path,
+        {
+            "mcpServers": {"screen": SCREEN},
+            "expose": expose,
+            "audit": {"path": str(tmp_path / "audit.jsonl")},
+            **sections,
+        },
+    )
+
+
+def audit(tmp_path: Path) -> list[dict[str, Any]]:
+    lines = (tmp_path / "audit.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def tool_calls(tmp_path: Path) -> list[dict[str, Any]]:
+    return [record for record in audit(tmp_path) if record["kind"] == "tool_call"]
+
+
+async def listed(client: Client) -> dict[str, types.Tool]:
+    with anyio.fail_after(WAIT):
+        return {tool.name: tool for tool in (await client.list_tools()).tools}
+
+
+async def call(client: Client, name: str, arguments: dict[str, Any] | None = None) -> types.CallToolResult:
+    with anyio.fail_after(WAIT):
+        return await client.call_tool(name, arguments or {})
+
+
+async def the_childs_own_tools() -> dict[str, types.Tool]:
+    """The screen server's tools as it lists them to a client of its own."""
+    params = StdioServerParameters(command=sys.executable, args=[str(SCREEN_SERVER)], env=environment())
+    async with Client(params, mode="legacy", read_timeout_seconds=WAIT) as client:
+        return await listed(client)
+
+
+@ERAS
+async def test_an_exposed_tool_is_listed_beside_the_two_tools_with_the_childs_definition(
+    tmp_path: Path, mode: ConnectMode
+) -> None:
+    config = screen_config(tmp_path, ["screen.screenshot", "screen.status"])
+    async with sdk_client(config, mode) as client:
+        tools = await listed(client)
+        declared = client.server_capabilities.tools
+    assert list(tools) == ["search_docs", "execute_code", "screen__screenshot", "screen__status"]
+    assert declared is not None
+    assert declared.list_changed is True
+    own = (await the_childs_own_tools())["screenshot"]
+    shot = tools["screen__screenshot"]
+    assert (shot.title, shot.description) == (own.title, own.description)
+    assert shot.input_schema == own.input_schema
+    assert shot.output_schema == own.output_schema
+    assert shot.annotations == own.annotations
+    assert shot.annotations is not None
+    assert (shot.annotations.read_only_hint, shot.annotations.idempotent_hint) == (True, True)
+
+
+@ERAS
+async def test_an_exposed_tool_answers_with_the_childs_image_intact_and_each_call_is_audited(
+    tmp_path: Path, mode: ConnectMode
+) -> None:
+    config = screen_config(tmp_path, ["screen.screenshot"])
+    async with sdk_client(config, mode) as client:
+        first = await call(client, "screen__screenshot", {"label": "login page"})
+        second = await call(client, "screen__screenshot", {})
+    assert not first.is_error, text(first)
+    image, caption = first.content
+    assert isinstance(image, types.ImageContent)
+    assert image.mime_type == "image/png"
+    assert base64.b64decode(image.data) == SCREENSHOT  # an image, byte for byte: never text
+    assert isinstance(caption, types.TextContent)
+    assert caption.text == "screenshot of login page"
+    assert text(second) == "screenshot of screen"
+    records = tool_calls(tmp_path)
+    assert [(r["tool"], r["ok"], r["approval"]) for r in records] == [
+        ("screen.screenshot", True, "not_required"),
+        ("screen.screenshot", True, "not_required"),
+    ]
+    assert records[0]["execution_id"] != records[1]["execution_id"]  # each direct call is its own
+
+
+async def test_a_secret_in_an_exposed_tools_result_is_redacted_and_a_child_error_stays_an_error(
+    tmp_path: Path,
+) -> None:
+    token = "scr-" + secrets.token_hex(16)
+    config = screen_config(tmp_path, ["screen.status", "screen.broken"])
+    async with sdk_client(config, env=environment({TOKEN_VAR: token})) as client:
+        status = await call(client, "screen__status")
+        broken = await call(client, "screen__broken")
+    assert not status.is_error, text(status)
+    assert status.structured_content == {"session": "open", "token": f"[REDACTED:{TOKEN_VAR}]"}
+    assert token not in text(status)
+    assert f"[REDACTED:{TOKEN_VAR}]" in text(status)
+    assert broken.is_error
+    assert "broken" in text(broken)
+    assert token not in (tmp_path / "audit.jsonl").read_text(encoding="utf-8")
+    assert [r["tool"] for r in tool_calls(tmp_path)] == ["screen.status", "screen.broken"]
+
+
+async def test_the_policy_decides_what_is_exposed_and_refuses_calls_with_the_pipelines_message(
+    tmp_path: Path,
+) -> None:
+    policy = {
+        "deny": ["screen.status"],
+        "hidden": ["screen.broken"],
+        "tools": {"screen.screenshot": {"args": {"properties": {"label": {"maxLength": 8}}}}},
+    }
+    expose = ["screen.screenshot", "screen.status", "screen.broken", "screen.screenshto"]
+    config = screen_config(tmp_path, expose, policy=policy)
+    async with sdk_client(config) as client:
+        tools = await listed(client)
+        denied = await call(client, "screen__status")
+        constrained = await call(client, "screen__screenshot", {"label": "far too long a label"})
+        allowed = await call(client, "screen__screenshot", {"label": "short"})
+    assert list(tools) == ["search_docs", "execute_code", "screen__screenshot"]
+    assert denied.is_error
+    assert "unknown tool 'screen__status'" in text(denied)
+    assert constrained.is_error
+    assert "screen.screenshot" in text(constrained)
+    assert "policy.tools" in text(constrained) or "label" in text(constrained)
+    assert not allowed.is_error, text(allowed)
+    # Only the calls that were made reached the audit log: the refused one, and the allowed one.
+    assert [(r["tool"], r["ok"]) for r in tool_calls(tmp_path)] == [
+        ("screen.screenshot", False),
+        ("screen.screenshot", True),
+    ]
+    code, out, err = await cli("check", "--config", str(config))
+    assert code == 1
+    assert "exposed: screen__screenshot (screen.screenshot)" in out
+    assert 'error: expose[1] "screen.status" is not listed: screen.status is denied by policy (deny:' in err
+    assert 'error: expose[2] "screen.broken" is not listed: screen.broken is hidden by policy.hidden' in err
+    assert "error: expose[3] \"screen.screenshto\" is not listed: server 'screen' has no tool" in err
+    assert "did you mean screen.screenshot" in err
+
+
+class User:
+    """The person at the client: answers each approval in turn and remembers each prompt."""
+
+    def __init__(self, *actions: str) -> None:
+        self.actions = list(actions)
+        self.prompts: list[str] = []
+
+    async def __call__(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        self.prompts.append(params.message)
+        return types.ElicitResult(action=self.actions.pop(0), content={})  # type: ignore[arg-type]
+
+
+def ledger_config(tmp_path: Path) -> Path:
+    return write_config(
+        tmp_path,
+        {
+            "mcpServers": {"ledger": ledger_server(tmp_path)},
+            "expose": ["ledger.append"],
+            "policy": {"approve": ["ledger.append"]},
+            "audit": {"path": str(tmp_path / "audit.jsonl")},
+        },
+    )
+
+
+@ERAS
+async def test_an_exposed_tool_needing_approval_reaches_the_child_once_accepted_and_never_declined(
+    tmp_path: Path, mode: ConnectMode
+) -> None:
+    user = User("accept", "decline")
+    async with sdk_client(ledger_config(tmp_path), mode, elicitation=user) as client:
+        accepted = await call(client, "ledger__append", {"entry": "approved"})
+        declined = await call(client, "ledger__append", {"entry": "refused"})
+    assert not accepted.is_error, text(accepted)
+    assert accepted.structured_content == {"result": 1}
+    assert declined.is_error
+    assert "the user declined" in text(declined)
+    assert ledger_entries(tmp_path) == ["approved"]
+    assert len(user.prompts) == 2
+    assert "ledger.append" in user.prompts[0]
+    assert 'entry: "approved"' in user.prompts[0]
+    assert 'entry: "refused"' in user.prompts[1]
+    made = [(r["tool"], r["approval"], r["ok"]) for r in tool_calls(tmp_path)]
+    if mode == "auto":  # each call paused once (its quota given back), then was answered
+        assert made == [
+            ("ledger.append", "pending", False),
+            ("ledger.append", "approved", True),
+            ("ledger.append", "pending", False),
+            ("ledger.append", "declined", False),
+        ]
+        ids = [r["execution_id"] for r in tool_calls(tmp_path)]
+        assert ids[0] == ids[1] != ids[2] == ids[3]  # a round continues its call's execution
+    else:
+        assert made == [("ledger.append", "approved", True), ("ledger.append", "declined", False)]
+
+
+@ERAS
+async def test_a_client_that_cannot_ask_gets_a_refusal_for_an_exposed_tool_needing_approval(
+    tmp_path: Path, mode: ConnectMode
+) -> None:
+    async with sdk_client(ledger_config(tmp_path), mode) as client:  # no elicitation: headless
+        result = await call(client, "ledger__append", {"entry": "unasked"})
+    assert result.is_error
+    assert "cannot ask the user" in text(result)
+    assert ledger_entries(tmp_path) == []
+    assert [r["approval"] for r in tool_calls(tmp_path)] == ["unavailable"]
+
+
+async def test_an_approval_state_for_an_exposed_call_answers_that_call_once(tmp_path: Path) -> None:
+    approve = types.ElicitResult(action="accept", content={})
+    arguments = {"entry": "once"}
+    async with sdk_client(ledger_config(tmp_path), elicitation=User()) as client:
+        session = client.session
+        with anyio.fail_after(WAIT):
+            paused = await session.call_tool("ledger__append", arguments, allow_input_required=True)
+            assert isinstance(paused, types.InputRequiredResult), paused
+            assert paused.request_state is not None
+            assert "once" not in paused.request_state  # sealed
+            retry = {"input_responses": {"approval": approve}, "request_state": paused.request_state}
+            done = await session.call_tool("ledger__append", arguments, allow_input_required=True, **retry)
+            replayed = await session.call_tool(
+                "ledger__append", arguments, allow_input_required=True, **retry
+            )
+    assert isinstance(done, types.CallToolResult)
+    assert not done.is_error, text(done)
+    assert isinstance(replayed, types.CallToolResult)
+    assert replayed.is_error
+    assert "already used" in text(replayed)
+    assert ledger_entries(tmp_path) == ["once"]
+
+
+@ERAS
+async def test_clients_are_told_when_a_childs_tools_change_the_exposed_set(
+    tmp_path: Path, mode: ConnectMode
+) -> None:
+    # `late_tool` does not exist yet: calling `add_tool` directly makes the child add it.
+    fault = {"command": sys.executable, "args": [str(FAULT_SERVER)]}
+    config = write_config(
+        tmp_path, {"mcpServers": {"fault": fault}, "expose": ["fault.add_tool", "fault.late_tool"]}
+    )
+    told = anyio.Event()
+
+    async def messages(message: IncomingMessage) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            told.set()
+
+    async with sdk_client(config, mode, messages=messages) as client:
+        before = await listed(client)
+        assert "fault__late_tool" not in before
+        if mode == "auto":  # 2026-07-28: change notifications come on a stream the client opens
+            async with client.listen(tools_list_changed=True) as changes:
+                await call(client, "fault__add_tool", {"name": "late_tool"})
+                with anyio.fail_after(WAIT):
+                    event = await changes.__anext__()
+            assert type(event).__name__ == "ToolsListChanged"
+        else:
+            await call(client, "fault__add_tool", {"name": "late_tool"})
+            with anyio.fail_after(WAIT):
+                await told.wait()
+        after = await listed(client)
+        late = await call(client, "fault__late_tool")
+    assert list(before) == ["search_docs", "execute_code", "fault__add_tool"]
+    assert list(after) == ["search_docs", "execute_code", "fault__add_tool", "fault__late_tool"]
+    assert text(late) == "late_tool answers"
