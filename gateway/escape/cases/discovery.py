@@ -24,6 +24,7 @@ from gateway.escape.cases._model import (
     needs_tool_calls,
     refused,
     succeeds,
+    value_is,
     within_budget,
 )
 from gateway.escape.cases._probe import PROBE_PIN, PROBE_PROXY_PASSWORD, PROBE_SECRET
@@ -572,6 +573,29 @@ CASES: tuple[EscapeCase, ...] = (
         succeeds(_no_secret_but_explained, "no form of the token from the tool's description or schema"),
     ),
     # A bare sandbox has no catalog: every question is refused, saying why; tool calls are unaffected.
+    # The check of a snippet's calls before it runs (@precheck): the guest asks it once, by itself.
+    _case(
+        "discovery-precheck-forged-records",
+        _raw("'@precheck'", '\'{"calls": [{"line": "one"}]}\''),
+        refused("Err", "could not be read"),
+    ),
+    _case(
+        "discovery-precheck-asked-twice",
+        HOST_IMPORT + "host.call('@precheck', '{\"calls\": []}')\nhost.call('@precheck', '{\"calls\": []}')",
+        refused("Err", "checked once"),
+    ),
+    _case(
+        "discovery-precheck-over-its-cap",
+        HOST_IMPORT + "import json\nhost.call('@precheck', json.dumps({'calls': ['x' * (2 << 20)]}))",
+        refused("Err", "byte cap"),
+    ),
+    _case(
+        "discovery-precheck-a-denied-tool-is-left-to-run-time",
+        "try:\n    tools.probe.delete_all()\nexcept ToolError as e:\n    denied = e.kind\n"
+        "[denied, tools.probe.echo(text='on')]",
+        value_is(["PolicyDenied", {"result": "on"}]),
+        needs=needs_tool_calls(2),
+    ),
     _bare(
         "discovery-no-catalog-search",
         "search('echo')",
