@@ -275,10 +275,8 @@ class Execution:
             raise _Refused(
                 "ToolError", "every task waits and no tool call is in flight: nothing can wake them"
             )
-        if timeout is not None and timeout >= remaining:
-            what = "waiting for tool calls" if running else f"asyncio.sleep({timeout:g})"
-            if not running:
-                raise self._budget_error(what)
+        if not running and timeout is not None and timeout >= remaining:
+            raise self._budget_error(f"waiting {timeout:g} s for a timer (asyncio.sleep, a timeout)")
         bound = remaining if timeout is None else min(timeout, remaining)
         done = self._wait_from_worker(lambda: in_flight.wait(running, bound), None)
         if not done and (timeout is None or timeout >= remaining):
