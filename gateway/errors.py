@@ -18,6 +18,7 @@
         └── LimitExceeded         a sandbox limit ended the execution
             ├── FuelExhausted, WallTimeExceeded, MemoryLimitExceeded, StackExhausted
             ├── ToolCallLimitExceeded, ToolPayloadTooLarge, CodeTooLarge
+            ├── ShownTooMany, ShownTooLarge   more images/audio/files shown than the caps allow
             ├── ApprovalLimitExceeded  a run paused too often, or with too much to carry (approvals.*)
             └── GatewayBusy       every slot busy and the queue full
 
@@ -48,6 +49,8 @@ __all__ = [
     "ResumeRefused",
     "SandboxUnavailable",
     "SecretInArguments",
+    "ShownTooLarge",
+    "ShownTooMany",
     "SnippetError",
     "StackExhausted",
     "ToolCallError",
@@ -187,6 +190,14 @@ class ToolCallLimitExceeded(LimitExceeded):
 
 class ToolPayloadTooLarge(LimitExceeded):
     """A tool call's arguments or result exceeded its byte cap."""
+
+
+class ShownTooMany(LimitExceeded):
+    """The snippet showed more items (images, audio, files) than `sandbox.max_shown_items`."""
+
+
+class ShownTooLarge(LimitExceeded):
+    """What the snippet showed is more bytes than `sandbox.max_shown_bytes`."""
 
 
 class CodeTooLarge(LimitExceeded):

@@ -9,7 +9,18 @@ from guest._blob import Blob, revive_blobs
 from guest._hostcall import ToolError, host_call
 from guest._precheck import literal_calls, positional_arguments_message
 
-__all__ = ["Blob", "ToolError", "ToolInfo", "call_tool", "check_calls", "defer", "help", "search", "tools"]
+__all__ = [
+    "Blob",
+    "ToolError",
+    "ToolInfo",
+    "call_tool",
+    "check_calls",
+    "defer",
+    "help",
+    "search",
+    "show",
+    "tools",
+]
 
 
 def _check_call(name: str, positional: tuple[Any, ...]) -> None:
@@ -29,6 +40,17 @@ def _start_tool(name: str, /, *positional: Any, **arguments: Any) -> Any:
     """`call_tool` as a coroutine, for a call that is awaited or handed to asyncio."""
     _check_call(name, positional)
     return tool_call(name, arguments)
+
+
+def show(*items: Blob) -> None:
+    """Send images, audio or files to the client as MCP content, for the model to see."""
+    for item in items:
+        if not isinstance(item, Blob):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(
+                f"show() takes Blob objects, got {type(item).__name__}: print() text, or make one "
+                "with Blob(data, mime_type='image/png')"
+            )
+        host_call("@show", item.shown())
 
 
 def check_calls(tree: ast.Module) -> None:

@@ -11,7 +11,7 @@ from guest import _aio, _capabilities
 from guest._capture import CappedStream
 from guest._hostcall import ToolError, boundary_json
 from guest._snippet import SnippetOutcome, run_snippet
-from guest._tools import Blob, call_tool, check_calls, defer, help, search, tools
+from guest._tools import Blob, call_tool, check_calls, defer, help, search, show, tools
 
 __all__ = ["WitWorld"]
 
@@ -98,6 +98,19 @@ def _cut_middle(text: str, limit: int, what: str) -> str:
     return head + note + tail
 
 
+def _show_last_value(outcome: SnippetOutcome) -> None:
+    """A Blob (or a list of them) as the last expression is shown, as if passed to show()."""
+    value: Any = outcome.value if outcome.has_value else None
+    items: list[Any] = list(value) if isinstance(value, list | tuple) else [value]  # pyright: ignore[reportUnknownArgumentType]
+    blobs = [item for item in items if isinstance(item, Blob)]
+    if not blobs or len(blobs) != len(items):
+        return
+    try:
+        show(*blobs)
+    except (ToolError, TypeError) as exc:
+        outcome.error, outcome.traceback = exc, f"{type(exc).__name__}: {exc}\n"
+
+
 class WitWorld(wit_world.WitWorld):
     def run(self, code: str, options_json: str) -> str:
         options = json.loads(options_json)
@@ -115,8 +128,10 @@ class WitWorld(wit_world.WitWorld):
             "Blob": Blob,
             "search": search,
             "help": help,
+            "show": show,
         }
         outcome = run_snippet(code, namespace, defer, check_calls)
+        _show_last_value(outcome)
         error = None
         if outcome.error is not None:
             limit = options["max_value_bytes"]

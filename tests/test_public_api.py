@@ -52,6 +52,8 @@ PUBLIC = (
     "ResumeRefused",
     "SandboxUnavailable",
     "SecretInArguments",
+    "ShownTooLarge",
+    "ShownTooMany",
     "SnippetError",
     "StackExhausted",
     "ToolCallError",

@@ -23,7 +23,7 @@ from gateway.catalog._lock import (
 from gateway.catalog._precheck import Finding, precheck_calls
 from gateway.catalog._quarantine import CatalogLock, Quarantine
 from gateway.catalog._render import DEFAULT_SEARCH_LIMIT, Detail, render_search
-from gateway.catalog._results import tool_result_value
+from gateway.catalog._results import resource_contents_value, tool_result_value
 from gateway.catalog._unknown import unknown_tool_message
 
 __all__ = (
@@ -50,6 +50,7 @@ __all__ = (
     "read_docs",
     "read_lock",
     "render_search",
+    "resource_contents_value",
     "tool_result_value",
     "unknown_tool_message",
     "write_lock",

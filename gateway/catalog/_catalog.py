@@ -80,6 +80,8 @@ class CatalogServer:
     """The tools of it the catalog lists (hidden ones are not counted)."""
     blocked: str | None = None
     """Why none of its tools can be reached although it is up (a policy rule that must be fixed)."""
+    resources: bool = False
+    """It lists resources or resource templates, and the policy hides not all of them."""
 
     @property
     def name(self) -> str:
@@ -133,7 +135,7 @@ class Catalog:
             entries.extend(own)
             by_server[server_id] = own
             status = given.get(server_name) or ChildStatus(server_name, "stdio", ChildState.READY)
-            servers[server_id] = CatalogServer(server_id, status, len(own))
+            servers[server_id] = CatalogServer(server_id, status, len(own), resources=status.resources)
         self._entries = tuple(entries)
         self._by_server = by_server
         self._servers = servers
@@ -179,11 +181,13 @@ class Catalog:
         blocked: Mapping[str, str] | None = None,
         access: Callable[[CatalogEntry], str | None] | None = None,
         quarantine: Quarantine | None = None,
+        resources: Callable[[CatalogServer], bool] | None = None,
     ) -> Catalog:
         """This catalog without the tools and servers the predicates reject, as if they never existed.
 
         `blocked` maps server identifiers to why their tools must stay unreachable: those servers keep
-        no tools and say why; `access` notes what the policy says of each tool that is kept.
+        no tools and say why, and offer no resources; `access` notes what the policy says of each tool
+        that is kept; `resources` says whether a server's resources may be shown (not all hidden).
         `quarantine` holds back tools that differ from the lockfile: they are not listed, but the
         catalog knows them (those the predicates keep, so that it betrays no hidden tool) to say why.
         """
@@ -206,7 +210,12 @@ class Catalog:
         kept._entries = tuple(entry for own in kept._by_server.values() for entry in own)
         # Counts too: search_docs shows them, and "3 tools" where 4 are listed would betray a hidden one.
         kept._servers = {
-            k: replace(s, tool_count=len(kept._by_server[k]), blocked=blocked.get(k))
+            k: replace(
+                s,
+                tool_count=len(kept._by_server[k]),
+                blocked=blocked.get(k),
+                resources=s.resources and k not in blocked and (resources is None or resources(s)),
+            )
             for k, s in servers.items()
         }
         kept._by_name = self._index_names(kept._entries)

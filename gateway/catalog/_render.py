@@ -78,7 +78,19 @@ def render_overview(catalog: Catalog) -> str:
             more = len(names) - len(shown)
             line += ": " + ", ".join(shown) + (f", ... {more} more" if more else "")
         lines.append(line)
+    lines += _resources_note([s for s in servers if s.resources])
     return "\n".join(lines)
+
+
+def _resources_note(servers: Sequence[CatalogServer]) -> list[str]:
+    """A line naming the servers that offer resources (data to read, such as files), and how to."""
+    if not servers:
+        return []
+    names = ", ".join(s.identifier for s in servers)
+    return [
+        f"Resources (data to read, not tools) on {names}: resources.<server>.list() lists them and "
+        "their URI templates, resources.<server>.read(uri) reads one."
+    ]
 
 
 def _quarantine_note(catalog: Catalog) -> list[str]:
@@ -146,6 +158,7 @@ def server_listing(catalog: Catalog, status: CatalogServer, limit: int, detail: 
         lines.append(f"{len(rest)} more: " + ", ".join(entry.python_name for entry in rest))
     if entries:
         lines.append(CALL_HINT)
+    lines += _resources_note([status] if status.resources else [])
     return "\n".join(lines)
 
 

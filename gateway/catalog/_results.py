@@ -1,4 +1,4 @@
-"""A child's CallToolResult as the Python value a snippet receives.
+"""A child's CallToolResult, or a resource's contents, as the Python value a snippet receives.
 
 `structuredContent` when the child gives it; else each content block as a value (text parsed as
 JSON when it is JSON, else the text); one block is the value itself, several are a list.
@@ -18,7 +18,7 @@ from mcp import types
 from gateway.errors import ToolCallError
 from guest._blob import BLOB_MARKER
 
-__all__ = ["tool_result_value"]
+__all__ = ["resource_contents_value", "tool_result_value"]
 
 
 def _blob(kind: str, mime_type: str | None, data: str, **extra: Any) -> dict[str, Any]:
@@ -60,17 +60,22 @@ def _block_value(block: types.ContentBlock) -> Any:
     if isinstance(block, types.AudioContent):
         return _blob("audio", block.mime_type, block.data)
     if isinstance(block, types.EmbeddedResource):
-        resource = block.resource
-        if isinstance(resource, types.TextResourceContents):
-            return {
-                "type": "resource",
-                "uri": str(resource.uri),
-                "mime_type": resource.mime_type,
-                "text": resource.text,
-            }
-        return _blob("resource", resource.mime_type, resource.blob, uri=str(resource.uri))
+        value = resource_contents_value(block.resource)
+        return (
+            {"type": "resource", **value} if isinstance(block.resource, types.TextResourceContents) else value
+        )
     link = block.model_dump(mode="json", by_alias=True, exclude_none=True)
     return {key: value for key, value in link.items() if key not in ("_meta", "annotations", "icons")}
+
+
+def resource_contents_value(
+    contents: types.TextResourceContents | types.BlobResourceContents,
+) -> dict[str, Any]:
+    """A resource's contents as the snippet receives them: text as {"uri", "mime_type", "text"}, bytes as
+    a blob marker of kind "resource" (embedded in a tool result, or read with resources.<server>.read)."""
+    if isinstance(contents, types.TextResourceContents):
+        return {"uri": str(contents.uri), "mime_type": contents.mime_type, "text": contents.text}
+    return _blob("resource", contents.mime_type, contents.blob, uri=str(contents.uri))
 
 
 def _error_text(result: types.CallToolResult) -> str:

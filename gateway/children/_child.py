@@ -16,24 +16,27 @@ import logging
 import math
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import httpx2
 from mcp import types
-from mcp.client.session import IncomingMessage
+from mcp.client.session import ClientSession, IncomingMessage
+from mcp.shared.exceptions import MCPError
 
 from gateway._exception_groups import leaf_error
 from gateway.children._transport import (
     ChildConnection,
     SpawnFailed,
+    declares_resources,
     describe_error,
     is_connection_lost,
     list_all_tools,
+    offers_resources,
     open_session,
     redacted_tool,
 )
@@ -54,6 +57,16 @@ log = logging.getLogger("gateway.children")
 # A call counts against `restart.after_timeouts` only when the child had (nearly) the whole per-call
 # timeout to answer; the rest allows for the gateway's own checks before the call.
 _FULL_TIMEOUT_SHARE = 0.95
+
+# How long finding out whether a child offers resources may take (search_docs mentions those that
+# do): a child slow to list them is taken to offer none rather than to have failed to connect.
+_RESOURCES_PROBE_SECONDS = 5.0
+
+# What a child answers resources/read with when it has no such resource: MCP's "resource not found",
+# and "invalid params", which the SDK's MCPServer sends (a read has no parameter but the URI).
+_RESOURCE_NOT_FOUND_CODES = frozenset({-32002, types.INVALID_PARAMS})
+
+T = TypeVar("T")
 
 
 def _same(text: str) -> str:
@@ -82,6 +95,7 @@ class ChildStatus:
     startup_ms: float | None = None
     attempt: int = 0  # while reconnecting: the attempt that is due or under way
     tools_version: int = 0  # bumped whenever the tool list changes, so the catalog is rebuilt
+    resources: bool = False  # it lists resources or resource templates (search_docs says so)
 
 
 def backoff_delay(policy: RestartPolicy, attempt: int, draw: Callable[[], float] = random.random) -> float:
@@ -125,6 +139,7 @@ class Child:
         self._redact = redact
         self.finished = anyio.Event()  # set once `run` has released every connection
         self.tools: list[types.Tool] = []
+        self.resources = False  # as last found: it lists resources or resource templates
         self._reconnect = reconnect
         self._idle_seconds = idle_seconds if lazy else None
         self._draw = draw
@@ -136,6 +151,7 @@ class Child:
         self._connection: ChildConnection | None = None  # the ready one
         self._stopping = False
         self._tools_stale = False
+        self._resources_stale = False
         self._in_flight = 0
         self._last_used = 0.0
         self._changed = anyio.Event()  # set (and replaced) on every status change
@@ -158,6 +174,7 @@ class Child:
             self._startup_ms,
             attempt,
             self._tools_version,
+            self.resources,
         )
 
     async def wait_changed(self) -> None:
@@ -240,10 +257,12 @@ class Child:
                     connection.session = await open_session(
                         stack, self.name, self.server, connection, self._on_message, self.max_message_bytes
                     )
-                    listed = await self._list_tools(connection)
+                    tools = await self._list_tools(connection)
+                    offers = await self._offers_resources(connection)
+                    listed = tools
                     scope.deadline = math.inf  # connected: from here on the connection ends by itself
                     self._interruptible = None
-                    self._ready(connection, listed, started)
+                    self._ready(connection, listed, offers, started)
                     await self._serve(connection)
         except Exception as exc:
             failure = exc
@@ -283,11 +302,17 @@ class Child:
         if isinstance(message, types.ToolListChangedNotification):
             self._tools_stale = True
             self._poke()
+        elif isinstance(message, types.ResourceListChangedNotification):
+            self._resources_stale = True
+            self._poke()
 
-    def _ready(self, connection: ChildConnection, tools: list[types.Tool], started: float) -> None:
+    def _ready(
+        self, connection: ChildConnection, tools: list[types.Tool], resources: bool, started: float
+    ) -> None:
         if tools != self.tools:
             self.tools = tools
             self._tools_version += 1
+        self.resources = resources
         self._connection, self._attempt, self._tools_stale = connection, 0, False
         self._startup_ms = round((time.monotonic() - started) * 1000, 1)
         self._last_used = anyio.current_time()
@@ -310,6 +335,10 @@ class Child:
             if self._tools_stale:
                 self._tools_stale = False
                 await self._refresh_tools(connection)
+                continue
+            if self._resources_stale:
+                self._resources_stale = False
+                await self._refresh_resources(connection)
                 continue
             idle_in = self._idle_in()
             if idle_in is not None and idle_in <= 0:
@@ -356,6 +385,34 @@ class Child:
         if scope.cancelled_caught and not self._stopping:
             log.warning("child tools refresh timed out", extra={"child": self.name})
 
+    async def _offers_resources(self, connection: ChildConnection) -> bool:
+        """Whether the child lists resources or templates; one that cannot say (an error, or not within
+        _RESOURCES_PROBE_SECONDS) offers none as far as search_docs is concerned. Raises only for a
+        lost connection."""
+        assert connection.session is not None
+        with anyio.move_on_after(_RESOURCES_PROBE_SECONDS):
+            try:
+                return await offers_resources(connection.session)
+            except Exception as exc:
+                if is_connection_lost(exc):
+                    raise
+                log.info(
+                    "child resources not listed", extra={"child": self.name, "error": self._describe(exc)}
+                )
+                return False
+        log.info("child resources not listed in time", extra={"child": self.name})
+        return False
+
+    async def _refresh_resources(self, connection: ChildConnection) -> None:
+        try:
+            offers = await self._offers_resources(connection)
+        except Exception as exc:  # the connection is lost
+            connection.end(f"connection lost: {describe_error(exc)}")
+            return
+        if offers != self.resources:
+            self.resources = offers
+            self._notify()
+
     def _down(self, reason: str, *, retry: bool) -> None:
         """The connection is gone: reconnect later if the policy allows, else fail for good."""
         self._connection = None
@@ -371,7 +428,7 @@ class Child:
         self._fail(reason)
 
     def _fail(self, reason: str) -> None:
-        self._connection, self.tools = None, []
+        self._connection, self.tools, self.resources = None, [], False
         self._set(ChildState.FAILED, reason)
         log.warning("child failed", extra={"child": self.name, "error": self._error})
 
@@ -406,35 +463,76 @@ class Child:
 
     async def call_tool(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
         """Call one of this child's tools, starting or waiting for it while it is (lazily) starting."""
-        async with self.call_slots:  # waiting for a slot counts against the caller's timeout
-            return await self._call_tool(tool, arguments)
+        return await self._request(f"{self.name}.{tool}", lambda session: session.call_tool(tool, arguments))
 
-    async def _call_tool(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        connection = await self._ready_connection()
-        assert connection.session is not None
-        sent, deadline = anyio.current_time(), anyio.current_effective_deadline()
-        self._in_flight += 1
-        try:
-            result = await connection.session.call_tool(tool, arguments)
-        except anyio.get_cancelled_exc_class():
-            # Abandoned (the SDK has told the child: notifications/cancelled). Only a call that had
-            # the whole per-call timeout is the child's timeout; one cut short by the run's budget,
-            # or cancelled with its run, says nothing about the child.
-            if anyio.current_time() >= deadline and deadline - sent >= self._full_timeout:
-                self._timed_out(connection)
-            raise
-        except Exception as exc:
-            if is_connection_lost(exc) or connection.end_reason is not None:
-                connection.end(f"connection lost: {describe_error(exc)}")
-                raise ChildUnavailable(self._redact(f"{self.name}.{tool}: {connection.end_reason}")) from exc
-            connection.timeouts = 0  # it answered, even if with an error
-            raise ToolCallError(self._redact(f"{self.name}.{tool}: {describe_error(exc)}")) from exc
-        finally:
-            self._in_flight -= 1
-            self._last_used = anyio.current_time()
-            self._poke()  # the idle timer starts over
-        connection.timeouts = 0
-        return result
+    async def list_resources(self, cursor: str | None = None) -> types.ListResourcesResult:
+        """One page of this child's resources, the first or the one `cursor` names."""
+        params = _page(cursor)
+        return await self._request(
+            f"{self.name}: resources/list",
+            lambda session: session.list_resources(params=params),
+            resources=True,
+        )
+
+    async def list_resource_templates(self, cursor: str | None = None) -> types.ListResourceTemplatesResult:
+        """One page of this child's resource templates, the first or the one `cursor` names."""
+        params = _page(cursor)
+        return await self._request(
+            f"{self.name}: resources/templates/list",
+            lambda session: session.list_resource_templates(params=params),
+            resources=True,
+        )
+
+    async def read_resource(self, uri: str) -> types.ReadResourceResult | None:
+        """This child's resource at `uri`; None when the child answers that it has no such resource."""
+
+        async def read(session: ClientSession) -> types.ReadResourceResult | None:
+            try:
+                return await session.read_resource(uri)
+            except MCPError as exc:
+                if exc.code in _RESOURCE_NOT_FOUND_CODES:
+                    return None
+                raise
+
+        return await self._request(f"{self.name}: resources/read {uri}", read, resources=True)
+
+    async def _request(
+        self, label: str, send: Callable[[ClientSession], Awaitable[T]], *, resources: bool = False
+    ) -> T:
+        """One request to this child in one of its call slots (waiting for a slot counts against the
+        caller's timeout), starting or waiting for the child while it is (lazily) starting. `label`
+        begins the text of any error; `resources` refuses a child without the resources capability."""
+        async with self.call_slots:
+            connection = await self._ready_connection()
+            session = connection.session
+            assert session is not None
+            if resources and not declares_resources(session):
+                raise ToolCallError(
+                    self._redact(f"server {self.name!r} has no resources (it does not offer MCP resources)")
+                )
+            sent, deadline = anyio.current_time(), anyio.current_effective_deadline()
+            self._in_flight += 1
+            try:
+                answer = await send(session)
+            except anyio.get_cancelled_exc_class():
+                # Abandoned (the SDK has told the child: notifications/cancelled). Only a call that had
+                # the whole per-call timeout is the child's timeout; one cut short by the run's budget,
+                # or cancelled with its run, says nothing about the child.
+                if anyio.current_time() >= deadline and deadline - sent >= self._full_timeout:
+                    self._timed_out(connection)
+                raise
+            except Exception as exc:
+                if is_connection_lost(exc) or connection.end_reason is not None:
+                    connection.end(f"connection lost: {describe_error(exc)}")
+                    raise ChildUnavailable(self._redact(f"{label}: {connection.end_reason}")) from exc
+                connection.timeouts = 0  # it answered, even if with an error
+                raise ToolCallError(self._redact(f"{label}: {describe_error(exc)}")) from exc
+            finally:
+                self._in_flight -= 1
+                self._last_used = anyio.current_time()
+                self._poke()  # the idle timer starts over
+            connection.timeouts = 0
+            return answer
 
     @property
     def _full_timeout(self) -> float:
@@ -449,3 +547,7 @@ class Child:
                 "(restart.after_timeouts)",
                 kill=True,
             )
+
+
+def _page(cursor: str | None) -> types.PaginatedRequestParams | None:
+    return types.PaginatedRequestParams(cursor=cursor) if cursor else None

@@ -197,6 +197,22 @@ class ChildPool(AsyncContextManagerMixin):
         """Call a child's tool. Raises ChildUnavailable (failed or unknown child) or ToolCallError."""
         return await self._child(server_name).call_tool(tool_name, arguments)
 
+    async def list_resources(self, server_name: str, cursor: str | None = None) -> types.ListResourcesResult:
+        """One page of a child's resources (the first, or the one `cursor` names), through its call
+        slots as a tool call goes. Raises ChildUnavailable, or ToolCallError (no resources capability)."""
+        return await self._child(server_name).list_resources(cursor)
+
+    async def list_resource_templates(
+        self, server_name: str, cursor: str | None = None
+    ) -> types.ListResourceTemplatesResult:
+        """One page of a child's resource templates; raises as `list_resources` does."""
+        return await self._child(server_name).list_resource_templates(cursor)
+
+    async def read_resource(self, server_name: str, uri: str) -> types.ReadResourceResult | None:
+        """A child's resource at `uri`, or None when the child has no such resource; raises as
+        `list_resources` does."""
+        return await self._child(server_name).read_resource(uri)
+
     def _child(self, name: str) -> Child:
         child = self._children.get(name)
         if name in self._unavailable:

@@ -42,9 +42,11 @@ __all__ = [
     "ChildConnection",
     "QuietSdkParseErrors",
     "SpawnFailed",
+    "declares_resources",
     "describe_error",
     "is_connection_lost",
     "list_all_tools",
+    "offers_resources",
     "open_session",
     "redacted_tool",
 ]
@@ -258,6 +260,27 @@ async def list_all_tools(session: ClientSession) -> list[types.Tool]:
         if not cursor:
             return tools
     raise RuntimeError(f"tools/list returned more than {_MAX_TOOL_PAGES} pages")
+
+
+def declares_resources(session: ClientSession) -> bool:
+    """Whether the child declared the MCP resources capability when it connected."""
+    capabilities = session.server_capabilities
+    return capabilities is not None and capabilities.resources is not None
+
+
+async def offers_resources(session: ClientSession) -> bool:
+    """Whether the child lists any resource or resource template (the first page of each is enough).
+
+    Declaring the capability is not enough: every server built on the SDK's MCPServer declares it,
+    with nothing behind it.
+    """
+    if not declares_resources(session):
+        return False
+    page = await session.list_resources()
+    if page.resources or page.next_cursor:
+        return True
+    templates = await session.list_resource_templates()
+    return bool(templates.resource_templates or templates.next_cursor)
 
 
 async def open_session(

@@ -1,7 +1,10 @@
 """The config's `policy` section: which child tools exist for the model, may be called, how, and how often.
 
 Every pattern is an fnmatch glob, case-sensitive, matched against a tool's qualified Python name
-(`server.tool`, as search_docs shows it); `server.*` names a whole server. A rule is a pattern, or
+(`server.tool`, as search_docs shows it); `server.*` names all of a server's tools. A pattern holding
+a `:` is a resource rule instead, matched against `server:uri` (`github:repo://*`); resources are
+governed by `allow`, `deny` and `hidden` alone. `*` matches every tool and every resource; any other
+pattern matches tools or resources, never both. A rule is a pattern, or
 `{"pattern": ..., "optional": true}` for one that may name a server the config does not have.
 """
 
@@ -40,6 +43,7 @@ __all__ = [
 ]
 
 _NAME_CHARS = frozenset(string.ascii_letters + string.digits + "_.")
+_SERVER_CHARS = _NAME_CHARS - {"."}
 _TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -53,10 +57,19 @@ def _class_end(pattern: str, start: int) -> int:
     return pattern.find("]", j)
 
 
-def _check_glob(pattern: str) -> str:
-    """Refuse globs that can never match a qualified name: a silent no-op `deny` is a hole."""
-    if not pattern:
-        raise ValueError("a pattern must not be empty")
+def is_resource_rule(pattern: str) -> bool:
+    """Whether a pattern matches resources (`server:uri`): those holding a `:`, and `*`."""
+    return ":" in pattern or pattern == "*"
+
+
+def is_tool_rule(pattern: str) -> bool:
+    """Whether a pattern matches tools (`server.tool`): those without a `:`."""
+    return ":" not in pattern
+
+
+def _unexpected_char(pattern: str, allowed: frozenset[str]) -> str | None:
+    """The first character outside `allowed`, `*` and `?` that no `[...]` class holds; raises for a
+    class never closed."""
     i = 0
     while i < len(pattern):
         char = pattern[i]
@@ -66,12 +79,42 @@ def _check_glob(pattern: str) -> str:
                 raise ValueError(f'"[" at position {i} of {pattern!r} is never closed')
             i = end + 1
             continue
-        if char not in _NAME_CHARS and char not in "*?":
-            hint = ' ("-" becomes "_")' if char == "-" else ""
-            raise ValueError(
-                f"{char!r} cannot occur in a tool name: write the Python name search_docs shows{hint}"
-            )
+        if char not in allowed and char not in "*?":
+            return char
         i += 1
+    return None
+
+
+def _check_resource_glob(pattern: str) -> str:
+    """Refuse resource rules (`server:uri`) that can never match: the server part is a Python name."""
+    server, _, uri = pattern.partition(":")
+    if not server or not uri:
+        raise ValueError(
+            f'{pattern!r} names no resource: resource rules are "server:uri", with a glob on each side '
+            '("github:repo://*"; "github:*" for all of a server\'s resources)'
+        )
+    if (char := _unexpected_char(server, _SERVER_CHARS)) is not None:
+        raise ValueError(
+            f"{char!r} cannot occur in a server name: write the server's Python name, as search_docs "
+            'shows it, before the ":" of a resource rule ("server:uri")'
+        )
+    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in uri):
+        raise ValueError(f"{pattern!r} holds a control character, which no resource URI does")
+    return pattern
+
+
+def _check_glob(pattern: str) -> str:
+    """Refuse globs that can never match a qualified name: a silent no-op `deny` is a hole."""
+    if not pattern:
+        raise ValueError("a pattern must not be empty")
+    if ":" in pattern:
+        return _check_resource_glob(pattern)
+    char = _unexpected_char(pattern, _NAME_CHARS)
+    if char is not None:
+        hint = ' ("-" becomes "_")' if char == "-" else ""
+        raise ValueError(
+            f"{char!r} cannot occur in a tool name: write the Python name search_docs shows{hint}"
+        )
     if "." not in pattern and "*" not in pattern:
         raise ValueError(
             f'{pattern!r} names no tool: tools are "server.tool" (write "{pattern}.*" for a whole server)'
@@ -96,7 +139,9 @@ class PolicyRule(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, title="Policy rule")
 
-    pattern: Glob = Field(description="The fnmatch glob over `server.tool` Python names.")
+    pattern: Glob = Field(
+        description="The fnmatch glob over `server.tool` Python names, or over `server:uri` for resources."
+    )
     optional: bool = Field(
         default=False,
         description="The rule may name a server that is not configured (it is not a config error then).",
@@ -194,6 +239,18 @@ class PolicyConfig(BaseModel):
     )
     max_tool_calls: int | None = Field(default=None, ge=0, description="Tool calls per execution.")
     tools: dict[ToolName, ToolPolicy] = Field(default_factory=dict[str, ToolPolicy])
+
+    @field_validator("allow_writes", "approve")
+    @classmethod
+    def _tool_rules_only(cls, rules: list[str | PolicyRule]) -> list[str | PolicyRule]:
+        for rule in rules:
+            pattern = rule if isinstance(rule, str) else rule.pattern
+            if ":" in pattern:
+                raise ValueError(
+                    f"{pattern!r} is a resource rule (server:uri): resources are governed by allow, deny "
+                    "and hidden alone (reading one writes nothing, and cannot ask for approval)"
+                )
+        return rules
 
     def rules(self, key: RuleList) -> list[PolicyRule]:
         """The rules of one list (`"deny"`...) in their long form; a plain pattern is not optional."""

@@ -12,7 +12,7 @@ from gateway.sandbox._host_call import (
 from gateway.sandbox._journal import HostAnswer, HostJournal, PausedCall, arguments_digest
 from gateway.sandbox._sandbox import HOST_INTERFACE, Sandbox
 from gateway.sandbox.limits import SandboxLimits
-from gateway.sandbox.result import ErrorInfo, ExecutionResult, ToolCallRecord
+from gateway.sandbox.result import ErrorInfo, ExecutionResult, ShownItem, ToolCallRecord
 
 __all__ = (
     "COMPONENT_PATH",
@@ -29,6 +29,7 @@ __all__ = (
     "PausedCall",
     "Sandbox",
     "SandboxLimits",
+    "ShownItem",
     "ToolCallRecord",
     "ToolCaller",
     "arguments_digest",

@@ -9,9 +9,12 @@ snippet cannot catch it. Every other refusal is a catchable `ToolError` in the s
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import logging
 import math
+import re
 import threading
 import time
 from collections.abc import Awaitable, Callable, Generator
@@ -30,6 +33,8 @@ from gateway.errors import (
     ExecutionCancelled,
     ExecutionFailed,
     GuestCrashed,
+    ShownTooLarge,
+    ShownTooMany,
     ToolCallError,
     ToolCallLimitExceeded,
     ToolPayloadTooLarge,
@@ -38,7 +43,7 @@ from gateway.errors import (
 from gateway.sandbox._journal import HostJournal
 from gateway.sandbox._parallel import CallInFlight, CallsInFlight
 from gateway.sandbox.limits import SandboxLimits
-from gateway.sandbox.result import ToolCallRecord
+from gateway.sandbox.result import ShownItem, ToolCallRecord
 
 __all__ = [
     "CallAdmitter",
@@ -112,6 +117,7 @@ class Execution:
     prechecked: bool = False
     started: float = field(default_factory=time.monotonic)
     tool_calls: list[ToolCallRecord] = field(default_factory=list[ToolCallRecord])
+    shown: list[ShownItem] = field(default_factory=list[ShownItem])
     ended_by: ExecutionFailed | None = None
     cancelled: bool = False
     interrupt: Callable[[], None] | None = None  # set by the slot running it: stops the wasm
@@ -176,6 +182,24 @@ class Execution:
             raise self._budget_error(f"time.sleep({seconds:g})")
         self._wait_from_worker(lambda: anyio.sleep(seconds), None, fallback=lambda: time.sleep(seconds))
         return {}
+
+    def show(self, args_json: str) -> str:
+        """`@show`: keep an image, audio clip or file for the client, within the caps."""
+        limits = self.limits
+        if len(self.shown) >= limits.max_shown_items:
+            raise ShownTooMany(
+                f"the snippet showed more than {limits.max_shown_items} items (sandbox.max_shown_items): "
+                "show fewer, or combine them (one image with several panels, say)"
+            )
+        item = _shown_item(_parse_json(args_json, "arguments to show()"), len(self.shown) + 1)
+        total = item.size + sum(shown.size for shown in self.shown)
+        if total > limits.max_shown_bytes:
+            raise ShownTooLarge(
+                f"what the snippet showed would be {total:,} bytes, over the {limits.max_shown_bytes:,}-"
+                "byte cap (sandbox.max_shown_bytes): show smaller images (fewer pixels, JPEG), or fewer"
+            )
+        self.shown.append(item)
+        return "{}"
 
     def read_docs(self, service: str, args_json: str) -> str:
         if self.docs is None and service == "@precheck":
@@ -388,6 +412,33 @@ class Execution:
         return encoded
 
 
+_SHOWN_KINDS = {"image": "image/", "audio": "audio/", "resource": ""}
+_MIME_TYPE = re.compile(r"[a-z0-9][a-z0-9!#$&^_.+-]{0,63}/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}")
+
+
+def _shown_item(payload: Any, number: int) -> ShownItem:
+    """What the guest's show() sent, checked: a kind, a MIME type that fits it, base64 bytes."""
+    fields = cast("dict[str, Any]", payload) if isinstance(payload, dict) else {}
+    kind, mime_type, data, uri = (fields.get(key) for key in ("kind", "mime_type", "data", "uri"))
+    if kind not in _SHOWN_KINDS or not isinstance(data, str):
+        raise _Refused("ValueError", "show() takes Blob objects (images, audio, files)")
+    if not isinstance(mime_type, str) or not _MIME_TYPE.fullmatch(mime_type.lower()):
+        raise _Refused(
+            "ValueError", f"show() needs the Blob's MIME type, such as 'image/png'; got {mime_type!r}"
+        )
+    if not mime_type.lower().startswith(_SHOWN_KINDS[kind]):
+        raise _Refused("ValueError", f"a Blob of type {mime_type!r} cannot be shown as {kind}")
+    try:
+        size = len(base64.b64decode(data, validate=True))
+    except binascii.Error:
+        raise _Refused("ValueError", "show(): the Blob's data is not base64") from None
+    if uri is not None and (not isinstance(uri, str) or len(uri) > 2048):
+        raise _Refused("ValueError", "show(): a Blob's uri is text of at most 2,048 characters")
+    if kind == "resource" and uri is None:
+        uri = f"codemode://shown/{number}"  # an embedded resource needs one; the client only shows it
+    return ShownItem(kind=kind, mime_type=mime_type, size=size, uri=uri, data=data)
+
+
 def _check_tool_name(name: str) -> None:
     if name.startswith("@"):
         raise _Refused("ToolError", f"unknown host service {name[:MAX_NAME_CHARS]!r}")
@@ -467,6 +518,8 @@ def _dispatch(execution: Execution, name: str, args_json: str) -> str:
         return json.dumps(execution.sleep(_parse_json(args_json, "host service arguments")))
     if name in DOCS_SERVICES:
         return execution.read_docs(name, args_json)
+    if name == "@show":
+        return execution.show(args_json)
     if name == "@start":
         return execution.start_call(args_json)
     if name == "@wait":
@@ -479,6 +532,10 @@ def _dispatch(execution: Execution, name: str, args_json: str) -> str:
 
 def _answer(execution: Execution, name: str, args_json: str) -> Variant:
     """The host's answer to one call: from the journal when resuming, else live (and journaled)."""
+    if name == "@show":
+        # Kept in this run whether it replays or not (a resumed run shows what it showed before the
+        # pause again): it touches nothing outside the run, and its answer depends on the run alone.
+        return _live_answer(execution, name, args_json)
     journal = execution.journal
     if journal is None:
         return _live_answer(execution, name, args_json)

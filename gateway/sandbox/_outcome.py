@@ -77,6 +77,7 @@ def failed_result(execution: Execution, error: ExecutionFailed, *, fuel: int) ->
         ok=False,
         error=ErrorInfo.from_exception(error),
         tool_calls=execution.tool_calls,
+        shown=execution.shown,
         fuel=fuel,
         ms=_elapsed_ms(execution),
     )
@@ -132,6 +133,7 @@ def outcome_result(
         value_repr=value_repr,
         error=error,
         tool_calls=execution.tool_calls,
+        shown=execution.shown,
         fuel=fuel,
         ms=_elapsed_ms(execution),
     )

@@ -59,6 +59,19 @@ class SandboxLimits(BaseModel):
     max_tool_calls: int = Field(default=100, ge=0, description="Tool calls per execution.")
     max_tool_args_bytes: int = Field(default=256 * _KIB, ge=2, description="JSON arguments per tool call.")
     max_tool_result_bytes: int = Field(default=1 * _MIB, ge=2, description="JSON result per tool call.")
+    max_shown_items: int = Field(
+        default=8,
+        ge=0,
+        le=64,
+        description="Images, audio and files per execution that reach the client as MCP content "
+        "(show(...) and a Blob as the last expression).",
+    )
+    max_shown_bytes: int = Field(
+        default=4 * _MIB,
+        ge=0,
+        le=64 * _MIB,
+        description="Their bytes together, per execution (decoded, not base64).",
+    )
     tool_call_timeout_seconds: float = Field(
         default=30.0, gt=0, le=3600, description="Per tool call, also bounded by the remaining budget."
     )

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from gateway.errors import ExecutionFailed, SnippetError
 
-__all__ = ["ErrorInfo", "ExecutionResult", "ToolCallRecord"]
+__all__ = ["ErrorInfo", "ExecutionResult", "ShownItem", "ToolCallRecord"]
 
 
 class ToolCallRecord(BaseModel):
@@ -18,6 +18,17 @@ class ToolCallRecord(BaseModel):
     ms: float
     ok: bool
     error: str | None = None
+
+
+class ShownItem(BaseModel):
+    """An image, audio clip or file the snippet showed: it reaches the client as MCP content."""
+
+    kind: Literal["image", "audio", "resource"]
+    mime_type: str
+    size: int = Field(description="Bytes, decoded.")
+    uri: str | None = None
+    # The bytes as base64: sent as the content block itself, never inside the structured result.
+    data: str = Field(exclude=True, repr=False)
 
 
 class ErrorInfo(BaseModel):
@@ -53,6 +64,10 @@ class ExecutionResult(BaseModel):
     value_repr: str | None = None
     error: ErrorInfo | None = None
     tool_calls: list[ToolCallRecord] = Field(default_factory=list[ToolCallRecord])
+    shown: list[ShownItem] = Field(
+        default_factory=list[ShownItem],
+        description="Images, audio and files the snippet showed, sent as MCP content blocks.",
+    )
     fuel: int = 0
     ms: float = 0.0
 

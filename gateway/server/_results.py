@@ -13,7 +13,7 @@ from typing import Any
 
 from mcp import types
 
-from gateway.sandbox import ExecutionResult, SandboxLimits
+from gateway.sandbox import ExecutionResult, SandboxLimits, ShownItem
 
 __all__ = ["ERROR_TEXT_CHARS", "execution_tool_result", "max_result_chars"]
 
@@ -29,11 +29,26 @@ def max_result_chars(limits: SandboxLimits) -> int:
 
 
 def execution_tool_result(result: ExecutionResult) -> types.CallToolResult:
-    """The MCP result of one execution: text for those who read text, structured content for the rest."""
+    """The MCP result of one execution: text for those who read text, structured content for the rest,
+    and what the snippet showed as image, audio and embedded-resource blocks (never base64 text)."""
     structured: dict[str, Any] = result.model_dump(mode="json", exclude={"value_repr"})
     text = result.summary() if result.ok else error_text(result)
     return types.CallToolResult(
-        content=[types.TextContent(text=text)], structured_content=structured, is_error=not result.ok
+        content=[types.TextContent(text=text), *map(shown_block, result.shown)],
+        structured_content=structured,
+        is_error=not result.ok,
+    )
+
+
+def shown_block(item: ShownItem) -> types.ContentBlock:
+    """One shown item as the MCP content block its kind calls for."""
+    if item.kind == "image":
+        return types.ImageContent(data=item.data, mime_type=item.mime_type)
+    if item.kind == "audio":
+        return types.AudioContent(data=item.data, mime_type=item.mime_type)
+    uri = item.uri or "codemode://shown"
+    return types.EmbeddedResource(
+        resource=types.BlobResourceContents(uri=uri, mime_type=item.mime_type, blob=item.data)
     )
 
 

@@ -104,6 +104,19 @@ OUTPUT_SCHEMA: dict[str, Any] = {
                 },
             },
         },
+        "shown": {
+            "description": "Images, audio and files the snippet showed: each is a content block too.",
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "kind": {"enum": ["image", "audio", "resource"]},
+                    "mime_type": {"type": "string"},
+                    "size": {"type": "integer"},
+                    "uri": _NULLABLE_STRING,
+                },
+            },
+        },
         "fuel": {"type": "integer"},
         "ms": {"type": "number"},
     },

@@ -78,6 +78,8 @@ LIMIT_KEYS: dict[str, str] = {
     "StackExhausted": "sandbox.max_wasm_stack_bytes",
     "ToolCallLimitExceeded": "sandbox.max_tool_calls",
     "CodeTooLarge": "sandbox.max_code_bytes",
+    "ShownTooMany": "sandbox.max_shown_items",
+    "ShownTooLarge": "sandbox.max_shown_bytes",
 }
 
 # A trap in the guest (a stub reached, a runtime panic, corrupted interpreter state): the

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 from gateway.escape.cases._model import (
+    HOST_IMPORT,
     EscapeCase,
     Expect,
     case_maker,
     crash,
+    limit,
     refused,
     succeeds,
 )
@@ -15,6 +19,13 @@ from gateway.sandbox import ExecutionResult, SandboxLimits
 __all__ = ["CASES"]
 
 _case = case_maker("output")
+
+
+def _show_raw(payload: dict[str, object]) -> str:
+    """Snippet: `payload` sent as show()'s, straight through the import."""
+    return HOST_IMPORT + f"host.call('@show', {json.dumps(json.dumps(payload))})"
+
+
 _SLACK = 1024  # room for the truncation note
 
 
@@ -136,4 +147,41 @@ CASES: tuple[EscapeCase, ...] = (
     _case("out-lone-surrogate-print", "print('\\ud800')", crash(ok=True)),
     _case("out-lone-surrogate-value", "'\\udcff'", crash(ok=True)),
     _case("out-lone-surrogate-error", "raise ValueError('\\ud800')", crash("ValueError")),
+    # What the snippet shows (images, audio, files) is capped in count and in bytes, and checked.
+    _case(
+        "out-shown-too-many",
+        lambda limits: (
+            f"for _ in range({limits.max_shown_items + 1}):\n    show(Blob(b'x', mime_type='image/png'))"
+        ),
+        limit(
+            "ShownTooMany",
+            check=lambda r, lim: len(r.shown) == lim.max_shown_items,
+            what="the first ones kept",
+        ),
+    ),
+    _case(
+        "out-shown-too-large",
+        lambda limits: f"show(Blob(b'x' * {limits.max_shown_bytes + 1}, mime_type='image/png'))",
+        limit("ShownTooLarge", check=lambda r, _: r.shown == [], what="nothing shown"),
+    ),
+    _case(
+        "out-shown-forged-kind",
+        _show_raw({"kind": "image", "mime_type": "text/html", "data": "PGI+"}),
+        refused("Err", "cannot be shown as image"),
+    ),
+    _case(
+        "out-shown-forged-data",
+        _show_raw({"kind": "image", "mime_type": "image/png", "data": "not base64!"}),
+        refused("Err", "not base64"),
+    ),
+    _case(
+        "out-shown-forged-mime-type",
+        _show_raw({"kind": "resource", "mime_type": "text/html\n", "data": ""}),
+        refused("Err", "MIME type"),
+    ),
+    _case(
+        "out-shown-forged-uri",
+        _show_raw({"kind": "resource", "mime_type": "text/plain", "data": "", "uri": "x" * 5000}),
+        refused("Err", "uri"),
+    ),
 )
