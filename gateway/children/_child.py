@@ -477,11 +477,16 @@ class Child:
     async def list_resource_templates(self, cursor: str | None = None) -> types.ListResourceTemplatesResult:
         """One page of this child's resource templates, the first or the one `cursor` names."""
         params = _page(cursor)
-        return await self._request(
-            f"{self.name}: resources/templates/list",
-            lambda session: session.list_resource_templates(params=params),
-            resources=True,
-        )
+
+        async def list_templates(session: ClientSession) -> types.ListResourceTemplatesResult:
+            try:
+                return await session.list_resource_templates(params=params)
+            except MCPError as exc:
+                if exc.code == types.METHOD_NOT_FOUND:  # resources, but no templates among them
+                    return types.ListResourceTemplatesResult(resource_templates=[])
+                raise
+
+        return await self._request(f"{self.name}: resources/templates/list", list_templates, resources=True)
 
     async def read_resource(self, uri: str) -> types.ReadResourceResult | None:
         """This child's resource at `uri`; None when the child answers that it has no such resource."""

@@ -1,8 +1,9 @@
 """Policy rules and `expose` entries that name a server the config does not have: a config error,
 with a did-you-mean.
 
-A rule's pattern is an fnmatch glob over `server.tool` Python names. Whether it can match a tool of
-some configured server is decided from the part before its first `.` (or `*`); a rule marked
+A rule's pattern is an fnmatch glob over `server.tool` Python names (or `server:uri` for resources).
+Whether it can match a tool or resource of some configured server is decided from the part before its
+first `.` or `:` (or `*`); a rule marked
 `optional` is not checked. Server names are compared as written and as Python names (`python_name`,
 a local approximation of the catalog's rule), so a rule is refused only when it certainly names no
 configured server.
@@ -24,7 +25,7 @@ __all__ = ["unknown_server_exposes", "unknown_server_rules"]
 
 
 def _server_part(pattern: str) -> tuple[str, bool]:
-    """The pattern up to its first unbracketed `.` or `*`, and whether a `.` ended it (not a `*`)."""
+    """The pattern up to its first unbracketed `.`, `:` or `*`, and whether a `.` or `:` ended it."""
     i = 0
     while i < len(pattern):
         char = pattern[i]
@@ -32,8 +33,8 @@ def _server_part(pattern: str) -> tuple[str, bool]:
             end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] != "!" else i + 3)
             i = end + 1 if end >= 0 else len(pattern)
             continue
-        if char in ".*":
-            return pattern[:i], char == "."
+        if char in ".:*":
+            return pattern[:i], char != "*"
         i += 1
     return pattern, False
 
@@ -43,7 +44,8 @@ def _can_match(pattern: str, servers: set[str]) -> bool:
     if not part:
         return True  # `*`, `*.read_*`: any server
     if dotted:
-        # "S.T" holds one dot, and the pattern's literal `.` takes it: `part` must match S exactly.
+        # "S.T" holds one dot (and "S:U" its first colon), which the pattern's literal one takes: `part`
+        # must match S exactly.
         return any(fnmatch.fnmatchcase(server, part) for server in servers)
     if any(char in part for char in "?["):
         return True  # `g?t*`: a wildcard might take the dot too; not worth deciding

@@ -1,5 +1,7 @@
 """The compiled policy: what the model sees and may call, with which arguments, with whose approval.
 
+Tools are matched by their qualified Python name (`server.tool`), resources by `server:uri`; a rule
+holding a `:` matches resources only, `*` both, every other rule tools only (`policy/config.py`).
 Argument constraints and call quotas live beside it; the order in which a tool call meets these
 checks belongs to the tool-call pipeline (`gateway._tool_calls`), and is stated there only.
 """
@@ -20,7 +22,7 @@ from gateway.children import ChildState
 from gateway.errors import PolicyDenied, ToolCallError
 from gateway.policy._constraints import Constraint
 from gateway.policy._quotas import Clock, ExecutionQuota, RateLimiter
-from gateway.policy.config import RULE_LISTS, PolicyConfig
+from gateway.policy.config import RULE_LISTS, PolicyConfig, RuleList, is_resource_rule, is_tool_rule
 
 __all__ = ["Policy", "is_destructive"]
 
@@ -50,11 +52,22 @@ class Policy:
 
     def __init__(self, config: PolicyConfig | None = None, *, clock: Clock = time.monotonic) -> None:
         self._config = config = config or PolicyConfig()
-        self._allow_writes = _Globs(config.patterns("allow_writes"))
-        self._allow = _Globs(config.patterns("allow"))
-        self._deny = _Globs(config.patterns("deny"))
-        self._hidden = _Globs(config.patterns("hidden"))
-        self._approve = _Globs(config.patterns("approve"))
+
+        def tools(key: RuleList) -> _Globs:
+            return _Globs([p for p in config.patterns(key) if is_tool_rule(p)])
+
+        def resources(key: RuleList) -> _Globs:
+            return _Globs([p for p in config.patterns(key) if is_resource_rule(p)])
+
+        self._allow_writes = tools("allow_writes")
+        self._allow = tools("allow")
+        self._deny = tools("deny")
+        self._hidden = tools("hidden")
+        self._approve = tools("approve")
+        self._allow_resources = resources("allow")
+        self._deny_resources = resources("deny")
+        self._hidden_resources = resources("hidden")
+        self._approve_resources = resources("approve")  # only `*` can be there: see `resource_denial`
         self._constraints = {
             name: Constraint(name, rules.args)
             for name, rules in config.tools.items()
@@ -71,10 +84,53 @@ class Policy:
         return self._hidden.first(entry.qualified) is None
 
     def server_visible(self, status: CatalogServer) -> bool:
-        """False when a hidden pattern covers every tool the server could ever list (`git.*`, `*`)."""
+        """False when a hidden pattern covers every tool the server could ever list (`git.*`, `*`),
+        unless it offers resources that are not all hidden too."""
         # A pattern ending in `*` that matches "server." matches "server." + any tool name.
         prefix = f"{status.identifier}."
-        return not any(p.endswith("*") and fnmatch.fnmatchcase(prefix, p) for p in self._hidden)
+        if not any(p.endswith("*") and fnmatch.fnmatchcase(prefix, p) for p in self._hidden):
+            return True
+        return status.resources and self.resources_visible(status)
+
+    def resources_visible(self, status: CatalogServer) -> bool:
+        """False when a hidden pattern covers every resource the server could offer (`github:*`, `*`)."""
+        prefix = f"{status.identifier}:"
+        return not any(p.endswith("*") and fnmatch.fnmatchcase(prefix, p) for p in self._hidden_resources)
+
+    def resource_visible(self, server: str, uri: str) -> bool:
+        """False for a hidden resource of `server` (its Python name): never listed, and read as unknown.
+        A template's `uri_template` is matched as written."""
+        return self._hidden_resources.first(f"{server}:{uri}") is None
+
+    def resource_denial(self, server: str, uri: str) -> str | None:
+        """The rule that refuses reading a visible resource (deny, then allow, then approve), or None.
+
+        `read_only` does not apply: reading a resource writes nothing. `approve` holds no resource rule
+        (the config refuses one), but `*` there asks about every call, and a resource read cannot ask:
+        such a read is refused rather than made unasked.
+        """
+        name = f"{server}:{uri}"
+        if (pattern := self._deny_resources.first(name)) is not None:
+            return f"deny: {json.dumps(pattern)}"
+        if self._allow_resources.first(name) is None:
+            return "allow: no pattern matches it"
+        if (pattern := self._approve_resources.first(name)) is not None:
+            return f"approve: {json.dumps(pattern)}"
+        return None
+
+    def check_resource(self, server: str, uri: str) -> None:
+        """Raise PolicyDenied naming the rule if the visible resource `server:uri` may not be read."""
+        rule = self.resource_denial(server, uri)
+        if rule is None:
+            return
+        name = f"{server}:{uri}"
+        if rule.startswith("approve"):
+            raise PolicyDenied(
+                f"{name} needs the user's approval (policy.{rule} covers every call), which a resource "
+                'read cannot ask for; to read resources, the team narrows approve to tools ("*.*")',
+                rule=rule,
+            )
+        raise PolicyDenied(f"{name} is denied by policy ({rule})", rule=rule)
 
     def denial(self, entry: CatalogEntry) -> str | None:
         """The rule that refuses calls to a visible tool (deny, then allow, then read_only), or None."""
@@ -151,6 +207,8 @@ class Policy:
         """
         blocked: dict[str, list[str]] = {}
         for where, pattern in self._named_rules():
+            if not is_tool_rule(pattern):
+                continue  # a resource rule: what resources a server has cannot be listed in full
             server_part, dot, _ = pattern.partition(".")
             server = catalog.server(server_part) if dot and not _WILDCARDS & set(server_part) else None
             if server is None or server.state is not ChildState.READY:

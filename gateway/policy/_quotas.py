@@ -82,7 +82,11 @@ class ExecutionQuota:
 
     def acquire(self, entry: CatalogEntry) -> None:
         """Count a call of `entry`, or raise QuotaExceeded and count nothing."""
-        name = entry.qualified
+        self.acquire_name(entry.qualified)
+
+    def acquire_name(self, name: str) -> None:
+        """Count a call by name: a tool's qualified name, or what else a snippet asks of a child (a
+        resource read, `server:uri`), which only `policy.max_tool_calls` limits."""
         rules = self._config.tools.get(name)
         with self._lock:
             total = self._config.max_tool_calls

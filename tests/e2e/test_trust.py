@@ -52,10 +52,16 @@ async def test_search_docs_marks_denied_and_approval_tools(tmp_path: Path) -> No
 async def test_a_positional_argument_gets_the_keyword_only_message(tmp_path: Path) -> None:
     config = write_config(tmp_path, {"mcpServers": {"tiny": TINY}})
     async with session(config) as client:
-        result = await execute(client, "tools.tiny.echo('hi')")
-    assert result["error"]["type"] == "TypeError"
-    assert "tools take keyword arguments only: tools.tiny.echo(name=value, ...)" in result["error"]["message"]
-    assert "_ToolProxy" not in json.dumps(result)
+        checked = await execute(client, "tools.tiny.echo('hi')")  # refused before the run
+        built = await execute(client, "echo = getattr(tools.tiny, 'echo')\necho('hi')")  # as it runs
+    assert checked["error"]["type"] == "ToolError"
+    assert (
+        "line 1: tools take keyword arguments only: tools.tiny.echo(name=value, ...)"
+        in (checked["error"]["message"])
+    )
+    assert built["error"]["type"] == "TypeError"
+    assert "tools take keyword arguments only: tools.tiny.echo(name=value, ...)" in built["error"]["message"]
+    assert "_ToolProxy" not in json.dumps([checked, built])
 
 
 async def test_exec_with_a_config_reaches_its_children_and_without_one_says_so(tmp_path: Path) -> None:
@@ -90,7 +96,8 @@ async def test_the_audit_table_shows_a_forged_tool_name_as_one_escaped_row(tmp_p
         "x.y\\n2099-01-01T00:00:00.000Z  tool_call  deadbeef  memory.delete_entities  ok (approved)\\x1b[2K"
     )
     async with session(config) as client:
-        await execute(client, f"try:\n    call_tool('{forged}')\nexcept ToolError:\n    pass")
+        # Built at run time: a literal name is refused before the run, with no call to audit.
+        await execute(client, f"name = '{forged}'\ntry:\n    call_tool(name)\nexcept ToolError:\n    pass")
     with anyio.fail_after(WAIT):
         code, out, err = await cli("audit", "--config", str(config))
     assert code == 0, err
