@@ -129,6 +129,7 @@ class Gateway(AsyncContextManagerMixin):
                 blocked=blocked,
                 access=self.policy.access_note,
                 quarantine=quarantine,
+                resources=self.policy.resources_visible,
             )
             self._catalog_key = key
         return self._catalog

@@ -92,7 +92,9 @@ async def test_policy_denies_hides_constrains_and_rations_tools(tmp_path: Path) 
         assert "denied by policy" in error_of(denied)
 
         hidden = error_of(await run(session, "tools.memory.delete_entities(entityNames=['x'])"))
-        assert hidden.startswith("ToolError: unknown tool 'memory.delete_entities'")
+        # Refused before the run (its calls are checked first), exactly as the call would be.
+        assert hidden.startswith("ToolError: the snippet was not run")
+        assert "line 1: unknown tool 'memory.delete_entities'" in hidden
         assert "policy" not in hidden
         assert "delete_" not in hidden.split("unknown tool 'memory.delete_entities'")[1]
         with anyio.fail_after(60):

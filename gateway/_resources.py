@@ -1,0 +1,332 @@
+"""Resources a snippet reads from child servers: `resources.<server>.list()` and `.read(uri)`.
+
+`ResourceReads.answer` is the one statement of the order in which such a request is checked. It
+follows the tool-call pipeline (`_tool_calls.py`), numbered as there, with the steps that apply:
+
+0. secrets     a server name or URI holding a value the gateway keeps secret ends the run
+1. resolve     the server in the run's catalog (unknown: a did-you-mean; blocked by a policy typo: why)
+2. access      a hidden resource is unknown; deny and allow refuse a read, naming the rule (the list
+               leaves hidden entries out and marks denied ones, as search_docs marks denied tools)
+5. quota       each list or read counts one call toward `policy.max_tool_calls`, once 0-2 passed
+7. child       the requests, each in one of the child's call slots; a list pages through the child's
+               cursors, at most MAX_PAGES pages and MAX_ENTRIES entries of each kind
+8. result      the listing, or the contents (text as text, bytes as blob markers), as JSON values;
+               contents the policy would not let the snippet read by their own URI are left out
+9. redaction   of the answer, and of the text of any error, whatever the step that raised it
+10. record     the audit record (`tool_call`, tool `server:uri`, or `server:resources/list`) and a
+               progress report, whatever happened
+
+Resources are matched by the policy as `server:uri`, the server by its Python name (`policy/config.py`).
+There are no argument checks (the URI is the one argument) and no approvals: `read_only` does not
+apply to a read, and a read `approve` would cover is refused (`Policy.resource_denial`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import anyio.to_thread
+from mcp import types
+
+from gateway._redaction import Redactor
+from gateway._tool_calls import Run
+from gateway.audit import AuditLog
+from gateway.catalog import Catalog, CatalogServer, resource_contents_value
+from gateway.children import ChildPool
+from gateway.errors import ChildUnavailable, SecretInArguments, ToolCallError
+from gateway.policy import Policy
+
+__all__ = ["MAX_ENTRIES", "MAX_PAGES", "MAX_URI_CHARS", "ResourceReads"]
+
+log = logging.getLogger("gateway.resources")
+
+MAX_PAGES = 20
+"""Pages of resources (and of templates) one list asks a child for: a paginator that never ends stops."""
+MAX_ENTRIES = 1000
+"""Resources (and templates) one list returns; past it the answer says it was cut (`truncated`)."""
+MAX_URI_CHARS = 8192
+"""The longest URI a read takes: a longer one is a mistake, or costs the child."""
+LIST = "resources/list"
+"""What a list is recorded as, after the server's name: no URI has this form (it has no scheme)."""
+
+# Converting and redacting more than this runs on a worker thread, as tool results do.
+_LOOP_WORK_CHARS = 32_768
+_LOOP_WORK_ENTRIES = 200
+_SHOWN_URI_CHARS = 200
+
+T = TypeVar("T")
+
+
+@dataclass
+class _Request:
+    """One request as the snippet made it, and what the audit log calls it."""
+
+    server: str
+    uri: str | None  # None for a list
+    name: str
+    arguments: dict[str, Any]
+    started: float
+
+
+class ResourceReads:
+    """The resource requests of snippets, over a pool of children, under a policy, redacted and audited."""
+
+    def __init__(self, pool: ChildPool, policy: Policy, redactor: Redactor, audit: AuditLog | None) -> None:
+        self._pool = pool
+        self._policy = policy
+        self._redactor = redactor
+        self._audit = audit
+
+    async def answer(self, run: Run, payload: dict[str, Any]) -> Any:
+        """Answer `{"server": s, "op": "list"}` or `{"server": s, "op": "read", "uri": u}` for the snippet
+        of `run`. A list is `{"resources": [...], "templates": [...]}` (and `truncated`, saying why, when
+        cut); a read is `{"uri": u, "contents": [...]}`. Raises ToolCallError, with any secret redacted."""
+        request = _parse(payload)
+        # A resumed round's answer belongs to its first call, the paused tool call: never to a later one.
+        run.answer = None
+        failure: BaseException | None = None
+        try:
+            if isinstance(request, ToolCallError):
+                raise request
+            self._refuse_secrets(request)
+            server = _resolve(run.catalog, request.server)
+            request.name = f"{server.identifier}:{request.uri or LIST}"
+            if request.uri is None:
+                run.quota.acquire_name(request.name)
+                return await self._listing(server)
+            if not self._policy.resource_visible(server.identifier, request.uri):
+                raise ToolCallError(_unknown_resource(server, request.uri))
+            self._policy.check_resource(server.identifier, request.uri)
+            run.quota.acquire_name(request.name)
+            return await self._read(server, request.uri)
+        except BaseException as exc:
+            failure = self._redacted(exc)
+            raise
+        finally:
+            recorded = request if isinstance(request, _Request) else None
+            await self._finish(run, recorded, failure)
+
+    def _refuse_secrets(self, request: _Request) -> None:
+        """End the run if the request holds a secret: a child could echo it back, its place marked."""
+        label = self._redactor.secret_in([request.server, request.uri])
+        if label is not None:
+            held = label.strip("[]").replace("REDACTED:", "the value of ").replace("REDACTED", "a secret")
+            raise SecretInArguments(
+                f"a resource request carried {held}, which the gateway keeps from snippets and children; "
+                "the execution was ended"
+            )
+
+    async def _listing(self, server: CatalogServer) -> dict[str, Any]:
+        """Steps 7-9 of a list: every page of resources and of templates, less the hidden ones."""
+        notes: list[str] = []
+
+        async def resources(cursor: str | None) -> tuple[list[types.Resource], str | None]:
+            page = await self._pool.list_resources(server.name, cursor)
+            return page.resources, page.next_cursor
+
+        async def templates(cursor: str | None) -> tuple[list[types.ResourceTemplate], str | None]:
+            page = await self._pool.list_resource_templates(server.name, cursor)
+            return page.resource_templates, page.next_cursor
+
+        def listed(resource: types.Resource) -> bool:
+            return self._policy.resource_visible(server.identifier, resource.uri)
+
+        def listed_template(template: types.ResourceTemplate) -> bool:
+            return self._policy.resource_visible(server.identifier, template.uri_template)
+
+        found = await _child(_pages(resources, listed, "resources", notes))
+        found_templates = await _child(_pages(templates, listed_template, "templates", notes))
+        work = len(found) + len(found_templates) > _LOOP_WORK_ENTRIES
+        return await _bounded(work, self._listing_value, server, found, found_templates, notes)
+
+    def _listing_value(
+        self,
+        server: CatalogServer,
+        resources: Sequence[types.Resource],
+        templates: Sequence[types.ResourceTemplate],
+        notes: list[str],
+    ) -> dict[str, Any]:
+        value: dict[str, Any] = {
+            "resources": [
+                self._noted(server, resource.uri, _resource_entry(resource)) for resource in resources
+            ],
+            "templates": [
+                self._noted(server, template.uri_template, _template_entry(template))
+                for template in templates
+            ],
+        }
+        if notes:
+            value["truncated"] = "; ".join(notes)
+        return self._redactor.redact_json(value)
+
+    def _noted(self, server: CatalogServer, uri: str, entry: dict[str, Any]) -> dict[str, Any]:
+        """An entry with what the policy says of reading it, when it is not simply allowed."""
+        if self._policy.resource_denial(server.identifier, uri) is not None:
+            entry["access"] = "denied by policy"
+        return entry
+
+    async def _read(self, server: CatalogServer, uri: str) -> dict[str, Any]:
+        """Steps 7-9 of a read: the child's contents as the snippet receives them, redacted."""
+        result = await _child(self._pool.read_resource(server.name, uri))
+        if result is None:  # the child has no such resource: the same words as for a hidden one
+            raise ToolCallError(_unknown_resource(server, uri))
+        size = sum(len(getattr(item, "text", "") or getattr(item, "blob", "")) for item in result.contents)
+        return await _bounded(size > _LOOP_WORK_CHARS, self._read_value, server, uri, result.contents)
+
+    def _read_value(
+        self,
+        server: CatalogServer,
+        uri: str,
+        contents: Sequence[types.TextResourceContents | types.BlobResourceContents],
+    ) -> dict[str, Any]:
+        # A read may answer with other URIs (a directory's files): each must be one the snippet could
+        # read by its own URI, or it is left out, as a hidden resource is absent from a list.
+        readable = [
+            resource_contents_value(item)
+            for item in contents
+            if self._readable(server, str(item.uri)) or str(item.uri) == uri
+        ]
+        return self._redactor.redact_json({"uri": uri, "contents": readable})
+
+    def _readable(self, server: CatalogServer, uri: str) -> bool:
+        identifier = server.identifier
+        return (
+            self._policy.resource_visible(identifier, uri)
+            and self._policy.resource_denial(identifier, uri) is None
+        )
+
+    def _redacted(self, exc: BaseException) -> BaseException:
+        """A refusal's text as the snippet may read it (step 9, for errors)."""
+        if isinstance(exc, ToolCallError):
+            exc.args = (self._redactor.redact(str(exc)),)
+        return exc
+
+    async def _finish(self, run: Run, request: _Request | None, failure: BaseException | None) -> None:
+        """Step 10, whatever happened: the progress report and the audit record."""
+        run.calls += 1
+        await run.report()
+        if self._audit is None:
+            return
+        if request is None:
+            name, arguments, started = "resources:?", {}, time.monotonic()
+        else:
+            name, arguments, started = request.name, request.arguments, request.started
+        ms = round((time.monotonic() - started) * 1000, 3)
+        self._audit.record(
+            lambda audit: audit.tool_call(run.execution_id, name, arguments, ms=ms, error=failure)
+        )
+
+
+def _parse(payload: dict[str, Any]) -> _Request | ToolCallError:
+    """The request, or why it is malformed (the guest's proxy never sends one so)."""
+    started = time.monotonic()
+    server, op, uri = payload.get("server"), payload.get("op"), payload.get("uri")
+    if not isinstance(server, str) or not server:
+        return ToolCallError('a resource request names its server: {"server": "github", "op": "list"}')
+    if op == "list" and uri is None:
+        return _Request(server, None, f"{server}:{LIST}", {}, started)
+    if op != "read" or not isinstance(uri, str) or not uri:
+        return ToolCallError(
+            'a resource request is {"server": ..., "op": "list"} or {"server": ..., "op": "read", "uri": ...}'
+        )
+    if len(uri) > MAX_URI_CHARS:
+        return ToolCallError(
+            f"the URI is {len(uri)} characters long; a resource URI takes at most {MAX_URI_CHARS}"
+        )
+    return _Request(server, uri, f"{server}:{uri}", {"uri": uri}, started)
+
+
+def _resolve(catalog: Catalog, name: str) -> CatalogServer:
+    """The server `name` names in the run's catalog (Python or original name), or why none can serve."""
+    server = catalog.server(name)
+    if server is None:
+        offering = [s.identifier for s in catalog.servers if s.resources]
+        close = catalog.suggest_servers(name)
+        hint = f"; did you mean {' or '.join(close)}?" if close else "."
+        where = (
+            f" Servers with resources: {', '.join(offering)}." if offering else " No server offers resources."
+        )
+        raise ToolCallError(f"unknown server {_shown(name)!r}{hint}{where}")
+    if server.blocked is not None:
+        raise ToolCallError(f"server {server.identifier!r} is blocked: {server.blocked}")
+    return server
+
+
+def _unknown_resource(server: CatalogServer, uri: str) -> str:
+    return (
+        f"no resource {_shown(uri)!r} on {server.identifier}; resources.{server.identifier}.list() lists its "
+        "resources and URI templates"
+    )
+
+
+def _shown(text: str) -> str:
+    return text if len(text) <= _SHOWN_URI_CHARS else text[: _SHOWN_URI_CHARS - 3] + "..."
+
+
+async def _pages(
+    fetch: Callable[[str | None], Awaitable[tuple[list[T], str | None]]],
+    keep: Callable[[T], bool],
+    what: str,
+    notes: list[str],
+) -> list[T]:
+    """Every entry `fetch` pages through that `keep` keeps, up to MAX_PAGES pages and MAX_ENTRIES
+    entries; a note in `notes` says where it stopped short."""
+    found: list[T] = []
+    cursor: str | None = None
+    for _ in range(MAX_PAGES):
+        page, cursor = await fetch(cursor)
+        found.extend(entry for entry in page if keep(entry))
+        if len(found) > MAX_ENTRIES or (len(found) == MAX_ENTRIES and cursor):
+            notes.append(
+                f"only the first {MAX_ENTRIES} {what} are listed (the gateway lists at most {MAX_ENTRIES})"
+            )
+            return found[:MAX_ENTRIES]
+        if not cursor:
+            return found
+    notes.append(
+        f"only the {what} on the first {MAX_PAGES} pages the server gave are listed (the gateway asks for "
+        f"at most {MAX_PAGES})"
+    )
+    return found
+
+
+async def _child(request: Awaitable[T]) -> T:
+    """A child's answer; a child that is down is a ToolError to the snippet, as for a tool call."""
+    try:
+        return await request
+    except ChildUnavailable as exc:
+        raise ToolCallError(str(exc)) from exc
+
+
+async def _bounded(large: bool, work: Callable[..., T], *args: Any) -> T:
+    """`work(*args)` on the event loop, or on a worker thread when the payload is `large`."""
+    if not large:
+        return work(*args)
+    return await anyio.to_thread.run_sync(work, *args)
+
+
+def _resource_entry(resource: types.Resource) -> dict[str, Any]:
+    fields = {
+        "uri": resource.uri,
+        "name": resource.name,
+        "title": resource.title,
+        "description": resource.description,
+        "mime_type": resource.mime_type,
+        "size": resource.size,
+    }
+    return {key: value for key, value in fields.items() if value is not None}
+
+
+def _template_entry(template: types.ResourceTemplate) -> dict[str, Any]:
+    fields = {
+        "uri_template": template.uri_template,
+        "name": template.name,
+        "title": template.title,
+        "description": template.description,
+        "mime_type": template.mime_type,
+    }
+    return {key: value for key, value in fields.items() if value is not None}
