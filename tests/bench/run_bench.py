@@ -546,6 +546,43 @@ async def measure_tool_overhead(sandbox: Sandbox, calls: int, repeats: int) -> T
     )
 
 
+PARALLEL_CALLS = 5
+PARALLEL_CALL_SECONDS = 0.3
+SEQUENTIAL_SNIPPET = f"[tools.bench.wait(i=i) for i in range({PARALLEL_CALLS})]"
+GATHERED_SNIPPET = (
+    f"import asyncio\nawait asyncio.gather(*[tools.bench.wait(i=i) for i in range({PARALLEL_CALLS})])"
+)
+
+
+async def waiting_tool(name: str, args: dict[str, Any]) -> Any:
+    """An in-process tool that takes PARALLEL_CALL_SECONDS, as a remote API might."""
+    await anyio.sleep(PARALLEL_CALL_SECONDS)
+    return args
+
+
+@dataclass(frozen=True)
+class ParallelFigures:
+    """The same calls made one after another, and side by side with asyncio.gather."""
+
+    sequential_ms: float
+    gathered_ms: float
+
+
+async def measure_parallel_calls(sandbox: Sandbox, repeats: int) -> ParallelFigures:
+    """Medians of the two snippets, each making PARALLEL_CALLS calls of PARALLEL_CALL_SECONDS."""
+    figures: dict[str, list[float]] = {SEQUENTIAL_SNIPPET: [], GATHERED_SNIPPET: []}
+    for _ in range(repeats):
+        for code, samples in figures.items():
+            started = time.perf_counter_ns()
+            result = await sandbox.execute(code, tool_caller=waiting_tool)
+            samples.append(elapsed_ms(started))
+            if not result.ok or len(result.tool_calls) != PARALLEL_CALLS:
+                raise BenchError(f"the parallel-calls snippet went wrong: {result.summary()}")
+    return ParallelFigures(
+        statistics.median(figures[SEQUENTIAL_SNIPPET]), statistics.median(figures[GATHERED_SNIPPET])
+    )
+
+
 @dataclass(frozen=True)
 class JournalFigures:
     """The tool-call snippet run live, run while journaling its host answers, and replayed from them."""
@@ -1190,6 +1227,18 @@ def tool_row(overhead: ToolOverhead) -> Row:
     )
 
 
+def parallel_row(figures: ParallelFigures) -> Row:
+    """Row 5c: tool calls side by side (asyncio.gather) against the same calls one after another."""
+    return Row(
+        "parallel_calls",
+        f"{PARALLEL_CALLS} calls of {PARALLEL_CALL_SECONDS * 1000:g} ms: gathered, vs one after another",
+        figures.sequential_ms / figures.gathered_ms,
+        "x faster",
+        f"one after another {fmt(figures.sequential_ms)} ms; asyncio.gather {fmt(figures.gathered_ms)} ms",
+        Target(PARALLEL_CALLS * 0.8, at_least=True),
+    )
+
+
 def journal_row(figures: JournalFigures) -> Row:
     """Row 5b: what journaling adds per call (a 2026-07-28 run that may pause for approval), and replay."""
     return Row(
@@ -1418,6 +1467,7 @@ async def collect(plan: Plan) -> Report:
         report.rows.append(monty_fib_row(measure_monty_fib(plan.cpu_repeats), cpu[0]))
         report.rows.append(tool_row(await measure_tool_overhead(warm, plan.tool_calls, plan.tool_repeats)))
         report.rows.append(journal_row(await measure_journal(warm, plan.tool_calls, plan.tool_repeats)))
+        report.rows.append(parallel_row(await measure_parallel_calls(warm, plan.tool_repeats)))
         for live in plan.live_levels:
             report.rows.append(memory_row(await measure_live_memory(inline, live, plan.memory_repeats)))
     # After the in-process sandboxes are gone; their first load left the compiled component cached.

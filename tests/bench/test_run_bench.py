@@ -28,6 +28,7 @@ EXPECTED_ROWS = [
     "monty_fib",
     "tool_call",
     "journal",
+    "parallel_calls",
     "memory_1",
     "memory_4",
     "memory_8",
