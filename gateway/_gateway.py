@@ -17,6 +17,7 @@ from mcp import types
 
 from gateway._exposed import ExposedTool, Exposure, PausedToolCall, expose_tools
 from gateway._redaction import Redactor
+from gateway._resources import ResourceReads
 from gateway._resume import (
     JOURNAL_BYTES_PER_STATE_BYTE,
     ApprovalNeeded,
@@ -59,6 +60,7 @@ class Gateway(AsyncContextManagerMixin):
         self._audit: AuditLog | None = None
         self._pool = child_pool(config, self.redactor)
         self._tool_calls = ToolCalls(self._pool, self.policy, self.redactor, None, self.catalog)
+        self._resources = ResourceReads(self._pool, self.policy, self.redactor, None)
         self._sandbox: Sandbox | None = None
         self._sandbox_error: Exception | None = None
         self._sandbox_ready = anyio.Event()
@@ -81,6 +83,7 @@ class Gateway(AsyncContextManagerMixin):
                 self._tool_calls = ToolCalls(
                     self._pool, self.policy, self.redactor, self._audit, self.catalog
                 )
+                self._resources = ResourceReads(self._pool, self.policy, self.redactor, self._audit)
             await stack.enter_async_context(self._pool)
             self._start_exposed_servers()
             stack.callback(self._close_sandbox)
@@ -424,6 +427,7 @@ class Gateway(AsyncContextManagerMixin):
             code,
             tool_caller=partial(self._tool_calls.call, run),
             admit=partial(self._tool_calls.prepare, run),
+            resources=partial(self._resources.answer, run),
             timeout=timeout,
             journal=journal,
             docs=partial(self._tool_calls.read_catalog, run),

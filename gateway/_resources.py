@@ -50,7 +50,7 @@ MAX_ENTRIES = 1000
 """Resources (and templates) one list returns; past it the answer says it was cut (`truncated`)."""
 MAX_URI_CHARS = 8192
 """The longest URI a read takes: a longer one is a mistake, or costs the child."""
-LIST = "resources/list"
+_LIST = "resources/list"
 """What a list is recorded as, after the server's name: no URI has this form (it has no scheme)."""
 
 # Converting and redacting more than this runs on a worker thread, as tool results do.
@@ -94,7 +94,7 @@ class ResourceReads:
                 raise request
             self._refuse_secrets(request)
             server = _resolve(run.catalog, request.server)
-            request.name = f"{server.identifier}:{request.uri or LIST}"
+            request.name = f"{server.identifier}:{request.uri or _LIST}"
             if request.uri is None:
                 run.quota.acquire_name(request.name)
                 return await self._listing(server)
@@ -228,7 +228,7 @@ def _parse(payload: dict[str, Any]) -> _Request | ToolCallError:
     if not isinstance(server, str) or not server:
         return ToolCallError('a resource request names its server: {"server": "github", "op": "list"}')
     if op == "list" and uri is None:
-        return _Request(server, None, f"{server}:{LIST}", {}, started)
+        return _Request(server, None, f"{server}:{_LIST}", {}, started)
     if op != "read" or not isinstance(uri, str) or not uri:
         return ToolCallError(
             'a resource request is {"server": ..., "op": "list"} or {"server": ..., "op": "read", "uri": ...}'

@@ -46,7 +46,9 @@ class Blob:
 
     def shown(self) -> dict[str, Any]:
         """What `show()` sends the host."""
-        return {"kind": self.kind, "mime_type": self.mime_type, "data": self._base64, "uri": self.uri}
+        # By its type, wherever it came from: a resource that is a PNG is shown as an image.
+        kind = kind_of(self.mime_type)
+        return {"kind": kind, "mime_type": self.mime_type, "data": self._base64, "uri": self.uri}
 
     def __repr__(self) -> str:
         where = f" {self.uri}" if self.uri else ""

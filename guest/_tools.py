@@ -17,6 +17,7 @@ __all__ = [
     "check_calls",
     "defer",
     "help",
+    "resources",
     "search",
     "show",
     "tools",
@@ -170,6 +171,47 @@ class _Tools:
 
     def __repr__(self) -> str:
         return "<tools: dir(tools) lists the servers, search('what you need') finds tools>"
+
+
+class _ResourceServer:
+    """`resources.<server>`: its resources listed, and one read by its uri."""
+
+    __slots__ = ("_server",)
+
+    def __init__(self, server: str) -> None:
+        self._server = server
+
+    def list(self) -> dict[str, Any]:
+        """{"resources": [{"uri", "name", "description", "mime_type", ...}], "templates": [...]}."""
+        return host_call("@resources", {"server": self._server, "op": "list"})
+
+    def read(self, uri: str) -> Any:
+        """The resource's content: text as `str`, binary as `Blob` (a list if it has several parts)."""
+        if not isinstance(uri, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"resources.{self._server}.read() takes the uri as text, as list() shows it")
+        contents = host_call("@resources", {"server": self._server, "op": "read", "uri": uri})["contents"]
+        parts = [part["text"] if "text" in part else revive_blobs(part) for part in contents]
+        return parts[0] if len(parts) == 1 else parts
+
+    def __repr__(self) -> str:
+        return f"<resources of {self._server}: .list() and .read(uri)>"
+
+
+class _Resources:
+    """`resources.<server>.list()` and `resources.<server>.read(uri)`: the children's resources."""
+
+    __slots__ = ()
+
+    def __getattr__(self, server: str) -> _ResourceServer:
+        if server.startswith("__"):
+            raise AttributeError(server)
+        return _ResourceServer(server)
+
+    def __repr__(self) -> str:
+        return "<resources: resources.<server>.list(), resources.<server>.read(uri)>"
+
+
+resources = _Resources()
 
 
 def help(thing: Any = None) -> None:  # the snippet's `help`: pydoc is not in the sandbox

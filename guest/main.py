@@ -11,7 +11,7 @@ from guest import _aio, _capabilities
 from guest._capture import CappedStream
 from guest._hostcall import ToolError, boundary_json
 from guest._snippet import SnippetOutcome, run_snippet
-from guest._tools import Blob, call_tool, check_calls, defer, help, search, show, tools
+from guest._tools import Blob, call_tool, check_calls, defer, help, resources, search, show, tools
 
 __all__ = ["WitWorld"]
 
@@ -129,6 +129,7 @@ class WitWorld(wit_world.WitWorld):
             "search": search,
             "help": help,
             "show": show,
+            "resources": resources,
         }
         outcome = run_snippet(code, namespace, defer, check_calls)
         _show_last_value(outcome)

@@ -27,6 +27,8 @@ SCREEN_SERVER = SERVERS / "screen_server.py"
 """A server for tools the model calls directly: an image, a secret in structured content, an error."""
 CATALOG_SERVER = SERVERS / "catalog_server.py"
 """A server whose tools are the JSON file in CATALOG_FILE, read again on every tools/list."""
+RESOURCE_SERVER = SERVERS / "resource_server.py"
+"""A server with resources: text, binary, a template, a secret, a failing read, pages of them."""
 TOOL_SNAPSHOTS = REPO / "tests" / "data" / "tools"
 """`tools/list` snapshots of real servers, for offline catalog and search tests."""
 

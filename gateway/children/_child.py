@@ -312,7 +312,7 @@ class Child:
         if tools != self.tools:
             self.tools = tools
             self._tools_version += 1
-        self.resources = resources
+        self.resources, self._resources_stale = resources, False
         self._connection, self._attempt, self._tools_stale = connection, 0, False
         self._startup_ms = round((time.monotonic() - started) * 1000, 1)
         self._last_used = anyio.current_time()
@@ -404,14 +404,17 @@ class Child:
         return False
 
     async def _refresh_resources(self, connection: ChildConnection) -> None:
+        scope = self._interruptible = anyio.CancelScope()  # `stop` need not wait for the child's answer
         try:
-            offers = await self._offers_resources(connection)
+            with scope:
+                offers = await self._offers_resources(connection)
+                if offers != self.resources:
+                    self.resources = offers
+                    self._notify()
         except Exception as exc:  # the connection is lost
             connection.end(f"connection lost: {describe_error(exc)}")
-            return
-        if offers != self.resources:
-            self.resources = offers
-            self._notify()
+        finally:
+            self._interruptible = None
 
     def _down(self, reason: str, *, retry: bool) -> None:
         """The connection is gone: reconnect later if the policy allows, else fail for good."""

@@ -1,7 +1,8 @@
 """The compiled policy: what the model sees and may call, with which arguments, with whose approval.
 
 Tools are matched by their qualified Python name (`server.tool`), resources by `server:uri`; a rule
-holding a `:` matches resources only, `*` both, every other rule tools only (`policy/config.py`).
+holding a `:` matches resources only, `*` both, every other rule tools only (`policy/config.py`) -
+except that `deny` and `hidden` of a whole server (`github.*`) take its resources too (fail closed).
 Argument constraints and call quotas live beside it; the order in which a tool call meets these
 checks belongs to the tool-call pipeline (`gateway._tool_calls`), and is stated there only.
 """
@@ -56,8 +57,11 @@ class Policy:
         def tools(key: RuleList) -> _Globs:
             return _Globs([p for p in config.patterns(key) if is_tool_rule(p)])
 
-        def resources(key: RuleList) -> _Globs:
-            return _Globs([p for p in config.patterns(key) if is_resource_rule(p)])
+        def resources(key: RuleList, *, whole_servers: bool = False) -> _Globs:
+            patterns = [p for p in config.patterns(key) if is_resource_rule(p)]
+            if whole_servers:  # fail closed: denying or hiding `github.*` takes its resources too
+                patterns += [f"{p[:-2]}:*" for p in config.patterns(key) if _whole_server(p)]
+            return _Globs(patterns)
 
         self._allow_writes = tools("allow_writes")
         self._allow = tools("allow")
@@ -65,8 +69,8 @@ class Policy:
         self._hidden = tools("hidden")
         self._approve = tools("approve")
         self._allow_resources = resources("allow")
-        self._deny_resources = resources("deny")
-        self._hidden_resources = resources("hidden")
+        self._deny_resources = resources("deny", whole_servers=True)
+        self._hidden_resources = resources("hidden", whole_servers=True)
         self._approve_resources = resources("approve")  # only `*` can be there: see `resource_denial`
         self._constraints = {
             name: Constraint(name, rules.args)
@@ -253,3 +257,9 @@ class Policy:
                         f"(its wire names: {', '.join(sorted(wire))})"
                     )
         return found
+
+
+def _whole_server(pattern: str) -> bool:
+    """`github.*`: a tool rule that names every tool of one server (no wildcard in the server's name)."""
+    server, dot, rest = pattern.partition(".")
+    return bool(dot) and rest == "*" and server != "" and not any(c in server for c in "*?[")

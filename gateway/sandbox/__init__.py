@@ -6,6 +6,7 @@ from gateway.sandbox._host_call import (
     MAX_DOCS_QUERIES,
     CallAdmitter,
     DocsReader,
+    ResourceReader,
     ToolCaller,
     cancelled_error,
 )
@@ -27,6 +28,7 @@ __all__ = (
     "HostAnswer",
     "HostJournal",
     "PausedCall",
+    "ResourceReader",
     "Sandbox",
     "SandboxLimits",
     "ShownItem",

@@ -49,6 +49,7 @@ __all__ = [
     "CallAdmitter",
     "DocsReader",
     "Execution",
+    "ResourceReader",
     "ToolCaller",
     "bound_to_thread",
     "cancelled_error",
@@ -63,6 +64,10 @@ ToolCaller = Callable[[str, dict[str, Any]], Awaitable[Any]]
 CallAdmitter = Callable[[str, dict[str, Any]], Awaitable[Callable[[], Awaitable[Any]]]]
 """Admits a call (every check before the child is reached, approval included) and returns what makes
 it; raises ToolCallError for a refusal. Lets calls that run side by side be admitted in order."""
+
+ResourceReader = Callable[[dict[str, Any]], Awaitable[Any]]
+"""Lists a server's resources or reads one (`{"server", "op": "list" | "read", "uri"}`), with a JSON-able
+answer; raises ToolCallError for a refusal."""
 
 DocsReader = Callable[[str, dict[str, Any]], Any]
 """Answers `@search` and `@docs` (service, JSON payload) from the catalog, on the worker thread, with a
@@ -88,6 +93,7 @@ PARALLEL_SERVICES = ("@start", "@wait", "@cancel")
 MAX_WAIT_IDS = 10_000
 
 MAX_NAME_CHARS = 256
+MAX_URI_CHARS = 2_048
 MAX_JSON_DEPTH = 64
 MAX_ERROR_CHARS = 4_000
 """A refusal's message, at most, as the snippet's ToolError gets it: a child failing at length, or a
@@ -112,6 +118,7 @@ class Execution:
     journal: HostJournal | None = None  # records the host's answers (or replays them, resuming)
     docs: DocsReader | None = None  # answers search(), help() and dir() on tools
     admit: CallAdmitter | None = None  # admits calls that run side by side; else tool_caller makes them
+    resources: ResourceReader | None = None  # lists and reads the children's resources
     in_flight: CallsInFlight | None = None  # set while the run's task group is open on the event loop
     docs_queries: int = 0
     prechecked: bool = False
@@ -250,6 +257,22 @@ class Execution:
             record.ms = round((time.monotonic() - started) * 1000, 3)
         return self._settle(name, record, timeout, value=result)
 
+    def read_resources(self, args_json: str) -> str:
+        """`@resources`: list a server's resources, or read one, counted and capped like a tool call."""
+        request = _resource_request(_parse_json(args_json, "arguments to resources"))
+        reader = self.resources
+        what = f"{request['server']}:{request.get('uri') or 'resources/list'}"[:MAX_NAME_CHARS]
+        record, timeout = self._new_call(what, served=reader is not None)
+        assert reader is not None  # _new_call refused otherwise
+        started = time.monotonic()
+        try:
+            result = self._wait_from_worker(lambda: reader(request), timeout)
+        except (TimeoutError, ToolCallError) as exc:
+            return self._settle(what, record, timeout, error=exc)
+        finally:
+            record.ms = round((time.monotonic() - started) * 1000, 3)
+        return self._settle(what, record, timeout, value=result)
+
     def start_call(self, args_json: str) -> str:
         """`@start`: admit a call the guest awaits, start it on the event loop, answer its id."""
         payload = _parse_json(args_json, "arguments to a tool call")
@@ -349,8 +372,9 @@ class Execution:
             )
         return cast("dict[str, Any]", arguments)
 
-    def _new_call(self, name: str) -> tuple[ToolCallRecord, float]:
-        """The checks every call passes before it is counted, then its record and its timeout."""
+    def _new_call(self, name: str, *, served: bool | None = None) -> tuple[ToolCallRecord, float]:
+        """The checks every call passes before it is counted, then its record and its timeout.
+        `served`: whether anything answers this kind of call (default: a tool caller is there)."""
         limits = self.limits
         if len(self.tool_calls) >= limits.max_tool_calls:
             raise ToolCallLimitExceeded(
@@ -358,7 +382,7 @@ class Execution:
                 "(sandbox.max_tool_calls); "
                 "batch the work or split it across executions"
             )
-        if self.tool_caller is None:
+        if not (self.tool_caller is not None if served is None else served):
             raise _Refused(
                 "ToolError",
                 f"no child servers serve this sandbox, so {name} cannot be called "
@@ -437,6 +461,23 @@ def _shown_item(payload: Any, number: int) -> ShownItem:
     if kind == "resource" and uri is None:
         uri = f"codemode://shown/{number}"  # an embedded resource needs one; the client only shows it
     return ShownItem(kind=kind, mime_type=mime_type, size=size, uri=uri, data=data)
+
+
+def _resource_request(payload: Any) -> dict[str, Any]:
+    """`{"server", "op": "list"}` or `{"server", "op": "read", "uri"}`, checked."""
+    fields = cast("dict[str, Any]", payload) if isinstance(payload, dict) else {}
+    server, op, uri = fields.get("server"), fields.get("op"), fields.get("uri")
+    if not isinstance(server, str) or not 0 < len(server) <= MAX_NAME_CHARS:
+        raise _Refused("ToolError", "resources.<server>: a server name, as search_docs lists it")
+    if op == "list":
+        return {"server": server, "op": op}
+    if op == "read" and isinstance(uri, str) and 0 < len(uri) <= MAX_URI_CHARS:
+        return {"server": server, "op": op, "uri": uri}
+    raise _Refused(
+        "ToolError",
+        f"resources.{server[:80]}.read(uri) takes the resource's uri, text of at most {MAX_URI_CHARS:,} "
+        "characters, as list() shows it",
+    )
 
 
 def _check_tool_name(name: str) -> None:
@@ -520,6 +561,8 @@ def _dispatch(execution: Execution, name: str, args_json: str) -> str:
         return execution.read_docs(name, args_json)
     if name == "@show":
         return execution.show(args_json)
+    if name == "@resources":
+        return execution.read_resources(args_json)
     if name == "@start":
         return execution.start_call(args_json)
     if name == "@wait":

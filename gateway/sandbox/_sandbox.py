@@ -24,6 +24,7 @@ from gateway.sandbox._host_call import (
     CallAdmitter,
     DocsReader,
     Execution,
+    ResourceReader,
     ToolCaller,
     bound_to_thread,
     cancelled_error,
@@ -114,14 +115,18 @@ class Sandbox:
         journal: HostJournal | None = None,
         docs: DocsReader | None = None,
         admit: CallAdmitter | None = None,
+        resources: ResourceReader | None = None,
     ) -> ExecutionResult:
         """Run a snippet on a worker thread; cancelling the caller interrupts the snippet at once.
 
         With a `journal`, the host's answers are recorded in it, after those it already holds are
         replayed (a run resumed after an approval). `docs` answers the snippet's search(), help()
         and dir() on tools. `admit` admits the calls the snippet runs side by side, one at a time
-        (without it, `tool_caller` makes them with no separate admission)."""
-        execution = Execution(self.limits, self.timeout_for(timeout), tool_caller, journal, docs, admit)
+        (without it, `tool_caller` makes them with no separate admission); `resources` answers
+        `resources.<server>.list()` and `.read(uri)`."""
+        execution = Execution(
+            self.limits, self.timeout_for(timeout), tool_caller, journal, docs, admit, resources
+        )
         busy = self._busy()
         if busy is not None:
             return failed_result(execution, busy, fuel=0)

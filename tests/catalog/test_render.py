@@ -46,6 +46,23 @@ def test_the_overview_shows_failed_servers_with_their_error_and_connecting_ones(
     assert "jira_cloud (connecting, its tools appear when it is ready)" in lines
 
 
+def test_the_overview_and_a_servers_listing_name_the_servers_that_offer_resources() -> None:
+    statuses = [
+        ChildStatus("docs", "stdio", ChildState.READY, resources=True),
+        ChildStatus("wiki", "stdio", ChildState.READY, resources=True),
+        ChildStatus("time", "stdio", ChildState.READY),
+    ]
+    catalog = Catalog(snapshot_tools(), statuses).filtered(lambda entry: True, blocked={"wiki": "a typo"})
+    note = (
+        "Resources (data to read, not tools) on docs: resources.<server>.list() lists them and their URI "
+        "templates, resources.<server>.read(uri) reads one."
+    )
+    assert render_overview(catalog).split("\n")[-1] == note  # not wiki: a blocked server offers nothing
+    assert render_search(catalog, "", "docs", 5, "names").split("\n")[-1] == note
+    assert "Resources" not in render_search(catalog, "", "time", 5, "names")
+    assert "Resources" not in render_overview(_catalog())
+
+
 def test_the_overview_of_no_servers_says_there_are_none() -> None:
     assert render_search(Catalog(), "", None, 10, "signatures") == (
         "No child servers are configured: there are no tools to call."

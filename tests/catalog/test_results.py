@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from mcp import types
 
-from gateway.catalog._results import tool_result_value
+from gateway.catalog._results import resource_contents_value, tool_result_value
 from gateway.errors import ToolCallError
 from guest._blob import BLOB_MARKER
 
@@ -99,6 +99,24 @@ def test_a_text_resource_is_a_plain_dict_and_is_not_parsed() -> None:
         "uri": "file:///tmp/a.json",
         "mime_type": "application/json",
         "text": '{"a": 1}',
+    }
+
+
+def test_read_resource_contents_are_text_with_their_uri_or_a_blob_marker_of_kind_resource() -> None:
+    text_contents = types.TextResourceContents(uri="note://a", text='{"a": 1}', mime_type=None)
+    blob = types.BlobResourceContents(uri="image://a.png", blob=PNG, mime_type="image/png")
+    assert resource_contents_value(text_contents) == {
+        "uri": "note://a",
+        "mime_type": None,
+        "text": '{"a": 1}',
+    }
+    assert resource_contents_value(blob) == {
+        BLOB_MARKER: True,
+        "kind": "resource",
+        "mime_type": "image/png",
+        "size": 32,
+        "data": PNG,
+        "uri": "image://a.png",
     }
 
 

@@ -12,7 +12,8 @@ tests page through cursors. It offers:
                            whose reads answer any n
 
 and lists RESOURCE_PAGE_SIZE resources per page (3 by default); with RESOURCE_ENDLESS set, every
-page has a next cursor. An unknown URI is MCP's "resource not found" (-32002). `ping` is its one tool.
+page has a next cursor. An unknown URI is MCP's "resource not found" (-32002). Its one tool, `forget`,
+drops every resource and template and sends `notifications/resources/list_changed`.
 """
 
 from __future__ import annotations
@@ -33,7 +34,12 @@ PIXEL_PNG = base64.b64decode(
 )
 """What image://pixel.png holds."""
 
-PING = types.Tool(name="ping", description="Answer pong.", input_schema={"type": "object", "properties": {}})
+FORGET = types.Tool(
+    name="forget",
+    description="Drop every resource and template, and say that the list changed.",
+    input_schema={"type": "object", "properties": {}},
+)
+FORGOTTEN: list[bool] = []  # `forget` was called
 
 
 def _token() -> str:
@@ -41,6 +47,8 @@ def _token() -> str:
 
 
 def _listed() -> list[types.Resource]:
+    if FORGOTTEN:
+        return []
     pages = int(os.environ.get("RESOURCE_PAGES", "7"))
     fixed = [
         types.Resource(uri="note://readme", name="readme", title="Read me", mime_type="text/plain"),
@@ -69,7 +77,7 @@ async def _list_templates(
     template = types.ResourceTemplate(
         uri_template="docs://page/{n}", name="page", description="Any page by number", mime_type="text/plain"
     )
-    return types.ListResourceTemplatesResult(resource_templates=[template])
+    return types.ListResourceTemplatesResult(resource_templates=[] if FORGOTTEN else [template])
 
 
 def _text(uri: str, text: str) -> types.TextResourceContents:
@@ -103,13 +111,15 @@ async def _read_resource(
 async def _list_tools(
     ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
-    return types.ListToolsResult(tools=[PING])
+    return types.ListToolsResult(tools=[FORGET])
 
 
 async def _call_tool(
     ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
 ) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(text="pong")])
+    FORGOTTEN.append(True)
+    await ctx.session.send_resource_list_changed()
+    return types.CallToolResult(content=[types.TextContent(text="forgotten")])
 
 
 async def main() -> None:
