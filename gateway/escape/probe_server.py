@@ -161,6 +161,28 @@ def build() -> MCPServer:
                 await ctx.log("info", "n" * size)  # pyright: ignore[reportDeprecated]
         return "done"
 
+    # Resources the suite reads through `resources.probe`: a public note, one that quotes the probe's
+    # token (redaction), one the suite's policy denies and one it hides.
+    @server.resource("note://public", mime_type="text/plain")
+    def public_note() -> str:  # pyright: ignore[reportUnusedFunction]
+        """A note anyone may read."""
+        return "public note"
+
+    @server.resource("note://token", mime_type="text/plain")
+    def token_note() -> str:  # pyright: ignore[reportUnusedFunction]
+        """A note quoting the probe's token (a child leaking a secret in a resource)."""
+        return f"token={os.environ.get('PROBE_TOKEN', '')}"
+
+    @server.resource("secret://vault", mime_type="text/plain")
+    def vault() -> str:  # pyright: ignore[reportUnusedFunction]
+        """What the suite's policy denies."""
+        return "the vault"
+
+    @server.resource("hidden://admin", mime_type="text/plain")
+    def admin_note() -> str:  # pyright: ignore[reportUnusedFunction]
+        """What the suite's policy hides."""
+        return "admin only"
+
     return server
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from gateway.escape.cases import (
     approvals,
+    child_resources,
     children_answers,
     concurrency,
     discovery,
@@ -55,6 +56,7 @@ CASES: tuple[EscapeCase, ...] = (
     *approvals.CASES,
     *discovery.CASES,
     *concurrency.CASES,
+    *child_resources.CASES,
 )
 
 CATEGORIES: tuple[str, ...] = tuple(dict.fromkeys(case.category for case in CASES))

@@ -33,8 +33,8 @@ RATE = 5  # calls of probe.count per hour, gateway-wide
 PROBE_MAX_CONCURRENT_CALLS = 3  # the probe's max_concurrent_calls: calls in flight to it at once
 
 PROBE_POLICY: dict[str, Any] = {
-    "deny": ["probe.delete_all"],
-    "hidden": ["probe.internal_admin"],
+    "deny": ["probe.delete_all", "probe:secret://*"],
+    "hidden": ["probe.internal_admin", "probe:hidden://*"],
     "approve": ["probe.write_note", "probe.write_file", "probe.create_entities"],
     "max_tool_calls": QUOTA,
     "tools": {
