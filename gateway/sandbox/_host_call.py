@@ -245,33 +245,29 @@ class Execution:
     def call_tool(self, name: str, args_json: str) -> str:
         """Make one call and wait for it: the guest's blocking `tools.server.tool(...)`."""
         arguments = self._parse_arguments(name, args_json, len(args_json.encode()))
-        record, timeout = self._new_call(name)
         caller = self.tool_caller
-        assert caller is not None  # _new_call refused otherwise
+        return self._make_call(name, None if caller is None else partial(caller, name, arguments))
+
+    def read_resources(self, args_json: str) -> str:
+        """`@resources`: list a server's resources, or read one, counted and capped like a tool call."""
+        request = _resource_request(_parse_json(args_json, "arguments to resources"))
+        what = f"{request['server']}:{request.get('uri') or 'resources/list'}"[:MAX_NAME_CHARS]
+        reader = self.resources
+        return self._make_call(what, None if reader is None else partial(reader, request))
+
+    def _make_call(self, name: str, start: Callable[[], Awaitable[Any]] | None) -> str:
+        """One call the guest waits for: counted, bounded by its timeout, its outcome settled.
+        `start` is None when nothing serves such calls here (refused once the call limit is checked)."""
+        record, timeout = self._new_call(name, served=start is not None)
+        assert start is not None  # _new_call refused otherwise
         started = time.monotonic()
         try:
-            result = self._wait_from_worker(lambda: caller(name, arguments), timeout)
+            result = self._wait_from_worker(start, timeout)
         except (TimeoutError, ToolCallError) as exc:
             return self._settle(name, record, timeout, error=exc)
         finally:
             record.ms = round((time.monotonic() - started) * 1000, 3)
         return self._settle(name, record, timeout, value=result)
-
-    def read_resources(self, args_json: str) -> str:
-        """`@resources`: list a server's resources, or read one, counted and capped like a tool call."""
-        request = _resource_request(_parse_json(args_json, "arguments to resources"))
-        reader = self.resources
-        what = f"{request['server']}:{request.get('uri') or 'resources/list'}"[:MAX_NAME_CHARS]
-        record, timeout = self._new_call(what, served=reader is not None)
-        assert reader is not None  # _new_call refused otherwise
-        started = time.monotonic()
-        try:
-            result = self._wait_from_worker(lambda: reader(request), timeout)
-        except (TimeoutError, ToolCallError) as exc:
-            return self._settle(what, record, timeout, error=exc)
-        finally:
-            record.ms = round((time.monotonic() - started) * 1000, 3)
-        return self._settle(what, record, timeout, value=result)
 
     def start_call(self, args_json: str) -> str:
         """`@start`: admit a call the guest awaits, start it on the event loop, answer its id."""
@@ -282,7 +278,7 @@ class Execution:
         _check_tool_name(name)
         raw = cast("dict[str, Any]", payload).get("arguments")
         arguments = self._parse_arguments(name, raw, len(args_json.encode()))
-        record, timeout = self._new_call(name)
+        record, timeout = self._new_call(name, served=self.tool_caller is not None)
         if self.in_flight is None:
             raise _Refused("ToolError", f"{name} cannot run side by side here: no event loop serves this run")
         call = CallInFlight(len(self.tool_calls) - 1, name, record, timeout)
@@ -372,9 +368,9 @@ class Execution:
             )
         return cast("dict[str, Any]", arguments)
 
-    def _new_call(self, name: str, *, served: bool | None = None) -> tuple[ToolCallRecord, float]:
+    def _new_call(self, name: str, *, served: bool) -> tuple[ToolCallRecord, float]:
         """The checks every call passes before it is counted, then its record and its timeout.
-        `served`: whether anything answers this kind of call (default: a tool caller is there)."""
+        `served`: whether anything here answers this kind of call."""
         limits = self.limits
         if len(self.tool_calls) >= limits.max_tool_calls:
             raise ToolCallLimitExceeded(
@@ -382,7 +378,7 @@ class Execution:
                 "(sandbox.max_tool_calls); "
                 "batch the work or split it across executions"
             )
-        if not (self.tool_caller is not None if served is None else served):
+        if not served:
             raise _Refused(
                 "ToolError",
                 f"no child servers serve this sandbox, so {name} cannot be called "
