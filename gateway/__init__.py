@@ -30,13 +30,14 @@ from gateway.errors import (
     ShownTooMany,
     SnippetError,
     StackExhausted,
+    TokenRefused,
     ToolCallError,
     ToolCallLimitExceeded,
     ToolPayloadTooLarge,
     WallTimeExceeded,
 )
 from gateway.sandbox import ErrorInfo, ExecutionResult, Sandbox, SandboxLimits, ToolCaller, ToolCallRecord
-from gateway.server import serve_stdio
+from gateway.server import serve_http, serve_stdio
 
 __version__ = _package_version()
 
@@ -74,6 +75,7 @@ __all__ = (
     "ShownTooMany",
     "SnippetError",
     "StackExhausted",
+    "TokenRefused",
     "ToolCallError",
     "ToolCallLimitExceeded",
     "ToolCallRecord",
@@ -81,5 +83,6 @@ __all__ = (
     "ToolPayloadTooLarge",
     "WallTimeExceeded",
     "load_config",
+    "serve_http",
     "serve_stdio",
 )

@@ -8,7 +8,7 @@ import time
 from collections.abc import AsyncGenerator
 from contextlib import AsyncExitStack, asynccontextmanager
 from functools import partial
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 import anyio
 import anyio.to_thread
@@ -258,6 +258,12 @@ class Gateway(AsyncContextManagerMixin):
         if self._sandbox is None:
             raise SandboxUnavailable(f"the sandbox is unavailable: {self._sandbox_error}")
         return self._sandbox
+
+    def sandbox_state(self) -> Literal["loading", "ready", "failed"]:
+        """Where the background load of the sandbox is, without waiting (for readiness probes)."""
+        if not self._sandbox_ready.is_set():
+            return "loading"
+        return "ready" if self._sandbox is not None else "failed"
 
     async def search_docs(
         self,

@@ -3,6 +3,7 @@
     GatewayError                  root: catch this to catch everything below
     ├── ConfigError               a config file or value is wrong (exit code 2)
     ├── SandboxUnavailable        the component is missing or cannot be loaded
+    ├── TokenRefused              an HTTP client's bearer token is missing, unknown, expired, or not for us
     ├── ToolCallError             a tool caller's failure; the snippet sees a catchable ToolError
     │   ├── ChildUnavailable      the child server is unknown, failed to start, or its connection was lost
     │   ├── PolicyDenied          the policy refuses the call (deny, allow, read_only, argument constraints)
@@ -53,6 +54,7 @@ __all__ = [
     "ShownTooMany",
     "SnippetError",
     "StackExhausted",
+    "TokenRefused",
     "ToolCallError",
     "ToolCallLimitExceeded",
     "ToolPayloadTooLarge",
@@ -70,6 +72,19 @@ class ConfigError(GatewayError):
 
 class SandboxUnavailable(GatewayError):
     """The sandbox component is missing, stale or cannot be loaded."""
+
+
+class TokenRefused(GatewayError):
+    """An HTTP client's bearer token is missing, unknown, expired, or was not issued for this gateway.
+
+    `reason` is a fixed phrase for logs (`expired`, `wrong audience`...), `detail` says which claim or
+    key; neither ever holds the token. The client sees only a 401.
+    """
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"bearer token refused: {reason}" + (f" ({detail})" if detail else ""))
+        self.reason = reason
+        self.detail = detail
 
 
 class ToolCallError(GatewayError):

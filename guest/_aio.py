@@ -120,6 +120,12 @@ def run(main: Coroutine[Any, Any, Any], *, debug: bool | None = None, **_ignored
     """`asyncio.run` on a SandboxLoop: run `main`, then cancel the tasks it left behind."""
     if not inspect.iscoroutine(main):
         raise ValueError(f"a coroutine was expected, got {main!r}")
+    if asyncio.events._get_running_loop() is not None:  # pyright: ignore[reportPrivateUsage]
+        main.close()
+        raise RuntimeError(
+            "asyncio.run() cannot start a second event loop: this snippet already runs in one (it "
+            "awaits at the top level), so write `await main()` instead of `asyncio.run(main())`"
+        )
     loop = SandboxLoop()
     if debug is not None:
         loop.set_debug(debug)

@@ -11,7 +11,7 @@ import pytest
 
 import gateway
 
-WINGS = ("audit", "catalog", "children", "cli", "config", "escape", "policy", "sandbox", "server")
+WINGS = ("audit", "auth", "catalog", "children", "cli", "config", "escape", "policy", "sandbox", "server")
 
 PUBLIC = (
     # serve
@@ -19,6 +19,7 @@ PUBLIC = (
     "GatewayConfig",
     "load_config",
     "serve_stdio",
+    "serve_http",
     # approvals in rounds (MCP 2026-07-28): a paused execution, and what resumes it
     "ApprovalNeeded",
     "Resume",
@@ -56,6 +57,7 @@ PUBLIC = (
     "ShownTooMany",
     "SnippetError",
     "StackExhausted",
+    "TokenRefused",
     "ToolCallError",
     "ToolCallLimitExceeded",
     "ToolPayloadTooLarge",

@@ -17,6 +17,7 @@ from gateway.cli._audit import audit_command
 from gateway.cli._check import check_command
 from gateway.cli._exec import exec_command
 from gateway.cli._exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from gateway.cli._http import add_http_arguments, http_settings
 from gateway.cli._loading import load_config_for_cli
 from gateway.cli._lock import lock_command
 from gateway.cli._sandbox_test import add_sandbox_test_arguments, sandbox_test_command
@@ -26,7 +27,7 @@ from gateway.config import (
 )
 from gateway.errors import ConfigError, GatewayError
 from gateway.sandbox import COMPONENT_PATH, WASMTIME_VERSION, Sandbox, component_sha256
-from gateway.server import run_stdio
+from gateway.server import run_http, run_stdio
 
 __all__ = ["main"]
 
@@ -65,8 +66,9 @@ def _parser() -> argparse.ArgumentParser:
     def command(name: str, help: str) -> argparse.ArgumentParser:
         return commands.add_parser(name, help=help, parents=[common])
 
-    serve = command("serve", "serve MCP over stdio (the default command)")
+    serve = command("serve", "serve MCP over stdio (the default command), or over HTTP")
     serve.add_argument("--config", help="config file (default: $CODEMODE_CONFIG, else built-in)")
+    add_http_arguments(serve)
 
     run = command("exec", "run one snippet in the sandbox and print its outcome")
     source = run.add_mutually_exclusive_group(required=True)
@@ -126,7 +128,12 @@ def _serve(args: argparse.Namespace) -> int:
             f"this gateway was started by another codemode-gateway ({PARENT_ENV_VAR}={parent}): an "
             "mcpServers entry of that gateway's config runs the gateway itself; remove that entry"
         )
-    run_stdio(load_config_for_cli(args.config))
+    config = load_config_for_cli(args.config)
+    http = http_settings(config, args)
+    if http is None:
+        run_stdio(config)
+    else:
+        run_http(config, http)
     return EXIT_OK
 
 

@@ -1,6 +1,7 @@
 """The config file: found, read, `${VAR}`-expanded, validated; the built-in default; its JSON Schema."""
 
 from gateway.config._defaults import NPM_SERVER_PINS, PYPI_SERVER_PINS, default_config
+from gateway.config._http import HEALTH_PATHS, HttpConfig
 from gateway.config._load import (
     CONFIG_ENV,
     find_config_file,
@@ -19,10 +20,12 @@ from gateway.config._secrets import (
 
 __all__ = (
     "CONFIG_ENV",
+    "HEALTH_PATHS",
     "NOT_SECRET_VARS",
     "NPM_SERVER_PINS",
     "PYPI_SERVER_PINS",
     "GatewayConfig",
+    "HttpConfig",
     "config_json_schema",
     "config_secrets",
     "default_config",

@@ -23,6 +23,7 @@ from gateway.children import (
     RestartPolicy,
     ServerConfig,
 )
+from gateway.config._http import HttpConfig
 from gateway.policy import ApprovalsConfig, PolicyConfig
 from gateway.policy.config import ToolName
 from gateway.sandbox import SandboxLimits
@@ -92,6 +93,11 @@ class GatewayConfig(BaseModel):
     )
     audit: AuditConfig | None = Field(
         default=None, description="Record every execution and tool call in a JSON Lines file; off if absent."
+    )
+    http: HttpConfig | None = Field(
+        default=None,
+        description="Serve MCP over streamable HTTP instead of stdio (also `serve --http`), with its "
+        "caps. Loopback only unless allow_remote: HTTP clients are not authenticated yet.",
     )
     # Values that came from environment variables, with the variable each came from, for redaction;
     # private, so never in repr or dumps.

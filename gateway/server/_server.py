@@ -1,4 +1,5 @@
-"""The MCP server the client sees: `search_docs`, `execute_code` and the exposed child tools, over stdio."""
+"""The MCP server the client sees: `search_docs`, `execute_code` and the exposed child tools (stdio
+serving here; HTTP in `_http.py`)."""
 
 from __future__ import annotations
 
@@ -161,6 +162,23 @@ def _bad_arguments(tool: str, exc: ValidationError) -> types.CallToolResult:
     return _text(f"invalid arguments for {tool}: {problems}", is_error=True)
 
 
+class _Server(Server[Any]):
+    """The lowlevel server, declaring `tools.listChanged` on the handshake era whoever asks: stdio
+    passes its options, the streamable HTTP session manager takes the defaults."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True),
+            experimental_capabilities,
+            extensions,
+        )
+
+
 def build_server(gateway: Gateway) -> Server[Any]:
     """A lowlevel MCP server whose two tools, and the exposed ones, are served by `gateway`.
 
@@ -213,7 +231,7 @@ def build_server(gateway: Gateway) -> Server[Any]:
                 changes.listen.close()
                 task_group.cancel_scope.cancel()
 
-    server = Server(
+    server = _Server(
         SERVER_NAME,
         version=package_version(),
         instructions="Use search_docs to find tools, then execute_code to call and combine them in Python.",

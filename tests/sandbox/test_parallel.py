@@ -189,3 +189,11 @@ async def test_asyncio_sleep_waits_on_the_host_within_the_budget(sandbox: Sandbo
     past = await sandbox.execute("import asyncio\nawait asyncio.sleep(60)", timeout=1)
     assert past.error is not None
     assert past.error.type == "WallTimeExceeded"
+
+
+async def test_asyncio_run_inside_a_snippet_that_awaits_says_to_await_instead(sandbox: Sandbox) -> None:
+    code = "import asyncio\nasync def main():\n    return 1\nawait asyncio.sleep(0)\nasyncio.run(main())"
+    result = await run(sandbox, code, Overlap().tools())
+    assert result.error is not None
+    assert result.error.type == "RuntimeError"
+    assert "write `await main()` instead of `asyncio.run(main())`" in result.error.message

@@ -1,0 +1,60 @@
+"""`serve`'s transport: stdio (the default), or streamable HTTP from `--http` or the config's `http`."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from pydantic import ValidationError
+
+from gateway.config import GatewayConfig, HttpConfig
+from gateway.errors import ConfigError
+
+__all__ = ["add_http_arguments", "http_settings"]
+
+
+def add_http_arguments(serve: argparse.ArgumentParser) -> None:
+    """`--http`, `--host`, `--port` and `--stdio` on `serve`."""
+    transport = serve.add_mutually_exclusive_group()
+    transport.add_argument(
+        "--http",
+        action="store_true",
+        help="serve MCP over streamable HTTP (the config's `http` section, or its defaults)",
+    )
+    transport.add_argument(
+        "--stdio", action="store_true", help="serve over stdio even if the config has an `http` section"
+    )
+    serve.add_argument("--host", help="with --http: the address to bind (default 127.0.0.1)")
+    serve.add_argument(
+        "--port", type=int, help="with --http: the TCP port (default 8080; 0 takes a free one)"
+    )
+
+
+def http_settings(config: GatewayConfig, args: argparse.Namespace) -> HttpConfig | None:
+    """The HTTP settings to serve with, or None for stdio; `--host` and `--port` override the config's."""
+    if args.stdio:
+        if args.host is not None or args.port is not None:
+            raise ConfigError("--host and --port go with --http, not --stdio")
+        return None
+    if not args.http and config.http is None:
+        if args.host is not None or args.port is not None:
+            raise ConfigError("--host and --port go with --http (or an `http` section in the config)")
+        return None
+    base = config.http or HttpConfig()
+    overrides: dict[str, Any] = {}
+    if args.host is not None:
+        overrides["host"] = args.host
+    if args.port is not None:
+        overrides["port"] = args.port
+    if not overrides:
+        return base
+    try:
+        return HttpConfig.model_validate(base.model_dump(exclude_unset=True) | overrides)
+    except ValidationError as exc:
+        flags = " ".join(f"--{key} {value}" for key, value in overrides.items())
+        problems = "; ".join(
+            f"{'.'.join(map(str, error['loc'])) + ': ' if error['loc'] else ''}"
+            f"{error['msg'].removeprefix('Value error, ')}"
+            for error in exc.errors()
+        )
+        raise ConfigError(f"serve {flags}: {problems}") from exc

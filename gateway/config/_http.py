@@ -1,0 +1,179 @@
+"""The config's `http` section: serving MCP over streamable HTTP, with its caps.
+
+The server wing runs it (`gateway/server/_http.py`), but the model lives here: the server sits above
+the config in the layers, and the config must never import it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Self
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = ["HEALTH_PATHS", "NO_AUTH_YET", "HttpConfig", "is_loopback"]
+
+_MIB = 1024 * 1024
+
+HEALTH_PATHS = ("/healthz", "/readyz")
+
+NO_AUTH_YET = (
+    "the gateway does not authenticate HTTP clients yet, so anyone who can reach the port could run "
+    "code with every child's credentials"
+)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` names this machine's loopback interface only (127.0.0.0/8, ::1, localhost)."""
+    if host.lower().rstrip(".") == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a name other than localhost: it may resolve anywhere
+        return False
+
+
+def _is_unspecified(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_unspecified
+    except ValueError:
+        return False
+
+
+def _host_names(host: str) -> list[str]:
+    """How a Host header names `host` (IPv6 in brackets), with `localhost` for the usual loopbacks."""
+    literal = f"[{host.strip('[]')}]" if ":" in host else host
+    names = [literal]
+    if host.lower().rstrip(".") == "localhost":
+        names = ["localhost", "127.0.0.1", "[::1]"]
+    elif host in ("127.0.0.1", "::1", "[::1]"):
+        names.append("localhost")
+    return names
+
+
+class HttpConfig(BaseModel):
+    """Serving MCP over streamable HTTP (`codemode-gateway serve --http`; the config's `http` section)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, title="HTTP serving")
+
+    host: str = Field(
+        default="127.0.0.1",
+        min_length=1,
+        description="Address to bind. A non-loopback address is refused unless `allow_remote` is true: "
+        "the gateway does not authenticate HTTP clients yet.",
+    )
+    port: int = Field(default=8080, ge=0, le=65535, description="TCP port; 0 takes a free one (logged).")
+    path: str = Field(
+        default="/mcp",
+        pattern=r"^/[A-Za-z0-9._~/-]*$",
+        description="The MCP endpoint's path; /healthz and /readyz are the probes'.",
+    )
+    allow_remote: bool = Field(
+        default=False,
+        description="Allow binding a non-loopback address. There is no authentication yet: only behind "
+        "an authenticating proxy, on a network where every client may run code with the children's "
+        "credentials.",
+    )
+    allowed_hosts: list[str] | None = Field(
+        default=None,
+        description="Host header values accepted (DNS rebinding protection): `name:port`, or `name:*` for "
+        "any port. Default: the bound loopback address and `localhost`; a 0.0.0.0 or :: bind must list them.",
+    )
+    allowed_origins: list[str] | None = Field(
+        default=None,
+        description="Origin header values accepted, e.g. `http://localhost:*`; a request without Origin "
+        "(not from a browser) is accepted. Default: `http://` and each allowed host name.",
+    )
+    max_body_bytes: int = Field(
+        default=4 * _MIB,
+        ge=64 * 1024,
+        le=256 * _MIB,
+        description="Cap on one request's body (a retry carries its approval state, up to about 4/3 of "
+        "approvals.max_state_bytes): larger ones are refused with 413.",
+    )
+    max_sessions: int = Field(
+        default=100,
+        ge=1,
+        le=100_000,
+        description="Handshake-era sessions open at once (2026-07-28 has none); past it a new one is "
+        "refused with 503.",
+    )
+    session_idle_seconds: float = Field(
+        default=1800,
+        gt=0,
+        le=7 * 24 * 3600,
+        description="A handshake-era session with no request in flight and no open stream for this long "
+        "is closed; its id then answers 404 and the client starts a new session.",
+    )
+    max_executions_in_flight: int = Field(
+        default=16,
+        ge=1,
+        le=4096,
+        description="execute_code and exposed-tool calls handed to the gateway at once, from every caller "
+        "(runs then wait for a sandbox slot: sandbox.max_concurrent_executions).",
+    )
+    max_executions_queued: int = Field(
+        default=32,
+        ge=0,
+        le=4096,
+        description="Calls waiting for an in-flight place, from every caller; past it a call is refused "
+        "with 503 and Retry-After.",
+    )
+    max_executions_in_flight_per_caller: int = Field(
+        default=4,
+        ge=1,
+        le=4096,
+        description="In-flight calls of one caller: its MCP session (handshake era), else its client "
+        "address, until clients are authenticated.",
+    )
+    max_executions_queued_per_caller: int = Field(
+        default=4,
+        ge=0,
+        le=4096,
+        description="Waiting calls of one caller; past it a call is refused with 429 and Retry-After.",
+    )
+    shutdown_grace_seconds: float = Field(
+        default=30,
+        ge=0,
+        le=3600,
+        description="On SIGTERM or SIGINT, how long calls in flight may take to finish (new ones are "
+        "refused) before they are cancelled and the children stopped.",
+    )
+
+    @model_validator(mode="after")
+    def _safe(self) -> Self:
+        if not is_loopback(self.host) and not self.allow_remote:
+            raise ValueError(bind_refusal(self.host))
+        if _is_unspecified(self.host) and self.allowed_hosts is None:
+            raise ValueError(
+                f"host {self.host} binds every interface: list the names clients reach the gateway by "
+                'in allowed_hosts (e.g. ["mcp.internal:8080"])'
+            )
+        if self.path.rstrip("/") in HEALTH_PATHS:
+            raise ValueError(f"path {self.path} is a health probe's: choose another, such as /mcp")
+        if self.max_executions_in_flight_per_caller > self.max_executions_in_flight:
+            raise ValueError(
+                f"max_executions_in_flight_per_caller ({self.max_executions_in_flight_per_caller}) is "
+                f"above max_executions_in_flight ({self.max_executions_in_flight}): lower it"
+            )
+        return self
+
+    def hosts(self) -> list[str]:
+        """The Host header values accepted: the configured ones, else the bound host's names, any port."""
+        if self.allowed_hosts is not None:
+            return list(self.allowed_hosts)
+        return [f"{name}{port}" for name in _host_names(self.host) for port in (":*", "")]
+
+    def origins(self) -> list[str]:
+        """The Origin header values accepted: the configured ones, else http:// and each allowed host."""
+        if self.allowed_origins is not None:
+            return list(self.allowed_origins)
+        return [f"http://{host}" for host in self.hosts()]
+
+
+def bind_refusal(host: str) -> str:
+    """Why binding `host` is refused without `allow_remote`, and what to do instead."""
+    return (
+        f"host {host} is not a loopback address and {NO_AUTH_YET}: bind 127.0.0.1 (the default), or "
+        "set http.allow_remote to true behind an authenticating proxy"
+    )

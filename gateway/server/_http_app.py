@@ -1,0 +1,104 @@
+"""The ASGI app served over HTTP: the MCP endpoint (both protocol eras) and the probes.
+
+The MCP endpoint is the SDK's `StreamableHTTPSessionManager` serving the same lowlevel server that
+stdio serves (`build_server`), stateful so that handshake-era clients get sessions (elicitation
+needs one), while 2026-07-28 requests are served one by one. In front of it, `McpGate` checks Host
+and Origin, the body's size, and admits executions. Authentication, when it comes, goes between
+the two as Starlette middleware, so that a principal is known before a call is admitted.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+
+import anyio
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from starlette.applications import Starlette
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from gateway._gateway import Gateway
+from gateway.config import HEALTH_PATHS, HttpConfig
+from gateway.server._admission import Admission, ExecutionCaps
+from gateway.server._gate import McpGate, hold_ticket, security_settings
+from gateway.server._health import Readiness, healthz
+from gateway.server._refusals import RETRY_AFTER_SECONDS, Refusal, send_refusal
+from gateway.server._server import build_server
+
+__all__ = ["HttpApp"]
+
+log = logging.getLogger("gateway.server.http")
+
+
+class HttpApp:
+    """An ASGI app serving `gateway`: MCP at `http.path`, `/healthz`, `/readyz`; and its shutdown."""
+
+    def __init__(self, gateway: Gateway, http: HttpConfig) -> None:
+        self.http = http
+        self.admission = Admission(ExecutionCaps.of(http))
+        self.shutting_down = False
+        self._open: set[anyio.CancelScope] = set()
+        self._closed = False
+        server = build_server(gateway)
+        server.middleware.append(hold_ticket)
+        self.sessions = StreamableHTTPSessionManager(
+            server,
+            security_settings=security_settings(http),
+            max_request_body_size=http.max_body_bytes,
+            max_sessions=http.max_sessions,
+            session_idle_timeout=http.session_idle_seconds,
+        )
+        mcp = McpGate(StreamableHTTPASGIApp(self.sessions), http, self.admission, self._is_shutting_down)
+        readiness = Readiness(gateway, self._is_shutting_down)
+        alive, ready = HEALTH_PATHS
+        self._app: ASGIApp = Starlette(
+            routes=[Route(http.path, mcp), Route(alive, healthz), Route(ready, readiness.readyz)],
+            lifespan=self._lifespan,
+        )
+
+    @asynccontextmanager
+    async def _lifespan(self, _: Starlette) -> AsyncGenerator[None]:
+        async with self.sessions.run():  # the server's lifespan too: tools/list_changed
+            yield
+
+    def _is_shutting_down(self) -> bool:
+        return self.shutting_down
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":  # lifespan
+            await self._app(scope, receive, send)
+            return
+        if self._closed:
+            await send_refusal(
+                send, Refusal(503, "the gateway is shutting down", retry_after=RETRY_AFTER_SECONDS)
+            )
+            return
+        with anyio.CancelScope() as request:
+            self._open.add(request)
+            try:
+                await self._app(scope, receive, send)
+            finally:
+                self._open.discard(request)
+
+    async def drain(self, grace_seconds: float) -> None:
+        """Stop admitting calls and opening sessions, give those in flight `grace_seconds` to
+        finish, then end every request still open (streams, calls past the grace period)."""
+        self.shutting_down = True
+        self.admission.stop_admitting()
+        in_flight = self.admission.in_flight
+        if in_flight:
+            log.info(
+                "waiting for calls in flight", extra={"in_flight": in_flight, "grace_seconds": grace_seconds}
+            )
+        with anyio.move_on_after(grace_seconds):
+            await self.admission.wait_idle()
+        if self.admission.in_flight:
+            log.warning(
+                "grace period over: cancelling calls in flight",
+                extra={"in_flight": self.admission.in_flight, "grace_seconds": grace_seconds},
+            )
+        self._closed = True
+        for request in list(self._open):
+            request.cancel()

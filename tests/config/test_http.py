@@ -1,0 +1,78 @@
+"""The `http` section: safe defaults (loopback, rebinding protection), and the binds it refuses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gateway import ConfigError
+from gateway.config import HttpConfig, parse_config
+
+
+def http(section: dict[str, Any]) -> HttpConfig:
+    config = parse_config({"http": section}, "team.json", {})
+    assert config.http is not None
+    return config.http
+
+
+def refusal(section: dict[str, Any]) -> str:
+    with pytest.raises(ConfigError) as refused:
+        parse_config({"http": section}, "team.json", {})
+    return str(refused.value)
+
+
+def test_without_an_http_section_the_gateway_serves_stdio() -> None:
+    assert parse_config({}, "team.json", {}).http is None
+
+
+def test_the_defaults_bind_loopback_and_accept_only_loopback_hosts_and_origins() -> None:
+    defaults = http({})
+    assert (defaults.host, defaults.port, defaults.path) == ("127.0.0.1", 8080, "/mcp")
+    assert defaults.hosts() == ["127.0.0.1:*", "127.0.0.1", "localhost:*", "localhost"]
+    assert defaults.origins() == [
+        "http://127.0.0.1:*",
+        "http://127.0.0.1",
+        "http://localhost:*",
+        "http://localhost",
+    ]
+    assert http({"host": "::1"}).hosts() == ["[::1]:*", "[::1]", "localhost:*", "localhost"]
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "10.1.2.3", "gateway.internal"])
+def test_a_non_loopback_bind_is_refused_saying_there_is_no_authentication_yet(host: str) -> None:
+    message = refusal({"host": host})
+    assert f"http: host {host} is not a loopback address" in message
+    assert "does not authenticate HTTP clients yet" in message
+    assert "http.allow_remote" in message
+
+
+def test_allow_remote_binds_an_address_and_accepts_it_as_the_host() -> None:
+    remote = http({"host": "10.1.2.3", "allow_remote": True})
+    assert remote.hosts() == ["10.1.2.3:*", "10.1.2.3"]
+
+
+def test_binding_every_interface_needs_the_names_clients_use() -> None:
+    message = refusal({"host": "0.0.0.0", "allow_remote": True})
+    assert "list the names clients reach the gateway by in allowed_hosts" in message
+    chosen = http({"host": "0.0.0.0", "allow_remote": True, "allowed_hosts": ["mcp.internal:8080"]})
+    assert chosen.hosts() == ["mcp.internal:8080"]
+    assert chosen.origins() == ["http://mcp.internal:8080"]
+
+
+@pytest.mark.parametrize(
+    ("section", "expected"),
+    [
+        ({"path": "/readyz"}, "path /readyz is a health probe's"),
+        ({"path": "mcp"}, "http.path: String should match pattern"),
+        ({"port": 70000}, "http.port: Input should be less than or equal to 65535"),
+        ({"max_body_bytes": 10}, "http.max_body_bytes: Input should be greater than or equal to 65536"),
+        (
+            {"max_executions_in_flight": 2, "max_executions_in_flight_per_caller": 3},
+            "max_executions_in_flight_per_caller (3) is above max_executions_in_flight (2)",
+        ),
+        ({"max_session": 3}, 'http.max_session: unknown key "max_session"; did you mean "max_sessions"?'),
+    ],
+)
+def test_a_bad_setting_is_one_line_naming_its_key(section: dict[str, Any], expected: str) -> None:
+    assert expected in refusal(section)

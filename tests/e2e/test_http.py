@@ -1,0 +1,351 @@
+"""Serving MCP over streamable HTTP, end to end: the real `serve --http` process, real children, and
+the SDK's own `Client` on both protocol eras (`mode="auto"` negotiates 2026-07-28, one request at a
+time; `mode="legacy"` the handshake era, in a session); every cap attempted and refused with its
+status and config key; the probes; and a shutdown that lets calls in flight finish."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client, types
+from mcp.client.session import IncomingMessage
+from mcp.shared.exceptions import MCPError
+
+from tests.e2e.gateway_http import Answers, HttpGateway, http_client, http_gateway
+from tests.e2e.gateway_process import TINY, WAIT, ledger_entries, ledger_server, text, write_config
+from tests.real_servers import FAULT_SERVER
+
+pytestmark = pytest.mark.anyio
+
+ERAS = (("auto", "2026-07-28"), ("legacy", "2025-11-25"))
+HANDSHAKE_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    },
+}
+
+
+class User:
+    """The person at the client: accepts every approval, remembering each prompt."""
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+
+    async def __call__(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        self.prompts.append(params.message)
+        return types.ElicitResult(action="accept", content={})
+
+
+class Progress:
+    """Every progress value a call reported; `arrived` once the first one did."""
+
+    def __init__(self) -> None:
+        self.values: list[float] = []
+        self.arrived = anyio.Event()
+
+    async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        self.values.append(progress)
+        self.arrived.set()
+
+
+def error_body(response: httpx2.Response) -> dict[str, Any]:
+    body = response.json()
+    assert body["jsonrpc"] == "2.0"
+    assert body["id"] is None
+    return body["error"]
+
+
+async def post(gateway: HttpGateway, body: Any = None, **headers: str) -> httpx2.Response:
+    """One raw POST to the MCP endpoint (a handshake-era message unless the headers say otherwise)."""
+    content = body if isinstance(body, bytes) else json.dumps(body).encode()
+    with anyio.fail_after(WAIT):
+        async with httpx2.AsyncClient() as raw:
+            return await raw.post(gateway.url, content=content, headers=HANDSHAKE_HEADERS | headers)
+
+
+async def test_both_eras_find_tools_call_children_ask_approval_hear_progress_and_list_changes_over_http(
+    tmp_path: Path,
+) -> None:
+    fault = {"command": sys.executable, "args": [str(FAULT_SERVER)]}
+    config = write_config(
+        tmp_path,
+        {
+            "mcpServers": {"tiny": TINY, "ledger": ledger_server(tmp_path), "fault": fault},
+            "policy": {"approve": ["ledger.append"]},
+            "expose": ["fault.add_tool", "fault.late_auto", "fault.late_legacy"],
+        },
+    )
+    async with http_gateway(config) as gateway:
+        for mode, era in ERAS:
+            await everything_the_gateway_does(gateway, mode, era)
+    assert ledger_entries(tmp_path) == ["auto", "legacy"]  # each approved call reached the child once
+
+
+async def everything_the_gateway_does(gateway: HttpGateway, mode: str, era: str) -> None:
+    """search_docs, a child called from a snippet, an approval, progress, an exposed tool, and the
+    notification that the tool list changed, on one protocol era."""
+    user, heard, told = User(), Progress(), anyio.Event()
+
+    async def messages(message: IncomingMessage) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            told.set()
+
+    async with http_client(gateway.url, mode, elicitation=user, messages=messages) as client:
+        assert client.session.protocol_version == era
+        declared = client.server_capabilities.tools
+        with anyio.fail_after(WAIT):
+            found = text(await client.call_tool("search_docs", {"query": "echo"}))
+            echoed = await client.call_tool("execute_code", {"code": "tools.tiny.echo(text='http')"})
+            approved = await client.call_tool(
+                "execute_code", {"code": f"tools.ledger.append(entry='{mode}')"}
+            )
+            slow = await client.call_tool(
+                "execute_code", {"code": "tools.ledger.slow(seconds=1.5)"}, progress_callback=heard
+            )
+            if mode == "auto":  # 2026-07-28: change notifications come on a stream the client opens
+                async with client.listen(tools_list_changed=True) as changes:
+                    await client.call_tool("fault__add_tool", {"name": f"late_{mode}"})
+                    await changes.__anext__()
+            else:
+                await client.call_tool("fault__add_tool", {"name": f"late_{mode}"})
+                await told.wait()
+            late = await client.call_tool(f"fault__late_{mode}", {})
+    assert declared is not None
+    assert declared.list_changed is True
+    assert "tiny.echo" in found
+    assert echoed.structured_content is not None
+    assert echoed.structured_content["value"] == {"result": "http"}
+    assert not approved.is_error, text(approved)
+    assert len(user.prompts) == 1, user.prompts
+    assert "ledger.append" in user.prompts[0]
+    assert slow.structured_content is not None
+    assert slow.structured_content["ok"]
+    assert len(heard.values) >= 2
+    assert all(b > a for a, b in zip(heard.values, heard.values[1:], strict=False)), heard.values
+    assert text(late) == f"late_{mode} answers"
+
+
+async def test_body_host_origin_session_and_idle_caps_refuse_with_their_status_and_key(
+    tmp_path: Path,
+) -> None:
+    config = write_config(
+        tmp_path,
+        {
+            "mcpServers": {"tiny": TINY},
+            "http": {"max_body_bytes": 65536, "max_sessions": 1, "session_idle_seconds": 1},
+        },
+    )
+    async with http_gateway(config) as gateway:
+        too_large = await post(gateway, b" " * 70_000)
+        bad_host = await post(gateway, INITIALIZE, host="attacker.example")
+        bad_origin = await post(gateway, INITIALIZE, origin="http://attacker.example")
+        opened = await post(gateway, INITIALIZE)
+        one_too_many = await post(gateway, INITIALIZE)
+        session = opened.headers["mcp-session-id"]
+        await anyio.sleep(2)  # no request in flight for longer than session_idle_seconds
+        expired = await post(
+            gateway,
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+            **{"mcp-session-id": session, "mcp-protocol-version": "2025-11-25"},
+        )
+        # The gateway kept serving through all of it: both eras work, a new session too.
+        served = [await echo(gateway, mode) for mode, _ in ERAS]
+    assert served == [{"result": "ok"}, {"result": "ok"}]
+    assert too_large.status_code == 413
+    assert error_body(too_large)["data"] == {"key": "http.max_body_bytes", "value": 65536}
+    assert bad_host.status_code == 421
+    assert error_body(bad_host)["data"] == {"key": "http.allowed_hosts"}
+    assert bad_origin.status_code == 403
+    assert error_body(bad_origin)["data"] == {"key": "http.allowed_origins"}
+    assert opened.status_code == 200
+    assert one_too_many.status_code == 503
+    assert one_too_many.headers["retry-after"]
+    assert error_body(one_too_many)["data"] == {"key": "http.max_sessions", "value": 1}
+    assert "too many open sessions" in error_body(one_too_many)["message"]
+    assert expired.status_code == 404
+    assert error_body(expired)["data"] == {"key": "http.session_idle_seconds", "value": 1}
+    logged = [json.dumps(record) for record in gateway.logs]
+    assert not [line for line in logged if session in line], "a session id reached the log"
+
+
+async def echo(gateway: HttpGateway, mode: str) -> Any:
+    async with http_client(gateway.url, mode) as client:
+        with anyio.fail_after(WAIT):
+            result = await client.call_tool("execute_code", {"code": "tools.tiny.echo(text='ok')"})
+    assert result.structured_content is not None
+    return result.structured_content["value"]
+
+
+class Outcomes:
+    """What each named execute_code call came to: its result, or the error the client raised."""
+
+    def __init__(self) -> None:
+        self.of: dict[str, types.CallToolResult | MCPError] = {}
+        self._changed = anyio.Event()
+
+    async def call(
+        self, name: str, client: Client, arguments: dict[str, str], heard: Progress | None = None
+    ) -> None:
+        try:
+            self.of[name] = await client.call_tool("execute_code", arguments, progress_callback=heard)
+        except MCPError as error:
+            self.of[name] = error
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def held(self, scope: anyio.CancelScope, client: Client, running: Progress) -> None:
+        """A call that holds its place until `scope` is cancelled (the client cancels it)."""
+        with scope:
+            await self.call("held", client, {"code": "tools.ledger.slow(seconds=100)"}, running)
+
+    async def settled(self, count: int) -> None:
+        while len(self.of) < count:
+            await self._changed.wait()
+
+
+async def test_calls_past_the_in_flight_and_queue_caps_are_refused_and_cancelling_frees_a_place(
+    tmp_path: Path,
+) -> None:
+    config = write_config(
+        tmp_path,
+        {
+            "mcpServers": {"ledger": ledger_server(tmp_path)},
+            "sandbox": {"timeout_seconds": 120},
+            "http": {
+                "max_executions_in_flight": 2,
+                "max_executions_queued": 1,
+                "max_executions_in_flight_per_caller": 1,
+                "max_executions_queued_per_caller": 1,
+            },
+        },
+    )
+    quick = {"code": "tools.ledger.entries()"}
+    answers, outcomes = Answers(), Outcomes()
+    async with (
+        http_gateway(config) as gateway,
+        http_client(gateway.url, "auto", answers=answers) as modern,  # a caller: its address
+        http_client(gateway.url, "legacy", answers=answers) as first_session,  # a caller each
+        http_client(gateway.url, "legacy", answers=answers) as second_session,
+    ):
+        with anyio.fail_after(WAIT):
+            async with anyio.create_task_group() as tg:
+                modern_held, session_held = anyio.CancelScope(), anyio.CancelScope()
+                modern_running, session_running = Progress(), Progress()
+                tg.start_soon(outcomes.held, modern_held, modern, modern_running)
+                await modern_running.arrived.wait()
+                # One of these two waits in the caller's queue, the other finds it full (429).
+                tg.start_soon(outcomes.call, "modern second", modern, quick)
+                tg.start_soon(outcomes.call, "modern third", modern, quick)
+                await outcomes.settled(1)
+                # Another caller runs at once: the gateway has two places.
+                tg.start_soon(outcomes.held, session_held, first_session, session_running)
+                await session_running.arrived.wait()
+                # A third caller finds every place taken and the queue full (503).
+                await outcomes.call("second session", second_session, quick)
+                modern_held.cancel()  # 2026-07-28: the client closes the stream; the queued call runs
+                await outcomes.settled(3)
+                session_held.cancel()  # handshake era: notifications/cancelled
+            # The places are free again: the refused caller is served now.
+            await outcomes.call("second session again", second_session, quick)
+
+    queued = [outcomes.of["modern second"], outcomes.of["modern third"]]
+    assert sorted(type(outcome).__name__ for outcome in queued) == ["CallToolResult", "MCPError"]
+    per_caller = next(outcome for outcome in queued if isinstance(outcome, MCPError))
+    assert "http.max_executions_queued_per_caller" in str(per_caller)
+    busy = outcomes.of["second session"]
+    assert isinstance(busy, MCPError)
+    assert "the gateway is busy" in str(busy)
+    assert "http.max_executions_queued" in str(busy)
+    again = outcomes.of["second session again"]
+    assert isinstance(again, types.CallToolResult)
+    assert not again.is_error
+    # The SDK client read each refusal's body (its message became the error above); the status and
+    # Retry-After are in the HTTP answers.
+    assert [answer.status_code for answer in answers.seen if answer.status_code >= 400] == [429, 503]
+    assert all(answer.headers["retry-after"] for answer in answers.seen if answer.status_code >= 400)
+
+
+async def test_healthz_answers_at_once_and_readyz_only_once_every_child_has_reported(tmp_path: Path) -> None:
+    late = {"command": "sh", "args": ["-c", f"sleep 3; exec {sys.executable} {TINY['args'][0]}"]}
+    config = write_config(tmp_path, {"mcpServers": {"late": late}})
+    async with http_gateway(config) as gateway, httpx2.AsyncClient() as probe:
+        with anyio.fail_after(WAIT):
+            alive = await probe.get(f"{gateway.base}/healthz")
+            starting = await probe.get(f"{gateway.base}/readyz")
+            await gateway.logged("child ready")
+            # The sandbox loads meanwhile, in a few hundred milliseconds: poll as a probe would.
+            while (ready := await probe.get(f"{gateway.base}/readyz")).status_code != 200:  # noqa: ASYNC110
+                await anyio.sleep(0.2)
+    assert (alive.status_code, alive.json()) == (200, {"alive": True})
+    assert starting.status_code == 503
+    assert starting.json()["ready"] is False
+    assert starting.json()["children"] == {"connecting": 1}
+    assert ready.json() == {
+        "ready": True,
+        "config": "loaded",
+        "sandbox": "ready",
+        "children": {"ready": 1},
+        "shutting_down": False,
+    }
+
+
+async def test_sigterm_lets_a_call_in_flight_finish_refuses_new_ones_then_stops(tmp_path: Path) -> None:
+    config = write_config(
+        tmp_path, {"mcpServers": {"ledger": ledger_server(tmp_path)}, "http": {"shutdown_grace_seconds": 60}}
+    )
+    code = "tools.ledger.slow(seconds=2)\ntools.ledger.append(entry='after the signal')"
+    heard, outcomes = Progress(), Outcomes()
+    async with http_gateway(config) as gateway, http_client(gateway.url) as client:
+        with anyio.fail_after(WAIT):
+            await client.list_tools()  # the client checks results against the listed output schema
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(outcomes.call, "in flight", client, {"code": code}, heard)
+                await heard.arrived.wait()
+                gateway.terminate()
+                await gateway.logged("shutting down")
+                async with httpx2.AsyncClient() as probe:
+                    not_ready = await probe.get(f"{gateway.base}/readyz")
+                assert not_ready.status_code == 503
+                assert not_ready.json()["shutting_down"] is True
+                await outcomes.call("new", client, {"code": "1"})
+            exit_code = await gateway.stop()
+    finished, refused = outcomes.of["in flight"], outcomes.of["new"]
+    assert isinstance(finished, types.CallToolResult)
+    assert not finished.is_error, text(finished)
+    assert ledger_entries(tmp_path) == ["after the signal"]
+    assert isinstance(refused, MCPError)
+    assert "shutting down" in str(refused)
+    assert exit_code == 0
+    assert gateway.messages()[-1] == "gateway stopped"
+
+
+async def test_calls_still_running_after_the_grace_period_are_cancelled_and_the_gateway_stops(
+    tmp_path: Path,
+) -> None:
+    config = write_config(
+        tmp_path, {"mcpServers": {"ledger": ledger_server(tmp_path)}, "http": {"shutdown_grace_seconds": 1}}
+    )
+    heard, outcomes, exit_codes = Progress(), Outcomes(), list[int]()
+    async with http_gateway(config) as gateway, http_client(gateway.url, "legacy") as client:
+        with anyio.fail_after(WAIT):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(outcomes.held, anyio.CancelScope(), client, heard)
+                await heard.arrived.wait()
+                started = anyio.current_time()
+                exit_codes.append(await gateway.stop())
+                assert anyio.current_time() - started < 15
+    assert exit_codes == [0]
+    assert isinstance(outcomes.of["held"], MCPError)  # the call ended without its result
+    assert "grace period over: cancelling calls in flight" in gateway.messages()
