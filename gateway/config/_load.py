@@ -119,6 +119,34 @@ class _Reading:
             return {name: value for name, value in section.items() if name != "key"}
         return {**section, "key": expanded}
 
+    def auth(self, section: dict[str, Any]) -> dict[str, Any]:
+        """The `auth` section with each static token read from the environment variable it names.
+
+        A token written into the config, or whose variable is not set, refuses the config: a server
+        that cannot tell its callers apart must not start. Its entry is kept as a placeholder, so that
+        the rest of the section is validated in the same round.
+        """
+        tokens = as_object(section.get("tokens"))
+        if tokens is None:
+            return section  # validation says what is wrong with it
+        read: dict[str, Any] = {}
+        for principal, token in tokens.items():
+            where = key_path(("auth", "tokens", principal))
+            reference = VARIABLE_REFERENCE.fullmatch(token) if isinstance(token, str) else None
+            if not isinstance(token, str):
+                read[principal] = token
+            elif reference is None or reference.group(2) is not None:
+                self.problems.append(
+                    f'{where}: write "${{NAME}}", naming an environment variable that holds the token; a '
+                    "token written into a shared config is no secret"
+                )
+                read[principal] = f"unread:{where}".ljust(64, ".")
+            else:
+                expanded, unresolved = self.expander.one(token, where)
+                self.problems += [item.line for item in unresolved]
+                read[principal] = f"unread:{where}".ljust(64, ".") if unresolved else expanded
+        return {**section, "tokens": read}
+
 
 def _resolve_paths(config: GatewayConfig, base: Path) -> None:
     """A stdio child's relative `cwd`, and a relative `command` with a slash, start from `base`."""
@@ -178,6 +206,8 @@ def parse_config(
         top["mcpServers"] = reading.entries
     if (approvals := as_object(top.get("approvals"))) is not None:
         top["approvals"] = reading.approvals(approvals)
+    if (auth := as_object(top.get("auth"))) is not None:
+        top["auth"] = reading.auth(auth)
     config = _validate(top, source, reading, _policy_problems(top, configured))
     if config_dir is not None:
         _resolve_paths(config, config_dir)

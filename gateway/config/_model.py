@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from gateway.audit import AuditConfig
+from gateway.auth import AuthConfig
 from gateway.children import (
     DEFAULT_MAX_CONCURRENT_CALLS,
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -98,6 +99,11 @@ class GatewayConfig(BaseModel):
         default=None,
         description="Serve MCP over streamable HTTP instead of stdio (also `serve --http`), with its "
         "caps. Loopback only unless allow_remote: HTTP clients are not authenticated yet.",
+    )
+    auth: AuthConfig | None = Field(
+        default=None,
+        description="Who may call the gateway over HTTP: static API tokens naming principals, OAuth "
+        "bearer JWTs from an issuer, or both.",
     )
     # Values that came from environment variables, with the variable each came from, for redaction;
     # private, so never in repr or dumps.

@@ -1,0 +1,31 @@
+"""Who is calling over HTTP: static API tokens and OAuth bearer JWTs, verified for the SDK's middleware."""
+
+from gateway.auth._identity import GatewayAccessToken, Identity, identity_of
+from gateway.auth._jwt import JwtVerifier
+from gateway.auth._sdk import (
+    bearer_middleware,
+    identity_in,
+    require_token,
+    resource_metadata_routes,
+    resource_metadata_url,
+)
+from gateway.auth._static import StaticTokenVerifier
+from gateway.auth._verifier import GatewayTokenVerifier, build_verifier
+from gateway.auth.config import AuthConfig, OAuthConfig
+
+__all__ = (
+    "AuthConfig",
+    "GatewayAccessToken",
+    "GatewayTokenVerifier",
+    "Identity",
+    "JwtVerifier",
+    "OAuthConfig",
+    "StaticTokenVerifier",
+    "bearer_middleware",
+    "build_verifier",
+    "identity_in",
+    "identity_of",
+    "require_token",
+    "resource_metadata_routes",
+    "resource_metadata_url",
+)

@@ -1,0 +1,59 @@
+"""Who is calling, once a token is verified: the `Identity`, carried in the SDK's `AccessToken` shape."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from mcp.server.auth.provider import AccessToken
+
+__all__ = ["STATIC_ISSUER", "GatewayAccessToken", "Identity", "identity_of", "token_digest"]
+
+STATIC_ISSUER = "codemode-gateway:tokens"
+"""The `iss` a static token's AccessToken carries, so that the SDK's principal (client, issuer,
+subject) of a static principal never equals that of an OAuth subject with the same name."""
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """Who is calling: the principal a verified token names, the client acting for it, what it may do."""
+
+    principal: str
+    """The static token's configured name, or the JWT's `sub`."""
+    client: str | None = None
+    """The OAuth client acting for the principal (`client_id`, else `azp`); None for a static token."""
+    scopes: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+    issuer: str | None = None
+    """The JWT's `iss`; None for a static token."""
+    expires_at: int | None = None
+    """When the token expires (seconds since the epoch); None for a static token."""
+
+
+class GatewayAccessToken(AccessToken):
+    """The SDK's AccessToken, with the Identity the gateway reads.
+
+    `token` holds the token's SHA-256 (`token_digest`), not the token: nothing the gateway keeps can
+    leak it or pass it on (MCP forbids passing a client's token through to another service).
+    """
+
+    identity: Identity
+
+
+def token_digest(token: str) -> str:
+    """What stands for a bearer token wherever one is kept: `sha256:<hex>`."""
+    return "sha256:" + hashlib.sha256(token.encode()).hexdigest()
+
+
+def identity_of(access_token: AccessToken) -> Identity:
+    """The Identity of a token a verifier accepted (an SDK AccessToken from elsewhere too)."""
+    if isinstance(access_token, GatewayAccessToken):
+        return access_token.identity
+    issuer = (access_token.claims or {}).get("iss")
+    return Identity(
+        principal=access_token.subject or access_token.client_id,
+        client=access_token.client_id,
+        scopes=tuple(access_token.scopes),
+        issuer=str(issuer) if issuer is not None else None,
+        expires_at=access_token.expires_at,
+    )

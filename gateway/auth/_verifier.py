@@ -1,0 +1,49 @@
+"""The verifier the HTTP server gives the SDK: static tokens first, then bearer JWTs when configured."""
+
+from __future__ import annotations
+
+from gateway.auth._identity import GatewayAccessToken
+from gateway.auth._jwt import JwtVerifier, looks_like_jwt
+from gateway.auth._reasons import Reason, log_refusal, refused
+from gateway.auth._static import StaticTokenVerifier
+from gateway.auth.config import AuthConfig
+from gateway.errors import TokenRefused
+
+__all__ = ["GatewayTokenVerifier", "build_verifier"]
+
+
+class GatewayTokenVerifier:
+    """The SDK's TokenVerifier for the `auth` section: a static token, else a JWT of the issuer."""
+
+    def __init__(self, static: StaticTokenVerifier | None, jwt: JwtVerifier | None) -> None:
+        self.static = static
+        self.jwt = jwt
+
+    def __repr__(self) -> str:
+        return f"GatewayTokenVerifier(static={self.static!r}, jwt={self.jwt!r})"
+
+    async def authenticate(self, token: str) -> GatewayAccessToken:
+        """The AccessToken for a configured static token or a valid JWT, else TokenRefused."""
+        if not token:
+            raise refused(Reason.MISSING)
+        if self.static is not None and (accepted := self.static.accept(token)) is not None:
+            return accepted
+        if self.jwt is not None and looks_like_jwt(token):
+            return await self.jwt.authenticate(token)
+        raise refused(Reason.UNKNOWN)
+
+    async def verify_token(self, token: str) -> GatewayAccessToken | None:
+        """The SDK's TokenVerifier: the AccessToken, or None (the reason logged)."""
+        try:
+            return await self.authenticate(token)
+        except TokenRefused as refusal:
+            log_refusal(refusal, "auth")
+            return None
+
+
+def build_verifier(config: AuthConfig) -> GatewayTokenVerifier:
+    """The verifier for an `auth` section; static tokens are given the OAuth required scopes."""
+    scopes = config.oauth.required_scopes if config.oauth is not None else []
+    tokens = {principal: token.get_secret_value() for principal, token in config.tokens.items()}
+    static = StaticTokenVerifier(tokens, scopes=scopes) if tokens else None
+    return GatewayTokenVerifier(static, JwtVerifier(config.oauth) if config.oauth is not None else None)
