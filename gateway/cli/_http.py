@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from gateway.config import GatewayConfig, HttpConfig
+from gateway.config import AUTHENTICATED, GatewayConfig, HttpConfig
 from gateway.errors import ConfigError
 
 __all__ = ["add_http_arguments", "http_settings"]
@@ -49,7 +49,8 @@ def http_settings(config: GatewayConfig, args: argparse.Namespace) -> HttpConfig
     if not overrides:
         return base
     try:
-        return HttpConfig.model_validate(base.model_dump(exclude_unset=True) | overrides)
+        context = {AUTHENTICATED: config.auth is not None}
+        return HttpConfig.model_validate(base.model_dump(exclude_unset=True) | overrides, context=context)
     except ValidationError as exc:
         flags = " ".join(f"--{key} {value}" for key, value in overrides.items())
         problems = "; ".join(

@@ -7,20 +7,27 @@ the config in the layers, and the config must never import it.
 from __future__ import annotations
 
 import ipaddress
-from typing import Self
+from typing import Self, cast
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
-__all__ = ["HEALTH_PATHS", "NO_AUTH_YET", "HttpConfig", "is_loopback"]
+__all__ = ["AUTHENTICATED", "HEALTH_PATHS", "NO_AUTH", "HttpConfig", "is_loopback", "validation_context"]
 
 _MIB = 1024 * 1024
 
 HEALTH_PATHS = ("/healthz", "/readyz")
 
-NO_AUTH_YET = (
-    "the gateway does not authenticate HTTP clients yet, so anyone who can reach the port could run "
-    "code with every child's credentials"
+NO_AUTH = (
+    "the config has no `auth` section, so anyone who can reach the port could run code with every "
+    "child's credentials"
 )
+AUTHENTICATED = "authenticated"
+"""The validation context's key saying the config authenticates HTTP clients (has `auth`)."""
+
+
+def validation_context(data: object) -> dict[str, bool]:
+    """What validating the `http` section needs to know of the rest of the config: whether it has `auth`."""
+    return {AUTHENTICATED: isinstance(data, dict) and cast("dict[str, object]", data).get("auth") is not None}
 
 
 def is_loopback(host: str) -> bool:
@@ -59,8 +66,8 @@ class HttpConfig(BaseModel):
     host: str = Field(
         default="127.0.0.1",
         min_length=1,
-        description="Address to bind. A non-loopback address is refused unless `allow_remote` is true: "
-        "the gateway does not authenticate HTTP clients yet.",
+        description="Address to bind. A non-loopback address needs an `auth` section (or `allow_remote`, "
+        "behind an authenticating proxy): otherwise anyone reaching the port could run code.",
     )
     port: int = Field(default=8080, ge=0, le=65535, description="TCP port; 0 takes a free one (logged).")
     path: str = Field(
@@ -70,8 +77,8 @@ class HttpConfig(BaseModel):
     )
     allow_remote: bool = Field(
         default=False,
-        description="Allow binding a non-loopback address. There is no authentication yet: only behind "
-        "an authenticating proxy, on a network where every client may run code with the children's "
+        description="Allow binding a non-loopback address without an `auth` section: only behind an "
+        "authenticating proxy, on a network where every client may run code with the children's "
         "credentials.",
     )
     allowed_hosts: list[str] | None = Field(
@@ -141,8 +148,10 @@ class HttpConfig(BaseModel):
     )
 
     @model_validator(mode="after")
-    def _safe(self) -> Self:
-        if not is_loopback(self.host) and not self.allow_remote:
+    def _safe(self, info: ValidationInfo) -> Self:
+        context = cast("dict[str, object]", info.context or {})
+        authenticated = bool(context.get(AUTHENTICATED))
+        if not is_loopback(self.host) and not self.allow_remote and not authenticated:
             raise ValueError(bind_refusal(self.host))
         if _is_unspecified(self.host) and self.allowed_hosts is None:
             raise ValueError(
@@ -174,6 +183,6 @@ class HttpConfig(BaseModel):
 def bind_refusal(host: str) -> str:
     """Why binding `host` is refused without `allow_remote`, and what to do instead."""
     return (
-        f"host {host} is not a loopback address and {NO_AUTH_YET}: bind 127.0.0.1 (the default), or "
-        "set http.allow_remote to true behind an authenticating proxy"
+        f"host {host} is not a loopback address and {NO_AUTH}: configure `auth` (API tokens or OAuth), "
+        "bind 127.0.0.1 (the default), or set http.allow_remote to true behind an authenticating proxy"
     )

@@ -28,6 +28,7 @@ from gateway.config._clients import (
 )
 from gateway.config._defaults import default_config
 from gateway.config._errors import error_lines, key_path, model_titled
+from gateway.config._http import validation_context
 from gateway.config._model import GatewayConfig
 from gateway.config._policy_servers import unknown_server_exposes, unknown_server_rules
 from gateway.config._variables import VARIABLE_REFERENCE, Expander, Unresolved
@@ -228,9 +229,10 @@ def _validate(data: Any, source: str, reading: _Reading, policy_problems: list[s
     excepted, so that a typo in an entry that is left out still refuses the config.
     """
     problems = list(reading.problems)
+    context = validation_context(data)
     unresolved = [item.where for item in reading.unresolved]
     try:
-        GatewayConfig.model_validate(data)
+        GatewayConfig.model_validate(data, context=context)
     except ValidationError as exc:
         problems += [line for path, line in error_lines(exc, GatewayConfig) if not _under(path, unresolved)]
     problems += policy_problems
@@ -241,10 +243,10 @@ def _validate(data: Any, source: str, reading: _Reading, policy_problems: list[s
     top = as_object(data)
     servers = as_object(top.get("mcpServers")) if top is not None else None
     if top is None or servers is None or not reading.unavailable:
-        return GatewayConfig.model_validate(data)
+        return GatewayConfig.model_validate(data, context=context)
     available = {name: entry for name, entry in servers.items() if name not in reading.unavailable}
     try:
-        return GatewayConfig.model_validate({**top, "mcpServers": available})
+        return GatewayConfig.model_validate({**top, "mcpServers": available}, context=context)
     except ValidationError as exc:  # not expected: the same entries validated above
         raise ConfigError(format_validation_error(exc, source, GatewayConfig)) from None
 

@@ -31,6 +31,7 @@ from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from gateway.auth import identity_in
 from gateway.config import HttpConfig
 from gateway.server._admission import Admission, Ticket
 from gateway.server._refusals import RETRY_AFTER_SECONDS, Refusal, Reworded, send_refusal
@@ -53,10 +54,14 @@ def security_settings(http: HttpConfig) -> TransportSecuritySettings:
 
 
 def caller_of(scope: Scope) -> str:
-    """Who the per-caller caps count: the MCP session (handshake era), else the client's address.
+    """Who the per-caller caps count: the authenticated principal; without `auth`, the MCP session
+    (handshake era), else the client's address.
 
     A session id is a credential for its session: only a digest of it is kept and logged.
     """
+    identity = identity_in(scope)
+    if identity is not None:
+        return f"principal:{identity.principal}"
     session = Headers(scope=scope).get(MCP_SESSION_ID_HEADER)
     if session:
         return session_digest(session)

@@ -2,9 +2,10 @@
 
 The MCP endpoint is the SDK's `StreamableHTTPSessionManager` serving the same lowlevel server that
 stdio serves (`build_server`), stateful so that handshake-era clients get sessions (elicitation
-needs one), while 2026-07-28 requests are served one by one. In front of it, `McpGate` checks Host
-and Origin, the body's size, and admits executions. Authentication, when it comes, goes between
-the two as Starlette middleware, so that a principal is known before a call is admitted.
+needs one), while 2026-07-28 requests are served one by one. In front of it, with an `auth` section,
+the SDK's bearer middleware verifies the caller's token (401 with `WWW-Authenticate` otherwise), so
+that a principal is known before `McpGate` checks Host and Origin, the body's size, and admits
+executions per caller. The probes stay open: a load balancer has no token.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway._gateway import Gateway
+from gateway.auth import bearer_middleware, build_verifier, require_token, resource_metadata_routes
 from gateway.config import HEALTH_PATHS, HttpConfig
 from gateway.server._admission import Admission, ExecutionCaps
 from gateway.server._gate import McpGate, hold_ticket, security_settings
@@ -50,11 +52,20 @@ class HttpApp:
             max_sessions=http.max_sessions,
             session_idle_timeout=http.session_idle_seconds,
         )
-        mcp = McpGate(StreamableHTTPASGIApp(self.sessions), http, self.admission, self._is_shutting_down)
+        mcp: ASGIApp = McpGate(
+            StreamableHTTPASGIApp(self.sessions), http, self.admission, self._is_shutting_down
+        )
+        auth = gateway.config.auth
         readiness = Readiness(gateway, self._is_shutting_down)
         alive, ready = HEALTH_PATHS
         self._app: ASGIApp = Starlette(
-            routes=[Route(http.path, mcp), Route(alive, healthz), Route(ready, readiness.readyz)],
+            routes=[
+                Route(http.path, mcp if auth is None else require_token(mcp, auth)),
+                Route(alive, healthz),
+                Route(ready, readiness.readyz),
+                *([] if auth is None else resource_metadata_routes(auth)),
+            ],
+            middleware=[] if auth is None else bearer_middleware(build_verifier(auth)),
             lifespan=self._lifespan,
         )
 

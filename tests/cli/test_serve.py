@@ -13,7 +13,7 @@ async def test_serve_refuses_a_non_loopback_host_from_the_command_line_before_st
     code, _, stderr = await run_command("serve", "--http", "--host", "0.0.0.0")
     assert code == 2
     assert "serve --host 0.0.0.0: host 0.0.0.0 is not a loopback address" in stderr
-    assert "does not authenticate HTTP clients yet" in stderr
+    assert "the config has no `auth` section" in stderr
 
 
 async def test_host_and_port_without_http_are_a_usage_error() -> None:

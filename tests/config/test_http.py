@@ -40,11 +40,19 @@ def test_the_defaults_bind_loopback_and_accept_only_loopback_hosts_and_origins()
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "10.1.2.3", "gateway.internal"])
-def test_a_non_loopback_bind_is_refused_saying_there_is_no_authentication_yet(host: str) -> None:
+def test_a_non_loopback_bind_without_auth_is_refused_saying_what_to_configure(host: str) -> None:
     message = refusal({"host": host})
     assert f"http: host {host} is not a loopback address" in message
-    assert "does not authenticate HTTP clients yet" in message
+    assert "the config has no `auth` section" in message
     assert "http.allow_remote" in message
+
+
+def test_a_config_that_authenticates_its_clients_may_bind_a_remote_address() -> None:
+    tokens = {"alice": "${ALICE_TOKEN}"}
+    environ = {"ALICE_TOKEN": "a" * 40}
+    config = parse_config({"http": {"host": "10.1.2.3"}, "auth": {"tokens": tokens}}, "team.json", environ)
+    assert config.http is not None
+    assert config.http.host == "10.1.2.3"
 
 
 def test_allow_remote_binds_an_address_and_accepts_it_as_the_host() -> None:

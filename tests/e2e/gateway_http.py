@@ -138,13 +138,16 @@ async def http_client(
     elicitation: ElicitationFnT | None = None,
     messages: MessageHandlerFnT | None = None,
     answers: Answers | None = None,
+    token: str | None = None,
 ) -> AsyncIterator[Client]:
     """The SDK's `Client` over streamable HTTP: `mode="auto"` negotiates 2026-07-28, `"legacy"` the
     handshake era (a session). `messages` sees what the server sends on its own; `answers` records
-    every HTTP answer the client gets."""
+    every HTTP answer the client gets; `token` is sent as a bearer token."""
     hooks: dict[str, list[Any]] = {"response": [answers] if answers is not None else []}
     # Timeouts as the SDK's own client has them: a response stream may stay open for minutes.
-    async with httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=300), event_hooks=hooks) as http:
+    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+    timeout = httpx2.Timeout(30, read=300)
+    async with httpx2.AsyncClient(timeout=timeout, event_hooks=hooks, headers=headers) as http:
         transport = streamable_http_client(url, http_client=http)
         async with Client(
             transport,

@@ -1,0 +1,91 @@
+"""Who is calling, over HTTP through the real gateway process: API tokens checked before anything
+runs, a 401 with the challenge otherwise, and the principal as the caller the caps count."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client, types
+from mcp.client.client import ConnectMode
+
+from tests.e2e.gateway_http import WAIT, http_client, http_gateway
+from tests.e2e.gateway_process import environment, write_config
+from tests.real_servers import TINY_SERVER
+
+pytestmark = pytest.mark.anyio
+
+ALICE = "alice-token-" + "a" * 40
+BOB = "bob-token-" + "b" * 40
+
+
+def config(tmp_path: Path) -> Path:
+    tiny = {"command": sys.executable, "args": [str(TINY_SERVER)]}
+    return write_config(
+        tmp_path,
+        {
+            "mcpServers": {"tiny": tiny},
+            "auth": {"tokens": {"alice": "${ALICE_TOKEN}", "bob": "${BOB_TOKEN}"}},
+            "http": {"max_executions_in_flight_per_caller": 1, "max_executions_queued_per_caller": 0},
+        },
+    )
+
+
+async def test_only_a_configured_token_reaches_the_gateway_on_both_eras(tmp_path: Path) -> None:
+    env = environment({"ALICE_TOKEN": ALICE, "BOB_TOKEN": BOB})
+    async with http_gateway(config(tmp_path), env=env) as gateway:
+        async with httpx2.AsyncClient() as http:
+            with anyio.fail_after(WAIT):
+                missing = await http.post(gateway.url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+                wrong = await http.post(
+                    gateway.url,
+                    json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                    headers={"Authorization": f"Bearer {ALICE[:-1]}x"},
+                )
+                probe = await http.get(gateway.base + "/healthz")
+        for refused in (missing, wrong):
+            assert refused.status_code == 401
+            assert refused.headers["www-authenticate"].startswith("Bearer")
+        assert probe.status_code == 200  # probes stay open: a load balancer has no token
+        modes: tuple[ConnectMode, ...] = ("auto", "legacy")
+        for mode in modes:
+            async with http_client(gateway.url, mode, token=ALICE) as client:
+                with anyio.fail_after(WAIT):
+                    result = await client.call_tool("execute_code", {"code": "tools.tiny.echo(text='hi')"})
+            assert result.structured_content is not None
+            assert result.structured_content["value"] == {"result": "hi"}
+        assert not any(ALICE in str(record) for record in gateway.logs)
+
+
+async def test_the_per_caller_cap_counts_each_principal_apart(tmp_path: Path) -> None:
+    env = environment({"ALICE_TOKEN": ALICE, "BOB_TOKEN": BOB})
+    slow = {"code": "import time\ntime.sleep(2)\n'slept'"}
+    outcomes: dict[str, types.CallToolResult | Exception] = {}
+
+    async def run(name: str, client: Client, code: dict[str, str]) -> None:
+        try:
+            outcomes[name] = await client.call_tool("execute_code", code)
+        except Exception as exc:  # a refusal arrives as the request's error
+            outcomes[name] = exc
+
+    async with (
+        http_gateway(config(tmp_path), env=env) as gateway,
+        http_client(gateway.url, token=ALICE) as alice,
+        http_client(gateway.url, token=BOB) as bob,
+    ):
+        with anyio.fail_after(WAIT):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(run, "alice-first", alice, slow)
+                await anyio.sleep(0.5)  # alice's first run holds her one place
+                tg.start_soon(run, "alice-second", alice, slow)
+                tg.start_soon(run, "bob", bob, {"code": "'bob ran'"})
+    assert isinstance(outcomes["alice-second"], Exception)
+    assert "max_executions_in_flight_per_caller" in str(outcomes["alice-second"])
+    for name, value in (("bob", "bob ran"), ("alice-first", "slept")):
+        result = outcomes[name]
+        assert isinstance(result, types.CallToolResult), result
+        assert result.structured_content is not None
+        assert result.structured_content["value"] == value
