@@ -200,16 +200,24 @@ class Gateway(AsyncContextManagerMixin):
         return found
 
     async def call_exposed(
-        self, tool: ExposedTool, arguments: dict[str, Any], approver: Approver = no_approver
+        self,
+        tool: ExposedTool,
+        arguments: dict[str, Any],
+        approver: Approver = no_approver,
+        principal: str | None = None,
     ) -> types.CallToolResult:
         """Call an exposed tool for the client: the child's result, redacted; or the refusal
         (ToolCallError, ExecutionFailed). `approver` asks the user while the call waits."""
-        run = self._new_run(new_execution_id(), approver, None)
+        run = self._new_run(new_execution_id(), approver, None, principal)
         call = await self._tool_calls.admit(run, tool.entry.qualified, arguments)
         return await self._complete_exposed(tool, call)
 
     async def call_exposed_in_rounds(
-        self, tool: ExposedTool, arguments: dict[str, Any], resume: Resume | None = None
+        self,
+        tool: ExposedTool,
+        arguments: dict[str, Any],
+        resume: Resume | None = None,
+        principal: str | None = None,
     ) -> types.CallToolResult | ApprovalNeeded:
         """Call an exposed tool, pausing where the user must approve it (MCP 2026-07-28).
 
@@ -217,7 +225,7 @@ class Gateway(AsyncContextManagerMixin):
         admits the same call again with the user's answer (there is no snippet to replay).
         """
         if resume is None:
-            run = self._new_run(new_execution_id(), pause_for_approval, None)
+            run = self._new_run(new_execution_id(), pause_for_approval, None, principal)
         else:
             paused = PausedToolCall.load(resume.state)
             try:
@@ -227,7 +235,7 @@ class Gateway(AsyncContextManagerMixin):
                     "this approval was already used: an approval answers one call. Call the tool again "
                     "to be asked again"
                 ) from None
-            run = self._new_run(paused.execution_id, pause_for_approval, None)
+            run = self._new_run(paused.execution_id, pause_for_approval, None, principal)
             run.answer = PausedCallAnswer(resume.answer, paused.tool, paused.arguments_digest)
         try:
             call = await self._tool_calls.admit(run, tool.entry.qualified, arguments)
@@ -286,10 +294,12 @@ class Gateway(AsyncContextManagerMixin):
         approver: Approver = no_approver,
         client: types.Implementation | None = None,
         progress: Progress | None = None,
+        principal: str | None = None,
     ) -> ExecutionResult:
-        """Run a snippet whose tool calls reach the children; `approver` asks the user while a call waits."""
+        """Run a snippet whose tool calls reach the children; `approver` asks the user while a call waits.
+        `principal` (an authenticated HTTP caller) is named in the audit log."""
         sandbox = await self._ready_sandbox()
-        run = self._new_run(new_execution_id(), approver, progress)
+        run = self._new_run(new_execution_id(), approver, progress, principal)
         result, _ = await self._execute(sandbox, code, run, timeout, client)
         return result
 
@@ -300,6 +310,7 @@ class Gateway(AsyncContextManagerMixin):
         client: types.Implementation | None = None,
         progress: Progress | None = None,
         resume: Resume | None = None,
+        principal: str | None = None,
     ) -> ExecutionResult | ApprovalNeeded:
         """Run a snippet that pauses at each call the user must approve (MCP 2026-07-28).
 
@@ -309,7 +320,7 @@ class Gateway(AsyncContextManagerMixin):
         sandbox = await self._ready_sandbox()
         journal_cap = self.config.approvals.max_state_bytes * JOURNAL_BYTES_PER_STATE_BYTE
         if resume is None:
-            run = self._new_run(new_execution_id(), pause_for_approval, progress)
+            run = self._new_run(new_execution_id(), pause_for_approval, progress, principal)
             journal, round_number = HostJournal(max_bytes=journal_cap), 1
         else:
             try:
@@ -318,10 +329,10 @@ class Gateway(AsyncContextManagerMixin):
                 self._spent_states.spend(paused.nonce)
             except ResumeRefused as exc:
                 refused = ExecutionResult(ok=False, error=ErrorInfo.from_exception(exc))
-                run = self._new_run(new_execution_id(), no_approver, None)
+                run = self._new_run(new_execution_id(), no_approver, None, principal)
                 self._record_execution(run, code, refused, sandbox, timeout, client)
                 return refused
-            run = self._new_run(paused.execution_id, pause_for_approval, progress)
+            run = self._new_run(paused.execution_id, pause_for_approval, progress, principal)
             run.answer = PausedCallAnswer(resume.answer, paused.shown_tool, paused.shown_digest)
             run.began_at = paused.began_at
             run.quota.restore(paused.quota)
@@ -339,8 +350,10 @@ class Gateway(AsyncContextManagerMixin):
         await self._pool.wait_ready(timeout=self.config.startup_timeout_seconds)
         return sandbox
 
-    def _new_run(self, execution_id: str, approver: Approver, progress: Progress | None) -> Run:
-        return Run(execution_id, self.catalog(), self.policy.new_execution(), approver, progress)
+    def _new_run(
+        self, execution_id: str, approver: Approver, progress: Progress | None, principal: str | None
+    ) -> Run:
+        return Run(execution_id, self.catalog(), self.policy.new_execution(), approver, progress, principal)
 
     async def _execute(
         self,
@@ -422,6 +435,7 @@ class Gateway(AsyncContextManagerMixin):
                 client_version=client.version if client else None,
                 tool_calls=run.calls,
                 round_number=round_number,
+                principal=run.principal,
             )
         )
 

@@ -217,7 +217,9 @@ class ResourceReads:
             name, arguments, started = request.name, request.arguments, request.started
         ms = round((time.monotonic() - started) * 1000, 3)
         self._audit.record(
-            lambda audit: audit.tool_call(run.execution_id, name, arguments, ms=ms, error=failure)
+            lambda audit: audit.tool_call(
+                run.execution_id, name, arguments, ms=ms, error=failure, principal=run.principal
+            )
         )
 
 

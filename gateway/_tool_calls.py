@@ -125,6 +125,7 @@ class Run:
     quota: ExecutionQuota
     approver: Approver
     progress: Progress | None = None
+    principal: str | None = None  # who asked for it (an authenticated HTTP caller), for the audit log
     calls: int = 0
     started: float = field(default_factory=time.monotonic)
     # When the execution began (wall clock, which every process shares): a round resumed after an
@@ -251,7 +252,13 @@ class ToolCalls:
             name, wire, approval = call.name, call.wire, call.approval
             self._audit.record(
                 lambda audit: audit.tool_call(
-                    run.execution_id, name, wire, ms=ms, error=failure, approval=approval
+                    run.execution_id,
+                    name,
+                    wire,
+                    ms=ms,
+                    error=failure,
+                    approval=approval,
+                    principal=run.principal,
                 )
             )
 

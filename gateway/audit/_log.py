@@ -143,12 +143,15 @@ class AuditLog:
         client_version: str | None = None,
         tool_calls: int | None = None,
         round_number: int = 1,
+        principal: str | None = None,
     ) -> None:
         """Record one finished execution; `timeout` is its wall budget if not `limits.timeout_seconds`,
         `tool_calls` how many it made if its result does not list them (it was cancelled), `round_number`
-        which round of a run paused for approval this was."""
+        which round of a run paused for approval this was, `principal` who asked for it (over HTTP)."""
         redact = self.redactor.redact
         record: dict[str, Any] = {"time": None, "kind": "execution", "execution_id": execution_id}
+        if principal is not None:
+            record["principal"] = redact(principal)
         if client_name is not None:
             record["client"] = {"name": redact(client_name), "version": redact(client_version or "") or None}
         record["script_sha256"] = _sha256(script)
@@ -181,14 +184,18 @@ class AuditLog:
         ms: float,
         error: BaseException | str | None = None,
         approval: Approval = "not_required",
+        principal: str | None = None,
     ) -> None:
-        """Record one tool call; `error` is what failed it (an exception or its class name), if anything."""
+        """Record one tool call; `error` is what failed it (an exception or its class name), if anything;
+        `principal` who asked for its execution (over HTTP)."""
         record: dict[str, Any] = {
             "time": None,
             "kind": "tool_call",
             "execution_id": execution_id,
             "tool": self.redactor.redact(tool),
         }
+        if principal is not None:
+            record["principal"] = self.redactor.redact(principal)
         if self.arguments == "redacted":
             record["arguments"] = self.redactor.redact_json(dict(arguments))
         elif self.arguments == "hash":

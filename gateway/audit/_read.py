@@ -72,11 +72,18 @@ def _record_time(record: Mapping[str, Any]) -> datetime | None:
 
 
 def select_records(
-    records: Iterable[dict[str, Any]], *, since: datetime | None = None, tool: str | None = None
+    records: Iterable[dict[str, Any]],
+    *,
+    since: datetime | None = None,
+    tool: str | None = None,
+    principal: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The records at or after `since`; with `tool` (a glob), only the tool calls it matches."""
+    """The records at or after `since`; with `tool` (a glob), only the tool calls it matches; with
+    `principal`, only those of executions that principal asked for."""
     selected: list[dict[str, Any]] = []
     for record in records:
+        if principal is not None and record.get("principal") != principal:
+            continue
         if since is not None:
             moment = _record_time(record)
             if moment is None or moment < since:

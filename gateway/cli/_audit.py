@@ -64,7 +64,7 @@ def audit_command(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     if log.malformed:
         print(f"codemode-gateway: skipped {log.malformed} unreadable line(s) in {path}", file=sys.stderr)
-    records = select_records(log.records, since=since, tool=args.tool)
+    records = select_records(log.records, since=since, tool=args.tool, principal=args.principal)
     if args.json:
         for record in records:
             print(json.dumps(record, ensure_ascii=False))

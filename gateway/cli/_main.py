@@ -97,6 +97,7 @@ def _parser() -> argparse.ArgumentParser:
     audit.add_argument("--path", help="the log file itself (instead of --config)")
     audit.add_argument("--since", help="only records at or after an ISO time or an age (30m, 1h, 2d)")
     audit.add_argument("--tool", help="only the tool calls whose tool matches this glob (github.*)")
+    audit.add_argument("--principal", help="only the records of this caller (HTTP with `auth`)")
     audit.add_argument("--json", action="store_true", help="print the records as JSON lines")
 
     add_sandbox_test_arguments(

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 import anyio
 from mcp import types
+from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
@@ -20,6 +21,7 @@ from gateway._exposed import ExposedTool
 from gateway._gateway import ApprovalNeeded, Gateway, Progress
 from gateway._logging import redact_logs
 from gateway._version import PACKAGE_NAME, package_version
+from gateway.auth import identity_of
 from gateway.catalog import DEFAULT_SEARCH_LIMIT
 from gateway.config import GatewayConfig
 from gateway.errors import GatewayError
@@ -263,7 +265,7 @@ async def _execute_code(
     progress = _progress(ctx)
     if asks_in_rounds(ctx) and can_elicit(ctx.session):
         outcome = await gateway.execute_code_in_rounds(
-            run.code, run.timeout, client, progress, resume_of(params)
+            run.code, run.timeout, client, progress, resume_of(params), principal=principal()
         )
         if isinstance(outcome, ApprovalNeeded):
             return approval_request(outcome)
@@ -271,7 +273,7 @@ async def _execute_code(
     # Handshake era: asked inline. A client that cannot be asked at all gets the refusal that says so.
     approver = no_approver if asks_in_rounds(ctx) else elicitation_approver(ctx.session, ctx.request_id)
     return execution_tool_result(
-        await gateway.execute_code(run.code, run.timeout, approver, client, progress)
+        await gateway.execute_code(run.code, run.timeout, approver, client, progress, principal())
     )
 
 
@@ -286,14 +288,20 @@ async def _call_exposed(
     arguments = params.arguments or {}
     try:
         if asks_in_rounds(ctx) and can_elicit(ctx.session):
-            outcome = await gateway.call_exposed_in_rounds(tool, arguments, resume_of(params))
+            outcome = await gateway.call_exposed_in_rounds(tool, arguments, resume_of(params), principal())
             if isinstance(outcome, ApprovalNeeded):
                 return approval_request(outcome)
             return outcome
         approver = no_approver if asks_in_rounds(ctx) else elicitation_approver(ctx.session, ctx.request_id)
-        return await gateway.call_exposed(tool, arguments, approver)
+        return await gateway.call_exposed(tool, arguments, approver, principal())
     except GatewayError as exc:
         return _text(str(exc), is_error=True)
+
+
+def principal() -> str | None:
+    """Who sent the request being served: the principal its bearer token names (HTTP with `auth`)."""
+    token = get_access_token()  # set by the SDK's auth middleware for this request, if any
+    return None if token is None else identity_of(token).principal
 
 
 def _progress(ctx: ServerRequestContext[Any]) -> Progress | None:

@@ -3,6 +3,7 @@ runs, a 401 with the challenge otherwise, and the principal as the caller the ca
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from mcp import Client, types
 from mcp.client.client import ConnectMode
 
 from tests.e2e.gateway_http import WAIT, http_client, http_gateway
-from tests.e2e.gateway_process import environment, write_config
+from tests.e2e.gateway_process import cli, environment, write_config
 from tests.real_servers import TINY_SERVER
 
 pytestmark = pytest.mark.anyio
@@ -28,6 +29,7 @@ def config(tmp_path: Path) -> Path:
         tmp_path,
         {
             "mcpServers": {"tiny": tiny},
+            "audit": {"path": str(tmp_path / "audit.jsonl")},
             "auth": {"tokens": {"alice": "${ALICE_TOKEN}", "bob": "${BOB_TOKEN}"}},
             "http": {"max_executions_in_flight_per_caller": 1, "max_executions_queued_per_caller": 0},
         },
@@ -89,3 +91,19 @@ async def test_the_per_caller_cap_counts_each_principal_apart(tmp_path: Path) ->
         assert isinstance(result, types.CallToolResult), result
         assert result.structured_content is not None
         assert result.structured_content["value"] == value
+
+
+async def test_the_audit_log_names_the_principal_and_filters_by_it(tmp_path: Path) -> None:
+    env = environment({"ALICE_TOKEN": ALICE, "BOB_TOKEN": BOB})
+    path = config(tmp_path)
+    async with http_gateway(path, env=env) as gateway:
+        for token, text in ((ALICE, "from alice"), (BOB, "from bob")):
+            async with http_client(gateway.url, token=token) as client:
+                with anyio.fail_after(WAIT):
+                    await client.call_tool("execute_code", {"code": f"tools.tiny.echo(text={text!r})"})
+    code, out, err = await cli("audit", "--config", str(path), "--principal", "bob", "--json", env=env)
+    assert code == 0, err
+    records = [json.loads(line) for line in out.splitlines()]
+    assert sorted(record["kind"] for record in records) == ["execution", "tool_call"]
+    assert all(record["principal"] == "bob" for record in records)
+    assert BOB not in out
