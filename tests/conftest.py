@@ -127,6 +127,13 @@ def sandbox_log() -> Iterator[list[logging.LogRecord]]:
 
 
 @pytest.fixture
+def auth_log() -> Iterator[list[logging.LogRecord]]:
+    """Records of the auth wing's logger."""
+    with _recording("gateway.auth") as records:
+        yield records
+
+
+@pytest.fixture
 def policy_log() -> Iterator[list[logging.LogRecord]]:
     """Records of the policy's logger."""
     with _recording("gateway.policy") as records:

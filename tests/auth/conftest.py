@@ -1,9 +1,8 @@
-"""A local issuer serving its JWKS over real HTTP on loopback, and the auth logger's records."""
+"""A local issuer serving its JWKS over real HTTP on loopback (the auth log fixture is the suite's)."""
 
 from __future__ import annotations
 
-import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -24,26 +23,3 @@ async def issuer(issuer_keys: Keys) -> AsyncIterator[LocalIssuer]:
     async with serve_asgi_app(local.app()) as (port, _):
         local.port = port
         yield local
-
-
-class _Recorder(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-
-@pytest.fixture
-def auth_log() -> Iterator[list[logging.LogRecord]]:
-    """Records (INFO and up) of the auth wing's logger, whatever configure_logging did to propagation."""
-    recorder, logger = _Recorder(), logging.getLogger("gateway.auth")
-    previous = logger.level
-    logger.addHandler(recorder)
-    logger.setLevel(logging.INFO)
-    try:
-        yield recorder.records
-    finally:
-        logger.removeHandler(recorder)
-        logger.setLevel(previous)
