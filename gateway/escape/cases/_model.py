@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -34,6 +35,7 @@ __all__ = [
     "case_maker",
     "clip",
     "crash",
+    "host_call_with",
     "limit",
     "needs_fuel",
     "needs_tool_calls",
@@ -42,6 +44,7 @@ __all__ = [
     "summarize",
     "value_is",
     "within_budget",
+    "wrote_nothing",
 ]
 
 Target = Literal["sandbox", "gateway"]
@@ -218,6 +221,16 @@ def value_is(expected: object) -> Expect:
 def any_outcome(what: str = "the host returns a result and serves on") -> Expect:
     """Any result at all: what must hold is that the host answered (did not raise) and serves on."""
     return Expect((ANY_ERROR,), ok=True, what=what)
+
+
+def host_call_with(service: str, payload: dict[str, object]) -> str:
+    """Snippet: `payload` sent to the host service `service` (`@show`, ...) straight through the import."""
+    return HOST_IMPORT + f"host.call({service!r}, {json.dumps(json.dumps(payload))})"
+
+
+def wrote_nothing(seen: Seen) -> str | None:
+    """No note reached the probe (gateway cases)."""
+    return f"no call should have reached the probe, it got {dict(seen.notes)}" if seen.notes else None
 
 
 def within_budget(result: ExecutionResult, limits: SandboxLimits) -> bool:

@@ -24,6 +24,7 @@ from gateway.escape.cases._model import (
     refused,
     succeeds,
     value_is,
+    wrote_nothing,
 )
 from gateway.escape.cases._probe import APPROVAL_ROUNDS, QUOTA, STATE_BYTES
 from gateway.sandbox import SandboxLimits
@@ -84,11 +85,6 @@ def _wrote(name: str, *texts: str) -> SeenCheck:
         return None
 
     return check
-
-
-def _wrote_nothing(seen: Seen) -> str | None:
-    """No note reached the probe."""
-    return f"no call should have reached the probe, it got {dict(seen.notes)}" if seen.notes else None
 
 
 def _notes_as_shown(name: str, *, or_none: bool = False) -> SeenCheck:
@@ -276,7 +272,7 @@ CASES: tuple[EscapeCase, ...] = (
         _CAUGHT,
         value_is([[["ToolError", True]], 1]),
         needs=needs_tool_calls(2),
-        sees=_all(_prompts(1), _wrote_nothing),
+        sees=_all(_prompts(1), wrote_nothing),
     ),
     _case(
         "approvals-side-effects-before-the-pause-happen-once",
@@ -318,14 +314,14 @@ CASES: tuple[EscapeCase, ...] = (
         _DECLINED_LOOP,
         _TOO_MANY_ROUNDS,
         needs=needs_tool_calls(APPROVAL_ROUNDS + 1),
-        sees=_all(_prompts(APPROVAL_ROUNDS), _wrote_nothing),
+        sees=_all(_prompts(APPROVAL_ROUNDS), wrote_nothing),
     ),
     _case(
         "approvals-journal-flooded-with-clock-readings",
         _CLOCK_FLOOD,
         _STATE_TOO_LARGE,
         needs=_needs_time_for_clock_readings,
-        sees=_all(_prompts(0), _wrote_nothing),
+        sees=_all(_prompts(0), wrote_nothing),
         approve=True,
     ),
     _case(
@@ -333,7 +329,7 @@ CASES: tuple[EscapeCase, ...] = (
         _INCOMPRESSIBLE,
         _STATE_TOO_LARGE,
         needs=_needs_big_arguments,
-        sees=_all(_prompts(0), _wrote_nothing),
+        sees=_all(_prompts(0), wrote_nothing),
         approve=True,
     ),
     _case(
@@ -374,6 +370,6 @@ CASES: tuple[EscapeCase, ...] = (
         _FORGED,
         refused("ToolError", "declined"),
         needs=needs_tool_calls(1),
-        sees=_all(_prompts(1), _unforged_prompts, _wrote_nothing),
+        sees=_all(_prompts(1), _unforged_prompts, wrote_nothing),
     ),
 )

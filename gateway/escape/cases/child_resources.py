@@ -11,9 +11,9 @@ import json
 from typing import cast
 
 from gateway.escape.cases._model import (
-    HOST_IMPORT,
     EscapeCase,
     case_maker,
+    host_call_with,
     limit,
     needs_tool_calls,
     refused,
@@ -35,9 +35,8 @@ def _caught(expression: str) -> str:
     return f"try:\n    {expression}\nexcept ToolError as e:\n    caught = [e.kind, str(e)]\ncaught"
 
 
-def _raw(payload: dict[str, object]) -> str:
-    """Snippet: a resources request straight through the import."""
-    return HOST_IMPORT + f"host.call('@resources', {json.dumps(json.dumps(payload))})"
+def _ask(payload: dict[str, object]) -> str:
+    return host_call_with("@resources", payload)
 
 
 def _no_secret(result: ExecutionResult, _limits: SandboxLimits) -> bool:
@@ -94,11 +93,17 @@ CASES: tuple[EscapeCase, ...] = (
         ),
         limit("ToolCallLimitExceeded"),
     ),
-    _case("res-forged-op", _raw({"server": "probe", "op": "write", "uri": "note://public"}), refused("Err")),
     _case(
-        "res-forged-uri-too-long", _raw({"server": "probe", "op": "read", "uri": "x" * 5000}), refused("Err")
+        "res-forged-op",
+        _ask({"server": "probe", "op": "write", "uri": "note://public"}),
+        refused("Err"),
     ),
-    _case("res-forged-no-server", _raw({"op": "list"}), refused("Err", "server name")),
+    _case(
+        "res-forged-uri-too-long",
+        _ask({"server": "probe", "op": "read", "uri": "x" * 5000}),
+        refused("Err"),
+    ),
+    _case("res-forged-no-server", _ask({"op": "list"}), refused("Err", "server name")),
     _bare(
         "res-no-children",
         "resources.probe.list()",

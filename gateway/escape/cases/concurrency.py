@@ -24,6 +24,7 @@ from gateway.escape.cases._model import (
     succeeds,
     value_is,
     within_budget,
+    wrote_nothing,
 )
 from gateway.escape.cases._probe import PROBE_MAX_CONCURRENT_CALLS, QUOTA, TOOL_QUOTA
 from gateway.sandbox import ExecutionResult, SandboxLimits
@@ -81,10 +82,6 @@ def _prompts_and_notes(count: int, name: str) -> SeenCheck:
         return None
 
     return check
-
-
-def _wrote_nothing(seen: Seen) -> str | None:
-    return f"no call should have reached the probe, it got {dict(seen.notes)}" if seen.notes else None
 
 
 def _once_more(first: ExecutionResult, second: ExecutionResult) -> bool:
@@ -262,7 +259,7 @@ CASES: tuple[EscapeCase, ...] = (
         "conc-approval-race-declined",
         _race("tools.probe.write_note(name='race-declined', text='x')", 3),
         value_is([0, ["PolicyDenied"]]),
-        sees=_wrote_nothing,
+        sees=wrote_nothing,
         needs=needs_tool_calls(3),
     ),
     _gateway_case(

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
-
 from gateway.escape.cases._model import (
-    HOST_IMPORT,
     EscapeCase,
     Expect,
     case_maker,
     crash,
+    host_call_with,
     limit,
     refused,
     succeeds,
@@ -19,11 +17,6 @@ from gateway.sandbox import ExecutionResult, SandboxLimits
 __all__ = ["CASES"]
 
 _case = case_maker("output")
-
-
-def _show_raw(payload: dict[str, object]) -> str:
-    """Snippet: `payload` sent as show()'s, straight through the import."""
-    return HOST_IMPORT + f"host.call('@show', {json.dumps(json.dumps(payload))})"
 
 
 _SLACK = 1024  # room for the truncation note
@@ -73,6 +66,11 @@ def _chunks(cap: int) -> int:
 
 
 _NOTHING_OUT = succeeds(lambda r, _: r.stdout == "" and r.stderr == "", "nothing reached the output")
+
+
+def _show(payload: dict[str, object]) -> str:
+    return host_call_with("@show", payload)
+
 
 CASES: tuple[EscapeCase, ...] = (
     _case(
@@ -166,22 +164,24 @@ CASES: tuple[EscapeCase, ...] = (
     ),
     _case(
         "out-shown-forged-kind",
-        _show_raw({"kind": "image", "mime_type": "text/html", "data": "PGI+"}),
+        _show({"kind": "image", "mime_type": "text/html", "data": "PGI+"}),
         refused("Err", "cannot be shown as image"),
     ),
     _case(
         "out-shown-forged-data",
-        _show_raw({"kind": "image", "mime_type": "image/png", "data": "not base64!"}),
+        _show({"kind": "image", "mime_type": "image/png", "data": "not base64!"}),
         refused("Err", "not base64"),
     ),
     _case(
         "out-shown-forged-mime-type",
-        _show_raw({"kind": "resource", "mime_type": "text/html\n", "data": ""}),
+        _show({"kind": "resource", "mime_type": "text/html\n", "data": ""}),
         refused("Err", "MIME type"),
     ),
     _case(
         "out-shown-forged-uri",
-        _show_raw({"kind": "resource", "mime_type": "text/plain", "data": "", "uri": "x" * 5000}),
+        host_call_with(
+            "@show", {"kind": "resource", "mime_type": "text/plain", "data": "", "uri": "x" * 5000}
+        ),
         refused("Err", "uri"),
     ),
 )
