@@ -27,8 +27,9 @@ from gateway._resume import (
     paused_run,
 )
 from gateway._tool_calls import AdmittedCall, PausedCallAnswer, Progress, Run, ToolCalls, wire_digest
-from gateway.audit import AuditLog, new_execution_id
-from gateway.catalog import DEFAULT_SEARCH_LIMIT, Catalog, CatalogLock, Detail, render_search
+from gateway.audit import AuditLog, Caller, new_execution_id
+from gateway.auth import Identity
+from gateway.catalog import DEFAULT_SEARCH_LIMIT, Catalog, CatalogLock, Detail, Quarantine, render_search
 from gateway.children import ChildPool, ChildState, inherited_credentials
 from gateway.config import GatewayConfig, config_secrets
 from gateway.errors import (
@@ -39,8 +40,9 @@ from gateway.errors import (
     SandboxUnavailable,
     ToolCallError,
 )
-from gateway.policy import Approver, Policy, no_approver, pause_for_approval
+from gateway.policy import Approver, Policies, Policy, no_approver, pause_for_approval
 from gateway.sandbox import ErrorInfo, ExecutionResult, HostJournal, Sandbox, cancelled_error
+from gateway.telemetry import Telemetry
 
 __all__ = ["Gateway"]
 
@@ -53,19 +55,26 @@ SEARCH_WAIT_SECONDS = 10.0
 class Gateway(AsyncContextManagerMixin):
     """Entering starts the children and loads the sandbox in the background, then returns at once."""
 
-    def __init__(self, config: GatewayConfig) -> None:
+    def __init__(self, config: GatewayConfig, telemetry: Telemetry | None = None) -> None:
+        """`telemetry`: where its metrics and spans go (a registry of its own, the global tracer)."""
         self.config = config
-        self.policy = Policy(config.policy)
+        self.telemetry = telemetry or Telemetry()
+        self.policies = Policies(config.policy)
+        self.policy = self.policies.base  # the policy of a caller no role names
         self.redactor = Redactor(gateway_secrets(config))
         self._audit: AuditLog | None = None
         self._pool = child_pool(config, self.redactor)
-        self._tool_calls = ToolCalls(self._pool, self.policy, self.redactor, None, self.catalog)
-        self._resources = ResourceReads(self._pool, self.policy, self.redactor, None)
+        self.telemetry.metrics.watch_children(self._pool.statuses, ChildState)
+        self.telemetry.metrics.watch_sandbox(lambda: self._sandbox.slot_usage() if self._sandbox else None)
+        self._tool_calls = ToolCalls(self._pool, self.redactor, None, self.catalog, self.telemetry)
+        self._resources = ResourceReads(self._pool, self.redactor, None)
         self._sandbox: Sandbox | None = None
         self._sandbox_error: Exception | None = None
         self._sandbox_ready = anyio.Event()
         self._catalog_key: tuple[Any, ...] | None = None
-        self._catalog = Catalog()
+        self._everything = Catalog()  # before the policy filtered it
+        self._catalogs: dict[Policy, Catalog] = {}  # as each caller's policy filters it
+        self._quarantine: Quarantine | None = None
         self._blocked: dict[str, str] = {}
         # The config's lockfile, read once here: a malformed one refuses to start (ConfigError).
         self._lock = CatalogLock.beside(config.config_file)
@@ -81,9 +90,9 @@ class Gateway(AsyncContextManagerMixin):
                 self._audit = AuditLog.from_config(self.config.audit, self.config.base_dir, self.redactor)
                 stack.callback(self._audit.close)
                 self._tool_calls = ToolCalls(
-                    self._pool, self.policy, self.redactor, self._audit, self.catalog
+                    self._pool, self.redactor, self._audit, self.catalog, self.telemetry
                 )
-                self._resources = ResourceReads(self._pool, self.policy, self.redactor, self._audit)
+                self._resources = ResourceReads(self._pool, self.redactor, self._audit)
             await stack.enter_async_context(self._pool)
             self._start_exposed_servers()
             stack.callback(self._close_sandbox)
@@ -108,34 +117,41 @@ class Gateway(AsyncContextManagerMixin):
     def pool(self) -> ChildPool:
         return self._pool
 
-    def catalog(self) -> Catalog:
-        """What the model may see: the children's tools less the hidden ones, rebuilt on any change.
+    def catalog(self, policy: Policy | None = None) -> Catalog:
+        """What the model may see under `policy` (by default, the policy of a caller no role names):
+        the children's tools less the hidden ones, rebuilt on any change.
 
-        A server named by a policy rule that matches none of its tools keeps no tools at all until
-        the rule is fixed: a typo must never leave a tool more reachable than the team wrote. With a
-        lockfile, tools new or changed since it was written are quarantined (`catalog/_quarantine.py`).
+        A server named by a policy rule (of the policy or of a role) that matches none of its tools
+        keeps no tools at all until the rule is fixed: a typo must never leave a tool more reachable
+        than the team wrote. With a lockfile, tools new or changed since it was written are
+        quarantined (`catalog/_quarantine.py`).
         """
+        policy = policy or self.policy
         statuses = self._pool.statuses()
         key = tuple(statuses)  # whole snapshots: a tools/list_changed bumps `tools_version`
         if key != self._catalog_key:
             tools = self._pool.tools()
-            quarantine = self._lock.quarantine(tools, self._pool.names) if self._lock else None
-            everything = Catalog(tools, statuses, reviewed=self._lock.lock.servers if self._lock else None)
-            blocked = self.policy.unmatched(everything)
+            reviewed = self._lock.lock.servers if self._lock else None
+            self._everything = Catalog(tools, statuses, reviewed=reviewed)
+            self._quarantine = self._lock.quarantine(tools, self._pool.names) if self._lock else None
+            blocked = self.policy.unmatched(self._everything)
             for server, reason in blocked.items():
                 if self._blocked.get(server) != reason:
                     log.error("a policy rule blocks a server", extra={"server": server, "reason": reason})
             self._blocked = blocked
-            self._catalog = everything.filtered(
-                self.policy.visible,
-                self.policy.server_visible,
-                blocked=blocked,
-                access=self.policy.access_note,
-                quarantine=quarantine,
-                resources=self.policy.resources_visible,
-            )
+            self._catalogs = {}
             self._catalog_key = key
-        return self._catalog
+        catalog = self._catalogs.get(policy)
+        if catalog is None:
+            catalog = self._catalogs[policy] = self._everything.filtered(
+                policy.visible,
+                policy.server_visible,
+                blocked=self._blocked,
+                access=policy.access_note,
+                quarantine=self._quarantine,
+                resources=policy.resources_visible,
+            )
+        return catalog
 
     async def catalog_changed(self, seen: Catalog) -> Catalog:
         """Wait until the catalog the model sees is no longer `seen` (a child came up, went down or
@@ -204,11 +220,12 @@ class Gateway(AsyncContextManagerMixin):
         tool: ExposedTool,
         arguments: dict[str, Any],
         approver: Approver = no_approver,
-        principal: str | None = None,
+        identity: Identity | None = None,
+        client: types.Implementation | None = None,
     ) -> types.CallToolResult:
         """Call an exposed tool for the client: the child's result, redacted; or the refusal
         (ToolCallError, ExecutionFailed). `approver` asks the user while the call waits."""
-        run = self._new_run(new_execution_id(), approver, None, principal)
+        run = self._new_run(new_execution_id(), approver, None, identity, client)
         call = await self._tool_calls.admit(run, tool.entry.qualified, arguments)
         return await self._complete_exposed(tool, call)
 
@@ -217,7 +234,8 @@ class Gateway(AsyncContextManagerMixin):
         tool: ExposedTool,
         arguments: dict[str, Any],
         resume: Resume | None = None,
-        principal: str | None = None,
+        identity: Identity | None = None,
+        client: types.Implementation | None = None,
     ) -> types.CallToolResult | ApprovalNeeded:
         """Call an exposed tool, pausing where the user must approve it (MCP 2026-07-28).
 
@@ -225,17 +243,18 @@ class Gateway(AsyncContextManagerMixin):
         admits the same call again with the user's answer (there is no snippet to replay).
         """
         if resume is None:
-            run = self._new_run(new_execution_id(), pause_for_approval, None, principal)
+            run = self._new_run(new_execution_id(), pause_for_approval, None, identity, client)
         else:
             paused = PausedToolCall.load(resume.state)
             try:
                 self._spent_states.spend(paused.nonce)
             except ResumeRefused:
+                self.telemetry.approval_refused()
                 raise ResumeRefused(
                     "this approval was already used: an approval answers one call. Call the tool again "
                     "to be asked again"
                 ) from None
-            run = self._new_run(paused.execution_id, pause_for_approval, None, principal)
+            run = self._new_run(paused.execution_id, pause_for_approval, None, identity, client)
             run.answer = PausedCallAnswer(resume.answer, paused.tool, paused.arguments_digest)
         try:
             call = await self._tool_calls.admit(run, tool.entry.qualified, arguments)
@@ -279,13 +298,16 @@ class Gateway(AsyncContextManagerMixin):
         server: str | None = None,
         limit: int = DEFAULT_SEARCH_LIMIT,
         detail: Detail = "signatures",
+        identity: Identity | None = None,
     ) -> str:
-        """The search_docs text, once children still starting have had a moment to list their tools."""
-        named = self.catalog().server(server) if server is not None else None
+        """The search_docs text for `identity` (what its policy lets it see), once children still
+        starting have had a moment to list their tools."""
+        policy = self.policies.for_caller(identity)
+        named = self.catalog(policy).server(server) if server is not None else None
         if named is not None:
             self._pool.start(named.name)  # a lazy child starts when a search names it
         await self._pool.wait_ready(timeout=min(SEARCH_WAIT_SECONDS, self.config.startup_timeout_seconds))
-        return render_search(self.catalog(), query, server, limit, detail)
+        return render_search(self.catalog(policy), query, server, limit, detail)
 
     async def execute_code(
         self,
@@ -294,13 +316,13 @@ class Gateway(AsyncContextManagerMixin):
         approver: Approver = no_approver,
         client: types.Implementation | None = None,
         progress: Progress | None = None,
-        principal: str | None = None,
+        identity: Identity | None = None,
     ) -> ExecutionResult:
         """Run a snippet whose tool calls reach the children; `approver` asks the user while a call waits.
-        `principal` (an authenticated HTTP caller) is named in the audit log."""
+        `identity` (an authenticated HTTP caller) picks the policy's roles and is named in the audit log."""
         sandbox = await self._ready_sandbox()
-        run = self._new_run(new_execution_id(), approver, progress, principal)
-        result, _ = await self._execute(sandbox, code, run, timeout, client)
+        run = self._new_run(new_execution_id(), approver, progress, identity, client)
+        result, _ = await self._execute(sandbox, code, run, timeout)
         return result
 
     async def execute_code_in_rounds(
@@ -310,7 +332,7 @@ class Gateway(AsyncContextManagerMixin):
         client: types.Implementation | None = None,
         progress: Progress | None = None,
         resume: Resume | None = None,
-        principal: str | None = None,
+        identity: Identity | None = None,
     ) -> ExecutionResult | ApprovalNeeded:
         """Run a snippet that pauses at each call the user must approve (MCP 2026-07-28).
 
@@ -320,7 +342,7 @@ class Gateway(AsyncContextManagerMixin):
         sandbox = await self._ready_sandbox()
         journal_cap = self.config.approvals.max_state_bytes * JOURNAL_BYTES_PER_STATE_BYTE
         if resume is None:
-            run = self._new_run(new_execution_id(), pause_for_approval, progress, principal)
+            run = self._new_run(new_execution_id(), pause_for_approval, progress, identity, client)
             journal, round_number = HostJournal(max_bytes=journal_cap), 1
         else:
             try:
@@ -328,17 +350,18 @@ class Gateway(AsyncContextManagerMixin):
                 paused.check(code, sandbox.component_sha256)
                 self._spent_states.spend(paused.nonce)
             except ResumeRefused as exc:
+                self.telemetry.approval_refused()
                 refused = ExecutionResult(ok=False, error=ErrorInfo.from_exception(exc))
-                run = self._new_run(new_execution_id(), no_approver, None, principal)
-                self._record_execution(run, code, refused, sandbox, timeout, client)
+                run = self._new_run(new_execution_id(), no_approver, None, identity, client)
+                self._record_execution(run, code, refused, sandbox, timeout)
                 return refused
-            run = self._new_run(paused.execution_id, pause_for_approval, progress, principal)
+            run = self._new_run(paused.execution_id, pause_for_approval, progress, identity, client)
             run.answer = PausedCallAnswer(resume.answer, paused.shown_tool, paused.shown_digest)
             run.began_at = paused.began_at
             run.quota.restore(paused.quota)
             journal, round_number = paused.journal(journal_cap), paused.round + 1
         result, state = await self._execute(
-            sandbox, code, run, timeout, client, journal=journal, round_number=round_number
+            sandbox, code, run, timeout, journal=journal, round_number=round_number
         )
         if run.paused is None or state is None:
             return result
@@ -351,9 +374,22 @@ class Gateway(AsyncContextManagerMixin):
         return sandbox
 
     def _new_run(
-        self, execution_id: str, approver: Approver, progress: Progress | None, principal: str | None
+        self,
+        execution_id: str,
+        approver: Approver,
+        progress: Progress | None,
+        identity: Identity | None,
+        client: types.Implementation | None,
     ) -> Run:
-        return Run(execution_id, self.catalog(), self.policy.new_execution(), approver, progress, principal)
+        policy = self.policies.for_caller(identity)
+        caller = Caller(
+            principal=identity.principal if identity else None,
+            roles=policy.roles,
+            oauth_client=identity.client if identity else None,
+            client_name=client.name if client else None,
+            client_version=client.version if client else None,
+        )
+        return Run(execution_id, self.catalog(policy), policy, approver, progress, caller)
 
     async def _execute(
         self,
@@ -361,7 +397,6 @@ class Gateway(AsyncContextManagerMixin):
         code: str,
         run: Run,
         timeout: float | None,
-        client: types.Implementation | None,
         *,
         journal: HostJournal | None = None,
         round_number: int = 1,
@@ -369,6 +404,7 @@ class Gateway(AsyncContextManagerMixin):
         """The run's result, and its state when it paused for approval (then its error says so)."""
         result: ExecutionResult | None = None
         state: str | None = None
+        run.span = self.telemetry.execution_started(run.execution_id, round_number)
         try:
             result = self.redactor.redact_result(
                 await self._run_with_progress(sandbox, code, run, timeout, journal)
@@ -385,7 +421,7 @@ class Gateway(AsyncContextManagerMixin):
                 error = sys.exc_info()[1]
                 failure = cancelled_error() if isinstance(error, anyio.get_cancelled_exc_class()) else None
                 result = _unfinished(failure or GuestCrashed(f"the host failed: {type(error).__name__}"), run)
-            self._record_execution(run, code, result, sandbox, timeout, client, round_number)
+            self._record_execution(run, code, result, sandbox, timeout, round_number)
 
     def _paused_state(
         self,
@@ -419,9 +455,9 @@ class Gateway(AsyncContextManagerMixin):
         result: ExecutionResult,
         sandbox: Sandbox,
         timeout: float | None,
-        client: types.Implementation | None,
         round_number: int = 1,
     ) -> None:
+        self.telemetry.execution_finished(run.span, run.started, result, run.calls)
         if self._audit is None:
             return
         self._audit.record(
@@ -431,11 +467,9 @@ class Gateway(AsyncContextManagerMixin):
                 result,
                 limits=sandbox.limits,
                 timeout=sandbox.timeout_for(timeout),
-                client_name=client.name if client else None,
-                client_version=client.version if client else None,
                 tool_calls=run.calls,
                 round_number=round_number,
-                principal=run.principal,
+                caller=run.caller,
             )
         )
 

@@ -73,11 +73,11 @@ class _Request:
 
 
 class ResourceReads:
-    """The resource requests of snippets, over a pool of children, under a policy, redacted and audited."""
+    """The resource requests of snippets, over a pool of children, under each run's policy, redacted and
+    audited."""
 
-    def __init__(self, pool: ChildPool, policy: Policy, redactor: Redactor, audit: AuditLog | None) -> None:
+    def __init__(self, pool: ChildPool, redactor: Redactor, audit: AuditLog | None) -> None:
         self._pool = pool
-        self._policy = policy
         self._redactor = redactor
         self._audit = audit
 
@@ -97,12 +97,12 @@ class ResourceReads:
             request.name = f"{server.identifier}:{request.uri or _LIST}"
             if request.uri is None:
                 run.quota.acquire_name(request.name)
-                return await self._listing(server)
-            if not self._policy.resource_visible(server.identifier, request.uri):
+                return await self._listing(run.policy, server)
+            if not run.policy.resource_visible(server.identifier, request.uri):
                 raise ToolCallError(_unknown_resource(server, request.uri))
-            self._policy.check_resource(server.identifier, request.uri)
+            run.policy.check_resource(server.identifier, request.uri)
             run.quota.acquire_name(request.name)
-            return await self._read(server, request.uri)
+            return await self._read(run.policy, server, request.uri)
         except BaseException as exc:
             failure = self._redacted(exc)
             raise
@@ -120,7 +120,7 @@ class ResourceReads:
                 "the execution was ended"
             )
 
-    async def _listing(self, server: CatalogServer) -> dict[str, Any]:
+    async def _listing(self, policy: Policy, server: CatalogServer) -> dict[str, Any]:
         """Steps 7-9 of a list: every page of resources and of templates, less the hidden ones."""
         notes: list[str] = []
 
@@ -133,18 +133,19 @@ class ResourceReads:
             return page.resource_templates, page.next_cursor
 
         def listed(resource: types.Resource) -> bool:
-            return self._policy.resource_visible(server.identifier, resource.uri)
+            return policy.resource_visible(server.identifier, resource.uri)
 
         def listed_template(template: types.ResourceTemplate) -> bool:
-            return self._policy.resource_visible(server.identifier, template.uri_template)
+            return policy.resource_visible(server.identifier, template.uri_template)
 
         found = await _child(_pages(resources, listed, "resources", notes))
         found_templates = await _child(_pages(templates, listed_template, "templates", notes))
         work = len(found) + len(found_templates) > _LOOP_WORK_ENTRIES
-        return await _bounded(work, self._listing_value, server, found, found_templates, notes)
+        return await _bounded(work, self._listing_value, policy, server, found, found_templates, notes)
 
     def _listing_value(
         self,
+        policy: Policy,
         server: CatalogServer,
         resources: Sequence[types.Resource],
         templates: Sequence[types.ResourceTemplate],
@@ -152,10 +153,10 @@ class ResourceReads:
     ) -> dict[str, Any]:
         value: dict[str, Any] = {
             "resources": [
-                self._noted(server, resource.uri, _resource_entry(resource)) for resource in resources
+                _noted(policy, server, resource.uri, _resource_entry(resource)) for resource in resources
             ],
             "templates": [
-                self._noted(server, template.uri_template, _template_entry(template))
+                _noted(policy, server, template.uri_template, _template_entry(template))
                 for template in templates
             ],
         }
@@ -163,22 +164,17 @@ class ResourceReads:
             value["truncated"] = "; ".join(notes)
         return self._redactor.redact_json(value)
 
-    def _noted(self, server: CatalogServer, uri: str, entry: dict[str, Any]) -> dict[str, Any]:
-        """An entry with what the policy says of reading it, when it is not simply allowed."""
-        if self._policy.resource_denial(server.identifier, uri) is not None:
-            entry["access"] = "denied by policy"
-        return entry
-
-    async def _read(self, server: CatalogServer, uri: str) -> dict[str, Any]:
+    async def _read(self, policy: Policy, server: CatalogServer, uri: str) -> dict[str, Any]:
         """Steps 7-9 of a read: the child's contents as the snippet receives them, redacted."""
         result = await _child(self._pool.read_resource(server.name, uri))
         if result is None:  # the child has no such resource: the same words as for a hidden one
             raise ToolCallError(_unknown_resource(server, uri))
         size = sum(len(getattr(item, "text", "") or getattr(item, "blob", "")) for item in result.contents)
-        return await _bounded(size > _LOOP_WORK_CHARS, self._read_value, server, uri, result.contents)
+        return await _bounded(size > _LOOP_WORK_CHARS, self._read_value, policy, server, uri, result.contents)
 
     def _read_value(
         self,
+        policy: Policy,
         server: CatalogServer,
         uri: str,
         contents: Sequence[types.TextResourceContents | types.BlobResourceContents],
@@ -188,16 +184,9 @@ class ResourceReads:
         readable = [
             resource_contents_value(item)
             for item in contents
-            if self._readable(server, str(item.uri)) or str(item.uri) == uri
+            if _readable(policy, server, str(item.uri)) or str(item.uri) == uri
         ]
         return self._redactor.redact_json({"uri": uri, "contents": readable})
-
-    def _readable(self, server: CatalogServer, uri: str) -> bool:
-        identifier = server.identifier
-        return (
-            self._policy.resource_visible(identifier, uri)
-            and self._policy.resource_denial(identifier, uri) is None
-        )
 
     def _redacted(self, exc: BaseException) -> BaseException:
         """A refusal's text as the snippet may read it (step 9, for errors)."""
@@ -218,7 +207,7 @@ class ResourceReads:
         ms = round((time.monotonic() - started) * 1000, 3)
         self._audit.record(
             lambda audit: audit.tool_call(
-                run.execution_id, name, arguments, ms=ms, error=failure, principal=run.principal
+                run.execution_id, name, arguments, ms=ms, error=failure, caller=run.caller
             )
         )
 
@@ -332,3 +321,15 @@ def _template_entry(template: types.ResourceTemplate) -> dict[str, Any]:
         "mime_type": template.mime_type,
     }
     return {key: value for key, value in fields.items() if value is not None}
+
+
+def _noted(policy: Policy, server: CatalogServer, uri: str, entry: dict[str, Any]) -> dict[str, Any]:
+    """An entry with what the policy says of reading it, when it is not simply allowed."""
+    if policy.resource_denial(server.identifier, uri) is not None:
+        entry["access"] = "denied by policy"
+    return entry
+
+
+def _readable(policy: Policy, server: CatalogServer, uri: str) -> bool:
+    identifier = server.identifier
+    return policy.resource_visible(identifier, uri) and policy.resource_denial(identifier, uri) is None

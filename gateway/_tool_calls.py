@@ -16,7 +16,8 @@
 7. child       the call itself, bounded by the host's per-call timeout
 8. result      the CallToolResult as the Python value the snippet receives
 9. redaction   of that value, and of the text of any error, whatever the step that raised it
-10. record     the audit record and a progress report, whatever happened
+10. record     the audit record, the metrics and the call's span, and a progress report, whatever
+               happened
 
 Work that grows with what the snippet or a child sent (scanning, validating, converting) runs on
 the event loop only for small payloads; larger ones go to a worker thread, so that one big or
@@ -38,7 +39,7 @@ import anyio.to_thread
 from mcp import types
 
 from gateway._redaction import Redactor
-from gateway.audit import Approval, AuditLog
+from gateway.audit import NO_CALLER, Approval, AuditLog, Caller
 from gateway.catalog import (
     Catalog,
     CatalogEntry,
@@ -59,6 +60,7 @@ from gateway.errors import (
 )
 from gateway.policy import ApprovalOutcome, Approver, ExecutionQuota, Policy
 from gateway.sandbox import arguments_digest
+from gateway.telemetry import Telemetry, TraceSpan
 
 __all__ = [
     "PROGRESS_SECONDS",
@@ -114,18 +116,22 @@ class AdmittedCall:
     entry: CatalogEntry | None = None
     approval: Approval = "not_required"
     started: float = field(default_factory=time.monotonic)
+    span: TraceSpan | None = None  # ended, and its metrics counted, with its audit record
+    answered_error: bool = False  # the child answered with isError
 
 
 @dataclass
 class Run:
-    """What one execution's tool calls share: its id, the catalog it started with, quota, approver."""
+    """What one execution's tool calls share: its id, the catalog and policy it started with (the
+    caller's, under `policy.roles`), its quota, approver, and who asked for it."""
 
     execution_id: str
     catalog: Catalog
-    quota: ExecutionQuota
+    policy: Policy
     approver: Approver
     progress: Progress | None = None
-    principal: str | None = None  # who asked for it (an authenticated HTTP caller), for the audit log
+    caller: Caller = NO_CALLER
+    quota: ExecutionQuota = field(init=False)
     calls: int = 0
     started: float = field(default_factory=time.monotonic)
     # When the execution began (wall clock, which every process shares): a round resumed after an
@@ -133,6 +139,10 @@ class Run:
     began_at: float = field(default_factory=time.time)
     paused: ApprovalRequired | None = None  # the call this run paused at, waiting for the user
     answer: PausedCallAnswer | None = None  # in a resumed round, until its first call takes it
+    span: TraceSpan | None = None  # the execution's span: each tool call's span is its child
+
+    def __post_init__(self) -> None:
+        self.quota = self.policy.new_execution(self.caller.principal)
 
     async def report(self) -> None:
         """Tell the client how far the execution is (best effort: never fails the run)."""
@@ -152,18 +162,18 @@ class Run:
 
 
 class ToolCalls:
-    """The tool-call pipeline over a pool of children, under a policy, redacted and audited."""
+    """The tool-call pipeline over a pool of children, under each run's policy, redacted and audited."""
 
     def __init__(
         self,
         pool: ChildPool,
-        policy: Policy,
         redactor: Redactor,
         audit: AuditLog | None,
         catalog: Callable[[], Catalog],
+        telemetry: Telemetry | None = None,
     ) -> None:
         self._pool = pool
-        self._policy = policy
+        self._telemetry = telemetry or Telemetry()
         self._redactor = redactor
         self._audit = audit
         self._catalog = catalog  # the current catalog, for a lazy child's first listing
@@ -184,12 +194,15 @@ class ToolCalls:
         quotas count exactly and the user is asked about one call at a time."""
         call = AdmittedCall(run, name, wire=arguments)
         answer, run.answer = run.answer, None  # the first call of a resumed round takes it, or no one
+        call.span = self._telemetry.tool_call_started(run.span, run.execution_id)
         try:
             self._refuse_secrets("a tool name", name)
             call.entry = await self._resolve(run.catalog, name)
-            call.wire = await _bounded_work(arguments, self._checked_arguments, call.entry, arguments)
+            call.wire = await _bounded_work(
+                arguments, self._checked_arguments, run.policy, call.entry, arguments
+            )
             run.quota.acquire(call.entry)
-            if self._policy.needs_approval(call.entry):
+            if run.policy.needs_approval(call.entry):
                 if answer is not None:
                     call.approval = _answer_for(answer, call.entry.qualified, call.wire)
                 else:
@@ -218,9 +231,12 @@ class ToolCalls:
         failure: BaseException | None = None
         try:
             try:
-                result = await self._pool.call_tool(call.entry.server_name, call.entry.tool_name, call.wire)
+                with self._telemetry.calling(call.span):  # the child's trace context descends from it
+                    entry = call.entry
+                    result = await self._pool.call_tool(entry.server_name, entry.tool_name, call.wire)
             except ChildUnavailable as exc:
                 raise ToolCallError(str(exc)) from exc
+            call.answered_error = bool(result.is_error)  # a snippet gets it as a ToolError (step 8)
             converted = await _bounded_work(_payload(result), convert, result)
             if result.is_error:  # passed on as it is (complete_raw), and audited as the failure it is
                 failure = ToolCallError(f"{call.entry.qualified} answered with an error (isError)")
@@ -243,9 +259,12 @@ class ToolCalls:
         return types.CallToolResult.model_validate(self._redactor.redact_json(dumped))
 
     async def _finish(self, call: AdmittedCall, failure: BaseException | None) -> None:
-        """Step 10, whatever happened: the progress report and the audit record."""
+        """Step 10, whatever happened: the metrics and the span, the progress report, the audit record."""
         run = call.run
         run.calls += 1
+        self._telemetry.tool_call_finished(
+            call.span, call.started, failure, call.entry, call.approval, call.answered_error
+        )
         await run.report()
         if self._audit is not None:
             ms = round((time.monotonic() - call.started) * 1000, 3)
@@ -258,7 +277,7 @@ class ToolCalls:
                     ms=ms,
                     error=failure,
                     approval=approval,
-                    principal=run.principal,
+                    caller=run.caller,
                 )
             )
 
@@ -271,20 +290,13 @@ class ToolCalls:
     def precheck(self, run: Run, calls: object) -> dict[str, Any]:
         """The snippet's literal calls (as the guest found them) checked before it runs: the refusals
         they would meet at steps 1-3, each as the call would get it, redacted."""
-        findings = precheck_calls(run.catalog, calls, access=self._access_refusal)
+        findings = precheck_calls(run.catalog, calls, access=partial(_access_refusal, run.policy))
         return {
             "findings": [
                 {"line": finding.line, "message": self._redactor.redact(finding.message)}
                 for finding in findings
             ]
         }
-
-    def _access_refusal(self, entry: CatalogEntry) -> str | None:
-        try:
-            self._policy.check_access(entry)
-        except ToolCallError as exc:
-            return str(exc)
-        return None
 
     def _refuse_secrets(self, what: str, value: Any) -> None:
         """End the run if `value` holds a secret; `what` says where, never echoing the value itself."""
@@ -297,12 +309,14 @@ class ToolCalls:
                 "a snippet."
             )
 
-    def _checked_arguments(self, entry: CatalogEntry, arguments: dict[str, Any]) -> dict[str, Any]:
+    def _checked_arguments(
+        self, policy: Policy, entry: CatalogEntry, arguments: dict[str, Any]
+    ) -> dict[str, Any]:
         """Steps 0 (arguments) and 2-4: what the child will get, or the refusal."""
         self._refuse_secrets(f"the arguments of {entry.qualified}", arguments)
-        self._policy.check_access(entry)
+        policy.check_access(entry)
         wire = prepare_arguments(entry, arguments)
-        self._policy.check_arguments(entry, wire)
+        policy.check_arguments(entry, wire)
         return wire
 
     def _value_of(self, result: types.CallToolResult) -> Any:
@@ -389,3 +403,12 @@ def _raise_unless_approved(tool: str, outcome: ApprovalOutcome) -> None:
         "interactive client that can approve it, or have the team grant the tool in its policy",
         rule="approve",
     )
+
+
+def _access_refusal(policy: Policy, entry: CatalogEntry) -> str | None:
+    """What a call of `entry` would be refused with at step 2 under `policy`, or None."""
+    try:
+        policy.check_access(entry)
+    except ToolCallError as exc:
+        return str(exc)
+    return None

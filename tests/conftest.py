@@ -138,3 +138,10 @@ def policy_log() -> Iterator[list[logging.LogRecord]]:
     """Records of the policy's logger."""
     with _recording("gateway.policy") as records:
         yield records
+
+
+@pytest.fixture
+def server_log() -> Iterator[list[logging.LogRecord]]:
+    """Records of the MCP server's logger."""
+    with _recording("gateway.server") as records:
+        yield records

@@ -29,6 +29,8 @@ CATALOG_SERVER = SERVERS / "catalog_server.py"
 """A server whose tools are the JSON file in CATALOG_FILE, read again on every tools/list."""
 RESOURCE_SERVER = SERVERS / "resource_server.py"
 """A server with resources: text, binary, a template, a secret, a failing read, pages of them."""
+TRACE_SERVER = SERVERS / "trace_server.py"
+"""A server whose `trace_context` tool answers the trace context its request carried (_meta, header)."""
 TOOL_SNAPSHOTS = REPO / "tests" / "data" / "tools"
 """`tools/list` snapshots of real servers, for offline catalog and search tests."""
 

@@ -11,7 +11,19 @@ import pytest
 
 import gateway
 
-WINGS = ("audit", "auth", "catalog", "children", "cli", "config", "escape", "policy", "sandbox", "server")
+WINGS = (
+    "audit",
+    "auth",
+    "catalog",
+    "children",
+    "cli",
+    "config",
+    "escape",
+    "policy",
+    "sandbox",
+    "server",
+    "telemetry",
+)
 
 PUBLIC = (
     # serve

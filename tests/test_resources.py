@@ -85,8 +85,8 @@ async def reads_over(
                 blocked=rules.unmatched(everything),
                 resources=rules.resources_visible,
             )
-            run = Run("exec-1", catalog, rules.new_execution(), no_approver)
-            yield Reads(pool, catalog, ResourceReads(pool, rules, redactor, audit), run, audit_path)
+            run = Run("exec-1", catalog, rules, no_approver)
+            yield Reads(pool, catalog, ResourceReads(pool, redactor, audit), run, audit_path)
 
 
 async def test_a_list_pages_through_every_resource_and_lists_the_templates(tmp_path: Path) -> None:

@@ -64,13 +64,11 @@ class Harness:
         self.audit = AuditLog(self.audit_path)
         catalog = _catalog()
         pool = cast(ChildPool, self.pool)
-        self.tool_calls = ToolCalls(
-            pool, self.policy, Redactor({SECRET: "TOKEN"}), self.audit, lambda: catalog
-        )
+        self.tool_calls = ToolCalls(pool, Redactor({SECRET: "TOKEN"}), self.audit, lambda: catalog)
         self.progress: list[int] = []
         self.asked: list[str] = []
         self.approval: ApprovalOutcome = "approved"
-        self.run = Run("exec-1", catalog, self.policy.new_execution(), self._approve, self._report)
+        self.run = Run("exec-1", catalog, self.policy, self._approve, self._report)
 
     async def _approve(self, tool: str, arguments: dict[str, Any]) -> ApprovalOutcome:
         self.asked.append(tool)
@@ -157,7 +155,7 @@ async def test_every_call_is_audited_and_reported_whatever_its_outcome(tmp_path:
 async def test_a_hidden_tool_is_unknown_to_the_pipeline(tmp_path: Path) -> None:
     calls = Harness(tmp_path, _text("3"), hidden=["calc.commit"])
     visible = _catalog().filtered(calls.policy.visible)
-    calls.run = Run("exec-2", visible, calls.policy.new_execution(), no_approver)
+    calls.run = Run("exec-2", visible, calls.policy, no_approver)
     with pytest.raises(ToolCallError, match=r"unknown tool 'calc\.commit'") as caught:
         await calls.call("calc.commit")
     assert "denied" not in str(caught.value)

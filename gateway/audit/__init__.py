@@ -1,14 +1,16 @@
 """The audit log: one JSON line per execution and per tool call, append-only, and reading it back."""
 
-from gateway.audit._log import Approval, AuditLog, new_execution_id
+from gateway.audit._log import NO_CALLER, Approval, AuditLog, Caller, new_execution_id
 from gateway.audit._read import AuditRecords, audit_files, format_records, read_audit, select_records
 from gateway.audit.config import AuditConfig
 
 __all__ = (
+    "NO_CALLER",
     "Approval",
     "AuditConfig",
     "AuditLog",
     "AuditRecords",
+    "Caller",
     "audit_files",
     "format_records",
     "new_execution_id",

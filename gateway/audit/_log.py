@@ -27,6 +27,7 @@ import os
 import threading
 import uuid
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -37,7 +38,7 @@ from gateway.audit.config import ArgumentsMode, AuditConfig
 from gateway.errors import ConfigError, ToolCallError
 from gateway.sandbox import ExecutionResult, SandboxLimits
 
-__all__ = ["Approval", "AuditLog", "new_execution_id"]
+__all__ = ["Approval", "AuditLog", "Caller", "new_execution_id"]
 
 log = logging.getLogger("gateway.audit")
 
@@ -70,6 +71,40 @@ def _error_class(error: BaseException | str | None) -> str | None:
         return error
     # A tool-call error's kind is the class the snippet saw (ToolError, ChildUnavailable, ...).
     return error.kind if isinstance(error, ToolCallError) else type(error).__name__
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who asked for an execution, as its records (and those of its tool calls) name them."""
+
+    principal: str | None = None
+    """The authenticated HTTP caller; None over stdio or HTTP without `auth`."""
+    roles: tuple[str, ...] = ()
+    """The `policy.roles` that named the principal."""
+    oauth_client: str | None = None
+    """The OAuth client acting for the principal (a JWT's `client_id` or `azp`)."""
+    client_name: str | None = None
+    """The MCP client, as it named itself (`clientInfo`)."""
+    client_version: str | None = None
+
+    def fields(self, redact: Callable[[str], str]) -> dict[str, Any]:
+        """The record's fields for what is known of the caller."""
+        found: dict[str, Any] = {}
+        if self.principal is not None:
+            found["principal"] = redact(self.principal)
+        if self.roles:
+            found["roles"] = [redact(role) for role in self.roles]
+        if self.oauth_client is not None:
+            found["oauth_client"] = redact(self.oauth_client)
+        if self.client_name is not None:
+            found["client"] = {
+                "name": redact(self.client_name),
+                "version": redact(self.client_version or "") or None,
+            }
+        return found
+
+
+NO_CALLER = Caller()
 
 
 class AuditLog:
@@ -139,21 +174,16 @@ class AuditLog:
         *,
         limits: SandboxLimits | None = None,
         timeout: float | None = None,
-        client_name: str | None = None,
-        client_version: str | None = None,
         tool_calls: int | None = None,
         round_number: int = 1,
-        principal: str | None = None,
+        caller: Caller = NO_CALLER,
     ) -> None:
         """Record one finished execution; `timeout` is its wall budget if not `limits.timeout_seconds`,
         `tool_calls` how many it made if its result does not list them (it was cancelled), `round_number`
-        which round of a run paused for approval this was, `principal` who asked for it (over HTTP)."""
+        which round of a run paused for approval this was, `caller` who asked for it."""
         redact = self.redactor.redact
         record: dict[str, Any] = {"time": None, "kind": "execution", "execution_id": execution_id}
-        if principal is not None:
-            record["principal"] = redact(principal)
-        if client_name is not None:
-            record["client"] = {"name": redact(client_name), "version": redact(client_version or "") or None}
+        record |= caller.fields(redact)
         record["script_sha256"] = _sha256(script)
         if self.include_script:
             record["script"] = redact(script)
@@ -184,18 +214,17 @@ class AuditLog:
         ms: float,
         error: BaseException | str | None = None,
         approval: Approval = "not_required",
-        principal: str | None = None,
+        caller: Caller = NO_CALLER,
     ) -> None:
         """Record one tool call; `error` is what failed it (an exception or its class name), if anything;
-        `principal` who asked for its execution (over HTTP)."""
+        `caller` who asked for its execution."""
         record: dict[str, Any] = {
             "time": None,
             "kind": "tool_call",
             "execution_id": execution_id,
             "tool": self.redactor.redact(tool),
         }
-        if principal is not None:
-            record["principal"] = self.redactor.redact(principal)
+        record |= caller.fields(self.redactor.redact)
         if self.arguments == "redacted":
             record["arguments"] = self.redactor.redact_json(dict(arguments))
         elif self.arguments == "hash":

@@ -37,6 +37,7 @@ from gateway.children._http_cap import LEGACY_SSE_EVENT_BYTES, AnswerCap
 from gateway.children._process import StderrPump, end_process_group, find_process_group, signal_process_group
 from gateway.children._relay import relay_command
 from gateway.children.config import HttpServer, ServerConfig, StdioServer
+from gateway.telemetry import inject_trace_headers
 
 __all__ = [
     "ChildConnection",
@@ -319,7 +320,8 @@ async def open_session(
                 headers=server.headers,
                 timeout=_HTTP_TIMEOUT,
                 event_hooks={
-                    "request": [cap.on_request],
+                    # The trace context the SDK writes into a request's `_meta`, as W3C headers too.
+                    "request": [cap.on_request, inject_trace_headers],
                     "response": [connection.on_http_response, cap.on_response],
                 },
             )

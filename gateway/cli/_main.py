@@ -28,6 +28,7 @@ from gateway.config import (
 from gateway.errors import ConfigError, GatewayError
 from gateway.sandbox import COMPONENT_PATH, WASMTIME_VERSION, Sandbox, component_sha256
 from gateway.server import run_http, run_stdio
+from gateway.telemetry import traces_from_environment
 
 __all__ = ["main"]
 
@@ -131,10 +132,11 @@ def _serve(args: argparse.Namespace) -> int:
         )
     config = load_config_for_cli(args.config)
     http = http_settings(config, args)
-    if http is None:
-        run_stdio(config)
-    else:
-        run_http(config, http)
+    with traces_from_environment():  # spans exported as the OTEL_* variables say (the otel extra)
+        if http is None:
+            run_stdio(config)
+        else:
+            run_http(config, http)
     return EXIT_OK
 
 

@@ -1,7 +1,7 @@
 """The config file: found, read, `${VAR}`-expanded, validated; the built-in default; its JSON Schema."""
 
 from gateway.config._defaults import NPM_SERVER_PINS, PYPI_SERVER_PINS, default_config
-from gateway.config._http import AUTHENTICATED, HEALTH_PATHS, HttpConfig
+from gateway.config._http import AUTHENTICATED, HEALTH_PATHS, METRICS_PATH, HttpConfig
 from gateway.config._load import (
     CONFIG_ENV,
     find_config_file,
@@ -22,6 +22,7 @@ __all__ = (
     "AUTHENTICATED",
     "CONFIG_ENV",
     "HEALTH_PATHS",
+    "METRICS_PATH",
     "NOT_SECRET_VARS",
     "NPM_SERVER_PINS",
     "PYPI_SERVER_PINS",

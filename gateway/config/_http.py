@@ -11,11 +11,20 @@ from typing import Self, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
-__all__ = ["AUTHENTICATED", "HEALTH_PATHS", "NO_AUTH", "HttpConfig", "is_loopback", "validation_context"]
+__all__ = [
+    "AUTHENTICATED",
+    "HEALTH_PATHS",
+    "METRICS_PATH",
+    "NO_AUTH",
+    "HttpConfig",
+    "is_loopback",
+    "validation_context",
+]
 
 _MIB = 1024 * 1024
 
 HEALTH_PATHS = ("/healthz", "/readyz")
+METRICS_PATH = "/metrics"
 
 NO_AUTH = (
     "the config has no `auth` section, so anyone who can reach the port could run code with every "
@@ -139,6 +148,12 @@ class HttpConfig(BaseModel):
         le=4096,
         description="Waiting calls of one caller; past it a call is refused with 429 and Retry-After.",
     )
+    metrics: bool = Field(
+        default=True,
+        description="Serve Prometheus metrics at /metrics on the same port, without a token as the probes "
+        "are (a scraper has none): counts, durations and states, never arguments, results or callers. "
+        "false leaves /metrics out, where untrusted clients reach the port.",
+    )
     shutdown_grace_seconds: float = Field(
         default=30,
         ge=0,
@@ -160,6 +175,8 @@ class HttpConfig(BaseModel):
             )
         if self.path.rstrip("/") in HEALTH_PATHS:
             raise ValueError(f"path {self.path} is a health probe's: choose another, such as /mcp")
+        if self.metrics and self.path.rstrip("/") == METRICS_PATH:
+            raise ValueError(f"path {self.path} is where metrics are served: choose another, such as /mcp")
         if self.max_executions_in_flight_per_caller > self.max_executions_in_flight:
             raise ValueError(
                 f"max_executions_in_flight_per_caller ({self.max_executions_in_flight_per_caller}) is "

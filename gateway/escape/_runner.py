@@ -26,6 +26,7 @@ from gateway._exception_groups import leaf_error
 from gateway._gateway import Gateway
 from gateway._resume import ApprovalNeeded, Resume
 from gateway.audit import format_records, read_audit
+from gateway.auth import Identity
 from gateway.config import GatewayConfig, parse_config
 from gateway.errors import ToolCallError
 from gateway.escape.cases import CASES, EscapeCase
@@ -131,8 +132,11 @@ class Target(Protocol):
     @property
     def limits(self) -> SandboxLimits: ...
 
-    async def execute(self, code: str, *, approve: bool = False) -> ExecutionResult:
-        """Run `code` to its end; the user approves every call that asks, or (by default) declines it."""
+    async def execute(
+        self, code: str, *, approve: bool = False, caller: Identity | None = None
+    ) -> ExecutionResult:
+        """Run `code` to its end, for `caller` (an authenticated HTTP caller) if given; the user approves
+        every call that asks, or (by default) declines it."""
         ...
 
     async def serves_tool_calls(self) -> str | None:
@@ -154,8 +158,11 @@ class SandboxTarget:
     def limits(self) -> SandboxLimits:
         return self.sandbox.limits
 
-    async def execute(self, code: str, *, approve: bool = False) -> ExecutionResult:
-        """Run `code`; nothing asks for approval without a gateway, so `approve` changes nothing."""
+    async def execute(
+        self, code: str, *, approve: bool = False, caller: Identity | None = None
+    ) -> ExecutionResult:
+        """Run `code`; nothing asks for approval or knows callers without a gateway, so `approve` and
+        `caller` change nothing."""
         return await self.sandbox.execute(code, tool_caller=probe_tools())
 
     async def serves_tool_calls(self) -> str | None:
@@ -185,21 +192,26 @@ class GatewayTarget:
         self._prompts: list[str] = []
         self._audit_seen = 0
         self._notes_seen: dict[str, tuple[str, ...]] = {}
+        self._caller: Identity | None = None  # of the last execution: what search_docs shows it
 
     @property
     def limits(self) -> SandboxLimits:
         return self._limits
 
-    async def execute(self, code: str, *, approve: bool = False) -> ExecutionResult:
-        """Run `code` round after round, answering each approval prompt for the user."""
+    async def execute(
+        self, code: str, *, approve: bool = False, caller: Identity | None = None
+    ) -> ExecutionResult:
+        """Run `code` round after round for `caller`, answering each approval prompt for the user."""
         answer: ApprovalOutcome = "approved" if approve else "declined"
-        outcome = await self.gateway.execute_code_in_rounds(code)
+        self._caller = caller
+        outcome = await self.gateway.execute_code_in_rounds(code, identity=caller)
         pauses = 0
         while isinstance(outcome, ApprovalNeeded):
             pauses += 1
             self._check_rounds(pauses)
             self._prompts.append(approval_prompt(outcome.tool, outcome.arguments))
-            outcome = await self.gateway.execute_code_in_rounds(code, resume=Resume(outcome.state, answer))
+            resume = Resume(outcome.state, answer)
+            outcome = await self.gateway.execute_code_in_rounds(code, resume=resume, identity=caller)
         return outcome
 
     def _check_rounds(self, pauses: int) -> None:
@@ -216,7 +228,7 @@ class GatewayTarget:
         new, self._audit_seen = records[self._audit_seen :], len(records)
         prompts, self._prompts = tuple(self._prompts), []
         rows = format_records(new).splitlines()[1:] if new else []
-        overview = await self.gateway.search_docs()
+        overview = await self.gateway.search_docs(identity=self._caller)
         return Seen(prompts, tuple(rows), overview, await self._new_notes())
 
     async def _new_notes(self) -> dict[str, tuple[str, ...]]:
@@ -338,9 +350,9 @@ class _HostFailed(Exception):
     """The host raised while running a snippet."""
 
 
-async def _execute(target: Target, code: str, approve: bool) -> ExecutionResult:
+async def _execute(target: Target, code: str, case: EscapeCase) -> ExecutionResult:
     try:
-        return await target.execute(code, approve=approve)
+        return await target.execute(code, approve=case.approve, caller=case.caller)
     except Exception as exc:  # a snippet made the host fail: the most serious finding of all
         raise _HostFailed(f"the host raised {_innermost(exc)}") from exc
 
@@ -348,14 +360,14 @@ async def _execute(target: Target, code: str, approve: bool) -> ExecutionResult:
 async def _judge(target: Target, case: EscapeCase) -> tuple[bool, str]:
     limits = target.limits
     try:
-        first = await _execute(target, case.source(limits), case.approve)
+        first = await _execute(target, case.source(limits), case)
         problem = case.expect.judge(first, limits)
         if problem is None and case.sees is not None:
             problem = case.sees(await target.seen())
         if problem is not None:
             return False, problem
         if case.then is not None:
-            second = await _execute(target, case.then, case.approve)
+            second = await _execute(target, case.then, case)
             if case.then_check is not None and not case.then_check(first, second):
                 return False, f"the next execution saw it: {summarize(second)}"
     except _HostFailed as failed:

@@ -13,7 +13,8 @@ from gateway.policy._approval import (
 from gateway.policy._policy import Policy, is_destructive
 from gateway.policy._prompt import approval_prompt
 from gateway.policy._quotas import ExecutionQuota
-from gateway.policy.config import ApprovalsConfig, PolicyConfig, RateLimit, ToolPolicy
+from gateway.policy._roles import Policies, roles_of
+from gateway.policy.config import ApprovalsConfig, PolicyConfig, RateLimit, RoleConfig, ToolPolicy
 
 __all__ = (
     "APPROVAL_FORM",
@@ -21,9 +22,11 @@ __all__ = (
     "ApprovalsConfig",
     "Approver",
     "ExecutionQuota",
+    "Policies",
     "Policy",
     "PolicyConfig",
     "RateLimit",
+    "RoleConfig",
     "ToolPolicy",
     "approval_prompt",
     "can_elicit",
@@ -32,4 +35,5 @@ __all__ = (
     "no_approver",
     "outcome_of",
     "pause_for_approval",
+    "roles_of",
 )

@@ -23,9 +23,16 @@ from gateway.children import ChildState
 from gateway.errors import PolicyDenied, ToolCallError
 from gateway.policy._constraints import Constraint
 from gateway.policy._quotas import Clock, ExecutionQuota, RateLimiter
-from gateway.policy.config import RULE_LISTS, PolicyConfig, RuleList, is_resource_rule, is_tool_rule
+from gateway.policy.config import (
+    RULE_LISTS,
+    PolicyConfig,
+    PolicyRules,
+    RuleList,
+    is_resource_rule,
+    is_tool_rule,
+)
 
-__all__ = ["Policy", "is_destructive"]
+__all__ = ["Policy", "is_destructive", "rule_source"]
 
 _WILDCARDS = frozenset("*?[")
 
@@ -43,6 +50,11 @@ class _Globs:
         return (p for p, _ in self._compiled)
 
 
+def rule_source(key: RuleList, pattern: str) -> str:
+    """The key, among a policy's sources, of where one of its rules was written (a role's rule)."""
+    return f"{key} {pattern}"
+
+
 def is_destructive(entry: CatalogEntry) -> bool:
     """MCP's defaults: a tool not annotated read-only is destructive unless destructiveHint is false."""
     return entry.read_only is not True and entry.destructive is not False
@@ -51,8 +63,21 @@ def is_destructive(entry: CatalogEntry) -> bool:
 class Policy:
     """The compiled policy: visibility, access, argument constraints, approvals and quotas."""
 
-    def __init__(self, config: PolicyConfig | None = None, *, clock: Clock = time.monotonic) -> None:
+    def __init__(
+        self,
+        config: PolicyConfig | None = None,
+        *,
+        clock: Clock = time.monotonic,
+        limiter: RateLimiter | None = None,
+        roles: tuple[str, ...] = (),
+        sources: Mapping[str, str] | None = None,
+    ) -> None:
+        """`roles`: the roles laid over `config` (`policy/_roles.py`); `sources`: where each tool's
+        rules were written, for the errors that name them; `limiter`: rate windows shared with the
+        policies of other roles."""
         self._config = config = config or PolicyConfig()
+        self.roles = roles
+        self._sources = dict(sources or {})
 
         def tools(key: RuleList) -> _Globs:
             return _Globs([p for p in config.patterns(key) if is_tool_rule(p)])
@@ -77,7 +102,7 @@ class Policy:
             for name, rules in config.tools.items()
             if rules.args is not None
         }
-        self._limiter = RateLimiter(clock)
+        self._limiter = limiter or RateLimiter(clock)
 
     @property
     def config(self) -> PolicyConfig:
@@ -115,7 +140,7 @@ class Policy:
         """
         name = f"{server}:{uri}"
         if (pattern := self._deny_resources.first(name)) is not None:
-            return f"deny: {json.dumps(pattern)}"
+            return f"{self._source('deny', pattern)}: {json.dumps(pattern)}"
         if self._allow_resources.first(name) is None:
             return "allow: no pattern matches it"
         if (pattern := self._approve_resources.first(name)) is not None:
@@ -140,12 +165,20 @@ class Policy:
         """The rule that refuses calls to a visible tool (deny, then allow, then read_only), or None."""
         name = entry.qualified
         if (pattern := self._deny.first(name)) is not None:
-            return f"deny: {json.dumps(pattern)}"
+            return f"{self._source('deny', pattern)}: {json.dumps(pattern)}"
         if self._allow.first(name) is None:
             return "allow: no pattern matches it"
         if self.config.read_only and entry.read_only is not True and self._allow_writes.first(name) is None:
-            return "read_only: it is not annotated read-only and allow_writes does not match it"
+            where = self._sources.get("read_only", "read_only")
+            return f"{where}: it is not annotated read-only and allow_writes does not match it"
         return None
+
+    def _source(self, key: RuleList, pattern: str) -> str:
+        """Where a rule that matched was written: `deny`, or `policy.roles["x"].deny` for a role's."""
+        found = self._sources.get(rule_source(key, pattern))
+        if found is None and pattern.endswith(":*"):  # taken from a whole server's `server.*`
+            found = self._sources.get(rule_source(key, f"{pattern[:-2]}.*"))
+        return found or key
 
     def allows(self, entry: CatalogEntry) -> bool:
         """Whether a snippet may call `entry` at all (visible and not denied)."""
@@ -172,9 +205,9 @@ class Policy:
             return True
         return self.config.approve_destructive and is_destructive(entry)
 
-    def new_execution(self) -> ExecutionQuota:
-        """Fresh per-execution counts, sharing this policy's gateway-wide rate limits."""
-        return ExecutionQuota(self.config, self._limiter)
+    def new_execution(self, principal: str | None = None) -> ExecutionQuota:
+        """Fresh per-execution counts for `principal`'s execution, sharing this policy's rate windows."""
+        return ExecutionQuota(self.config, self._limiter, principal=principal, sources=self._sources)
 
     def execute_code_annotations(
         self, entries: Iterable[CatalogEntry], *, complete: bool = True
@@ -232,13 +265,16 @@ class Policy:
 
     def _named_rules(self) -> Iterator[tuple[str, str]]:
         """(where, pattern) of every rule the team wrote that must match something: none optional."""
-        for key in RULE_LISTS:
-            for index, rule in enumerate(self._config.rules(key)):
-                if not rule.optional:
-                    yield f"policy.{key}[{index}]", rule.pattern
-        for name, rules in self._config.tools.items():
-            if not rules.optional:
-                yield f"policy.tools[{json.dumps(name)}]", name
+        sections: list[tuple[str, PolicyRules]] = [("policy", self._config)]
+        sections += [(f"policy.roles[{json.dumps(name)}]", role) for name, role in self._config.roles.items()]
+        for where, section in sections:
+            for key in RULE_LISTS:
+                for index, rule in enumerate(section.rules(key)):
+                    if not rule.optional:
+                        yield f"{where}.{key}[{index}]", rule.pattern
+            for name, rules in section.tools.items():
+                if not rules.optional:
+                    yield f"{where}.tools[{json.dumps(name)}]", name
 
     def diagnostics(self, entries: Iterable[CatalogEntry]) -> list[str]:
         """Argument constraints naming a property the tool does not take: likely typos (they fail closed)."""

@@ -1,7 +1,8 @@
-"""Call quotas: per-execution call counts and the gateway-wide sliding-window rate limits.
+"""Call quotas: per-execution call counts and the sliding-window rate limits.
 
 `policy.max_tool_calls` and `policy.tools[name].max_calls` count within one execution;
-`policy.tools[name].rate` is shared by every execution of one gateway.
+`policy.tools[name].rate` is shared by every execution of one gateway, in one window for every
+caller or in one per caller (`per: "principal"`).
 """
 
 from __future__ import annotations
@@ -10,15 +11,18 @@ import json
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from gateway.catalog import CatalogEntry
 from gateway.errors import QuotaExceeded
 from gateway.policy.config import PolicyConfig, RateLimit
 
-__all__ = ["Clock", "ExecutionQuota", "RateLimiter"]
+__all__ = ["MAX_TOOL_CALLS", "Clock", "ExecutionQuota", "RateLimiter"]
 
 Clock = Callable[[], float]
+
+MAX_TOOL_CALLS = "max_tool_calls"
+"""The key, among a policy's sources (tool names otherwise), of where its max_tool_calls was written."""
 
 
 def _seconds(value: float) -> str:
@@ -33,11 +37,12 @@ class RateLimiter:
         self._calls: dict[str, deque[float]] = {}
         self._lock = threading.Lock()
 
-    def acquire(self, name: str, rate: RateLimit, where: str) -> float:
-        """Record a call of `name` now and return its time, or raise QuotaExceeded if its window is full."""
+    def acquire(self, name: str, rate: RateLimit, where: str, *, shown: str | None = None) -> float:
+        """Record a call in window `name` now and return its time, or raise QuotaExceeded (naming the
+        tool as `shown`, by default `name`) if the window is full."""
         with self._lock:
             now = self._clock()
-            self._full(name, rate, where, now)
+            self._full(name, rate, where, now, shown or name)
             self._calls.setdefault(name, deque()).append(now)
             return now
 
@@ -48,7 +53,7 @@ class RateLimiter:
             if window is not None and stamp in window:
                 window.remove(stamp)
 
-    def _full(self, name: str, rate: RateLimit, where: str, now: float) -> None:
+    def _full(self, name: str, rate: RateLimit, where: str, now: float, shown: str) -> None:
         window = self._calls.get(name)
         if window is None:
             return
@@ -56,9 +61,10 @@ class RateLimiter:
             window.popleft()
         if len(window) >= rate.calls:
             wait = window[0] + rate.per_seconds - now
+            whose = " for each caller" if rate.per == "principal" else ""
             raise QuotaExceeded(
-                f"{name}: rate limit of {rate.calls} calls per {_seconds(rate.per_seconds)} seconds "
-                f"reached ({where}); try again in {wait:.1f} s",
+                f"{shown}: rate limit of {rate.calls} calls per {_seconds(rate.per_seconds)} seconds"
+                f"{whose} reached ({where}); try again in {wait:.1f} s",
                 quota=where,
                 limit=rate.calls,
                 retry_after=wait,
@@ -68,11 +74,23 @@ class RateLimiter:
 class ExecutionQuota:
     """One execution's tool-call counts against the policy's quotas (and the shared rate limits)."""
 
-    def __init__(self, config: PolicyConfig, limiter: RateLimiter) -> None:
+    def __init__(
+        self,
+        config: PolicyConfig,
+        limiter: RateLimiter,
+        *,
+        principal: str | None = None,
+        sources: Mapping[str, str] | None = None,
+    ) -> None:
+        """`principal`: whose execution, for per-caller rates; `sources`: where each tool's rules were
+        written (`policy.roles[...]`), for the errors that name them."""
         self._config = config
         self._limiter = limiter
+        self._principal = principal
+        self._sources = sources or {}
         self._counts: Counter[str] = Counter()
-        self._last_rate: tuple[str, float] | None = None  # what `release` takes back from the limiter
+        # What `release` takes back from the limiter: (tool, window, stamp).
+        self._last_rate: tuple[str, str, float] | None = None
         self._lock = threading.Lock()
 
     @property
@@ -91,21 +109,24 @@ class ExecutionQuota:
         with self._lock:
             total = self._config.max_tool_calls
             if total is not None and self._counts.total() >= total:
+                where = self._sources.get(MAX_TOOL_CALLS, "policy.max_tool_calls")
                 raise QuotaExceeded(
-                    f"{name}: quota of {total} tool calls per execution reached (policy.max_tool_calls)",
-                    quota="policy.max_tool_calls",
+                    f"{name}: quota of {total} tool calls per execution reached ({where})",
+                    quota=where,
                     limit=total,
                 )
+            source = self._sources.get(name) or f"policy.tools[{json.dumps(name)}]"
             if rules is not None and rules.max_calls is not None and self._counts[name] >= rules.max_calls:
-                where = f"policy.tools[{json.dumps(name)}].max_calls"
+                where = f"{source}.max_calls"
                 raise QuotaExceeded(
                     f"{name}: quota of {rules.max_calls} calls per execution reached ({where})",
                     quota=where,
                     limit=rules.max_calls,
                 )
             if rules is not None and rules.rate is not None:
-                stamp = self._limiter.acquire(name, rules.rate, f"policy.tools[{json.dumps(name)}].rate")
-                self._last_rate = (name, stamp)
+                window = name if rules.rate.per == "gateway" else f"{name} for {self._principal or ''}"
+                stamp = self._limiter.acquire(window, rules.rate, f"{source}.rate", shown=name)
+                self._last_rate = (name, window, stamp)
             self._counts[name] += 1
 
     def release(self, entry: CatalogEntry) -> None:
@@ -115,7 +136,7 @@ class ExecutionQuota:
             if self._counts[name] > 0:
                 self._counts[name] -= 1
             if self._last_rate is not None and self._last_rate[0] == name:
-                self._limiter.release(*self._last_rate)
+                self._limiter.release(*self._last_rate[1:])
                 self._last_rate = None
 
     def counts(self) -> dict[str, int]:

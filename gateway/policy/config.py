@@ -21,7 +21,9 @@ from pydantic import (
     Field,
     GetPydanticSchema,
     SecretStr,
+    StringConstraints,
     field_validator,
+    model_validator,
 )
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
@@ -35,7 +37,9 @@ __all__ = [
     "Glob",
     "PolicyConfig",
     "PolicyRule",
+    "PolicyRules",
     "RateLimit",
+    "RoleConfig",
     "Rule",
     "RuleList",
     "ToolName",
@@ -184,16 +188,21 @@ RULE_LISTS: tuple[RuleList, ...] = ("allow_writes", "allow", "deny", "hidden", "
 
 
 class RateLimit(BaseModel):
-    """At most `calls` calls in any window of `per_seconds`, across every execution."""
+    """At most `calls` calls in any window of `per_seconds`, counted across callers or per caller."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     calls: int = Field(ge=1, description="Calls allowed in any sliding window.")
     per_seconds: float = Field(gt=0, le=86_400, description="The window's length in seconds.")
+    per: Literal["gateway", "principal"] = Field(
+        default="gateway",
+        description='"gateway": one window for every caller\'s calls of the tool (what the child can '
+        'take); "principal": a window per authenticated caller (over stdio every call is one caller\'s).',
+    )
 
 
 class ToolPolicy(BaseModel):
-    """Per-tool rules: argument constraints, a per-execution quota, a gateway-wide rate."""
+    """Per-tool rules: argument constraints, a per-execution quota, a sliding-window rate."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -216,28 +225,20 @@ class ToolPolicy(BaseModel):
         return fragment
 
 
-class PolicyConfig(BaseModel):
-    """Which tools the model sees and may call, with which arguments, how often (the `policy` section)."""
+class PolicyRules(BaseModel):
+    """The lists of rules the policy and each of its roles hold."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    read_only: bool = Field(
-        default=False,
-        description="Only tools annotated readOnlyHint, plus allow_writes, may be called.",
-    )
     allow_writes: list[Rule] = Field(
         default_factory=list[Rule], description="Writes allowed under read_only."
     )
-    allow: list[Rule] = Field(default_factory=lambda: ["*"], description="Tools that may be called.")
+    allow: list[Rule] = Field(default_factory=list[Rule], description="Tools that may be called.")
     deny: list[Rule] = Field(default_factory=list[Rule], description="Tools that may not; beats allow.")
     hidden: list[Rule] = Field(
         default_factory=list[Rule], description="Tools neither listed nor callable: they look unknown."
     )
     approve: list[Rule] = Field(default_factory=list[Rule], description="Calls that need a human's approval.")
-    approve_destructive: bool = Field(
-        default=False, description="Every tool that may be destructive needs approval too."
-    )
-    max_tool_calls: int | None = Field(default=None, ge=0, description="Tool calls per execution.")
     tools: dict[ToolName, ToolPolicy] = Field(default_factory=dict[str, ToolPolicy])
 
     @field_validator("allow_writes", "approve")
@@ -259,6 +260,61 @@ class PolicyConfig(BaseModel):
     def patterns(self, key: RuleList) -> list[str]:
         """The plain patterns of one list (`"deny"`...), optional or not, in order."""
         return [rule.pattern for rule in self.rules(key)]
+
+
+class RoleConfig(PolicyRules):
+    """An overlay on the policy for the callers it names (HTTP with `auth`): more reach or less.
+
+    Its lists add to the policy's; `read_only`, `approve_destructive` and `max_tool_calls` replace the
+    policy's when set; its `tools` entries replace the policy's for those tools. A caller several roles
+    name gets all their lists, and of their settings the strictest.
+    """
+
+    principals: list[str] = Field(
+        default_factory=list[str],
+        description="Callers by principal: a static token's name, or a JWT's `sub`.",
+    )
+    groups: list[str] = Field(
+        default_factory=list[str], description="Callers by a group their JWT's `groups` claim names."
+    )
+    scopes: list[str] = Field(default_factory=list[str], description="Callers by a scope their token grants.")
+    read_only: bool | None = Field(
+        default=None, description="Replaces policy.read_only for these callers when set."
+    )
+    approve_destructive: bool | None = Field(
+        default=None, description="Replaces policy.approve_destructive for these callers when set."
+    )
+    max_tool_calls: int | None = Field(
+        default=None, ge=0, description="Replaces policy.max_tool_calls for these callers when set."
+    )
+
+    @model_validator(mode="after")
+    def _names_someone(self) -> RoleConfig:
+        if not (self.principals or self.groups or self.scopes):
+            raise ValueError(
+                "the role names no caller: give it principals, groups or scopes (a role that matches "
+                "nobody is likely a mistake)"
+            )
+        return self
+
+
+class PolicyConfig(PolicyRules):
+    """Which tools the model sees and may call, with which arguments, how often (the `policy` section)."""
+
+    read_only: bool = Field(
+        default=False,
+        description="Only tools annotated readOnlyHint, plus allow_writes, may be called.",
+    )
+    allow: list[Rule] = Field(default_factory=lambda: ["*"], description="Tools that may be called.")
+    approve_destructive: bool = Field(
+        default=False, description="Every tool that may be destructive needs approval too."
+    )
+    max_tool_calls: int | None = Field(default=None, ge=0, description="Tool calls per execution.")
+    roles: dict[Annotated[str, StringConstraints(min_length=1, max_length=64)], RoleConfig] = Field(
+        default_factory=dict[str, RoleConfig],
+        description="Overlays for the HTTP callers they name (principals, groups, scopes); over stdio "
+        "nobody is named, and the policy applies as written.",
+    )
 
 
 MIN_APPROVALS_KEY_BYTES = 32

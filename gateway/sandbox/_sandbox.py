@@ -8,6 +8,7 @@ import queue
 import secrets
 from pathlib import Path
 from types import TracebackType
+from typing import NamedTuple
 
 import anyio
 import anyio.to_thread
@@ -40,6 +41,14 @@ from gateway.sandbox.result import ExecutionResult
 __all__ = ["HOST_INTERFACE", "Sandbox"]
 
 log = logging.getLogger("gateway.sandbox")
+
+
+class SlotUsage(NamedTuple):
+    """The execution slots at one moment (the metrics read it)."""
+
+    slots: int
+    busy: int
+    queued: int
 
 
 def _run_options(limits: SandboxLimits, journal: HostJournal | None) -> str:
@@ -91,6 +100,11 @@ class Sandbox:
         self._watchdog.close()
         for slot in self._slots:
             slot.close()
+
+    def slot_usage(self) -> SlotUsage:
+        """The execution slots now: how many, how many run a snippet, how many runs wait for one."""
+        stats = self._limiter.statistics()
+        return SlotUsage(len(self._slots), stats.borrowed_tokens, stats.tasks_waiting)
 
     def timeout_for(self, requested: float | None) -> float:
         """The wall budget for one execution: the request's, capped by the config's."""

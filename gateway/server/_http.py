@@ -25,6 +25,7 @@ from gateway.config import GatewayConfig, HttpConfig
 from gateway.errors import ConfigError
 from gateway.server._gate import session_digest
 from gateway.server._http_app import HttpApp
+from gateway.server._server import warn_of_unidentified_callers
 from gateway.server._stdio import cancel_on_signals
 
 __all__ = ["run_http", "serve_http"]
@@ -110,6 +111,7 @@ async def serve_http(config: GatewayConfig, http: HttpConfig | None = None) -> N
     """Serve MCP over streamable HTTP (`http`, else the config's `http` section, else the defaults)
     until SIGTERM or SIGINT, then shut down in order (see the module's docstring)."""
     http = http or config.http or HttpConfig()
+    warn_of_unidentified_callers(config, "http")
     with listen(http) as listener:
         async with anyio.create_task_group() as signals:
             until_stopped = anyio.CancelScope()

@@ -5,7 +5,8 @@ stdio serves (`build_server`), stateful so that handshake-era clients get sessio
 needs one), while 2026-07-28 requests are served one by one. In front of it, with an `auth` section,
 the SDK's bearer middleware verifies the caller's token (401 with `WWW-Authenticate` otherwise), so
 that a principal is known before `McpGate` checks Host and Origin, the body's size, and admits
-executions per caller. The probes stay open: a load balancer has no token.
+executions per caller. The probes stay open: a load balancer has no token; so does `/metrics`
+(`_metrics.py`), a Prometheus scraper having none either, unless `http.metrics` is false.
 """
 
 from __future__ import annotations
@@ -22,10 +23,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway._gateway import Gateway
 from gateway.auth import bearer_middleware, build_verifier, require_token, resource_metadata_routes
-from gateway.config import HEALTH_PATHS, HttpConfig
+from gateway.config import HEALTH_PATHS, METRICS_PATH, HttpConfig
 from gateway.server._admission import Admission, ExecutionCaps
 from gateway.server._gate import McpGate, hold_ticket, security_settings
 from gateway.server._health import Readiness, healthz
+from gateway.server._metrics import metrics_route
 from gateway.server._refusals import RETRY_AFTER_SECONDS, Refusal, send_refusal
 from gateway.server._server import build_server
 
@@ -35,11 +37,13 @@ log = logging.getLogger("gateway.server.http")
 
 
 class HttpApp:
-    """An ASGI app serving `gateway`: MCP at `http.path`, `/healthz`, `/readyz`; and its shutdown."""
+    """An ASGI app serving `gateway`: MCP at `http.path`, `/healthz`, `/readyz`, `/metrics`; and its
+    shutdown."""
 
     def __init__(self, gateway: Gateway, http: HttpConfig) -> None:
         self.http = http
         self.admission = Admission(ExecutionCaps.of(http))
+        gateway.telemetry.metrics.watch_admission(self.admission)
         self.shutting_down = False
         self._open: set[anyio.CancelScope] = set()
         self._closed = False
@@ -63,6 +67,7 @@ class HttpApp:
                 Route(http.path, mcp if auth is None else require_token(mcp, auth)),
                 Route(alive, healthz),
                 Route(ready, readiness.readyz),
+                *([metrics_route(METRICS_PATH, gateway.telemetry)] if http.metrics else []),
                 *([] if auth is None else resource_metadata_routes(auth)),
             ],
             middleware=[] if auth is None else bearer_middleware(build_verifier(auth)),

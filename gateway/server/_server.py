@@ -21,12 +21,13 @@ from gateway._exposed import ExposedTool
 from gateway._gateway import ApprovalNeeded, Gateway, Progress
 from gateway._logging import redact_logs
 from gateway._version import PACKAGE_NAME, package_version
-from gateway.auth import identity_of
+from gateway.auth import Identity, identity_of
 from gateway.catalog import DEFAULT_SEARCH_LIMIT
 from gateway.config import GatewayConfig
 from gateway.errors import GatewayError
 from gateway.policy import can_elicit, elicitation_approver, no_approver
 from gateway.server._approvals import approval_request, asks_in_rounds, request_state_boundary, resume_of
+from gateway.server._metrics import RefusedStates
 from gateway.server._results import execution_tool_result, max_result_chars
 from gateway.server._stdio import StdinLines, cancel_on_signals
 from gateway.server._tool_list import ToolListChanges, watch_tool_list
@@ -207,7 +208,10 @@ def build_server(gateway: Gateway) -> Server[Any]:
                 search = SearchDocsArgs.model_validate(arguments)
             except ValidationError as exc:
                 return _bad_arguments("search_docs", exc)
-            return _text(await gateway.search_docs(search.query, search.server, search.limit, search.detail))
+            text = await gateway.search_docs(
+                search.query, search.server, search.limit, search.detail, identity=caller_identity()
+            )
+            return _text(text)
         if params.name == "execute_code":
             try:
                 run = ExecuteCodeArgs.model_validate(arguments)
@@ -245,6 +249,7 @@ def build_server(gateway: Gateway) -> Server[Any]:
     server.add_notification_handler(
         "notifications/initialized", types.NotificationParams, changes.on_initialized
     )
+    server.middleware.append(RefusedStates(gateway.telemetry))  # outside the boundary: sees its refusals
     server.middleware.append(request_state_boundary(gateway.config.approvals, SERVER_NAME))
     return server
 
@@ -265,7 +270,7 @@ async def _execute_code(
     progress = _progress(ctx)
     if asks_in_rounds(ctx) and can_elicit(ctx.session):
         outcome = await gateway.execute_code_in_rounds(
-            run.code, run.timeout, client, progress, resume_of(params), principal=principal()
+            run.code, run.timeout, client, progress, resume_of(params), identity=caller_identity()
         )
         if isinstance(outcome, ApprovalNeeded):
             return approval_request(outcome)
@@ -273,7 +278,7 @@ async def _execute_code(
     # Handshake era: asked inline. A client that cannot be asked at all gets the refusal that says so.
     approver = no_approver if asks_in_rounds(ctx) else elicitation_approver(ctx.session, ctx.request_id)
     return execution_tool_result(
-        await gateway.execute_code(run.code, run.timeout, approver, client, progress, principal())
+        await gateway.execute_code(run.code, run.timeout, approver, client, progress, caller_identity())
     )
 
 
@@ -286,22 +291,25 @@ async def _call_exposed(
     """Call an exposed tool, its approval asked the way this request's protocol era asks; a refusal
     is a tool error with the pipeline's message."""
     arguments = params.arguments or {}
+    client = ctx.session.client_params.client_info if ctx.session.client_params else None
     try:
         if asks_in_rounds(ctx) and can_elicit(ctx.session):
-            outcome = await gateway.call_exposed_in_rounds(tool, arguments, resume_of(params), principal())
+            outcome = await gateway.call_exposed_in_rounds(
+                tool, arguments, resume_of(params), caller_identity(), client
+            )
             if isinstance(outcome, ApprovalNeeded):
                 return approval_request(outcome)
             return outcome
         approver = no_approver if asks_in_rounds(ctx) else elicitation_approver(ctx.session, ctx.request_id)
-        return await gateway.call_exposed(tool, arguments, approver, principal())
+        return await gateway.call_exposed(tool, arguments, approver, caller_identity(), client)
     except GatewayError as exc:
         return _text(str(exc), is_error=True)
 
 
-def principal() -> str | None:
-    """Who sent the request being served: the principal its bearer token names (HTTP with `auth`)."""
+def caller_identity() -> Identity | None:
+    """Who sent the request being served: the identity its bearer token names (HTTP with `auth`)."""
     token = get_access_token()  # set by the SDK's auth middleware for this request, if any
-    return None if token is None else identity_of(token).principal
+    return None if token is None else identity_of(token)
 
 
 def _progress(ctx: ServerRequestContext[Any]) -> Progress | None:
@@ -323,8 +331,19 @@ def _progress(ctx: ServerRequestContext[Any]) -> Progress | None:
     return report
 
 
+def warn_of_unidentified_callers(config: GatewayConfig, transport: str) -> None:
+    """Say once, at start, that `policy.roles` cannot apply when nobody is identified."""
+    if config.policy.roles and config.auth is None:
+        log.warning(
+            "policy.roles name callers, but nobody is identified here: every caller gets the policy as "
+            "written (roles apply over HTTP with an auth section)",
+            extra={"transport": transport, "roles": sorted(config.policy.roles)},
+        )
+
+
 async def serve_stdio(config: GatewayConfig) -> None:
     """Serve MCP over stdin/stdout until the client closes stdin or SIGTERM/SIGINT arrives."""
+    warn_of_unidentified_callers(config, "stdio")
     async with anyio.create_task_group() as task_group:
         # Watching first: a signal during startup also stops every child the gateway started.
         await task_group.start(cancel_on_signals, task_group.cancel_scope)

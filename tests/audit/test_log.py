@@ -20,6 +20,7 @@ from gateway._redaction import Redactor
 from gateway.audit import (
     AuditConfig,
     AuditLog,
+    Caller,
     audit_files,
     new_execution_id,
     read_audit,
@@ -61,8 +62,7 @@ def test_an_execution_and_its_tool_calls_are_one_json_line_each_linked_by_the_ex
         ok_result(tool_calls=calls),
         limits=SandboxLimits(),
         timeout=5.0,
-        client_name="claude-code",
-        client_version="2.1.0",
+        caller=Caller(client_name="claude-code", client_version="2.1.0"),
     )
     call, execution = lines_of(log_path)
     assert call == {
@@ -141,7 +141,7 @@ def test_secrets_never_appear_in_audit_lines(log_path: Path) -> None:
         failed = ExecutionResult(
             ok=False, error=ErrorInfo(type="ToolError", category="snippet", message=TOKEN)
         )
-        log.execution("e1", script, failed, client_name=f"client {TOKEN}")
+        log.execution("e1", script, failed, caller=Caller(client_name=f"client {TOKEN}"))
     text = log_path.read_text(encoding="ascii")
     assert TOKEN not in text
     assert "[REDACTED:GITHUB_TOKEN]" in text

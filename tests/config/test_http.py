@@ -84,3 +84,9 @@ def test_binding_every_interface_needs_the_names_clients_use() -> None:
 )
 def test_a_bad_setting_is_one_line_naming_its_key(section: dict[str, Any], expected: str) -> None:
     assert expected in refusal(section)
+
+
+def test_mcp_may_not_take_the_metrics_path_unless_metrics_are_left_out() -> None:
+    assert "path /metrics is where metrics are served" in refusal({"path": "/metrics"})
+    assert http({}).metrics is True
+    assert http({"path": "/metrics", "metrics": False}).path == "/metrics"

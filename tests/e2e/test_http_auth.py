@@ -107,3 +107,50 @@ async def test_the_audit_log_names_the_principal_and_filters_by_it(tmp_path: Pat
     assert sorted(record["kind"] for record in records) == ["execution", "tool_call"]
     assert all(record["principal"] == "bob" for record in records)
     assert BOB not in out
+
+
+async def test_a_role_gives_its_principal_less_reach_and_the_audit_names_it(tmp_path: Path) -> None:
+    env = environment({"ALICE_TOKEN": ALICE, "BOB_TOKEN": BOB})
+    tiny = {"command": sys.executable, "args": [str(TINY_SERVER)]}
+    path = write_config(
+        tmp_path,
+        {
+            "mcpServers": {"tiny": tiny},
+            "audit": {"path": str(tmp_path / "audit.jsonl")},
+            "auth": {"tokens": {"alice": "${ALICE_TOKEN}", "bob": "${BOB_TOKEN}"}},
+            "policy": {
+                "roles": {
+                    "contractor": {"principals": ["bob"], "deny": ["tiny.echo"], "hidden": ["tiny.env"]}
+                }
+            },
+        },
+    )
+    echo = {"code": "tools.tiny.echo(text='hi')"}
+    modes: tuple[ConnectMode, ...] = ("auto", "legacy")
+    async with http_gateway(path, env=env) as gateway:
+        for mode in modes:
+            async with (
+                http_client(gateway.url, mode, token=ALICE) as alice,
+                http_client(gateway.url, mode, token=BOB) as bob,
+            ):
+                with anyio.fail_after(WAIT):
+                    alice_docs = await alice.call_tool("search_docs", {"server": "tiny"})
+                    bob_docs = await bob.call_tool("search_docs", {"server": "tiny"})
+                    alice_echo = await alice.call_tool("execute_code", echo)
+                    bob_echo = await bob.call_tool("execute_code", echo)
+            assert "tiny.env(" in str(alice_docs.content)
+            assert "tiny.env(" not in str(bob_docs.content)
+            assert "denied by policy" in str(bob_docs.content)  # echo is listed, marked
+            assert alice_echo.structured_content is not None
+            assert alice_echo.structured_content["ok"]
+            assert bob_echo.structured_content is not None
+            assert not bob_echo.structured_content["ok"]
+            assert 'policy.roles[\\"contractor\\"].deny' in json.dumps(bob_echo.structured_content)
+    code, out, err = await cli("audit", "--config", str(path), "--principal", "bob", "--json", env=env)
+    assert code == 0, err
+    records = [json.loads(line) for line in out.splitlines()]
+    assert {record["kind"] for record in records} == {"execution", "tool_call"}
+    for record in records:
+        assert record["principal"] == "bob"
+        assert record["roles"] == ["contractor"]
+        assert record["client"]["name"], record

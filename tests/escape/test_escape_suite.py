@@ -83,6 +83,7 @@ def test_suite_covers_every_category_with_unique_ids() -> None:
         "policy",
         "secrets",
         "approvals",
+        "roles",
     }
     assert tuple(counts) == CATEGORIES
     assert len(CASES) >= 150

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import jsonschema
 import pytest
 
 from gateway import ErrorInfo, ExecutionResult, SandboxLimits, ToolCallRecord
+from gateway.config import parse_config
 from gateway.server._results import execution_tool_result, max_result_chars
-from gateway.server._server import OUTPUT_SCHEMA, RESULT_SIZE_HINT, _tools
+from gateway.server._server import OUTPUT_SCHEMA, RESULT_SIZE_HINT, _tools, warn_of_unidentified_callers
 
 RESULT_CHARS = max_result_chars(SandboxLimits())
 
@@ -73,3 +75,14 @@ def test_execute_code_tells_claude_code_how_large_its_results_may_be() -> None:
     assert wire["_meta"] == {RESULT_SIZE_HINT: RESULT_CHARS}
     # The defaults keep a result under Claude Code's 50,000-character limit for results it shows inline.
     assert 30_000 < RESULT_CHARS < 50_000
+
+
+def test_roles_without_auth_are_said_at_start_to_name_nobody(server_log: list[logging.LogRecord]) -> None:
+    roles = {"policy": {"roles": {"contractor": {"principals": ["bob"], "deny": ["*"]}}}}
+    warn_of_unidentified_callers(parse_config({"mcpServers": {}}, "t"), "stdio")
+    assert server_log == []
+    warn_of_unidentified_callers(parse_config({"mcpServers": {}, **roles}, "t"), "stdio")
+    (record,) = server_log
+    assert record.levelno == logging.WARNING
+    assert "policy as written" in record.getMessage()
+    assert record.__dict__["roles"] == ["contractor"]

@@ -25,6 +25,7 @@ from gateway.escape.cases import (
     processes,
     redaction,
     resources,
+    roles,
     snippet_input,
     tools,
     validation,
@@ -57,6 +58,7 @@ CASES: tuple[EscapeCase, ...] = (
     *discovery.CASES,
     *concurrency.CASES,
     *child_resources.CASES,
+    *roles.CASES,
 )
 
 CATEGORIES: tuple[str, ...] = tuple(dict.fromkeys(case.category for case in CASES))

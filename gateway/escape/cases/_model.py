@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from gateway.auth import Identity
 from gateway.sandbox import ExecutionResult, SandboxLimits
 
 __all__ = [
@@ -279,6 +280,9 @@ class EscapeCase:
     # The user's answer to every approval prompt of the case's executions (gateway cases): approve,
     # or (by default) decline, which the snippet sees as a ToolError.
     approve: bool = False
+    # Who runs it (gateway cases): an authenticated HTTP caller, whom `policy.roles` may name; or None,
+    # a caller nobody identified (stdio).
+    caller: Identity | None = None
 
     def source(self, limits: SandboxLimits) -> str:
         """The snippet to run under `limits`."""
@@ -304,9 +308,10 @@ class CaseMaker:
         needs: Callable[[SandboxLimits], str | None] | None = None,
         sees: SeenCheck | None = None,
         approve: bool = False,
+        caller: Identity | None = None,
     ) -> EscapeCase:
         return EscapeCase(
-            id, self.category, code, expect, then, then_check, needs, self.target, sees, approve
+            id, self.category, code, expect, then, then_check, needs, self.target, sees, approve, caller
         )
 
 

@@ -11,6 +11,9 @@ from typing import Any
 
 __all__ = [
     "APPROVAL_ROUNDS",
+    "CONTRACTOR",
+    "CONTRACTOR_SCOPE",
+    "ON_CALL_GROUP",
     "PROBE_APPROVALS",
     "PROBE_CHILD_ENV",
     "PROBE_HOST_ENV",
@@ -23,6 +26,8 @@ __all__ = [
     "PROBE_SECRET_VAR",
     "QUOTA",
     "RATE",
+    "ROLE_QUOTA",
+    "ROLE_RATE",
     "STATE_BYTES",
     "TOOL_QUOTA",
 ]
@@ -31,6 +36,12 @@ QUOTA = 10  # policy.max_tool_calls
 TOOL_QUOTA = 3  # policy.tools["probe.read_note"].max_calls
 RATE = 5  # calls of probe.count per hour, gateway-wide
 PROBE_MAX_CONCURRENT_CALLS = 3  # the probe's max_concurrent_calls: calls in flight to it at once
+
+CONTRACTOR = "probe-contractor"  # a principal `policy.roles["contractor"]` names
+CONTRACTOR_SCOPE = "contractor"  # a scope that role names too
+ON_CALL_GROUP = "oncall"  # a group `policy.roles["oncall"]` names
+ROLE_QUOTA = 4  # policy.roles["contractor"].max_tool_calls
+ROLE_RATE = 2  # calls of probe.tick per hour for each caller the contractor role names
 
 PROBE_POLICY: dict[str, Any] = {
     "deny": ["probe.delete_all", "probe:secret://*"],
@@ -53,6 +64,19 @@ PROBE_POLICY: dict[str, Any] = {
                 }
             }
         },
+    },
+    # The roles cases: callers named by principal, scope or group get less reach than the policy.
+    "roles": {
+        "contractor": {
+            "principals": [CONTRACTOR],
+            "scopes": [CONTRACTOR_SCOPE],
+            "deny": ["probe.read_note"],
+            "hidden": ["probe.reveal"],
+            "read_only": True,
+            "max_tool_calls": ROLE_QUOTA,
+            "tools": {"probe.tick": {"rate": {"calls": ROLE_RATE, "per_seconds": 3600, "per": "principal"}}},
+        },
+        "oncall": {"groups": [ON_CALL_GROUP], "approve": ["probe.echo"]},
     },
 }
 """The synthetic policy the gateway cases run under (the team's own policy is not involved)."""
