@@ -7,12 +7,18 @@ STAMP := $(VENV)/.installed
 NPM_DIR := .cache/npm
 NPM_STAMP := $(NPM_DIR)/.installed
 # The npm child servers the tests run, pinned exactly (gateway/config/_defaults.py NPM_SERVER_PINS must match),
-# and the TypeScript SDK whose client tests/e2e/ts_client drives the gateway with.
+# and the TypeScript SDK whose client tests/e2e/ts_client drives the gateway with; the MCP conformance suite
+# and the Node 22 it needs (the `node` package; system node stays 20), for tests/e2e/test_conformance.py.
 NPM_PACKAGES := @modelcontextprotocol/server-everything@2026.8.31 \
 	@modelcontextprotocol/server-memory@2026.8.31 \
 	@modelcontextprotocol/server-filesystem@2026.8.31 \
-	@modelcontextprotocol/sdk@1.32.2
+	@modelcontextprotocol/sdk@1.32.2 \
+	@modelcontextprotocol/conformance@0.2.0-alpha.12 \
+	node@22.23.3
 PYTEST_ARGS ?=
+# `make load`: concurrent HTTP clients, and the seconds each configuration is measured.
+LOAD_CLIENTS ?= 16
+LOAD_SECONDS ?= 15
 
 .DEFAULT_GOAL := help
 
@@ -32,6 +38,14 @@ $(NPM_STAMP): Makefile
 setup: $(STAMP) $(NPM_STAMP) ## Create the venv, install dependencies, build and precompile the sandbox (idempotent)
 	$(PY) runtime-wasm/build.py
 	$(PY) -m gateway precompile
+# HAProxy, the real load balancer of tests/e2e/test_replicas.py and `make load`: installed where apt-get runs as root.
+	@command -v haproxy >/dev/null || test -x /usr/sbin/haproxy || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq haproxy >/dev/null 2>&1 \
+	      || { apt-get update -qq >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq haproxy >/dev/null 2>&1; }; } \
+	      && echo "installed haproxy (the replica test's load balancer)" \
+	      || echo "could not install haproxy: tests/e2e/test_replicas.py will skip"; \
+	  else echo "haproxy is not installed (apt-get install haproxy, as root): tests/e2e/test_replicas.py will skip"; fi; }
 
 test: setup ## Run the whole test suite (escape suite included)
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -44,6 +58,9 @@ bench: setup ## Run the benchmarks and print the table (also written to docs/ben
 
 soak: setup ## 10,000 mixed executions through the stdio gateway; adds the figures to docs/benchmarks.md
 	$(PY) tests/soak/run_soak.py --write docs/benchmarks.md
+
+load: setup ## LOAD_CLIENTS HTTP clients (16) on 1, then 2 replicas behind HAProxy; table to docs/benchmarks.md
+	$(PY) -m tests.bench.run_load --clients $(LOAD_CLIENTS) --seconds $(LOAD_SECONDS) --write docs/benchmarks.md
 
 lint: setup ## ruff, pyright --strict, and the layering of gateway/ (import-linter)
 	$(VENV)/bin/ruff check gateway guest tests examples runtime-wasm/build.py
@@ -68,4 +85,4 @@ clean: ## Remove the venv, the sandbox build, dist/ and caches
 	rm -rf $(VENV) runtime-wasm/build dist .cache .pytest_cache .ruff_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
-.PHONY: help setup test sandbox-test bench soak lint format run demo dist clean
+.PHONY: help setup test sandbox-test bench soak load lint format run demo dist clean

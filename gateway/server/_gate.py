@@ -217,7 +217,9 @@ class McpGate:
             return Refusal(
                 404,
                 "session not found: it was closed, or expired after http.session_idle_seconds "
-                f"({http.session_idle_seconds:g} s) without requests; start a new session",
+                f"({http.session_idle_seconds:g} s) without requests, or (behind a load balancer) the "
+                "request reached a replica that did not create it (pin sessions by Mcp-Session-Id); "
+                "start a new session",
                 "http.session_idle_seconds",
                 http.session_idle_seconds,
             )

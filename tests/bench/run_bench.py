@@ -68,6 +68,7 @@ GATEWAY_IMPORT = "import gateway.server"
 BYTES_PER_TOKEN = 4
 
 SOAK_MARKER = "<!-- soak -->"  # where run_soak.py's section starts
+LOAD_MARKER = "<!-- load -->"  # where run_load.py's section starts (before the soak's)
 
 
 class BenchError(RuntimeError):
@@ -1620,9 +1621,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(render_table(report.rows))
     destination: Path | None = args.write
     if destination is not None:
-        # The soak run (tests/soak/run_soak.py) keeps its own section at the end: carry it over.
+        # The load and soak runs (run_load.py, tests/soak/run_soak.py) keep their own sections at the
+        # end: carry them over.
         previous = destination.read_text(encoding="utf-8") if destination.exists() else ""
-        soak = previous[previous.index(SOAK_MARKER) :] if SOAK_MARKER in previous else ""
+        kept = [previous.index(marker) for marker in (LOAD_MARKER, SOAK_MARKER) if marker in previous]
+        soak = previous[min(kept) :] if kept else ""
         destination.write_text(
             render_document(report, invocation()).rstrip() + ("\n\n" + soak if soak else "\n")
         )

@@ -80,23 +80,25 @@ async def http_gateway(config: Path, *, env: dict[str, str] | None = None) -> As
     async def read_logs() -> None:
         assert process.stderr is not None
         pending = b""
-        async for chunk in process.stderr:
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
-            for line in lines:
-                try:
-                    record = json.loads(line)
-                except ValueError:
-                    record = {"msg": line.decode(errors="replace")}
-                gateway.logs.append(record)
-                gateway.new_record.set()
-                gateway.new_record = anyio.Event()
-                if record.get("msg") == LISTENING and not listening.is_set():
-                    gateway.url = record["url"]
-                    listening.set()
-        gateway.exited.set()
-        gateway.new_record.set()
-        listening.set()  # it ended before listening: the test sees an empty url
+        try:
+            async for chunk in process.stderr:
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    try:
+                        record = json.loads(line)
+                    except ValueError:
+                        record = {"msg": line.decode(errors="replace")}
+                    gateway.logs.append(record)
+                    gateway.new_record.set()
+                    gateway.new_record = anyio.Event()
+                    if record.get("msg") == LISTENING and not listening.is_set():
+                        gateway.url = record["url"]
+                        listening.set()
+        finally:  # also when cancelled: the cleanup below must not wait WAIT for a reader that is gone
+            gateway.exited.set()
+            gateway.new_record.set()
+            listening.set()  # it ended before listening: the test sees an empty url
 
     async with process, anyio.create_task_group() as tg:
         tg.start_soon(read_logs)

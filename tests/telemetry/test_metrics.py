@@ -42,6 +42,17 @@ async def run(gateway: Gateway, code: str) -> str:
     return "ok" if result.error is None else result.error.category
 
 
+def bucket_bounds(metrics: GatewayMetrics, histogram: str) -> list[float]:
+    """The upper bounds of a histogram's buckets, as its `outcome="ok"` series has them."""
+    return [
+        float(sample.labels["le"])
+        for family in metrics.registry.collect()
+        if family.name == histogram
+        for sample in family.samples
+        if sample.name.endswith("_bucket") and sample.labels["outcome"] == "ok"
+    ]
+
+
 async def test_executions_are_counted_and_timed_by_outcome(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TRACE_TOKEN", "s3cret-token-value-0123456789")
     config = {
@@ -66,14 +77,7 @@ async def test_executions_are_counted_and_timed_by_outcome(monkeypatch: pytest.M
         inf = value(metrics, "codemode_execution_duration_seconds_bucket", outcome=outcome, le="+Inf")
         assert inf == 1
     assert value(metrics, "codemode_executions_total", outcome="crash") == 0
-    buckets = [
-        float(sample.labels["le"])
-        for family in metrics.registry.collect()
-        if family.name == "codemode_execution_duration_seconds"
-        for sample in family.samples
-        if sample.name.endswith("_bucket") and sample.labels["outcome"] == "ok"
-    ]
-    assert buckets == [*EXECUTION_BUCKETS, float("inf")]
+    assert bucket_bounds(metrics, "codemode_execution_duration_seconds") == [*EXECUTION_BUCKETS, float("inf")]
 
 
 async def test_tool_calls_are_timed_per_child_server_and_outcome() -> None:
@@ -94,14 +98,7 @@ async def test_tool_calls_are_timed_per_child_server_and_outcome() -> None:
     # Each gateway keeps its own registry: the other's call is counted there alone.
     assert value(other.telemetry.metrics, seconds, server="trace", outcome="tool_error") == 1
     assert value(other.telemetry.metrics, seconds, server="trace", outcome="ok") == 0
-    buckets = [
-        float(sample.labels["le"])
-        for family in metrics.registry.collect()
-        if family.name == "codemode_tool_call_duration_seconds"
-        for sample in family.samples
-        if sample.name.endswith("_bucket") and sample.labels["outcome"] == "ok"
-    ]
-    assert buckets == [*TOOL_CALL_BUCKETS, float("inf")]
+    assert bucket_bounds(metrics, "codemode_tool_call_duration_seconds") == [*TOOL_CALL_BUCKETS, float("inf")]
 
 
 async def test_approvals_are_counted_by_outcome_on_both_protocol_eras() -> None:
