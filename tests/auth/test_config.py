@@ -48,7 +48,11 @@ def test_the_issue_example_loads_with_tokens_read_from_the_environment_and_kept_
     assert not any(a.startswith("HS") for a in DEFAULT_ALGORITHMS)
 
 
-@pytest.mark.parametrize("written", [ALICE, "${ALICE_TOKEN:-" + ALICE + "}", "Bearer ${ALICE_TOKEN}"])
+@pytest.mark.parametrize(
+    "written",
+    [ALICE, "${ALICE_TOKEN:-" + ALICE + "}", "Bearer ${ALICE_TOKEN}"],
+    ids=["literal", "default-of-a-variable", "prefixed-variable"],
+)
 def test_a_token_written_into_the_config_is_refused(written: str) -> None:
     message = _refusal({"tokens": {"alice": written}})
     expected = 'auth.tokens.alice: write "${NAME}", naming an environment variable that holds the token'

@@ -44,6 +44,7 @@ async def test_the_right_token_names_its_principal_with_the_scopes_given() -> No
         ALICE.upper(),
         f" {ALICE}",
     ],
+    ids=["unknown", "prefix", "extension", "last-character", "upper-case", "leading-space"],
 )
 async def test_a_wrong_or_similar_token_is_refused_as_unknown(presented: str) -> None:
     with anyio.fail_after(5), pytest.raises(TokenRefused) as refused:
@@ -58,7 +59,11 @@ async def test_an_empty_token_is_refused_as_missing() -> None:
     assert refused.value.reason == "no token"
 
 
-@pytest.mark.parametrize("presented", [ALICE, CAROL, secrets.token_urlsafe(32), ALICE[:-1]])
+@pytest.mark.parametrize(
+    "presented",
+    [ALICE, CAROL, secrets.token_urlsafe(32), ALICE[:-1]],
+    ids=["first-entry", "second-entry", "unknown", "prefix"],
+)
 def test_every_configured_digest_is_compared_whichever_token_comes(
     presented: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

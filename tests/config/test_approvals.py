@@ -20,7 +20,11 @@ def test_the_key_is_read_from_the_variable_it_names_and_redacted_like_any_secret
     assert Redactor(config_secrets(config)).redact(f"key={KEY}") == "key=[REDACTED:APPROVALS_KEY]"
 
 
-@pytest.mark.parametrize("written", [KEY, "${APPROVALS_KEY:-" + KEY + "}", "prefix-${APPROVALS_KEY}"])
+@pytest.mark.parametrize(
+    "written",
+    [KEY, "${APPROVALS_KEY:-" + KEY + "}", "prefix-${APPROVALS_KEY}"],
+    ids=["literal", "default-of-a-variable", "prefixed-variable"],
+)
 def test_a_key_written_into_the_config_is_refused(written: str) -> None:
     with pytest.raises(ConfigError) as refused:
         parse_config({"approvals": {"key": written}}, "team.json", {"APPROVALS_KEY": KEY})
