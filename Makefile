@@ -16,6 +16,8 @@ NPM_PACKAGES := @modelcontextprotocol/server-everything@2026.8.31 \
 	@modelcontextprotocol/conformance@0.2.0-alpha.12 \
 	node@22.23.3
 PYTEST_ARGS ?=
+# pytest-xdist workers for `make test` (0: one process, as `pytest` alone runs).
+TEST_WORKERS ?= 2
 # `make load`: concurrent HTTP clients, and the seconds each configuration is measured.
 LOAD_CLIENTS ?= 16
 LOAD_SECONDS ?= 15
@@ -47,8 +49,8 @@ setup: $(STAMP) $(NPM_STAMP) ## Create the venv, install dependencies, build and
 	      || echo "could not install haproxy: tests/e2e/test_replicas.py will skip"; \
 	  else echo "haproxy is not installed (apt-get install haproxy, as root): tests/e2e/test_replicas.py will skip"; fi; }
 
-test: setup ## Run the whole test suite (escape suite included)
-	$(PY) -m pytest $(PYTEST_ARGS)
+test: setup ## Run the whole test suite (escape suite included), on TEST_WORKERS processes (2)
+	$(PY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 sandbox-test: setup ## Run the sandbox escape suite on its own
 	$(PY) -m pytest -m sandbox $(PYTEST_ARGS)
