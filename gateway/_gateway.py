@@ -29,7 +29,17 @@ from gateway._resume import (
 from gateway._tool_calls import AdmittedCall, PausedCallAnswer, Progress, Run, ToolCalls, wire_digest
 from gateway.audit import AuditLog, Caller, new_execution_id
 from gateway.auth import Identity
-from gateway.catalog import DEFAULT_SEARCH_LIMIT, Catalog, CatalogLock, Detail, Quarantine, render_search
+from gateway.catalog import (
+    DEFAULT_SEARCH_LIMIT,
+    Catalog,
+    CatalogLock,
+    Detail,
+    Quarantine,
+    SemanticSearch,
+    render_search,
+    semantic_search,
+    warm_search,
+)
 from gateway.children import ChildPool, ChildState, inherited_credentials
 from gateway.config import GatewayConfig, config_secrets
 from gateway.errors import (
@@ -78,6 +88,8 @@ class Gateway(AsyncContextManagerMixin):
         self._blocked: dict[str, str] = {}
         # The config's lockfile, read once here: a malformed one refuses to start (ConfigError).
         self._lock = CatalogLock.beside(config.config_file)
+        # `search.semantic`: ConfigError if it is "on" and the extra is not installed.
+        self._semantic = semantic_search(config.search.semantic)
         self._spent_states = SpentStates(config.approvals.ttl_seconds)
         self._exposure = Exposure()
         self._exposure_of: Catalog | None = None  # the catalog `_exposure` was computed from
@@ -98,6 +110,11 @@ class Gateway(AsyncContextManagerMixin):
             stack.callback(self._close_sandbox)
             task_group = await stack.enter_async_context(anyio.create_task_group())
             task_group.start_soon(self._load_sandbox)
+            if self._semantic is not None:
+                loading = anyio.CancelScope()
+                stack.callback(self._semantic.close)
+                stack.callback(loading.cancel)  # a gateway leaving does not wait for the model
+                task_group.start_soon(self._load_semantic, self._semantic, loading)
             yield self
 
     def _close_sandbox(self) -> None:
@@ -112,6 +129,15 @@ class Gateway(AsyncContextManagerMixin):
             self._sandbox_error = exc
         finally:
             self._sandbox_ready.set()
+
+    async def _load_semantic(self, semantic: SemanticSearch, scope: anyio.CancelScope) -> None:
+        # Off the event loop (importing torch takes seconds); then the tools the first searches will
+        # see are embedded, once the children have listed them. Searches are lexical until then.
+        with scope:
+            if await anyio.to_thread.run_sync(semantic.load, abandon_on_cancel=True) is None:
+                return  # logged by `load`
+            await self._pool.wait_ready(timeout=self.config.startup_timeout_seconds)
+            await anyio.to_thread.run_sync(warm_search, self.catalog(), abandon_on_cancel=True)
 
     @property
     def pool(self) -> ChildPool:
@@ -132,7 +158,7 @@ class Gateway(AsyncContextManagerMixin):
         if key != self._catalog_key:
             tools = self._pool.tools()
             reviewed = self._lock.lock.servers if self._lock else None
-            self._everything = Catalog(tools, statuses, reviewed=reviewed)
+            self._everything = Catalog(tools, statuses, reviewed=reviewed, semantic=self._semantic)
             self._quarantine = self._lock.quarantine(tools, self._pool.names) if self._lock else None
             blocked = self.policy.unmatched(self._everything)
             for server, reason in blocked.items():
@@ -307,7 +333,11 @@ class Gateway(AsyncContextManagerMixin):
         if named is not None:
             self._pool.start(named.name)  # a lazy child starts when a search names it
         await self._pool.wait_ready(timeout=min(SEARCH_WAIT_SECONDS, self.config.startup_timeout_seconds))
-        return render_search(self.catalog(policy), query, server, limit, detail)
+        catalog = self.catalog(policy)
+        if self._semantic is None:
+            return render_search(catalog, query, server, limit, detail)
+        # A query's embedding takes milliseconds of CPU (tools new since the last search, longer).
+        return await anyio.to_thread.run_sync(partial(render_search, catalog, query, server, limit, detail))
 
     async def execute_code(
         self,

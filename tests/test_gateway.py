@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import sys
+import threading
 
 import anyio
+import anyio.to_thread
 import pytest
 
+from gateway import _gateway
 from gateway._gateway import Gateway
+from gateway.catalog import SemanticSearch
 from gateway.config import parse_config
+from tests.catalog.fake_embedder import FakeEmbedder
 
 pytestmark = pytest.mark.anyio
 
@@ -40,3 +45,23 @@ async def test_an_unknown_tool_of_a_ready_child_is_refused_with_suggestions() ->
             result = await gateway.execute_code("tools.time.current_time(timezone='UTC')")
         assert result.error is not None
         assert "did you mean time.get_current_time" in result.error.message
+
+
+async def test_with_semantic_search_the_model_loads_at_start_and_search_docs_ranks_off_the_event_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    embedder = FakeEmbedder()
+    monkeypatch.setattr(_gateway, "semantic_search", lambda mode: SemanticSearch(lambda: embedder))
+    config = parse_config(
+        {"mcpServers": {"time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]}}}, "t"
+    )
+    async with Gateway(config) as gateway:
+        with anyio.fail_after(60):
+            # The children's tools are embedded once they are listed, before any search asks.
+            assert await anyio.to_thread.run_sync(embedder.embedded.wait, 60)
+            answer = await gateway.search_docs("convert a time between zones")
+        assert "time.convert_time" in answer
+        assert any("convert time (time)" in text for text in embedder.encoded[0])
+        [(query, thread)] = embedder.queries
+        assert query == "convert a time between zones"
+        assert thread != threading.current_thread().name

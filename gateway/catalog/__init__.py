@@ -7,6 +7,7 @@ from gateway.catalog._discovery import read_docs
 from gateway.catalog._evaluation import (
     SearchCase,
     SearchReport,
+    compare_reports,
     evaluate_search,
     load_search_cases,
     load_tool_snapshots,
@@ -24,7 +25,10 @@ from gateway.catalog._precheck import Finding, precheck_calls
 from gateway.catalog._quarantine import CatalogLock, Quarantine
 from gateway.catalog._render import DEFAULT_SEARCH_LIMIT, Detail, render_search
 from gateway.catalog._results import resource_contents_value, tool_result_value
+from gateway.catalog._search import warm_search
+from gateway.catalog._semantic import SemanticSearch, semantic_installed, semantic_search
 from gateway.catalog._unknown import unknown_tool_message
+from gateway.catalog.config import SearchConfig
 
 __all__ = (
     "DEFAULT_SEARCH_LIMIT",
@@ -38,8 +42,11 @@ __all__ = (
     "Finding",
     "Quarantine",
     "SearchCase",
+    "SearchConfig",
     "SearchReport",
+    "SemanticSearch",
     "ToolLock",
+    "compare_reports",
     "evaluate_search",
     "load_search_cases",
     "load_tool_snapshots",
@@ -51,7 +58,10 @@ __all__ = (
     "read_lock",
     "render_search",
     "resource_contents_value",
+    "semantic_installed",
+    "semantic_search",
     "tool_result_value",
     "unknown_tool_message",
+    "warm_search",
     "write_lock",
 )

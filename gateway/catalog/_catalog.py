@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from gateway._json import properties_of
 from gateway.catalog._naming import assign_identifiers, first_of_each_name
 from gateway.catalog._quarantine import Quarantine
+from gateway.catalog._semantic import SemanticSearch
 from gateway.children import ChildState, ChildStatus
 
 __all__ = ["Catalog", "CatalogEntry", "CatalogServer"]
@@ -105,6 +106,7 @@ class Catalog:
         "_held",
         "_held_names",
         "_quarantine",
+        "_semantic",
         "_servers",
     )
 
@@ -114,11 +116,13 @@ class Catalog:
         statuses: Iterable[ChildStatus] = (),
         *,
         reviewed: Mapping[str, Iterable[str]] | None = None,
+        semantic: SemanticSearch | None = None,
     ) -> None:
         """`reviewed` maps server names to the tool names the lockfile holds: those keep the Python
         names they had among themselves when it was written, and tools new since go around them, so
         that a new `fetch_page` cannot take the name of a reviewed `fetch-page` (and move it out of
-        the policy rule written for it)."""
+        the policy rule written for it). `semantic` re-ranks search over it by meaning (the
+        `semantic` extra); catalogs filtered from it keep it."""
         tools = tools or {}
         given = {status.name: status for status in statuses}
         server_ids = assign_identifiers([*tools, *given], fallback="server")
@@ -143,6 +147,7 @@ class Catalog:
         self._quarantine: Quarantine | None = None
         self._held: dict[str, tuple[CatalogEntry, ...]] = {}
         self._held_names: dict[str, CatalogEntry] = {}
+        self._semantic = semantic
 
     @staticmethod
     def _index_names(entries: Sequence[CatalogEntry]) -> dict[str, CatalogEntry]:
@@ -221,7 +226,13 @@ class Catalog:
         kept._by_name = self._index_names(kept._entries)
         kept._quarantine = quarantine
         kept._held_names = self._index_names([entry for own in kept._held.values() for entry in own])
+        kept._semantic = self._semantic
         return kept
+
+    @property
+    def semantic(self) -> SemanticSearch | None:
+        """The embedding model that re-ranks search over this catalog, if any (`search.semantic`)."""
+        return self._semantic
 
     @property
     def quarantine(self) -> Quarantine | None:

@@ -4,7 +4,8 @@ A query file is a JSON list of `{"query": ..., "accept": ["server.tool", ...], "
 empty `accept` means no tool fits: the query passes when search reports its results as weak (or
 finds nothing), which is what makes search_docs say "no tool matches ... well".
 `codemode-gateway search-eval` runs this against a config's live children; `make bench` runs it on
-the captured catalog in tests/search_eval.
+the captured catalog in tests/search_eval. With the `semantic` extra, both print the lexical and the
+semantic figures side by side (`compare_reports`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from mcp.types import ListToolsResult, Tool
@@ -20,9 +21,16 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from gateway._display import format_table
 from gateway.catalog._catalog import Catalog
-from gateway.catalog._search import TUNED, Tuning, search
+from gateway.catalog._search import TUNED, Tuning, search, warm_search
 
-__all__ = ["SearchCase", "SearchReport", "evaluate_search", "load_search_cases", "load_tool_snapshots"]
+__all__ = [
+    "SearchCase",
+    "SearchReport",
+    "compare_reports",
+    "evaluate_search",
+    "load_search_cases",
+    "load_tool_snapshots",
+]
 
 _RANKS_KEPT = 5  # top-5 is the widest figure reported; MRR counts ranks up to this too
 
@@ -72,6 +80,10 @@ class SearchReport(BaseModel):
 
     def table(self) -> str:
         """The report as the plain-text table `make bench` and `search-eval` print."""
+        return compare_reports({"value": self})
+
+    def figures(self) -> list[tuple[str, str]]:
+        """Each figure of the table, named, as text."""
         rows = [
             ("tools", str(self.tools)),
             ("queries (answerable)", f"{self.queries} ({self.answerable})"),
@@ -83,7 +95,15 @@ class SearchReport(BaseModel):
             ("search p50 / p95", f"{self.p50_ms:.2f} / {self.p95_ms:.2f} ms"),
         ]
         rows += [(f"  top-3, {kind}", f"{rate:.1%}") for kind, rate in sorted(self.by_kind.items())]
-        return format_table(("figure", "value"), rows)
+        return rows
+
+
+def compare_reports(reports: Mapping[str, SearchReport]) -> str:
+    """Reports on the same queries as one plain-text table, a column each (`lexical`, `semantic`)."""
+    columns = [dict(report.figures()) for report in reports.values()]
+    names = list(dict.fromkeys(name for column in columns for name, _ in column.items()))
+    rows = [(name, *(column.get(name, "-") for column in columns)) for name in names]
+    return format_table(("figure", *reports), rows)
 
 
 def _rank(found: Sequence[str], accept: Sequence[str]) -> int | None:
@@ -93,8 +113,15 @@ def _rank(found: Sequence[str], accept: Sequence[str]) -> int | None:
 def evaluate_search(
     catalog: Catalog, cases: Sequence[SearchCase], repeats: int = 3, tuning: Tuning = TUNED
 ) -> SearchReport:
-    """Run every case through `search` and score it; latency is the best of `repeats` per query."""
-    search(catalog, "warm the index", tuning=tuning)  # built once per catalog; not a query's cost
+    """Run every case through `search` and score it; latency is the best of `repeats` per query.
+
+    A catalog with the semantic re-rank is measured with its model loaded (loading it is not a
+    query's cost either); if it cannot be loaded, search is lexical and so are the figures.
+    """
+    if catalog.semantic is not None:
+        catalog.semantic.load()
+    warm_search(catalog)  # built once per catalog; not a query's cost
+    search(catalog, "warm the index", tuning=tuning)
     ranks: list[int | None] = []
     rejections: list[bool] = []
     per_kind: defaultdict[str, list[bool]] = defaultdict(list)

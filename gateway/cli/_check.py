@@ -14,7 +14,7 @@ from gateway._display import format_table
 from gateway._exposed import expose_tools
 from gateway._gateway import child_pool, gateway_secrets
 from gateway._redaction import Redactor
-from gateway.catalog import Catalog
+from gateway.catalog import Catalog, semantic_search
 from gateway.children import ChildState, ChildStatus
 from gateway.cli._drift import config_lock, print_drift
 from gateway.cli._exit_codes import EXIT_FAILED, EXIT_OK
@@ -64,6 +64,7 @@ def check_command(args: argparse.Namespace) -> int:
         for path in find_literal_secrets(read_config_data(file)):
             print(literal_secret_warning(path), file=sys.stderr)
     lock = config_lock(config)  # before the children start: a malformed lockfile is a config error
+    semantic_search(config.search.semantic)  # `on` without the extra is a config error, as for `serve`
     if not config.mcp_servers and not config.unavailable_servers and lock is None:
         print("no child servers configured (mcpServers is empty)")
         return EXIT_OK

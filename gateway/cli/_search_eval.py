@@ -1,4 +1,8 @@
-"""`codemode-gateway search-eval`: how well search finds your tools, on your children or on snapshots."""
+"""`codemode-gateway search-eval`: how well search finds your tools, on your children or on snapshots.
+
+With the `semantic` extra installed (and `search.semantic` not "off"), lexical and semantic search are
+measured side by side on the same catalog.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,15 @@ from pathlib import Path
 import anyio
 from pydantic import ValidationError
 
-from gateway.catalog import Catalog, evaluate_search, load_search_cases, load_tool_snapshots
+from gateway.catalog import (
+    Catalog,
+    SemanticSearch,
+    compare_reports,
+    evaluate_search,
+    load_search_cases,
+    load_tool_snapshots,
+    semantic_search,
+)
 from gateway.cli._check import check_children
 from gateway.cli._exit_codes import EXIT_OK
 from gateway.cli._loading import load_config_for_cli
@@ -33,13 +45,27 @@ def add_search_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--misses", action="store_true", help="also list the queries search got wrong")
 
 
-def _catalog(args: argparse.Namespace) -> Catalog:
+def _catalogs(args: argparse.Namespace) -> dict[str, Catalog]:
+    """The lexical catalog, and the same with the semantic re-rank when the extra is there."""
     if args.snapshots:
-        return Catalog(load_tool_snapshots([Path(d) for d in args.snapshots]))
-    config = load_config_for_cli(args.config)
-    statuses, tools = anyio.run(check_children, config)
-    catalog = Catalog(tools, statuses)
-    return catalog.filtered(Policy(config.policy).visible)
+        tools = load_tool_snapshots([Path(d) for d in args.snapshots])
+        semantic = semantic_search("auto")
+
+        def build(with_model: SemanticSearch | None) -> Catalog:
+            return Catalog(tools, semantic=with_model)
+    else:
+        config = load_config_for_cli(args.config)
+        semantic = semantic_search(config.search.semantic)
+        statuses, live = anyio.run(check_children, config)
+        visible = Policy(config.policy).visible
+
+        def build(with_model: SemanticSearch | None) -> Catalog:
+            return Catalog(live, statuses, semantic=with_model).filtered(visible)
+
+    catalogs = {"lexical": build(None)}
+    if semantic is not None:
+        catalogs["semantic"] = build(semantic)
+    return catalogs
 
 
 def search_eval_command(args: argparse.Namespace) -> int:
@@ -50,10 +76,12 @@ def search_eval_command(args: argparse.Namespace) -> int:
         raise ConfigError(f"cannot read the query file: {exc}") from None
     except ValidationError as exc:
         raise ConfigError(f"{args.queries} is not a list of search cases: {exc}") from None
-    report = evaluate_search(_catalog(args), cases)
-    print(report.table())
+    reports = {name: evaluate_search(catalog, cases) for name, catalog in _catalogs(args).items()}
+    print(compare_reports(reports) if len(reports) > 1 else reports["lexical"].table())
     if args.misses:
-        for query, accept, found in report.misses:
-            wanted, got = " or ".join(accept) or "nothing", ", ".join(found) or "nothing"
-            print(f"miss: {query!r}: wanted {wanted}; got {got}")
+        for name, report in reports.items():
+            label = f"miss ({name})" if len(reports) > 1 else "miss"
+            for query, accept, found in report.misses:
+                wanted, got = " or ".join(accept) or "nothing", ", ".join(found) or "nothing"
+                print(f"{label}: {query!r}: wanted {wanted}; got {got}")
     return EXIT_OK

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from gateway.audit import AuditConfig
 from gateway.auth import AuthConfig
+from gateway.catalog import SearchConfig
 from gateway.children import (
     DEFAULT_MAX_CONCURRENT_CALLS,
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -104,6 +105,10 @@ class GatewayConfig(BaseModel):
         default=None,
         description="Who may call the gateway over HTTP: static API tokens naming principals, OAuth "
         "bearer JWTs from an issuer, or both.",
+    )
+    search: SearchConfig = Field(
+        default_factory=SearchConfig,
+        description="How search_docs ranks tools: lexical, and by meaning too with the `semantic` extra.",
     )
     # Values that came from environment variables, with the variable each came from, for redaction;
     # private, so never in repr or dumps.

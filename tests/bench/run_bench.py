@@ -40,7 +40,16 @@ from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import get_default_environment, stdio_client
 
 from gateway import ExecutionResult, Sandbox, SandboxLimits
-from gateway.catalog import Catalog, SearchReport, evaluate_search, load_search_cases, load_tool_snapshots
+from gateway.catalog import (
+    Catalog,
+    SearchReport,
+    SemanticSearch,
+    evaluate_search,
+    load_search_cases,
+    load_tool_snapshots,
+    semantic_installed,
+    warm_search,
+)
 from gateway.catalog._search import BASELINE
 from gateway.children._transport import list_all_tools as gateway_list_all_tools
 from gateway.sandbox import HostJournal
@@ -1344,24 +1353,55 @@ def startup_rows(startup: Startup, children_initialize_ms: Mapping[str, float]) 
 
 @dataclass(frozen=True)
 class SearchFigures:
-    """Search quality on one query set, tuned and plain BM25, and what building the index costs."""
+    """Search quality on one query set, tuned and plain BM25, and what building the index costs;
+    with the `semantic` extra, also the semantic re-rank and what embedding the tools costs."""
 
     name: str
     tuned: SearchReport
     baseline: SearchReport
     index_ms: float
+    semantic: SearchReport | None = None
+    embed_ms: float = 0.0
 
 
-def measure_search(name: str, queries: Path) -> SearchFigures:
-    """Both tunings over one query set; the index is built on a fresh catalog, timed once."""
-    catalog = Catalog(load_tool_snapshots(list(SEARCH_CATALOG_DIRS)))
+@dataclass
+class SemanticModel:
+    """The `semantic` extra's model, loaded once for the whole run (when the extra is installed)."""
+
+    search: SemanticSearch
+    load_ms: float
+
+
+def load_semantic_model() -> SemanticModel | None:
+    """The model, timed from the first import of torch; None without the extra (or if it fails)."""
+    if not semantic_installed():
+        return None
+    semantic = SemanticSearch()
+    started = time.perf_counter_ns()
+    if semantic.load() is None:
+        raise BenchError(f"the semantic model did not load: {semantic.error}")
+    return SemanticModel(semantic, elapsed_ms(started))
+
+
+def measure_search(name: str, queries: Path, model: SemanticModel | None = None) -> SearchFigures:
+    """Both tunings over one query set; the index is built on a fresh catalog, timed once. With the
+    model, the same queries re-ranked semantically, on a catalog of their own (its tools embedded
+    once, timed)."""
+    tools = load_tool_snapshots(list(SEARCH_CATALOG_DIRS))
+    catalog = Catalog(tools)
     cases = load_search_cases(queries)
     started = time.perf_counter_ns()
     evaluate_search(catalog, cases[:1], repeats=1)  # the first search builds the index
     index_ms = elapsed_ms(started)
-    return SearchFigures(
-        name, evaluate_search(catalog, cases), evaluate_search(catalog, cases, tuning=BASELINE), index_ms
-    )
+    tuned, baseline = evaluate_search(catalog, cases), evaluate_search(catalog, cases, tuning=BASELINE)
+    if model is None:
+        return SearchFigures(name, tuned, baseline, index_ms)
+    semantic_catalog = Catalog(tools, semantic=model.search)
+    started = time.perf_counter_ns()
+    warm_search(semantic_catalog)
+    embed_ms = elapsed_ms(started)
+    semantic = evaluate_search(semantic_catalog, cases)
+    return SearchFigures(name, tuned, baseline, index_ms, semantic, embed_ms)
 
 
 def search_rows(figures: SearchFigures) -> list[Row]:
@@ -1401,6 +1441,50 @@ def search_latency_row(figures: SearchFigures) -> Row:
         " ms",
         f"p95 {fmt(tuned.p95_ms)} ms; plain BM25 p50 {fmt(plain.p50_ms)} ms; index built once per catalog "
         f"change in {fmt(figures.index_ms)} ms",
+        Target(3.0),
+    )
+
+
+def semantic_search_rows(figures: SearchFigures) -> list[Row]:
+    """Row 8c: the semantic re-rank over one query set, against the lexical search of the same run."""
+    semantic, lexical = figures.semantic, figures.tuned
+    if semantic is None:
+        return []
+    return [
+        Row(
+            f"search_top3_{figures.name}_semantic",
+            f"search top-3, {figures.name} queries, semantic re-rank",
+            semantic.top3 * 100,
+            "%",
+            f"top-1 {semantic.top1:.1%}, MRR@5 {semantic.mrr:.3f}; lexical top-3 {lexical.top3:.1%} "
+            f"({fmt(semantic.top3 / lexical.top3)}x), top-1 {lexical.top1:.1%}; per kind: "
+            + ", ".join(f"{kind} {rate:.0%}" for kind, rate in sorted(semantic.by_kind.items())),
+            Target(90.0, at_least=True),
+        ),
+        Row(
+            f"search_top5_{figures.name}_semantic",
+            f"search top-5, {figures.name} queries, semantic re-rank",
+            semantic.top5 * 100,
+            "%",
+            f"lexical top-5 {lexical.top5:.1%} ({fmt(semantic.top5 / lexical.top5)}x); no-answer queries "
+            f"reported weak {semantic.rejected or 0:.0%} (lexical {lexical.rejected or 0:.0%})",
+            Target(95.0, at_least=True),
+        ),
+    ]
+
+
+def semantic_latency_row(figures: SearchFigures, model: SemanticModel) -> Row:
+    """Row 8d: one semantic search's latency (the query's embedding and the re-rank), against lexical."""
+    semantic, lexical = figures.semantic, figures.tuned
+    assert semantic is not None
+    return Row(
+        "search_p50_semantic",
+        f"`search_docs` with the semantic re-rank, p50 per query over {semantic.tools} tools",
+        semantic.p50_ms,
+        " ms",
+        f"p95 {fmt(semantic.p95_ms)} ms; lexical p50 {fmt(lexical.p50_ms)} ms "
+        f"({fmt(semantic.p50_ms / lexical.p50_ms)}x); model loaded once in {fmt(model.load_ms)} ms "
+        f"(importing torch included), the catalog's tools embedded in {fmt(figures.embed_ms)} ms",
         Target(3.0),
     )
 
@@ -1473,10 +1557,15 @@ async def collect(plan: Plan) -> Report:
             report.rows.append(memory_row(await measure_live_memory(inline, live, plan.memory_repeats)))
     # After the in-process sandboxes are gone; their first load left the compiled component cached.
     report.rows.extend(gateway_rows(await measure_gateway(plan)))
-    searches = [measure_search(name, path) for name, path in SEARCH_QUERY_SETS.items()]
+    model = load_semantic_model()
+    searches = [measure_search(name, path, model) for name, path in SEARCH_QUERY_SETS.items()]
     for figures in searches:
         report.rows.extend(search_rows(figures))
     report.rows.append(search_latency_row(searches[0]))
+    if model is not None:  # the `semantic` extra is installed: its rows, after the lexical ones
+        for figures in searches:
+            report.rows.extend(semantic_search_rows(figures))
+        report.rows.append(semantic_latency_row(searches[0], model))
     report.load_averages.append(os.getloadavg()[0])
     return report
 

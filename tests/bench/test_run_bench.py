@@ -13,6 +13,7 @@ import run_bench
 from mcp import types
 
 from gateway import Sandbox
+from gateway.catalog import semantic_installed
 from gateway.config import load_config
 
 EXPECTED_ROWS = [
@@ -45,6 +46,15 @@ EXPECTED_ROWS = [
     "search_top5_held-out",
     "search_p50",
 ]
+# With the `semantic` extra installed, the re-rank's rows follow the lexical ones.
+if semantic_installed():
+    EXPECTED_ROWS += [
+        "search_top3_dev_semantic",
+        "search_top5_dev_semantic",
+        "search_top3_held-out_semantic",
+        "search_top5_held-out_semantic",
+        "search_p50_semantic",
+    ]
 GATEWAY_CHILDREN = ["time", "git", "everything", "memory", "filesystem"]
 WAIT_SECONDS = 120
 

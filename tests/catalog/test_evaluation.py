@@ -9,7 +9,15 @@ import pytest
 from mcp.types import Tool
 from pydantic import ValidationError
 
-from gateway.catalog import Catalog, SearchCase, evaluate_search, load_search_cases
+from gateway.catalog import (
+    Catalog,
+    SearchCase,
+    SemanticSearch,
+    compare_reports,
+    evaluate_search,
+    load_search_cases,
+)
+from tests.catalog.fake_embedder import FakeEmbedder
 
 CATALOG = Catalog(
     {
@@ -58,6 +66,28 @@ def test_the_report_table_shows_every_figure() -> None:
     ).table()
     for label in ("tools", "top-1", "top-3", "top-5", "MRR@5", "search p50 / p95", "top-3, general"):
         assert label in table
+
+
+def test_a_semantic_catalog_is_measured_with_its_model_loaded_beside_the_lexical_one() -> None:
+    tools = {
+        "meteo": [
+            Tool(name="get_forecast", description="The forecast for a city.", input_schema={"type": "object"})
+        ],
+        "shop": [
+            Tool(name="create_invoice", description="Bill a customer.", input_schema={"type": "object"})
+        ],
+    }
+    semantic = SemanticSearch(FakeEmbedder)  # not loaded yet: the evaluation loads it first
+    cases = [SearchCase(query="do I need an umbrella", accept=["meteo.get_forecast"])]
+    reports = {
+        "lexical": evaluate_search(Catalog(tools), cases, repeats=1),
+        "semantic": evaluate_search(Catalog(tools, semantic=semantic), cases, repeats=1),
+    }
+    assert (reports["lexical"].top1, reports["semantic"].top1) == (0.0, 1.0)
+    lines = compare_reports(reports).splitlines()
+    assert lines[0].split() == ["figure", "lexical", "semantic"]
+    [top1] = [line for line in lines if line.startswith("top-1")]
+    assert top1.split() == ["top-1", "0.0%", "100.0%"]
 
 
 def test_a_query_file_is_validated_case_by_case(tmp_path: Path) -> None:

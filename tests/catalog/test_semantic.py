@@ -1,0 +1,200 @@
+"""The semantic re-rank: the blend, the switch, the model's lifecycle, with a small fake embedder.
+
+The fake (tests/catalog/fake_embedder.py) reads meaning as a few hand-made groups of words, so these
+tests run without the extra; tests/catalog/test_minilm.py runs the real model where it is installed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import pytest
+from mcp.types import Tool
+
+from gateway._gateway import Gateway
+from gateway.catalog import _semantic
+from gateway.catalog._catalog import Catalog
+from gateway.catalog._search import search, tool_text, warm_search
+from gateway.catalog._semantic import Blend, SemanticSearch, blend, semantic_search
+from gateway.config import parse_config
+from gateway.errors import ConfigError
+from tests.catalog.fake_embedder import FakeEmbedder
+
+
+def tool(name: str, description: str, **properties: str) -> Tool:
+    schema = {
+        "type": "object",
+        "properties": {p: {"type": "string", "description": d} for p, d in properties.items()},
+    }
+    return Tool(name=name, description=description, input_schema=schema)
+
+
+TOOLS = {
+    "meteo": [tool("get_forecast", "The forecast for a city.", city="City name")],
+    "shop": [tool("create_invoice", "Bill a customer for an order.", customer="Customer id")],
+    "notes": [tool("write_note", "Write a note.", text="The text"), tool("list_notes", "List the notes.")],
+}
+
+
+def loaded(embedder: FakeEmbedder | None = None) -> SemanticSearch:
+    semantic = SemanticSearch(lambda: embedder or FakeEmbedder())
+    assert semantic.load(timeout=10) is not None
+    return semantic
+
+
+def names(catalog: Catalog, query: str, **kwargs: object) -> list[str]:
+    return [hit.entry.qualified for hit in search(catalog, query, **kwargs)]  # type: ignore[arg-type]
+
+
+def test_the_blend_ranks_by_meaning_over_lexical_and_semantic_candidates() -> None:
+    # Tool 0 matches the words best but means little; tool 2 matched no word but means the most.
+    lexical = [(0, 10.0), (1, 5.0)]
+    similarities = [0.1, 0.9, 0.8]
+    ranked = blend(lexical, similarities)
+    assert [i for i, _ in ranked] == [1, 2, 0]
+    assert ranked[0][1] == pytest.approx(0.2 * 0.5 + 0.8 * 0.9)
+    assert [i for i, _ in blend(lexical, similarities, weights=Blend(semantic_candidates=0))] == [1, 0]
+    assert [i for i, _ in blend(lexical, similarities, weights=Blend(lexical=1.0))] == [0, 1, 2]
+    assert [i for i, _ in blend(lexical, similarities, allowed=lambda i: i != 2)] == [1, 0]
+
+
+def test_a_tool_sharing_no_word_with_the_query_is_found_by_its_meaning() -> None:
+    lexical = Catalog(TOOLS)
+    assert "meteo.get_forecast" not in names(lexical, "do I need an umbrella")
+    semantic = Catalog(TOOLS, semantic=loaded())
+    hits = search(semantic, "do I need an umbrella")
+    assert hits[0].entry.qualified == "meteo.get_forecast"
+    assert hits[0].similarity == pytest.approx(1.0)
+    assert not hits[0].weak
+
+
+def test_words_and_meaning_both_count() -> None:
+    # "note" is a word of both notes tools; "write" only of one: the words break the tie of meaning.
+    assert names(Catalog(TOOLS, semantic=loaded()), "write a note")[0] == "notes.write_note"
+
+
+def test_a_tool_named_exactly_comes_first_whatever_its_meaning() -> None:
+    # Meaning alone ties the two notes tools, and the tie goes to the one listed first.
+    semantic = SemanticSearch(FakeEmbedder, Blend(lexical=0.0))
+    catalog = Catalog(TOOLS, semantic=semantic)
+    assert semantic.load(timeout=10) is not None
+    assert names(catalog, "notes jot")[:2] == ["notes.write_note", "notes.list_notes"]
+    hits = search(catalog, "notes.list_notes")
+    assert hits[0].entry.qualified == "notes.list_notes"
+    assert not hits[0].weak
+
+
+def test_a_server_filter_keeps_the_semantic_candidates_to_that_server() -> None:
+    catalog = Catalog(TOOLS, semantic=loaded())
+    assert set(names(catalog, "do I need an umbrella", server="notes")) <= {
+        "notes.write_note",
+        "notes.list_notes",
+    }
+
+
+def test_asking_for_more_tools_than_the_candidates_gets_every_lexical_match() -> None:
+    semantic = SemanticSearch(FakeEmbedder, Blend(lexical_candidates=1, semantic_candidates=0))
+    assert semantic.load(timeout=10) is not None
+    catalog = Catalog(TOOLS, semantic=semantic)
+    assert len(search(catalog, "notes", limit=1)) == 1
+    assert set(names(catalog, "notes", limit=5)) == {"notes.write_note", "notes.list_notes"}
+
+
+def test_a_best_hit_far_in_meaning_is_reported_weak() -> None:
+    catalog = Catalog({"shop": TOOLS["shop"], "notes": TOOLS["notes"]}, semantic=loaded())
+    hits = search(catalog, "do I need an umbrella")
+    assert hits
+    assert hits[0].weak
+
+
+def test_tools_are_embedded_once_per_catalog_and_filtered_catalogs_keep_the_model() -> None:
+    embedder = FakeEmbedder()
+    catalog = Catalog(TOOLS, semantic=loaded(embedder))
+    warm_search(catalog)
+    search(catalog, "umbrella")
+    search(catalog, "pay the bill")
+    assert embedder.encoded == [[tool_text(entry) for entry in catalog.entries]]
+    assert len(embedder.queries) == 2
+    narrower = catalog.filtered(lambda entry: entry.server_id != "shop")
+    assert narrower.semantic is catalog.semantic
+    assert names(narrower, "pay the bill")[0] != "shop.create_invoice"
+    assert len(embedder.encoded) == 2  # the filtered catalog's own tools
+
+
+def test_the_tool_text_holds_name_words_server_title_summary_and_parameters() -> None:
+    entry = Catalog(TOOLS).get("meteo.get_forecast")
+    assert entry is not None
+    assert tool_text(entry) == "get forecast (meteo). The forecast for a city. Parameters: city"
+
+
+def test_search_stays_lexical_until_the_model_is_loaded_which_the_first_search_starts() -> None:
+    release = threading.Event()
+    embedder = FakeEmbedder()
+
+    def slow_load() -> FakeEmbedder:
+        assert release.wait(timeout=10)
+        return embedder
+
+    semantic = SemanticSearch(slow_load)
+    catalog = Catalog(TOOLS, semantic=semantic)
+    hits = search(catalog, "write a note")
+    assert hits
+    assert all(hit.similarity is None for hit in hits)  # lexical, and not kept waiting
+    assert semantic.load(timeout=0.01) is None  # loading, on its own thread
+    release.set()
+    assert semantic.load(timeout=10) is embedder
+    assert search(catalog, "write a note")[0].similarity is not None
+
+
+def test_a_model_that_fails_to_load_leaves_search_lexical_and_is_logged_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def broken() -> FakeEmbedder:
+        raise OSError("model.safetensors is truncated")
+
+    semantic = SemanticSearch(broken)
+    with caplog.at_level(logging.ERROR, logger="gateway.search"):
+        assert semantic.load(timeout=10) is None
+        assert semantic.load(timeout=10) is None
+    assert isinstance(semantic.error, OSError)
+    assert [r.getMessage() for r in caplog.records] == [
+        "the semantic search model failed to load; search stays lexical"
+    ]
+    hits = search(Catalog(TOOLS, semantic=semantic), "write a note")
+    assert hits[0].entry.qualified == "notes.write_note"
+    assert hits[0].similarity is None
+
+
+def test_a_load_cut_short_by_the_gateway_closing_is_not_reported_as_an_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def interrupted() -> FakeEmbedder:
+        raise RuntimeError("can't register atexit after shutdown")
+
+    semantic = SemanticSearch(interrupted)
+    semantic.close()
+    with caplog.at_level(logging.DEBUG, logger="gateway.search"):
+        assert semantic.load(timeout=10) is None
+    assert [(r.levelno, r.getMessage()) for r in caplog.records] == [
+        (logging.DEBUG, "the semantic search model stopped loading as the gateway closed")
+    ]
+
+
+def test_off_is_lexical_and_auto_without_the_extra_is_lexical_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert semantic_search("off") is None
+    monkeypatch.setattr(_semantic, "EXTRA_MODULES", ("codemode_gateway_no_such_module",))
+    assert semantic_search("auto") is None
+
+
+def test_on_without_the_extra_refuses_to_start_naming_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_semantic, "EXTRA_MODULES", ("numpy", "codemode_gateway_no_such_module"))
+    config = parse_config({"mcpServers": {}, "search": {"semantic": "on"}}, "t")
+    with pytest.raises(ConfigError, match=r"codemode-gateway\[semantic\]") as raised:
+        Gateway(config)
+    assert "codemode_gateway_no_such_module" in str(raised.value)
+
+
+def test_an_unknown_semantic_mode_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match=r"search\.semantic"):
+        parse_config({"mcpServers": {}, "search": {"semantic": "yes"}}, "t")
