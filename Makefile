@@ -30,7 +30,10 @@ help: ## List the targets
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[build,test,bench,lint]"
+	# torch first, pinned exactly: 2.13.0 is the CPU build these machines carry; the `semantic` extra's
+	# requirement is then met, where a looser one would fetch a multi-GB CUDA build from the registry.
+	$(PY) -m pip install --quiet --disable-pip-version-check "torch==2.13.0"
+	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[build,test,bench,lint,semantic]"
 	touch $(STAMP)
 
 $(NPM_STAMP): Makefile

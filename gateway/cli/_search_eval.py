@@ -1,7 +1,7 @@
 """`codemode-gateway search-eval`: how well search finds your tools, on your children or on snapshots.
 
-With the `semantic` extra installed (and `search.semantic` not "off"), lexical and semantic search are
-measured side by side on the same catalog.
+With the `semantic` extra installed, lexical and semantic search are measured side by side on the same
+catalog, whatever the config's `search.semantic` says (it is what tells whether to turn the re-rank on).
 """
 
 from __future__ import annotations
@@ -47,15 +47,14 @@ def add_search_eval_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _catalogs(args: argparse.Namespace) -> dict[str, Catalog]:
     """The lexical catalog, and the same with the semantic re-rank when the extra is there."""
+    semantic = semantic_search("auto")
     if args.snapshots:
         tools = load_tool_snapshots([Path(d) for d in args.snapshots])
-        semantic = semantic_search("auto")
 
         def build(with_model: SemanticSearch | None) -> Catalog:
             return Catalog(tools, semantic=with_model)
     else:
         config = load_config_for_cli(args.config)
-        semantic = semantic_search(config.search.semantic)
         statuses, live = anyio.run(check_children, config)
         visible = Policy(config.policy).visible
 

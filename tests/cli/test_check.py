@@ -11,7 +11,6 @@ from typing import Any
 import anyio
 import pytest
 
-from gateway.catalog import semantic_installed
 from tests.cli.command import WAIT, run_command
 from tests.real_servers import REPO
 
@@ -144,13 +143,17 @@ async def test_check_prints_a_warning_line_per_literal_secret(
     assert done.stdout.decode().splitlines()[1].split()[:3] == ["tiny", "stdio", "ready"]
 
 
-@pytest.mark.skipif(semantic_installed(), reason="the semantic extra is installed here")
 async def test_semantic_search_required_without_its_extra_is_a_config_error_naming_the_extra(
     tmp_path: Path,
 ) -> None:
+    # A site hook that makes torch unimportable in the command's process, as if the extra were absent.
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import sys\nsys.modules['torch'] = None\n", encoding="utf-8")
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"mcpServers": {}, "search": {"semantic": "on"}}))
-    code, _, err = await run_command("check", "--config", str(config))
+    code, _, err = await run_command("check", "--config", str(config), env={"PYTHONPATH": str(site)})
     assert code == 2
     assert "search.semantic is 'on' but the semantic extra is not installed" in err
     assert "pip install 'codemode-gateway[semantic]'" in err
+    assert "missing: torch" in err

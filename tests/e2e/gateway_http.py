@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import httpx2
 from anyio.abc import Process
-from mcp import Client
+from mcp import Client, types
 from mcp.client.client import ConnectMode
 from mcp.client.session import ElicitationFnT, MessageHandlerFnT
 from mcp.client.streamable_http import streamable_http_client
@@ -117,6 +117,17 @@ async def http_gateway(config: Path, *, env: dict[str, str] | None = None) -> As
                         process.kill()
                 with anyio.move_on_after(WAIT):
                     await gateway.exited.wait()
+
+
+class User:
+    """The person at the client: accepts every approval, remembering each prompt."""
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+
+    async def __call__(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        self.prompts.append(params.message)
+        return types.ElicitResult(action="accept", content={})
 
 
 @dataclass

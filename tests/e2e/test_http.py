@@ -17,7 +17,7 @@ from mcp import Client, types
 from mcp.client.session import IncomingMessage
 from mcp.shared.exceptions import MCPError
 
-from tests.e2e.gateway_http import Answers, HttpGateway, http_client, http_gateway
+from tests.e2e.gateway_http import Answers, HttpGateway, User, http_client, http_gateway
 from tests.e2e.gateway_process import TINY, WAIT, ledger_entries, ledger_server, text, write_config
 from tests.real_servers import FAULT_SERVER
 
@@ -35,17 +35,6 @@ INITIALIZE = {
         "clientInfo": {"name": "raw", "version": "0"},
     },
 }
-
-
-class User:
-    """The person at the client: accepts every approval, remembering each prompt."""
-
-    def __init__(self) -> None:
-        self.prompts: list[str] = []
-
-    async def __call__(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-        self.prompts.append(params.message)
-        return types.ElicitResult(action="accept", content={})
 
 
 class Progress:

@@ -17,10 +17,10 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp import Client, types
+from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from tests.e2e.gateway_http import http_client
+from tests.e2e.gateway_http import User, http_client
 from tests.e2e.gateway_process import (
     TINY,
     WAIT,
@@ -71,17 +71,6 @@ def replica_config(directory: Path, ledger_dir: Path) -> Path:
             },
         },
     )
-
-
-class User:
-    """Approves every call, remembering each prompt."""
-
-    def __init__(self) -> None:
-        self.prompts: list[str] = []
-
-    async def __call__(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-        self.prompts.append(params.message)
-        return types.ElicitResult(action="accept", content={})
 
 
 class Answers:
