@@ -27,11 +27,11 @@ LOAD_SECONDS ?= 15
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
+# torch first, pinned exactly: 2.13.0 is the CPU build these machines carry; the `semantic` extra's
+# requirement is then met, where a looser one would fetch a multi-GB CUDA build from the registry.
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	# torch first, pinned exactly: 2.13.0 is the CPU build these machines carry; the `semantic` extra's
-	# requirement is then met, where a looser one would fetch a multi-GB CUDA build from the registry.
 	$(PY) -m pip install --quiet --disable-pip-version-check "torch==2.13.0"
 	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[build,test,bench,lint,semantic]"
 	touch $(STAMP)
