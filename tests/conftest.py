@@ -145,3 +145,10 @@ def server_log() -> Iterator[list[logging.LogRecord]]:
     """Records of the MCP server's logger."""
     with _recording("gateway.server") as records:
         yield records
+
+
+@pytest.fixture
+def telemetry_log() -> Iterator[list[logging.LogRecord]]:
+    """Records of the telemetry wing's logger."""
+    with _recording("gateway.telemetry") as records:
+        yield records

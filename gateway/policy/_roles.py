@@ -37,55 +37,51 @@ def roles_of(config: PolicyConfig, identity: Identity | None) -> tuple[str, ...]
 def overlay(config: PolicyConfig, names: Sequence[str]) -> tuple[PolicyConfig, dict[str, str]]:
     """The policy with the named roles laid over it, and where its rules were written: by tool name
     (`tools`), by `rule_source` (a role's rule), `read_only` and `max_tool_calls` (a role's setting)."""
-    roles = [(name, config.roles[name]) for name in names]
+    roles = [(_where(name), config.roles[name]) for name in names]
     sources = {tool: f"policy.tools[{json.dumps(tool)}]" for tool in config.tools}
     if not roles:
         return config, sources
-    tools = dict(config.tools)
     from_roles: dict[str, ToolPolicy] = {}
-    for name, role in roles:
+    for where, role in roles:
         for tool, rules in role.tools.items():
             earlier = from_roles.get(tool)
             from_roles[tool] = rules if earlier is None else _stricter(earlier, rules)
-            where = f"policy.roles[{json.dumps(name)}].tools[{json.dumps(tool)}]"
-            sources[tool] = where if earlier is None else f"{sources[tool]} and {where}"
-    tools.update(from_roles)
+            written = f"{where}.tools[{json.dumps(tool)}]"
+            sources[tool] = written if earlier is None else f"{sources[tool]} and {written}"
+        for key in RULE_LISTS:
+            for pattern in role.patterns(key):
+                sources.setdefault(rule_source(key, pattern), f"{where}.{key}")
     update: dict[str, object] = {
         key: [*getattr(config, key), *(rule for _, role in roles for rule in getattr(role, key))]
         for key in RULE_LISTS
     }
-    for name, role in roles:
-        for key in RULE_LISTS:
-            for pattern in role.patterns(key):
-                sources.setdefault(rule_source(key, pattern), f"policy.roles[{json.dumps(name)}].{key}")
-    update["read_only"] = read_only = _strictest_flag(config.read_only, [role.read_only for _, role in roles])
-    setting = next((name for name, role in roles if role.read_only is not None), None)
-    if setting is not None:
-        named = next(name for name, role in roles if role.read_only is read_only)
-        sources["read_only"] = f"policy.roles[{json.dumps(named)}].read_only"
-    update["approve_destructive"] = _strictest_flag(
-        config.approve_destructive, [role.approve_destructive for _, role in roles]
-    )
-    limits = [(role.max_tool_calls, name) for name, role in roles if role.max_tool_calls is not None]
-    if limits:
-        update["max_tool_calls"], name = min(limits)
-        sources[MAX_TOOL_CALLS] = f"policy.roles[{json.dumps(name)}].max_tool_calls"
-    update["tools"] = tools
+    update["tools"] = {**config.tools, **from_roles}
     update["roles"] = {}
+    read_only = [(where, role.read_only) for where, role in roles if role.read_only is not None]
+    if read_only:  # a role's setting replaces the policy's; of several, True (stricter) wins
+        update["read_only"] = strictest = any(flag for _, flag in read_only)
+        sources["read_only"] = next(f"{where}.read_only" for where, flag in read_only if flag is strictest)
+    destructive = [role.approve_destructive for _, role in roles if role.approve_destructive is not None]
+    if destructive:
+        update["approve_destructive"] = any(destructive)
+    limits = [(role.max_tool_calls, where) for where, role in roles if role.max_tool_calls is not None]
+    if limits:
+        update["max_tool_calls"], where = min(limits)
+        sources[MAX_TOOL_CALLS] = f"{where}.max_tool_calls"
     return config.model_copy(update=update), sources
 
 
-def _strictest_flag(policy: bool, roles: list[bool | None]) -> bool:
-    """A role's setting replaces the policy's; of several roles' settings, True (stricter) wins."""
-    set_by_roles = [flag for flag in roles if flag is not None]
-    return any(set_by_roles) if set_by_roles else policy
+def _where(role: str) -> str:
+    """Where a role's rules are written in the config."""
+    return f"policy.roles[{json.dumps(role)}]"
 
 
 def _stricter(first: ToolPolicy, second: ToolPolicy) -> ToolPolicy:
     """One tool's rules from two roles that name the same caller: both constraints, the lower quota,
     the slower rate."""
-    args = first.args if second.args is None else second.args if first.args is None else None
-    if first.args is not None and second.args is not None:
+    if first.args is None or second.args is None:
+        args = first.args if second.args is None else second.args
+    else:
         args = {"allOf": [first.args, second.args]}
     quotas = [q for q in (first.max_calls, second.max_calls) if q is not None]
     return ToolPolicy(

@@ -169,28 +169,14 @@ async def test_each_child_gets_the_trace_context_of_its_call_in_meta_and_an_http
     assert local["transport"] == "stdio"
 
 
-class Recorder(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.INFO)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-
 def test_without_the_otel_extra_the_variables_are_named_in_a_warning_and_nothing_is_exported(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, telemetry_log: list[logging.LogRecord]
 ) -> None:
     monkeypatch.setattr(_tracing, "_sdk", None)  # as if the SDK were not installed
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
-    recorder, logger = Recorder(), logging.getLogger("gateway.telemetry")
-    logger.addHandler(recorder)  # whatever another test's configure_logging did to propagation
-    try:
-        with traces_from_environment() as exporting:
-            assert exporting is False
-    finally:
-        logger.removeHandler(recorder)
-    [warning] = recorder.records
+    with traces_from_environment() as exporting:
+        assert exporting is False
+    [warning] = telemetry_log
     assert "the otel extra is not installed" in warning.getMessage()
     assert "OTEL_EXPORTER_OTLP_ENDPOINT" in warning.__dict__["variables"]
     assert not isinstance(trace.get_tracer_provider(), TracerProvider)  # the global one left alone
