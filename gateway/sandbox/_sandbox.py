@@ -21,6 +21,7 @@ from gateway.errors import (
     GuestCrashed,
     SnippetError,
 )
+from gateway.sandbox._hop import asyncio_loop
 from gateway.sandbox._host_call import (
     CallAdmitter,
     DocsReader,
@@ -106,9 +107,9 @@ class Sandbox:
         stats = self._limiter.statistics()
         return SlotUsage(len(self._slots), stats.borrowed_tokens, stats.tasks_waiting)
 
-    def timeout_for(self, requested: float | None) -> float:
-        """The wall budget for one execution: the request's, capped by the config's."""
-        configured = self.limits.timeout_seconds
+    def timeout_for(self, requested: float | None, limits: SandboxLimits | None = None) -> float:
+        """The wall budget for one execution: the request's, capped by the config's (or `limits`')."""
+        configured = (limits or self.limits).timeout_seconds
         return configured if requested is None else max(0.001, min(float(requested), configured))
 
     def _busy(self) -> GatewayBusy | None:
@@ -130,6 +131,7 @@ class Sandbox:
         docs: DocsReader | None = None,
         admit: CallAdmitter | None = None,
         resources: ResourceReader | None = None,
+        limits: SandboxLimits | None = None,
     ) -> ExecutionResult:
         """Run a snippet on a worker thread; cancelling the caller interrupts the snippet at once.
 
@@ -137,10 +139,13 @@ class Sandbox:
         replayed (a run resumed after an approval). `docs` answers the snippet's search(), help()
         and dir() on tools. `admit` admits the calls the snippet runs side by side, one at a time
         (without it, `tool_caller` makes them with no separate admission); `resources` answers
-        `resources.<server>.list()` and `.read(uri)`."""
+        `resources.<server>.list()` and `.read(uri)`. `limits` replaces the sandbox's own for this one
+        execution (a background execution's wall time and fuel)."""
+        limits = limits or self.limits
         execution = Execution(
-            self.limits, self.timeout_for(timeout), tool_caller, journal, docs, admit, resources
+            limits, self.timeout_for(timeout, limits), tool_caller, journal, docs, admit, resources
         )
+        execution.loop = asyncio_loop()
         busy = self._busy()
         if busy is not None:
             return failed_result(execution, busy, fuel=0)
@@ -194,6 +199,8 @@ class Sandbox:
 
     def _run_in(self, slot: Slot, code: str, execution: Execution) -> ExecutionResult:
         store, run = slot.fresh_instance()
+        if execution.limits.fuel != self.limits.fuel:
+            store.set_fuel(execution.limits.fuel)
         execution.interrupt = lambda: slot.interrupt(execution)
         slot.begin(execution)
         try:
@@ -204,15 +211,15 @@ class Sandbox:
                     outcome = str(run(store, code, _run_options(self.limits, execution.journal)))
                 except wasmtime.WasmtimeError as exc:
                     error = self._trap_error(execution, exc)
-                    return failed_result(execution, error, fuel=_used(store, self.limits))
+                    return failed_result(execution, error, fuel=_used(store, execution.limits))
         finally:
             slot.end()
-        return outcome_result(execution, outcome, self.limits, fuel=_used(store, self.limits))
+        return outcome_result(execution, outcome, self.limits, fuel=_used(store, execution.limits))
 
     def _trap_error(self, execution: Execution, exc: wasmtime.WasmtimeError) -> ExecutionFailed:
         if execution.cancelled:
             return cancelled_error()
-        error = execution.ended_by or translate_trap(str(exc), self.limits, execution.timeout)
+        error = execution.ended_by or translate_trap(str(exc), execution.limits, execution.timeout)
         if isinstance(error, GuestCrashed):
             # One line says what happened; the wasm backtrace is for debugging the guest only.
             trap = str(exc).strip()

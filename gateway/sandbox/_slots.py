@@ -19,6 +19,7 @@ from wasmtime.component import Component, Func, Linker
 from gateway.errors import SandboxUnavailable
 from gateway.sandbox._engine import LoadedComponent, load_component, make_engine
 from gateway.sandbox._host_call import Execution, host_call
+from gateway.sandbox._host_import import define_host_call
 from gateway.sandbox._instances import InstancePool
 from gateway.sandbox.limits import SandboxLimits
 
@@ -54,7 +55,7 @@ class Slot:
     def __post_init__(self) -> None:
         self._linker = Linker(self.engine)
         with self._linker.root() as root, root.add_instance(HOST_INTERFACE) as host:
-            host.add_func("call", host_call)
+            define_host_call(host, "call", host_call)
         self._instances = InstancePool(self._instantiate, self.limits.prewarm_instances)
 
     def _instantiate(self) -> Instance:

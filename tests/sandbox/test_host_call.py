@@ -20,6 +20,7 @@ from gateway.errors import (
     ToolPayloadTooLarge,
     WallTimeExceeded,
 )
+from gateway.sandbox._hop import asyncio_loop
 from gateway.sandbox._host_call import Execution, ToolCaller, bound_to_thread, host_call
 from gateway.sandbox.limits import SandboxLimits
 from gateway.testing import InProcessTools
@@ -36,9 +37,17 @@ async def hang() -> None:
 
 
 def run(
-    limits: SandboxLimits | None = None, tools: ToolCaller | None = None, timeout: float = 30
+    limits: SandboxLimits | None = None,
+    tools: ToolCaller | None = None,
+    timeout: float = 30,
+    *,
+    fast_hop: bool = True,
 ) -> Execution:
-    return Execution(limits or SandboxLimits(), timeout, tools)
+    """An execution as `Sandbox.execute` makes one: it hops back to this loop with `call_on_loop`
+    (`fast_hop=False`: through `anyio.from_thread.run`, as under a backend other than asyncio)."""
+    execution = Execution(limits or SandboxLimits(), timeout, tools)
+    execution.loop = asyncio_loop() if fast_hop else None
+    return execution
 
 
 async def call(execution: Execution, name: str, args_json: str = "{}") -> Variant | None:
@@ -73,6 +82,27 @@ async def test_a_tool_call_returns_its_json_result_and_is_recorded() -> None:
     assert tools.calls == [("m.add", {"a": 1, "b": 2})]
     [record] = execution.tool_calls
     assert (record.tool, record.ok, record.error) == ("m.add", True, None)
+    assert execution.ended_by is None
+
+
+@pytest.mark.parametrize("fast_hop", [True, False], ids=["call_on_loop", "anyio.from_thread"])
+async def test_both_hops_serve_calls_time_them_out_and_carry_refusals(fast_hop: bool) -> None:
+    async def slow() -> None:
+        await anyio.sleep(5)
+
+    async def refuse() -> None:
+        raise PolicyDenied("not this one", rule="policy.deny")
+
+    tools = InProcessTools({"m.add": add, "m.slow": slow, "m.refuse": refuse})
+    execution = run(SandboxLimits(tool_call_timeout_seconds=0.05), tools, fast_hop=fast_hop)
+    assert await call(execution, "m.add", '{"a": 2, "b": 3}') == Variant("ok", "5")
+    assert "timed out after 0.05 s" in refusal(await call(execution, "m.slow"))["message"]
+    assert refusal(await call(execution, "m.refuse")) == {"type": "PolicyDenied", "message": "not this one"}
+    assert [(r.tool, r.ok, r.error) for r in execution.tool_calls] == [
+        ("m.add", True, None),
+        ("m.slow", False, "timeout"),
+        ("m.refuse", False, "PolicyDenied"),
+    ]
     assert execution.ended_by is None
 
 
@@ -226,3 +256,65 @@ async def test_cancel_during_a_tool_call_ends_the_execution_as_cancelled_and_int
 def test_a_host_call_on_a_thread_without_an_execution_is_refused() -> None:
     error = refusal(host_call(None, "m.add", "{}"))
     assert error["message"] == "no execution is bound to this thread"
+
+
+async def test_arguments_reach_the_tool_exactly_big_ints_key_order_and_text_included() -> None:
+    received: list[dict[str, Any]] = []
+
+    def keep(**arguments: Any) -> str:
+        received.append(arguments)
+        return "kept"
+
+    execution = run(tools=InProcessTools({"m.keep": keep}))
+    text = '{"z": 123456789012345678901234567890, "a": -9223372036854775809, "m": 1.5e300, "s": "é\\u2603"}'
+    assert await call(execution, "m.keep", text) == Variant("ok", '"kept"')
+    [arguments] = received
+    assert arguments == {
+        "z": 123456789012345678901234567890,
+        "a": -9223372036854775809,
+        "m": 1.5e300,
+        "s": "é☃",
+    }
+    assert list(arguments) == ["z", "a", "m", "s"]
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        ('{"x": NaN}', "NaN is not a JSON number"),
+        ('{"x": -Infinity}', "-Infinity is not a JSON number"),
+        ('{"x": 1e999}', "inf is not a JSON number (a literal too large for a float)"),
+        ('\ufeff{"x": 1}', "Unexpected UTF-8 BOM"),
+    ],
+)
+async def test_numbers_json_cannot_hold_and_a_byte_order_mark_are_refused(args: str, said: str) -> None:
+    tools = InProcessTools({"m.add": add})
+    error = refusal(await call(run(tools=tools), "m.add", args))
+    assert error["type"] == "ToolError"
+    assert said in error["message"]
+    assert tools.calls == []
+
+
+@pytest.mark.parametrize(
+    ("value", "sent"),
+    [
+        (
+            {"b": 1, "a": [2**80, -(2**70)]},
+            '{"b": 1, "a": [1208925819614629174706176, -1180591620717411303424]}',
+        ),
+        ("é☃", '"é☃"'),
+        ("lone \ud800 surrogate", '"lone \\ud800 surrogate"'),
+        ({1: "non-string key"}, '{"1": "non-string key"}'),
+    ],
+)
+async def test_a_result_reaches_the_guest_as_exact_json_text(value: Any, sent: str) -> None:
+    execution = run(tools=InProcessTools({"m.value": lambda: value}))
+    assert await call(execution, "m.value") == Variant("ok", sent)
+
+
+@pytest.mark.parametrize("value", [float("nan"), [float("inf")], {"x": -float("inf")}])
+async def test_a_result_with_a_non_finite_number_is_refused_not_sent_as_null(value: Any) -> None:
+    execution = run(tools=InProcessTools({"m.value": lambda: value}))
+    error = refusal(await call(execution, "m.value"))
+    assert "returned a value that is not JSON the sandbox can take" in error["message"]
+    assert execution.tool_calls[0].error == "bad result"

@@ -6,8 +6,11 @@ from typing import Any
 
 import anyio
 import pytest
+from wasmtime.component import Variant
 
-from gateway import Sandbox, ToolCallError
+from gateway import Sandbox, SandboxLimits, ToolCallError
+from gateway.sandbox import _slots
+from gateway.sandbox._host_call import host_call
 from gateway.testing import InProcessTools
 
 pytestmark = pytest.mark.anyio
@@ -189,6 +192,24 @@ async def test_asyncio_sleep_waits_on_the_host_within_the_budget(sandbox: Sandbo
     past = await sandbox.execute("import asyncio\nawait asyncio.sleep(60)", timeout=1)
     assert past.error is not None
     assert past.error.type == "WallTimeExceeded"
+
+
+async def test_an_asyncio_sleep_is_one_wait_on_the_host_not_a_loop_of_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[str] = []
+
+    def counting(store: object, name: str, args_json: str) -> Variant:
+        calls.append(name)
+        return host_call(store, name, args_json)
+
+    monkeypatch.setattr(_slots, "host_call", counting)
+    with Sandbox(SandboxLimits(max_concurrent_executions=1, prewarm_instances=0)) as own:
+        monkeypatch.undo()
+        with anyio.fail_after(30):
+            result = await own.execute("import asyncio\nawait asyncio.sleep(0.3)\n'slept'")
+    assert result.value == "slept"
+    assert calls.count("@wait") <= 3, calls.count("@wait")
 
 
 async def test_asyncio_run_inside_a_snippet_that_awaits_says_to_await_instead(sandbox: Sandbox) -> None:

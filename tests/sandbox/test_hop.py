@@ -1,0 +1,147 @@
+"""The hop from a worker thread to the event loop: values, errors, context, cancellation, a closed loop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import threading
+
+import anyio
+import anyio.lowlevel
+import anyio.to_thread
+import pytest
+
+from gateway.errors import ExecutionCancelled, ToolCallError
+from gateway.sandbox._hop import asyncio_loop, call_on_loop
+from gateway.sandbox._host_call import Execution
+from gateway.sandbox.limits import SandboxLimits
+
+pytestmark = pytest.mark.anyio
+
+caller = contextvars.ContextVar[str]("caller", default="nobody")
+
+
+async def test_a_coroutine_run_from_a_worker_returns_its_value_and_runs_on_the_loop_thread() -> None:
+    loop = asyncio_loop()
+    assert loop is not None
+    loop_thread = threading.get_ident()
+
+    async def where() -> tuple[int, str]:
+        await anyio.lowlevel.checkpoint()
+        return threading.get_ident(), "answered"
+
+    with anyio.fail_after(10):
+        thread, value = await anyio.to_thread.run_sync(call_on_loop, loop, where)
+    assert (thread, value) == (loop_thread, "answered")
+
+
+async def test_an_exception_on_the_loop_is_raised_in_the_worker_as_it_was() -> None:
+    loop = asyncio_loop()
+    assert loop is not None
+
+    async def refuse() -> None:
+        raise ToolCallError("the child said no")
+
+    def on_worker() -> BaseException | None:
+        try:
+            call_on_loop(loop, refuse)
+        except ToolCallError as exc:
+            return exc
+        return None
+
+    with anyio.fail_after(10):
+        error = await anyio.to_thread.run_sync(on_worker)
+    assert isinstance(error, ToolCallError)
+    assert (error.kind, str(error)) == ("ToolError", "the child said no")
+
+
+async def test_the_coroutine_sees_the_context_variables_of_the_task_that_started_the_worker() -> None:
+    loop = asyncio_loop()
+    assert loop is not None
+    caller.set("alice")
+
+    async def who() -> str:
+        return caller.get()
+
+    with anyio.fail_after(10):
+        assert await anyio.to_thread.run_sync(call_on_loop, loop, who) == "alice"
+
+
+async def test_a_task_cancelled_on_the_loop_releases_the_worker_with_cancelled_error() -> None:
+    loop = asyncio_loop()
+    assert loop is not None
+    started = anyio.Event()
+    tasks: list[asyncio.Task[None] | None] = []
+
+    async def hang() -> None:
+        tasks.append(asyncio.current_task())
+        started.set()
+        await anyio.sleep_forever()
+
+    def on_worker() -> str:
+        try:
+            call_on_loop(loop, hang)
+        except asyncio.CancelledError:
+            return "cancelled"
+        return "returned"
+
+    outcome: list[str] = []
+
+    async def worker() -> None:
+        outcome.append(await anyio.to_thread.run_sync(on_worker))
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            group.start_soon(worker)
+            await started.wait()
+            task = tasks[0]
+            assert task is not None
+            task.cancel()
+    assert outcome == ["cancelled"]
+
+
+def test_a_hop_to_a_closed_loop_is_refused_instead_of_waiting_forever() -> None:
+    loop = asyncio.new_event_loop()
+    loop.close()
+
+    async def never() -> None:
+        raise AssertionError("a closed loop runs nothing")
+
+    with pytest.raises(anyio.RunFinishedError):
+        call_on_loop(loop, never)
+
+
+async def test_a_cancel_that_lands_before_the_wait_starts_on_the_loop_stops_it_before_the_call() -> None:
+    # The worker checks `cancelled` before it hops; a cancel between that check and the wait's start on
+    # the loop must still stop the call, not leave it running until its timeout.
+    execution = Execution(SandboxLimits(), 30, None)
+    reached: list[bool] = []
+
+    async def start() -> None:
+        reached.append(True)
+
+    execution.cancel()
+    with anyio.fail_after(10), pytest.raises(ExecutionCancelled):
+        await execution._wait(start, 5)  # pyright: ignore[reportPrivateUsage]
+    assert reached == []
+
+
+async def test_the_wait_deadline_is_a_timeout_and_cancel_is_a_cancellation() -> None:
+    execution = Execution(SandboxLimits(), 30, None)
+
+    async def hang() -> None:
+        await anyio.sleep_forever()
+
+    with anyio.fail_after(10), pytest.raises(TimeoutError):
+        await execution._wait(hang, 0.05)  # pyright: ignore[reportPrivateUsage]
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+
+            async def wait() -> None:
+                with pytest.raises(ExecutionCancelled):
+                    await execution._wait(hang, 5)  # pyright: ignore[reportPrivateUsage]
+
+            group.start_soon(wait)
+            await anyio.sleep(0.05)
+            execution.cancel()
