@@ -40,7 +40,7 @@ $(NPM_STAMP): Makefile
 	npm install --prefix $(NPM_DIR) --save-exact --no-audit --no-fund --loglevel=error $(NPM_PACKAGES)
 	touch $(NPM_STAMP)
 
-setup: $(STAMP) $(NPM_STAMP) ## Create the venv, install dependencies, build and precompile the sandbox (idempotent)
+setup: $(STAMP) $(NPM_STAMP) ## Create the venv, install dependencies, build and precompile the sandbox and the search model (idempotent)
 	$(PY) runtime-wasm/build.py
 	$(PY) -m gateway precompile
 # HAProxy, the real load balancer of tests/e2e/test_replicas.py and `make load`: installed where apt-get runs as root.

