@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
+from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Literal, Self
 
@@ -40,7 +41,7 @@ from gateway.catalog import (
     semantic_search,
     warm_search,
 )
-from gateway.children import ChildPool, ChildState, inherited_credentials
+from gateway.children import ChildPool, ChildSettings, ChildState, PoolChanges, inherited_credentials
 from gateway.config import GatewayConfig, config_secrets
 from gateway.errors import (
     ApprovalRequired,
@@ -50,8 +51,9 @@ from gateway.errors import (
     SandboxUnavailable,
     ToolCallError,
 )
+from gateway.middleware import Chain, Search, SearchEntry
 from gateway.policy import Approver, Policies, Policy, no_approver, pause_for_approval
-from gateway.sandbox import ErrorInfo, ExecutionResult, HostJournal, Sandbox, cancelled_error
+from gateway.sandbox import ErrorInfo, ExecutionResult, HostJournal, Sandbox, SandboxLimits, cancelled_error
 from gateway.telemetry import Telemetry
 
 __all__ = ["Gateway"]
@@ -67,10 +69,12 @@ class Gateway(AsyncContextManagerMixin):
 
     def __init__(self, config: GatewayConfig, telemetry: Telemetry | None = None) -> None:
         """`telemetry`: where its metrics and spans go (a registry of its own, the global tracer)."""
-        self.config = config
+        self.config: GatewayConfig = config
         self.telemetry = telemetry or Telemetry()
         self.policies = Policies(config.policy)
         self.policy = self.policies.base  # the policy of a caller no role names
+        # The team's middleware (imported as the config was validated); each run takes the current one.
+        self.middleware = Chain.load(config.middleware, config.middleware_timeout_seconds)
         self.redactor = Redactor(gateway_secrets(config))
         self._audit: AuditLog | None = None
         self._pool = child_pool(config, self.redactor)
@@ -94,6 +98,8 @@ class Gateway(AsyncContextManagerMixin):
         self._exposure = Exposure()
         self._exposure_of: Catalog | None = None  # the catalog `_exposure` was computed from
         self._unlisted: dict[str, str] = {}  # expose entries logged as not listed, with the reason
+        self.loaded_at = datetime.now(UTC)  # when the config in force was loaded (search_docs says)
+        self.reloads = 0  # config reloads applied since start
 
     @asynccontextmanager
     async def __asynccontextmanager__(self) -> AsyncGenerator[Self]:
@@ -131,8 +137,9 @@ class Gateway(AsyncContextManagerMixin):
             self._sandbox_ready.set()
 
     async def _load_semantic(self, semantic: SemanticSearch, scope: anyio.CancelScope) -> None:
-        # Off the event loop (importing torch takes seconds); then the tools the first searches will
-        # see are embedded, once the children have listed them. Searches are lexical until then.
+        # Off the event loop (loading the model, or building it on a first run); then the tools the
+        # first searches will see are embedded, once the children have listed them. Searches are
+        # lexical until then.
         with scope:
             if await anyio.to_thread.run_sync(semantic.load, abandon_on_cancel=True) is None:
                 return  # logged by `load`
@@ -142,6 +149,47 @@ class Gateway(AsyncContextManagerMixin):
     @property
     def pool(self) -> ChildPool:
         return self._pool
+
+    @property
+    def audit(self) -> AuditLog | None:
+        """The audit log, while the gateway is entered and the config has an `audit` section."""
+        return self._audit
+
+    def apply_config(self, config: GatewayConfig, lock: CatalogLock | None) -> PoolChanges:
+        """Serve `config` from now on (a reload: validated, and holding only what applies live; see
+        `gateway/reload/`). New executions get its policy and catalog; a run in flight keeps those it
+        started with (its Run holds them). Children are started, stopped or replaced one by one."""
+        self.redactor.add(gateway_secrets(config))  # first: a new child's secret is never shown
+        if config.policy != self.config.policy:
+            self.policies = Policies(config.policy)  # its rate windows start over
+            self.policy = self.policies.base
+        if (config.middleware, config.middleware_timeout_seconds) != (
+            self.config.middleware,
+            self.config.middleware_timeout_seconds,
+        ):
+            self.middleware = Chain.load(config.middleware, config.middleware_timeout_seconds)
+        self.config = config
+        self._lock = lock
+        self._catalog_key = None  # rebuilt at the next look, under the new policy and lockfile
+        changes = self._pool.reconfigure(
+            config.mcp_servers, child_settings(config), config.unavailable_servers
+        )
+        self._start_exposed_servers()
+        self.loaded_at = datetime.now(UTC)
+        self.reloads += 1
+        return changes
+
+    def swap_sandbox(self, sandbox: Sandbox) -> Sandbox | None:
+        """Run new executions in `sandbox` (built for a reload's new limits); returns the one it
+        replaces, which the executions already in it go on using until they end."""
+        replaced, self._sandbox, self._sandbox_error = self._sandbox, sandbox, None
+        self._sandbox_ready.set()
+        return replaced
+
+    def loaded_note(self) -> str:
+        """When the config in force was loaded, for search_docs's overview."""
+        stamp = self.loaded_at.isoformat(timespec="seconds").replace("+00:00", "Z")
+        return f"Config loaded {stamp}" + (f" (reload {self.reloads})." if self.reloads else ".")
 
     def catalog(self, policy: Policy | None = None) -> Catalog:
         """What the model may see under `policy` (by default, the policy of a caller no role names):
@@ -334,10 +382,14 @@ class Gateway(AsyncContextManagerMixin):
             self._pool.start(named.name)  # a lazy child starts when a search names it
         await self._pool.wait_ready(timeout=min(SEARCH_WAIT_SECONDS, self.config.startup_timeout_seconds))
         catalog = self.catalog(policy)
+        if self.middleware.searches:
+            search = Search(query, server, identity.principal if identity else None, policy.roles)
+            catalog = await _searched(self.middleware, catalog, search)
+        render = partial(render_search, catalog, query, server, limit, detail, loaded=self.loaded_note())
         if self._semantic is None:
-            return render_search(catalog, query, server, limit, detail)
+            return render()
         # A query's embedding takes milliseconds of CPU (tools new since the last search, longer).
-        return await anyio.to_thread.run_sync(partial(render_search, catalog, query, server, limit, detail))
+        return await anyio.to_thread.run_sync(render)
 
     async def execute_code(
         self,
@@ -347,12 +399,17 @@ class Gateway(AsyncContextManagerMixin):
         client: types.Implementation | None = None,
         progress: Progress | None = None,
         identity: Identity | None = None,
+        *,
+        limits: SandboxLimits | None = None,
+        cancelled_as: Callable[[], ExecutionFailed] = cancelled_error,
     ) -> ExecutionResult:
         """Run a snippet whose tool calls reach the children; `approver` asks the user while a call waits.
-        `identity` (an authenticated HTTP caller) picks the policy's roles and is named in the audit log."""
+        `identity` (an authenticated HTTP caller) picks the policy's roles and is named in the audit log.
+        `limits` replaces the sandbox's for this run (a background execution's); `cancelled_as` says
+        in the audit log why a cancelled run ended."""
         sandbox = await self._ready_sandbox()
         run = self._new_run(new_execution_id(), approver, progress, identity, client)
-        result, _ = await self._execute(sandbox, code, run, timeout)
+        result, _ = await self._execute(sandbox, code, run, timeout, limits=limits, cancelled_as=cancelled_as)
         return result
 
     async def execute_code_in_rounds(
@@ -398,10 +455,10 @@ class Gateway(AsyncContextManagerMixin):
         return ApprovalNeeded(run.paused.tool, run.paused.arguments, state)
 
     async def _ready_sandbox(self) -> Sandbox:
-        sandbox = await self.sandbox()
+        await self.sandbox()
         # Children still starting would be missing from the catalog: give them their startup time.
         await self._pool.wait_ready(timeout=self.config.startup_timeout_seconds)
-        return sandbox
+        return await self.sandbox()  # the one in force now: a reload may have replaced it meanwhile
 
     def _new_run(
         self,
@@ -419,7 +476,7 @@ class Gateway(AsyncContextManagerMixin):
             client_name=client.name if client else None,
             client_version=client.version if client else None,
         )
-        return Run(execution_id, self.catalog(policy), policy, approver, progress, caller)
+        return Run(execution_id, self.catalog(policy), policy, approver, progress, caller, self.middleware)
 
     async def _execute(
         self,
@@ -430,6 +487,8 @@ class Gateway(AsyncContextManagerMixin):
         *,
         journal: HostJournal | None = None,
         round_number: int = 1,
+        limits: SandboxLimits | None = None,
+        cancelled_as: Callable[[], ExecutionFailed] = cancelled_error,
     ) -> tuple[ExecutionResult, str | None]:
         """The run's result, and its state when it paused for approval (then its error says so)."""
         result: ExecutionResult | None = None
@@ -437,7 +496,7 @@ class Gateway(AsyncContextManagerMixin):
         run.span = self.telemetry.execution_started(run.execution_id, round_number)
         try:
             result = self.redactor.redact_result(
-                await self._run_with_progress(sandbox, code, run, timeout, journal)
+                await self._run_with_progress(sandbox, code, run, timeout, journal, limits)
             )
             if run.paused is not None and journal is not None:
                 try:
@@ -449,9 +508,9 @@ class Gateway(AsyncContextManagerMixin):
             # Every execution gets its record: a cancelled one (or one the host failed) too.
             if result is None:
                 error = sys.exc_info()[1]
-                failure = cancelled_error() if isinstance(error, anyio.get_cancelled_exc_class()) else None
+                failure = cancelled_as() if isinstance(error, anyio.get_cancelled_exc_class()) else None
                 result = _unfinished(failure or GuestCrashed(f"the host failed: {type(error).__name__}"), run)
-            self._record_execution(run, code, result, sandbox, timeout, round_number)
+            self._record_execution(run, code, result, sandbox, timeout, round_number, limits)
 
     def _paused_state(
         self,
@@ -486,6 +545,7 @@ class Gateway(AsyncContextManagerMixin):
         sandbox: Sandbox,
         timeout: float | None,
         round_number: int = 1,
+        limits: SandboxLimits | None = None,
     ) -> None:
         self.telemetry.execution_finished(run.span, run.started, result, run.calls)
         if self._audit is None:
@@ -495,8 +555,8 @@ class Gateway(AsyncContextManagerMixin):
                 run.execution_id,
                 code,
                 result,
-                limits=sandbox.limits,
-                timeout=sandbox.timeout_for(timeout),
+                limits=limits or sandbox.limits,
+                timeout=sandbox.timeout_for(timeout, limits),
                 tool_calls=run.calls,
                 round_number=round_number,
                 caller=run.caller,
@@ -504,7 +564,13 @@ class Gateway(AsyncContextManagerMixin):
         )
 
     async def _run_with_progress(
-        self, sandbox: Sandbox, code: str, run: Run, timeout: float | None, journal: HostJournal | None
+        self,
+        sandbox: Sandbox,
+        code: str,
+        run: Run,
+        timeout: float | None,
+        journal: HostJournal | None,
+        limits: SandboxLimits | None = None,
     ) -> ExecutionResult:
         execute = partial(
             sandbox.execute,
@@ -515,6 +581,7 @@ class Gateway(AsyncContextManagerMixin):
             timeout=timeout,
             journal=journal,
             docs=partial(self._tool_calls.read_catalog, run),
+            limits=limits,
         )
         if run.progress is None:
             return await execute()
@@ -528,6 +595,18 @@ class Gateway(AsyncContextManagerMixin):
         return results[0]
 
 
+async def _searched(middleware: Chain, catalog: Catalog, search: Search) -> Catalog:
+    """`catalog` as the middleware's on_search hooks let search_docs show it: filtered, annotated."""
+    entries = [SearchEntry(entry.qualified, entry.server_name, entry.description) for entry in catalog]
+    kept = {entry.tool: entry.description for entry in await middleware.on_search(entries, search)}
+    return catalog.filtered(
+        lambda entry: entry.qualified in kept,
+        blocked={server.identifier: server.blocked for server in catalog.servers if server.blocked},
+        access=lambda entry: entry.access,
+        describe=lambda entry: kept[entry.qualified],
+    )
+
+
 def _unfinished(error: ExecutionFailed, run: Run) -> ExecutionResult:
     """What an execution that never returned a result looks like in the audit log."""
     ms = round((time.monotonic() - run.started) * 1000, 3)
@@ -537,6 +616,17 @@ def _unfinished(error: ExecutionFailed, run: Run) -> ExecutionResult:
 def gateway_secrets(config: GatewayConfig) -> dict[str, str | None]:
     """Every value a gateway on `config` redacts: the config's secrets and what children inherit."""
     return {**inherited_credentials(), **config_secrets(config)}
+
+
+def child_settings(config: GatewayConfig) -> ChildSettings:
+    """The settings `config` gives every child that does not override them."""
+    return ChildSettings(
+        config.startup_timeout_seconds,
+        config.restart,
+        config.max_message_bytes,
+        config.max_concurrent_calls,
+        config.sandbox.tool_call_timeout_seconds,
+    )
 
 
 def child_pool(config: GatewayConfig, redactor: Redactor, *, supervise: bool = True) -> ChildPool:

@@ -89,13 +89,23 @@ class Redactor:
     """
 
     def __init__(self, secrets: Mapping[str, str | None] | Iterable[str] = ()) -> None:
+        self._labels: dict[str, str] = {}
+        self._forms: tuple[str, ...] = ()
+        self._guessable: tuple[str, ...] = ()
+        self._patterns: dict[tuple[str, ...], re.Pattern[str]] = {}
+        self.names: frozenset[str] = frozenset()
+        self.add(secrets)
+
+    def add(self, secrets: Mapping[str, str | None] | Iterable[str]) -> None:
+        """Redact these values too, from now on (a config reload that brings new secrets); a value
+        once secret stays secret. Safe while other threads redact: each table is replaced whole."""
         named: dict[str, str | None] = (
             dict(cast(Mapping[str, str | None], secrets))
             if isinstance(secrets, Mapping)
             else dict.fromkeys(secrets)
         )
-        labels: dict[str, str] = {}
-        short: set[str] = set()
+        labels = dict(self._labels)
+        short = set(self._guessable)
         for value, name in named.items():
             if len(value) < MIN_SECRET_CHARS:
                 continue
@@ -104,11 +114,11 @@ class Redactor:
                 labels.setdefault(form, label)
                 if guessable(value):
                     short.add(form)
+        # Labels before forms: a reader that sees a new form finds its label.
         self._labels = labels
         self._forms = tuple(labels)
         self._guessable = tuple(sorted(short))
-        self._patterns: dict[tuple[str, ...], re.Pattern[str]] = {}
-        self.names = frozenset(name for name in named.values() if name)
+        self.names = self.names | frozenset(name for name in named.values() if name)
 
     def __bool__(self) -> bool:
         return bool(self._forms)

@@ -13,9 +13,14 @@
                run pauses here instead (ApprovalRequired), the call's quota given back, until the
                client has asked the user and the run resumes in a later round, whose first call
                (the paused one, replayed to) alone gets the answer
-7. child       the call itself, bounded by the host's per-call timeout
+7. middleware  the team's own code (`middleware`, first listed outermost) around 7-9: it sees the call
+               as checked (wire arguments), may change the arguments (checked again: 0, 3 and 4, so
+               it cannot pass what the policy refuses), refuse, or return another value (8's, already
+               redacted, is what it gets); one that fails or runs too long fails the call closed
+   child       the call itself, bounded by the host's per-call timeout (the middleware's time too)
 8. result      the CallToolResult as the Python value the snippet receives
-9. redaction   of that value, and of the text of any error, whatever the step that raised it
+9. redaction   of that value (again, of what a middleware returned), and of the text of any error,
+               whatever the step that raised it
 10. record     the audit record, the metrics and the call's span, and a progress report, whatever
                happened
 
@@ -26,6 +31,7 @@ hostile call cannot stall every other client.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import time
@@ -58,6 +64,7 @@ from gateway.errors import (
     SecretInArguments,
     ToolCallError,
 )
+from gateway.middleware import Call, Chain, Passage
 from gateway.policy import ApprovalOutcome, Approver, ExecutionQuota, Policy
 from gateway.sandbox import arguments_digest
 from gateway.telemetry import Telemetry, TraceSpan
@@ -118,6 +125,7 @@ class AdmittedCall:
     started: float = field(default_factory=time.monotonic)
     span: TraceSpan | None = None  # ended, and its metrics counted, with its audit record
     answered_error: bool = False  # the child answered with isError
+    middleware: str | None = None  # the middleware that refused or failed it, for its audit record
 
 
 @dataclass
@@ -131,6 +139,8 @@ class Run:
     approver: Approver
     progress: Progress | None = None
     caller: Caller = NO_CALLER
+    # The gateway's middleware when the run started: a config reload changes it for later runs only.
+    middleware: Chain = field(default_factory=Chain)
     quota: ExecutionQuota = field(init=False)
     calls: int = 0
     started: float = field(default_factory=time.monotonic)
@@ -219,33 +229,101 @@ class ToolCalls:
 
     async def complete(self, call: AdmittedCall) -> Any:
         """Steps 7-10 of an admitted call: the child's answer as the snippet's value, redacted."""
-        return await self._complete(call, self._value_of)
+        if call.run.middleware:
+            return await self._complete(call, partial(self._through_middleware, raw=False))
+        return await self._complete(call, partial(self._from_child, convert=self._value_of))
 
     async def complete_raw(self, call: AdmittedCall) -> types.CallToolResult:
-        """Steps 7, 9 and 10 of an admitted call: the child's CallToolResult itself, redacted."""
-        return await self._complete(call, self._redacted_result)
+        """Steps 7, 9 and 10 of an admitted call: the child's CallToolResult itself, redacted (or, if
+        a middleware returned another value, that value as a result)."""
+        if call.run.middleware:
+            return await self._complete(call, partial(self._through_middleware, raw=True))
+        return await self._complete(call, partial(self._from_child, convert=self._redacted_result))
 
-    async def _complete(self, call: AdmittedCall, convert: Callable[[types.CallToolResult], T]) -> T:
+    async def _complete(
+        self, call: AdmittedCall, answer: Callable[[AdmittedCall, CatalogEntry], Awaitable[T]]
+    ) -> T:
         if call.entry is None:
             raise RuntimeError("complete() takes a call that admit() returned")
         failure: BaseException | None = None
         try:
-            try:
-                with self._telemetry.calling(call.span):  # the child's trace context descends from it
-                    entry = call.entry
-                    result = await self._pool.call_tool(entry.server_name, entry.tool_name, call.wire)
-            except ChildUnavailable as exc:
-                raise ToolCallError(str(exc)) from exc
-            call.answered_error = bool(result.is_error)  # a snippet gets it as a ToolError (step 8)
-            converted = await _bounded_work(_payload(result), convert, result)
-            if result.is_error:  # passed on as it is (complete_raw), and audited as the failure it is
+            answered = await answer(call, call.entry)
+            if call.answered_error:  # passed on as it is (complete_raw), and audited as the failure it is
                 failure = ToolCallError(f"{call.entry.qualified} answered with an error (isError)")
-            return converted
+            return answered
         except BaseException as exc:
             failure = self._redacted(exc)
             raise
         finally:
             await self._finish(call, failure)
+
+    async def _from_child(
+        self, call: AdmittedCall, entry: CatalogEntry, convert: Callable[[types.CallToolResult], T]
+    ) -> T:
+        """Steps 7 (child) and 8: the child's answer, converted by `convert` (which redacts)."""
+        result = await self._child(call, entry)
+        call.answered_error = bool(result.is_error)  # a snippet gets it as a ToolError (step 8)
+        return await _bounded_work(_payload(result), convert, result)
+
+    async def _child(self, call: AdmittedCall, entry: CatalogEntry) -> types.CallToolResult:
+        try:
+            with self._telemetry.calling(call.span):  # the child's trace context descends from it
+                return await self._pool.call_tool(entry.server_name, entry.tool_name, call.wire)
+        except ChildUnavailable as exc:
+            raise ToolCallError(str(exc)) from exc
+
+    async def _through_middleware(self, call: AdmittedCall, entry: CatalogEntry, *, raw: bool) -> Any:
+        """Step 7 with the run's middleware around the child: what the outermost returns, redacted
+        again (step 9); for an exposed tool (`raw`), the child's own result if it was passed on."""
+        run = call.run
+        child: list[types.CallToolResult] = []  # its answer, once the call reached it
+        inner: list[Any] = []  # the value the innermost middleware got, or the error it raised
+
+        async def innermost(final: Call, passage: Passage) -> Any:
+            if passage.changed_by is not None:  # checked again: a middleware is no way around policy
+                call.middleware = passage.changed_by  # named in the audit record if they are refused
+                call.wire = await self._rechecked(run.policy, entry, final.arguments, passage.changed_by)
+                call.middleware = None
+            result = await self._child(call, entry)
+            child.append(result)
+            call.answered_error = bool(result.is_error)
+            try:
+                inner.append(await _bounded_work(_payload(result), self._value_of, result))
+            except ToolCallError as exc:  # isError: the middleware sees the snippet's ToolError
+                inner.append(exc)
+                raise
+            return inner[0]
+
+        caller = run.caller
+        seen = Call(
+            entry.qualified, entry.server_name, call.wire, caller.principal, caller.roles, run.execution_id
+        )
+        passage = Passage()
+        try:
+            value = await run.middleware.run(seen, innermost, passage)
+        except ToolCallError as exc:
+            call.middleware = passage.blamed or call.middleware
+            if raw and child and inner and exc is inner[0]:  # the child's isError, passed on as it is
+                return self._redacted_result(child[0])
+            raise
+        if inner and value is inner[0]:  # passed on unchanged: already redacted (step 9)
+            return self._redacted_result(child[0]) if raw else value
+        call.answered_error = False  # what a middleware returned instead is the call's answer
+        value = await _bounded_work(value, self._redactor.redact_json, value)
+        return _as_result(value) if raw else value
+
+    async def _rechecked(
+        self, policy: Policy, entry: CatalogEntry, wire: dict[str, Any], changed_by: str
+    ) -> dict[str, Any]:
+        """Steps 0 (arguments), 2, 3 and 4 again, on the arguments a middleware changed."""
+        python_names = {wire_name: python for python, wire_name in entry.argument_names.items()}
+        # A copy of its own: what is checked is what the child gets, whatever the middleware does next.
+        arguments = {python_names.get(name, name): value for name, value in copy.deepcopy(wire).items()}
+        try:
+            return await _bounded_work(arguments, self._checked_arguments, policy, entry, arguments)
+        except ToolCallError as exc:
+            exc.args = (f"{exc} (in the arguments as middleware {changed_by} changed them)",)
+            raise
 
     def _redacted(self, exc: BaseException) -> BaseException:
         """A refusal's text as the snippet may read it (step 9, for errors)."""
@@ -268,7 +346,7 @@ class ToolCalls:
         await run.report()
         if self._audit is not None:
             ms = round((time.monotonic() - call.started) * 1000, 3)
-            name, wire, approval = call.name, call.wire, call.approval
+            name, wire, approval, middleware = call.name, call.wire, call.approval, call.middleware
             self._audit.record(
                 lambda audit: audit.tool_call(
                     run.execution_id,
@@ -278,6 +356,7 @@ class ToolCalls:
                     error=failure,
                     approval=approval,
                     caller=run.caller,
+                    middleware=middleware,
                 )
             )
 
@@ -369,6 +448,15 @@ def _small(value: object) -> bool:
         if nodes > LOOP_WORK_NODES or chars > LOOP_WORK_CHARS:
             return False
     return True
+
+
+def _as_result(value: Any) -> types.CallToolResult:
+    """What a middleware returned for an exposed tool, as the result the client gets."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    structured = cast("dict[str, Any]", value) if isinstance(value, dict) else None
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)], structured_content=structured
+    )
 
 
 def _payload(result: types.CallToolResult) -> list[Any]:

@@ -4,10 +4,12 @@
     ├── ConfigError               a config file or value is wrong (exit code 2)
     ├── SandboxUnavailable        the component is missing or cannot be loaded
     ├── TokenRefused              an HTTP client's bearer token is missing, unknown, expired, or not for us
+    ├── BackgroundRefused         a background execution cannot start (a `background` limit) or be found
     ├── ToolCallError             a tool caller's failure; the snippet sees a catchable ToolError
     │   ├── ChildUnavailable      the child server is unknown, failed to start, or its connection was lost
     │   ├── PolicyDenied          the policy refuses the call (deny, allow, read_only, argument constraints)
-    │   └── QuotaExceeded         a policy quota or rate limit refuses the call
+    │   ├── QuotaExceeded         a policy quota or rate limit refuses the call
+    │   └── MiddlewareFailed      a team's middleware raised, timed out or misused the call: failed closed
     └── ExecutionFailed           one execution did not succeed; the gateway keeps serving
         ├── SnippetError          the snippet raised (its own traceback is attached)
         ├── CapabilityDenied      the snippet reached a capability the sandbox lacks
@@ -16,6 +18,7 @@
         ├── ResumeRefused         a paused run's state cannot be resumed (used, stale, or diverged)
         ├── GuestCrashed          the guest trapped for another reason
         ├── ExecutionCancelled    the client cancelled the request
+        │   └── EndedByShutdown   the gateway's shutdown ended a background execution
         └── LimitExceeded         a sandbox limit ended the execution
             ├── FuelExhausted, WallTimeExceeded, MemoryLimitExceeded, StackExhausted
             ├── ToolCallLimitExceeded, ToolPayloadTooLarge, CodeTooLarge
@@ -33,10 +36,12 @@ from typing import Any
 __all__ = [
     "ApprovalLimitExceeded",
     "ApprovalRequired",
+    "BackgroundRefused",
     "CapabilityDenied",
     "ChildUnavailable",
     "CodeTooLarge",
     "ConfigError",
+    "EndedByShutdown",
     "ExecutionCancelled",
     "ExecutionFailed",
     "FuelExhausted",
@@ -45,6 +50,7 @@ __all__ = [
     "GuestCrashed",
     "LimitExceeded",
     "MemoryLimitExceeded",
+    "MiddlewareFailed",
     "PolicyDenied",
     "QuotaExceeded",
     "ResumeRefused",
@@ -72,6 +78,11 @@ class ConfigError(GatewayError):
 
 class SandboxUnavailable(GatewayError):
     """The sandbox component is missing, stale or cannot be loaded."""
+
+
+class BackgroundRefused(GatewayError):
+    """A background execution cannot start (a `background` limit is reached), or the id asked about is
+    unknown: never started, expired past `background.keep_seconds`, or started by another caller."""
 
 
 class TokenRefused(GatewayError):
@@ -116,6 +127,16 @@ class QuotaExceeded(ToolCallError):
         self.quota = quota
         self.limit = limit
         self.retry_after = retry_after  # None for per-execution quotas: waiting frees nothing
+
+
+class MiddlewareFailed(ToolCallError):
+    """A middleware (`middleware` in the config) raised something other than `Refused`, took longer
+    than `middleware_timeout_seconds`, or misused the call: the call fails closed, never reaching the
+    child past it. `middleware` is its import path; the message names it, never its traceback."""
+
+    def __init__(self, message: str, *, middleware: str) -> None:
+        super().__init__(message)
+        self.middleware = middleware
 
 
 class ExecutionFailed(GatewayError):
@@ -228,6 +249,10 @@ class ExecutionCancelled(ExecutionFailed):
     """The client cancelled the request while the snippet ran or waited on a tool."""
 
     category = "cancelled"
+
+
+class EndedByShutdown(ExecutionCancelled):
+    """The gateway shut down while a background execution ran: it was cancelled and recorded so."""
 
 
 class GatewayBusy(LimitExceeded):

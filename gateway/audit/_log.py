@@ -9,6 +9,11 @@ execution does). The fields:
                round (from 2 on: a run resumed after an approval, under the same execution_id)
     tool_call  tool, arguments (redacted) or arguments_sha256 or neither, ok, error (class), ms,
                approval: not_required | approved | declined | unavailable | pending
+               middleware (its import path), when a middleware refused or failed the call
+    reload     (no execution_id) trigger: signal | file | cli, requested_by {pid, user} (cli), reload
+               (its number since start), outcome: applied | unchanged | refused, ok, error, config_file,
+               servers {added, removed, changed}, sections (the top-level keys that changed),
+               restart_needed (those of them that apply only after a restart), errors (refused)
 
 A run that pauses for approval (MCP 2026-07-28) is recorded once per round: the paused round ends
 with error ApprovalRequired (category pending), and its paused call with approval pending. A resumed
@@ -215,9 +220,10 @@ class AuditLog:
         error: BaseException | str | None = None,
         approval: Approval = "not_required",
         caller: Caller = NO_CALLER,
+        middleware: str | None = None,
     ) -> None:
         """Record one tool call; `error` is what failed it (an exception or its class name), if anything;
-        `caller` who asked for its execution."""
+        `caller` who asked for its execution; `middleware` the one that refused or failed it."""
         record: dict[str, Any] = {
             "time": None,
             "kind": "tool_call",
@@ -236,6 +242,39 @@ class AuditLog:
             "error": self.redactor.redact(failure) if failure is not None else None,
             "ms": round(ms, 3),
             "approval": approval,
+        }
+        if middleware is not None:
+            record["middleware"] = self.redactor.redact(middleware)
+        self.write(record)
+
+    def config_reload(
+        self,
+        *,
+        trigger: str,
+        number: int,
+        outcome: Literal["applied", "unchanged", "refused"],
+        config_file: Path | None,
+        servers: Mapping[str, list[str]],
+        sections: list[str],
+        restart_needed: list[str],
+        errors: list[str],
+        requested_by: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Record one config reload: what triggered it, what changed, and whether it was applied."""
+        redact = self.redactor.redact
+        record: dict[str, Any] = {"time": None, "kind": "reload", "trigger": trigger}
+        if requested_by is not None:
+            record["requested_by"] = self.redactor.redact_json(dict(requested_by))
+        record |= {
+            "reload": number,
+            "outcome": outcome,
+            "ok": outcome != "refused",
+            "error": "ConfigError" if outcome == "refused" else None,
+            "config_file": redact(str(config_file)) if config_file is not None else None,
+            "servers": {key: [redact(name) for name in names] for key, names in servers.items()},
+            "sections": sections,
+            "restart_needed": restart_needed,
+            "errors": [redact(error) for error in errors],
         }
         self.write(record)
 

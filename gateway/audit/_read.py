@@ -100,6 +100,8 @@ def _cells(record: Mapping[str, Any]) -> tuple[str, ...]:
     kind = str(record.get("kind", "?"))
     if kind == "execution":
         what = f"sha256:{str(record.get('script_sha256', ''))[:12]}"
+    elif kind == "reload":
+        what = f"config ({record.get('trigger', '?')}): {record.get('outcome', '?')}"
     else:
         what = str(record.get("tool", ""))
     outcome = "ok" if record.get("ok") else str(record.get("error") or "error")

@@ -187,6 +187,7 @@ class Catalog:
         access: Callable[[CatalogEntry], str | None] | None = None,
         quarantine: Quarantine | None = None,
         resources: Callable[[CatalogServer], bool] | None = None,
+        describe: Callable[[CatalogEntry], str] | None = None,
     ) -> Catalog:
         """This catalog without the tools and servers the predicates reject, as if they never existed.
 
@@ -195,6 +196,7 @@ class Catalog:
         that is kept; `resources` says whether a server's resources may be shown (not all hidden).
         `quarantine` holds back tools that differ from the lockfile: they are not listed, but the
         catalog knows them (those the predicates keep, so that it betrays no hidden tool) to say why.
+        `describe` gives each kept tool its description (a middleware's `on_search` annotating it).
         """
         blocked = blocked or {}
         quarantine = quarantine or self._quarantine
@@ -210,7 +212,7 @@ class Catalog:
             own = () if k in blocked else (*self._by_server.get(k, ()), *self._held.get(k, ()))
             wanted = [entry for entry in own if keep(entry)]
             kept._held[k] = tuple(entry for entry in wanted if held(entry))
-            by_server[k] = tuple(_noted(entry, access) for entry in wanted if not held(entry))
+            by_server[k] = tuple(_noted(entry, access, describe) for entry in wanted if not held(entry))
         kept._by_server = by_server
         kept._entries = tuple(entry for own in kept._by_server.values() for entry in own)
         # Counts too: search_docs shows them, and "3 tools" where 4 are listed would betray a hidden one.
@@ -300,9 +302,16 @@ class Catalog:
         return list(dict.fromkeys(names[c] for c in close))[:limit]
 
 
-def _noted(entry: CatalogEntry, access: Callable[[CatalogEntry], str | None] | None) -> CatalogEntry:
+def _noted(
+    entry: CatalogEntry,
+    access: Callable[[CatalogEntry], str | None] | None,
+    describe: Callable[[CatalogEntry], str] | None = None,
+) -> CatalogEntry:
     note = access(entry) if access is not None else None
-    return entry if note == entry.access else entry.model_copy(update={"access": note})
+    description = describe(entry) if describe is not None else entry.description
+    if note == entry.access and description == entry.description:
+        return entry
+    return entry.model_copy(update={"access": note, "description": description})
 
 
 def _ratio(a: str, b: str) -> float:

@@ -62,11 +62,14 @@ def _state(server: CatalogServer) -> str:
     return f"ready, {count} tool{'' if count == 1 else 's'}"
 
 
-def render_overview(catalog: Catalog) -> str:
-    """Every server with its state and tool names, then how to call them."""
+def render_overview(catalog: Catalog, loaded: str | None = None) -> str:
+    """Every server with its state and tool names, then how to call them; `loaded` (when the config
+    was loaded) ends it."""
     servers = catalog.servers
     if not servers:
-        return "No child servers are configured: there are no tools to call."
+        return "\n".join(
+            ["No child servers are configured: there are no tools to call.", *filter(None, [loaded])]
+        )
     ready = sum(1 for s in servers if s.state is ChildState.READY)
     lines = [f"{len(servers)} servers ({ready} ready), {len(catalog)} tools. {CALL_HINT}"]
     lines += _quarantine_note(catalog)
@@ -79,6 +82,7 @@ def render_overview(catalog: Catalog) -> str:
             line += ": " + ", ".join(shown) + (f", ... {more} more" if more else "")
         lines.append(line)
     lines += _resources_note([s for s in servers if s.resources])
+    lines += [loaded] if loaded else []
     return "\n".join(lines)
 
 
@@ -207,15 +211,20 @@ def render_search(
     server: str | None = None,
     limit: int = DEFAULT_SEARCH_LIMIT,
     detail: Detail = "signatures",
+    *,
+    loaded: str | None = None,
 ) -> str:
-    """search_docs's answer: the overview for an empty query, else the best `limit` tools in `detail`."""
+    """search_docs's answer: the overview for an empty query, else the best `limit` tools in `detail`;
+    `loaded` (when the config was loaded) ends the overview of every server."""
     limit = max(limit, 1)
     status = catalog.server(server) if server is not None else None
     if server is not None and status is None:
         return unknown_server(catalog, server)
     query = query.strip()
     if not query:
-        return render_overview(catalog) if status is None else server_listing(catalog, status, limit, detail)
+        if status is None:
+            return render_overview(catalog, loaded)
+        return server_listing(catalog, status, limit, detail)
     only = status.identifier if status else None
     hits = search(catalog, query, only, limit)
     note = _not_ready_note(catalog, only)

@@ -2,7 +2,7 @@
 
 from gateway.children._child import ChildState, ChildStatus
 from gateway.children._env import PARENT_ENV_VAR, child_environment, inherited_credentials
-from gateway.children._pool import ChildPool
+from gateway.children._pool import ChildPool, ChildSettings, PoolChanges
 from gateway.children._transport import QuietSdkParseErrors, list_all_tools
 from gateway.children.config import (
     DEFAULT_MAX_CONCURRENT_CALLS,
@@ -31,9 +31,11 @@ __all__ = (
     "PARENT_ENV_VAR",
     "SERVER_TYPES",
     "ChildPool",
+    "ChildSettings",
     "ChildState",
     "ChildStatus",
     "HttpServer",
+    "PoolChanges",
     "QuietSdkParseErrors",
     "RestartPolicy",
     "ServerConfig",

@@ -153,10 +153,12 @@ class Child:
         self._tools_stale = False
         self._resources_stale = False
         self._in_flight = 0
+        self._requests = 0  # requests that hold this child, from the wait for a slot to the answer
         self._last_used = 0.0
         self._changed = anyio.Event()  # set (and replaced) on every status change
         self._wake = anyio.Event()  # wakes the supervisor to look at its conditions again
         self._interruptible: anyio.CancelScope | None = None  # a connect or refresh `stop` cancels
+        self.retired = False  # left out of the pool by a config reload: stopped once its requests end
 
     @property
     def state(self) -> ChildState:
@@ -184,6 +186,28 @@ class Child:
     async def wait_settled(self) -> None:
         """Wait while the child is connecting (its startup timeout bounds that)."""
         while self._state is ChildState.CONNECTING:
+            await self._changed.wait()
+
+    def retune(
+        self,
+        *,
+        startup_timeout: float,
+        restart: RestartPolicy,
+        max_message_bytes: int,
+        max_concurrent_calls: int,
+        tool_call_timeout: float,
+    ) -> None:
+        """Take new settings (a config reload) without reconnecting: each applies from its next use
+        (`max_message_bytes` at the next connection)."""
+        self.startup_timeout = startup_timeout
+        self.restart = restart
+        self.max_message_bytes = max_message_bytes
+        self.tool_call_timeout = tool_call_timeout
+        self.call_slots.total_tokens = max_concurrent_calls
+
+    async def wait_no_requests(self) -> None:
+        """Return once no request holds this child (one waiting for a slot or a connection counts)."""
+        while self._requests:
             await self._changed.wait()
 
     def start(self) -> None:
@@ -437,7 +461,9 @@ class Child:
 
     def unavailable(self) -> ChildUnavailable:
         """The error for a call to this child while it cannot serve."""
-        if self._stopping:
+        if self._stopping and self.retired:
+            message = f"child server {self.name!r} was removed or replaced by a config reload"
+        elif self._stopping:
             message = f"child server {self.name!r} is stopped: the gateway is shutting down"
         elif self._state is ChildState.RECONNECTING:
             message = (
@@ -510,6 +536,17 @@ class Child:
         """One request to this child in one of its call slots (waiting for a slot counts against the
         caller's timeout), starting or waiting for the child while it is (lazily) starting. `label`
         begins the text of any error; `resources` refuses a child without the resources capability."""
+        self._requests += 1
+        try:
+            return await self._request_in_slot(label, send, resources=resources)
+        finally:
+            self._requests -= 1
+            if not self._requests and self.retired:
+                self._notify()  # a retiring child waits for this (`wait_no_requests`)
+
+    async def _request_in_slot(
+        self, label: str, send: Callable[[ClientSession], Awaitable[T]], *, resources: bool
+    ) -> T:
         async with self.call_slots:
             connection = await self._ready_connection()
             session = connection.session

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import random
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from typing import Any, Self
 
 import anyio
@@ -23,13 +25,40 @@ from gateway.children.config import (
 )
 from gateway.errors import ChildUnavailable
 
-__all__ = ["DEFAULT_SHUTDOWN_TIMEOUT_SECONDS", "ChildPool"]
+__all__ = ["DEFAULT_SHUTDOWN_TIMEOUT_SECONDS", "ChildPool", "ChildSettings", "PoolChanges"]
 
 DEFAULT_SHUTDOWN_TIMEOUT_SECONDS = 5.0
+
+log = logging.getLogger("gateway.children")
 
 
 def _same(text: str) -> str:
     return text
+
+
+@dataclass(frozen=True, slots=True)
+class ChildSettings:
+    """The pool-wide settings each child takes unless its own entry overrides them (the config's
+    top-level keys), as a reload hands them over."""
+
+    startup_timeout_seconds: float = DEFAULT_STARTUP_TIMEOUT_SECONDS
+    restart: RestartPolicy = field(default_factory=RestartPolicy)
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    max_concurrent_calls: int = DEFAULT_MAX_CONCURRENT_CALLS
+    tool_call_timeout_seconds: float = DEFAULT_TOOL_CALL_TIMEOUT_SECONDS
+
+
+@dataclass(frozen=True, slots=True)
+class PoolChanges:
+    """What `ChildPool.reconfigure` did, by child name (each list in config order)."""
+
+    started: list[str]
+    stopped: list[str]
+    replaced: list[str]
+    restarted: list[str]  # unchanged, but failed for good before: given a fresh start
+
+    def __bool__(self) -> bool:
+        return bool(self.started or self.stopped or self.replaced or self.restarted)
 
 
 def _restart_policy(default: RestartPolicy, own: RestartPolicy | None) -> RestartPolicy:
@@ -78,31 +107,111 @@ class ChildPool(AsyncContextManagerMixin):
         """
         # `reconnect` and `start_lazy` are for `check`, which reports rather than supervises; `draw` is
         # the backoff's jitter, in [0, 1).
-        default = restart or RestartPolicy()
-        self._children = {
-            name: Child(
-                name,
-                server,
-                server.startup_timeout_seconds or startup_timeout_seconds,
-                _restart_policy(default, server.restart),
-                reconnect=reconnect,
-                lazy=server.lazy and not start_lazy,
-                idle_seconds=server.idle_seconds,
-                draw=draw,
-                max_message_bytes=server.max_message_bytes or max_message_bytes,
-                max_concurrent_calls=server.max_concurrent_calls or max_concurrent_calls,
-                tool_call_timeout=tool_call_timeout_seconds,
-                redact=redact,
-            )
-            for name, server in servers.items()
-        }
+        self._settings = ChildSettings(
+            startup_timeout_seconds,
+            restart or RestartPolicy(),
+            max_message_bytes,
+            max_concurrent_calls,
+            tool_call_timeout_seconds,
+        )
+        self._reconnect = reconnect
+        self._start_lazy = start_lazy
+        self._draw = draw
         self._shutdown_timeout = shutdown_timeout_seconds
         self._redact = redact
+        self._children = {name: self._new_child(name, server) for name, server in servers.items()}
         self._unavailable = {name: redact(reason) for name, reason in (unavailable or {}).items()}
+        self._task_group: TaskGroup | None = None
+        self._retiring: set[Child] = set()  # left out by a reload, serving their last requests
+        self._membership = anyio.Event()  # set (and replaced) when children are added or removed
+
+    def _new_child(self, name: str, server: ServerConfig) -> Child:
+        settings = self._settings
+        return Child(
+            name,
+            server,
+            server.startup_timeout_seconds or settings.startup_timeout_seconds,
+            _restart_policy(settings.restart, server.restart),
+            reconnect=self._reconnect,
+            lazy=server.lazy and not self._start_lazy,
+            idle_seconds=server.idle_seconds,
+            draw=self._draw,
+            max_message_bytes=server.max_message_bytes or settings.max_message_bytes,
+            max_concurrent_calls=server.max_concurrent_calls or settings.max_concurrent_calls,
+            tool_call_timeout=settings.tool_call_timeout_seconds,
+            redact=self._redact,
+        )
+
+    def reconfigure(
+        self,
+        servers: Mapping[str, ServerConfig],
+        settings: ChildSettings,
+        unavailable: Mapping[str, str] | None = None,
+    ) -> PoolChanges:
+        """Serve `servers` from now on (a config reload): a child whose entry is new is started, one
+        whose entry is gone is stopped, one whose entry changed is replaced by a fresh one; the others
+        keep their connections and take `settings` in place. A child that had failed for good is
+        started again. Calls already holding a stopped or replaced child finish on it: it is stopped
+        once they have (within `settings.tool_call_timeout_seconds`). Returns what it did."""
+        if self._task_group is None:
+            raise RuntimeError("reconfigure needs the pool entered")
+        self._settings = settings
+        changes = PoolChanges([], [], [], [])
+        for name in [name for name in self._children if name not in servers]:
+            self._retire(self._children.pop(name))
+            changes.stopped.append(name)
+        for name, server in servers.items():
+            child = self._children.get(name)
+            if child is None:
+                changes.started.append(name)
+            elif child.server != server:
+                changes.replaced.append(name)
+            elif child.state is ChildState.FAILED:
+                changes.restarted.append(name)
+            else:
+                child.retune(
+                    startup_timeout=server.startup_timeout_seconds or settings.startup_timeout_seconds,
+                    restart=_restart_policy(settings.restart, server.restart),
+                    max_message_bytes=server.max_message_bytes or settings.max_message_bytes,
+                    max_concurrent_calls=server.max_concurrent_calls or settings.max_concurrent_calls,
+                    tool_call_timeout=settings.tool_call_timeout_seconds,
+                )
+                continue
+            if child is not None:
+                self._retire(child)
+            fresh = self._children[name] = self._new_child(name, server)
+            self._task_group.start_soon(fresh.run, name=f"codemode-child-{name}")
+        # Config order, as `names` and `statuses` promise.
+        self._children = {name: self._children[name] for name in servers}
+        self._unavailable = {name: self._redact(reason) for name, reason in (unavailable or {}).items()}
+        self.wake_watchers()
+        return changes
+
+    def _retire(self, child: Child) -> None:
+        assert self._task_group is not None
+        child.retired = True
+        self._retiring.add(child)
+        self._task_group.start_soon(self._stop_retired, child, name=f"codemode-child-{child.name}-retiring")
+
+    async def _stop_retired(self, child: Child) -> None:
+        with anyio.move_on_after(self._settings.tool_call_timeout_seconds):
+            await child.wait_no_requests()
+        child.stop()
+        with anyio.move_on_after(self._shutdown_timeout):
+            await child.finished.wait()
+        self._retiring.discard(child)
+        log.info("child stopped after a config reload", extra={"child": child.name})
+
+    def wake_watchers(self) -> None:
+        """Wake every `wait_changed`: children were added or removed, or what is made of their
+        statuses (the catalog, under a reloaded policy) changed."""
+        self._membership.set()
+        self._membership = anyio.Event()
 
     @asynccontextmanager
     async def __asynccontextmanager__(self) -> AsyncGenerator[Self]:
         async with anyio.create_task_group() as task_group:
+            self._task_group = task_group
             try:
                 for child in self._children.values():
                     task_group.start_soon(child.run, name=f"codemode-child-{child.name}")
@@ -111,12 +220,13 @@ class ChildPool(AsyncContextManagerMixin):
                 await self._stop(task_group)
 
     async def _stop(self, task_group: TaskGroup) -> None:
-        for child in self._children.values():
+        children = [*self._children.values(), *self._retiring]
+        for child in children:
             child.stop()
         # Shielded so that a cancelled caller still reaps every child process; bounded so that a
         # child ignoring its closed stdin (or an HTTP server that never answers) cannot hang exit.
         with anyio.CancelScope(shield=True), anyio.move_on_after(self._shutdown_timeout):
-            for child in self._children.values():
+            for child in children:
                 await child.finished.wait()
         # What is left is cancelled; the SDK's stdio teardown is itself shielded and bounded.
         # The group's own scope is shielded, so that the caller's cancellation cannot cut that short.
@@ -168,8 +278,10 @@ class ChildPool(AsyncContextManagerMixin):
         return status
 
     async def wait_changed(self, seen: Sequence[ChildStatus]) -> list[ChildStatus]:
-        """Wait until `statuses()` differs from `seen` (a child's state or tools changed); returns it."""
+        """Wait until `statuses()` differs from `seen` (a child's state or tools changed), or until
+        `wake_watchers` (a reload); returns the statuses then."""
         before = {status.name: status for status in seen}
+        membership = self._membership  # taken before the check: a reload after it is not missed
 
         async def watch(child: Child, group: TaskGroup) -> None:
             # Checked, then waited on, with no checkpoint between: no change slips past.
@@ -177,12 +289,15 @@ class ChildPool(AsyncContextManagerMixin):
                 await child.wait_changed()
             group.cancel_scope.cancel()
 
+        async def reloaded(group: TaskGroup) -> None:
+            await membership.wait()
+            group.cancel_scope.cancel()
+
         if self.statuses() == list(seen):
             async with anyio.create_task_group() as group:
+                group.start_soon(reloaded, group)
                 for child in self._children.values():
                     group.start_soon(watch, child, group)
-                if not self._children:
-                    await anyio.sleep_forever()  # nothing can change
         return self.statuses()
 
     def start(self, name: str) -> None:

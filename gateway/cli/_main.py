@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from gateway._exception_groups import leaf_error
 from gateway._logging import configure_logging
 from gateway._version import PACKAGE_NAME, package_version
+from gateway.catalog import SemanticSearch, semantic_installed
 from gateway.children import PARENT_ENV_VAR
 from gateway.cli._audit import audit_command
 from gateway.cli._check import check_command
@@ -20,6 +21,12 @@ from gateway.cli._exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from gateway.cli._http import add_http_arguments, http_settings
 from gateway.cli._loading import load_config_for_cli
 from gateway.cli._lock import lock_command
+from gateway.cli._reload import (
+    add_reload_arguments,
+    add_serve_reload_arguments,
+    reload_command,
+    reload_options,
+)
 from gateway.cli._sandbox_test import add_sandbox_test_arguments, sandbox_test_command
 from gateway.cli._search_eval import add_search_eval_arguments, search_eval_command
 from gateway.config import (
@@ -70,6 +77,11 @@ def _parser() -> argparse.ArgumentParser:
     serve = command("serve", "serve MCP over stdio (the default command), or over HTTP")
     serve.add_argument("--config", help="config file (default: $CODEMODE_CONFIG, else built-in)")
     add_http_arguments(serve)
+    add_serve_reload_arguments(serve)
+
+    add_reload_arguments(
+        command("reload", "reload a serving gateway's config (the one started with that --pid-file)")
+    )
 
     run = command("exec", "run one snippet in the sandbox and print its outcome")
     source = run.add_mutually_exclusive_group(required=True)
@@ -120,6 +132,12 @@ def _precompile(args: argparse.Namespace) -> int:
         f"sandbox component {sandbox.component_sha256[:12]}: {what} ({time.monotonic() - started:.1f} s)",
         file=sys.stderr,
     )
+    if semantic_installed():  # the search model is built from its wheel once, like the component
+        started, semantic = time.monotonic(), SemanticSearch()
+        if semantic.load() is None:
+            print(f"semantic search model: failed: {semantic.error}", file=sys.stderr)
+            return EXIT_FAILED
+        print(f"semantic search model: ready ({time.monotonic() - started:.1f} s)", file=sys.stderr)
     return EXIT_OK
 
 
@@ -134,9 +152,9 @@ def _serve(args: argparse.Namespace) -> int:
     http = http_settings(config, args)
     with traces_from_environment():  # spans exported as the OTEL_* variables say (the otel extra)
         if http is None:
-            run_stdio(config)
+            run_stdio(config, reload_options(args))
         else:
-            run_http(config, http)
+            run_http(config, http, reload_options(args))
     return EXIT_OK
 
 
@@ -160,6 +178,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             "lock": lock_command,
             "audit": audit_command,
             "schema": _schema,
+            "reload": reload_command,
             "sandbox-test": sandbox_test_command,
             "search-eval": search_eval_command,
         }

@@ -1,5 +1,6 @@
 """The config file: found, read, `${VAR}`-expanded, validated; the built-in default; its JSON Schema."""
 
+from gateway.config._background import BackgroundConfig
 from gateway.config._defaults import NPM_SERVER_PINS, PYPI_SERVER_PINS, default_config
 from gateway.config._http import AUTHENTICATED, HEALTH_PATHS, METRICS_PATH, HttpConfig
 from gateway.config._load import (
@@ -26,6 +27,7 @@ __all__ = (
     "NOT_SECRET_VARS",
     "NPM_SERVER_PINS",
     "PYPI_SERVER_PINS",
+    "BackgroundConfig",
     "GatewayConfig",
     "HttpConfig",
     "config_json_schema",

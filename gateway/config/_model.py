@@ -25,7 +25,13 @@ from gateway.children import (
     RestartPolicy,
     ServerConfig,
 )
+from gateway.config._background import BackgroundConfig
 from gateway.config._http import HttpConfig
+from gateway.middleware import (
+    DEFAULT_MIDDLEWARE_TIMEOUT_SECONDS,
+    MAX_MIDDLEWARE_TIMEOUT_SECONDS,
+    MiddlewarePath,
+)
 from gateway.policy import ApprovalsConfig, PolicyConfig
 from gateway.policy.config import ToolName
 from gateway.sandbox import SandboxLimits
@@ -109,6 +115,29 @@ class GatewayConfig(BaseModel):
     search: SearchConfig = Field(
         default_factory=SearchConfig,
         description="How search_docs ranks tools: lexical, and by meaning too with the `semantic` extra.",
+    )
+    middleware: list[MiddlewarePath] = Field(
+        default_factory=list[str],
+        description="The team's own Python code around every child call, as import paths "
+        "(`module:callable`) of async callables installed in the gateway's environment, first listed "
+        "outermost: `async def m(call, call_next)` sees the tool, the checked arguments, the caller and "
+        "the execution id after policy and approval, and may change the arguments (checked again), "
+        "refuse (`Refused`) or return another value; an `on_search` attribute filters or annotates "
+        "search_docs. One that raises anything else or runs too long fails the call closed. Each is "
+        "imported as the config loads: a path that cannot be is a config error.",
+    )
+    middleware_timeout_seconds: float = Field(
+        default=DEFAULT_MIDDLEWARE_TIMEOUT_SECONDS,
+        gt=0,
+        le=MAX_MIDDLEWARE_TIMEOUT_SECONDS,
+        description="Seconds each middleware may spend on one call (or one search) in its own code, "
+        "not counting call_next; past it the call fails closed. The call's own timeout and the run's "
+        "wall-clock budget bound the whole call as well.",
+    )
+    background: BackgroundConfig = Field(
+        default_factory=BackgroundConfig,
+        description="Background executions: execute_code as an MCP task (or with `background: true`), "
+        "with their own wall time, fuel, how many run at once, and how long a result is kept.",
     )
     # Values that came from environment variables, with the variable each came from, for redaction;
     # private, so never in repr or dumps.

@@ -36,6 +36,8 @@ from gateway.escape.cases._probe import (
     PROBE_CHILD_ENV,
     PROBE_HOST_ENV,
     PROBE_MAX_CONCURRENT_CALLS,
+    PROBE_MIDDLEWARE,
+    PROBE_MIDDLEWARE_TIMEOUT_SECONDS,
     PROBE_POLICY,
 )
 from gateway.policy import ApprovalOutcome, approval_prompt
@@ -282,6 +284,8 @@ def probe_gateway_config(limits: SandboxLimits, environ: dict[str, str], audit: 
         "sandbox": limits.model_dump(),
         "policy": PROBE_POLICY,
         "approvals": PROBE_APPROVALS,
+        "middleware": PROBE_MIDDLEWARE,
+        "middleware_timeout_seconds": PROBE_MIDDLEWARE_TIMEOUT_SECONDS,
         "audit": {"path": str(audit)},
     }
     return parse_config(data, "<sandbox-test probe config>", environ)

@@ -23,6 +23,7 @@ from gateway._gateway import Gateway
 from gateway._logging import redact_logs
 from gateway.config import GatewayConfig, HttpConfig
 from gateway.errors import ConfigError
+from gateway.reload import ReloadOptions, serve_reloads
 from gateway.server._gate import session_digest
 from gateway.server._http_app import HttpApp
 from gateway.server._server import warn_of_unidentified_callers
@@ -107,9 +108,12 @@ class _Uncoloured(logging.Filter):
         return True
 
 
-async def serve_http(config: GatewayConfig, http: HttpConfig | None = None) -> None:
+async def serve_http(
+    config: GatewayConfig, http: HttpConfig | None = None, reload: ReloadOptions | None = None
+) -> None:
     """Serve MCP over streamable HTTP (`http`, else the config's `http` section, else the defaults)
-    until SIGTERM or SIGINT, then shut down in order (see the module's docstring)."""
+    until SIGTERM or SIGINT, then shut down in order (see the module's docstring); with `reload`,
+    reloading the config on SIGHUP and changes to the file (`gateway/reload/`)."""
     http = http or config.http or HttpConfig()
     warn_of_unidentified_callers(config, "http")
     with listen(http) as listener:
@@ -117,9 +121,11 @@ async def serve_http(config: GatewayConfig, http: HttpConfig | None = None) -> N
             until_stopped = anyio.CancelScope()
             # Watching first: a signal during startup also stops every child the gateway started.
             await signals.start(cancel_on_signals, until_stopped)
-            async with Gateway(config) as gateway:
+            async with Gateway(config) as gateway, anyio.create_task_group() as reloads:
                 redact_logs(gateway.redactor)
                 _configure_http_logs()
+                if reload is not None:
+                    await reloads.start(serve_reloads, gateway, reload)
                 app = HttpApp(gateway, http)
                 server = _Uvicorn(
                     uvicorn.Config(
@@ -146,10 +152,13 @@ async def serve_http(config: GatewayConfig, http: HttpConfig | None = None) -> N
                         await anyio.sleep_forever()
                     await app.drain(http.shutdown_grace_seconds)
                     server.should_exit = True
+                reloads.cancel_scope.cancel()  # before the gateway stops: no reload races its shutdown
             signals.cancel_scope.cancel()
     log.info("gateway stopped")
 
 
-def run_http(config: GatewayConfig, http: HttpConfig | None = None) -> None:
+def run_http(
+    config: GatewayConfig, http: HttpConfig | None = None, reload: ReloadOptions | None = None
+) -> None:
     """Blocking entry point for `codemode-gateway serve --http`."""
-    anyio.run(serve_http, config, http)
+    anyio.run(serve_http, config, http, reload)

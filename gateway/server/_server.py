@@ -15,6 +15,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.stdio import stdio_server
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field, ValidationError
 
 from gateway._exposed import ExposedTool
@@ -26,10 +27,22 @@ from gateway.catalog import DEFAULT_SEARCH_LIMIT
 from gateway.config import GatewayConfig
 from gateway.errors import GatewayError
 from gateway.policy import can_elicit, elicitation_approver, no_approver
+from gateway.reload import ReloadOptions, serve_reloads
 from gateway.server._approvals import approval_request, asks_in_rounds, request_state_boundary, resume_of
+from gateway.server._background import BackgroundExecutions
 from gateway.server._metrics import RefusedStates
 from gateway.server._results import execution_tool_result, max_result_chars
 from gateway.server._stdio import StdinLines, cancel_on_signals
+from gateway.server._tasks import (
+    TASKS_EXTENSION,
+    background_reply,
+    cancel_reply,
+    collect_reply,
+    install_task_methods,
+    start_background,
+    task_middleware,
+    tasks_capability,
+)
 from gateway.server._tool_list import ToolListChanges, watch_tool_list
 
 __all__ = ["build_server", "serve_stdio"]
@@ -51,6 +64,10 @@ EXECUTE_CODE_DESCRIPTION = (
     "A failed call raises ToolError, which you can catch. Each run starts fresh; standard-library "
     "modules such as json, re, datetime, collections and statistics are available."
 )
+BACKGROUND_SENTENCE = (
+    " For long work pass background=true to get an id at once, then call with collect=<id> for the "
+    "result (or cancel=<id>)."
+)
 
 
 class SearchDocsArgs(BaseModel):
@@ -63,6 +80,19 @@ class SearchDocsArgs(BaseModel):
 
 
 class ExecuteCodeArgs(BaseModel):
+    code: str = Field(
+        default="",
+        description="Python source; top-level await is allowed. Not needed with collect or cancel.",
+    )
+    timeout: float | None = Field(default=None, gt=0, description="Seconds; capped by the gateway's limit.")
+    background: bool = Field(default=False, description="Run in the background; answers an id at once.")
+    collect: str | None = Field(default=None, description="A background run's id: its result, once it ends.")
+    cancel: str | None = Field(default=None, description="A background run's id: cancel it.")
+
+
+class _PlainExecuteCodeArgs(BaseModel):
+    """execute_code's arguments when background executions are off."""
+
     code: str = Field(description="Python source; top-level await is allowed.")
     timeout: float | None = Field(default=None, gt=0, description="Seconds; capped by the gateway's limit.")
 
@@ -132,7 +162,9 @@ RESULT_SIZE_HINT = "anthropic/maxResultSizeChars"
 """Where Claude Code reads how large a tool's results may be before it moves them into a file."""
 
 
-def _tools(read_only: bool, destructive: bool, result_chars: int) -> list[types.Tool]:
+def _tools(
+    read_only: bool, destructive: bool, result_chars: int, background: bool = False
+) -> list[types.Tool]:
     return [
         types.Tool(
             name="search_docs",
@@ -142,9 +174,11 @@ def _tools(read_only: bool, destructive: bool, result_chars: int) -> list[types.
         ),
         types.Tool(
             name="execute_code",
-            description=EXECUTE_CODE_DESCRIPTION,
-            input_schema=_compact_schema(ExecuteCodeArgs),
+            description=EXECUTE_CODE_DESCRIPTION + (BACKGROUND_SENTENCE if background else ""),
+            input_schema=_compact_schema(ExecuteCodeArgs if background else _PlainExecuteCodeArgs),
             output_schema=OUTPUT_SCHEMA,
+            # Handshake-era clients with tasks may call it as one (2026-07-28 negotiates per request).
+            execution=types.ToolExecution(task_support="optional") if background else None,
             _meta={RESULT_SIZE_HINT: result_chars},
             # What the snippet can reach, so a client's auto-approval rules keep meaning what they say.
             annotations=types.ToolAnnotations(
@@ -167,7 +201,25 @@ def _bad_arguments(tool: str, exc: ValidationError) -> types.CallToolResult:
 
 class _Server(Server[Any]):
     """The lowlevel server, declaring `tools.listChanged` on the handshake era whoever asks: stdio
-    passes its options, the streamable HTTP session manager takes the defaults."""
+    passes its options, the streamable HTTP session manager takes the defaults; and `tasks` on the
+    handshake era when background executions are served."""
+
+    serves_tasks: bool = False
+
+    def get_capabilities(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+        *,
+        protocol_version: str | None = None,
+    ) -> types.ServerCapabilities:
+        capabilities = super().get_capabilities(
+            notification_options, experimental_capabilities, extensions, protocol_version=protocol_version
+        )
+        if not self.serves_tasks or protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return capabilities
+        return capabilities.model_copy(update={"tasks": tasks_capability()})
 
     def create_initialization_options(
         self,
@@ -188,10 +240,13 @@ def build_server(gateway: Gateway) -> Server[Any]:
     While it runs, it tells clients when its tool list changes (`_tool_list.py`).
     """
     changes = ToolListChanges()
+    background = BackgroundExecutions(gateway.config.background)
+    serves_background = gateway.config.background.enabled
 
     def listing() -> list[types.Tool]:
         result_chars = max_result_chars(gateway.config.sandbox)
-        return [*_tools(*gateway.execute_code_annotations(), result_chars), *gateway.exposed().definitions]
+        tools = _tools(*gateway.execute_code_annotations(), result_chars, serves_background)
+        return [*tools, *gateway.exposed().definitions]
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -214,11 +269,15 @@ def build_server(gateway: Gateway) -> Server[Any]:
             return _text(text)
         if params.name == "execute_code":
             try:
-                run = ExecuteCodeArgs.model_validate(arguments)
+                run = (ExecuteCodeArgs if serves_background else _PlainExecuteCodeArgs).model_validate(
+                    arguments
+                )
             except ValidationError as exc:
                 return _bad_arguments("execute_code", exc)
             try:
-                return await _execute_code(gateway, ctx, params, run)
+                if isinstance(run, ExecuteCodeArgs):
+                    return await _execute_code_or_background(gateway, background, ctx, params, run)
+                return await _execute_code(gateway, ctx, params, run.code, run.timeout)
             except GatewayError as exc:
                 return _text(f"execute_code failed: {exc}", is_error=True)
         exposed = await gateway.exposed_tool(params.name)
@@ -229,7 +288,7 @@ def build_server(gateway: Gateway) -> Server[Any]:
 
     @asynccontextmanager
     async def lifespan(_: Server[Any]) -> AsyncGenerator[dict[str, Any]]:
-        async with anyio.create_task_group() as task_group:
+        async with background.running(), anyio.create_task_group() as task_group:
             task_group.start_soon(watch_tool_list, gateway, listing, changes)
             try:
                 yield {}
@@ -251,6 +310,11 @@ def build_server(gateway: Gateway) -> Server[Any]:
     )
     server.middleware.append(RefusedStates(gateway.telemetry))  # outside the boundary: sees its refusals
     server.middleware.append(request_state_boundary(gateway.config.approvals, SERVER_NAME))
+    if serves_background:
+        server.serves_tasks = True
+        server.extensions[TASKS_EXTENSION] = {}
+        install_task_methods(server, background)
+        server.middleware.append(task_middleware(gateway, background))
     return server
 
 
@@ -259,18 +323,43 @@ def initialization_options(server: Server[Any]) -> InitializationOptions:
     return server.create_initialization_options(NotificationOptions(tools_changed=True))
 
 
+async def _execute_code_or_background(
+    gateway: Gateway,
+    background: BackgroundExecutions,
+    ctx: ServerRequestContext[Any],
+    params: types.CallToolRequestParams,
+    run: ExecuteCodeArgs,
+) -> types.CallToolResult | types.InputRequiredResult:
+    """execute_code with its background arguments: start (answering an id; an MCP task is answered
+    by `task_middleware` before this), collect or cancel; without them, a run in the foreground."""
+    asked = [name for name in ("background", "collect", "cancel") if getattr(run, name)]
+    if len(asked) > 1:
+        return _text(f"execute_code takes one of {' / '.join(asked)} at a time", is_error=True)
+    if run.collect is not None:
+        return await collect_reply(background, run.collect)
+    if run.cancel is not None:
+        return await cancel_reply(background, run.cancel)
+    if not run.code:
+        return _text("invalid arguments for execute_code: code: Field required", is_error=True)
+    if not run.background:
+        return await _execute_code(gateway, ctx, params, run.code, run.timeout)
+    execution = start_background(gateway, background, ctx, run.code, run.timeout)
+    return background_reply(background, execution)
+
+
 async def _execute_code(
     gateway: Gateway,
     ctx: ServerRequestContext[Any],
     params: types.CallToolRequestParams,
-    run: ExecuteCodeArgs,
+    code: str,
+    timeout: float | None,
 ) -> types.CallToolResult | types.InputRequiredResult:
     """Run the snippet with approvals asked the way this request's protocol era asks them."""
     client = ctx.session.client_params.client_info if ctx.session.client_params else None
     progress = _progress(ctx)
     if asks_in_rounds(ctx) and can_elicit(ctx.session):
         outcome = await gateway.execute_code_in_rounds(
-            run.code, run.timeout, client, progress, resume_of(params), identity=caller_identity()
+            code, timeout, client, progress, resume_of(params), identity=caller_identity()
         )
         if isinstance(outcome, ApprovalNeeded):
             return approval_request(outcome)
@@ -278,7 +367,7 @@ async def _execute_code(
     # Handshake era: asked inline. A client that cannot be asked at all gets the refusal that says so.
     approver = no_approver if asks_in_rounds(ctx) else elicitation_approver(ctx.session, ctx.request_id)
     return execution_tool_result(
-        await gateway.execute_code(run.code, run.timeout, approver, client, progress, caller_identity())
+        await gateway.execute_code(code, timeout, approver, client, progress, caller_identity())
     )
 
 
@@ -341,21 +430,25 @@ def warn_of_unidentified_callers(config: GatewayConfig, transport: str) -> None:
         )
 
 
-async def serve_stdio(config: GatewayConfig) -> None:
-    """Serve MCP over stdin/stdout until the client closes stdin or SIGTERM/SIGINT arrives."""
+async def serve_stdio(config: GatewayConfig, reload: ReloadOptions | None = None) -> None:
+    """Serve MCP over stdin/stdout until the client closes stdin or SIGTERM/SIGINT arrives; with
+    `reload`, reloading the config on SIGHUP and changes to the file (`gateway/reload/`)."""
     warn_of_unidentified_callers(config, "stdio")
     async with anyio.create_task_group() as task_group:
         # Watching first: a signal during startup also stops every child the gateway started.
         await task_group.start(cancel_on_signals, task_group.cancel_scope)
-        async with Gateway(config) as gateway, StdinLines() as stdin:
+        async with Gateway(config) as gateway, StdinLines() as stdin, anyio.create_task_group() as reloads:
             redact_logs(gateway.redactor)
+            if reload is not None:
+                await reloads.start(serve_reloads, gateway, reload)
             server = build_server(gateway)
             async with stdio_server(stdin=stdin) as (read_stream, write_stream):
                 await server.run(read_stream, write_stream, initialization_options(server))
+            reloads.cancel_scope.cancel()  # before the gateway stops: no reload races its shutdown
         task_group.cancel_scope.cancel()  # stdin closed: stop watching for signals
     log.info("gateway stopped")
 
 
-def run_stdio(config: GatewayConfig) -> None:
+def run_stdio(config: GatewayConfig, reload: ReloadOptions | None = None) -> None:
     """Blocking entry point for `codemode-gateway serve`."""
-    anyio.run(serve_stdio, config)
+    anyio.run(serve_stdio, config, reload)

@@ -147,6 +147,13 @@ class GatewayMetrics:
             ["outcome"],
             registry=self.registry,
         )
+        self.reloads = Counter(
+            "codemode_config_reloads",
+            "Config reloads (SIGHUP, a change to the file, `codemode-gateway reload`) by outcome: applied, "
+            "unchanged, refused (the new config did not validate; the old one serves on).",
+            ["outcome"],
+            registry=self.registry,
+        )
         self._state = _State()
         self.registry.register(self._state)
         ProcessCollector(registry=self.registry)  # the process's CPU, memory and open files

@@ -141,6 +141,10 @@ class Telemetry:
             names = (tool.server_name, tool.tool_name, tool.qualified) if tool is not None else None
             self.tracing.end_tool_call(span, names, outcome, _error_type(failure, outcome), approval)
 
+    def config_reloaded(self, outcome: str) -> None:
+        """Count a config reload by its outcome (applied, unchanged, refused)."""
+        self.metrics.reloads.labels(outcome).inc()
+
     def approval_refused(self) -> None:
         """Count a retry whose approval state was refused (expired, tampered with, used)."""
         self.metrics.approvals.labels("refused").inc()

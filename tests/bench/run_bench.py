@@ -1539,7 +1539,7 @@ class SemanticModel:
 
 
 def load_semantic_model() -> SemanticModel | None:
-    """The model, timed from the first import of torch; None without the extra (or if it fails)."""
+    """The model, timed from the first import of its runtime; None without the extra (or if it fails)."""
     if not semantic_installed():
         return None
     semantic = SemanticSearch()
@@ -1650,7 +1650,7 @@ def semantic_latency_row(figures: SearchFigures, model: SemanticModel) -> Row:
         " ms",
         f"p95 {fmt(semantic.p95_ms)} ms; lexical p50 {fmt(lexical.p50_ms)} ms "
         f"({fmt(semantic.p50_ms / lexical.p50_ms)}x); model loaded once in {fmt(model.load_ms)} ms "
-        f"(importing torch included), the catalog's tools embedded in {fmt(figures.embed_ms)} ms",
+        f"(importing ONNX Runtime included), the catalog's tools embedded in {fmt(figures.embed_ms)} ms",
         Target(3.0),
     )
 

@@ -84,6 +84,7 @@ def test_suite_covers_every_category_with_unique_ids() -> None:
         "secrets",
         "approvals",
         "roles",
+        "middleware",
     }
     assert tuple(counts) == CATEGORIES
     assert len(CASES) >= 150

@@ -18,6 +18,7 @@ from gateway.escape.cases import (
     host_calls,
     imports,
     introspection,
+    middleware,
     network,
     output,
     persistence,
@@ -59,6 +60,7 @@ CASES: tuple[EscapeCase, ...] = (
     *concurrency.CASES,
     *child_resources.CASES,
     *roles.CASES,
+    *middleware.CASES,
 )
 
 CATEGORIES: tuple[str, ...] = tuple(dict.fromkeys(case.category for case in CASES))

@@ -18,6 +18,8 @@ __all__ = [
     "PROBE_CHILD_ENV",
     "PROBE_HOST_ENV",
     "PROBE_MAX_CONCURRENT_CALLS",
+    "PROBE_MIDDLEWARE",
+    "PROBE_MIDDLEWARE_TIMEOUT_SECONDS",
     "PROBE_PIN",
     "PROBE_PIN_VAR",
     "PROBE_POLICY",
@@ -80,6 +82,11 @@ PROBE_POLICY: dict[str, Any] = {
     },
 }
 """The synthetic policy the gateway cases run under (the team's own policy is not involved)."""
+
+PROBE_MIDDLEWARE = ["gateway.escape.probe_middleware:misbehave"]
+"""The `middleware` the gateway cases run under: it misbehaves only for the middleware cases' callers."""
+PROBE_MIDDLEWARE_TIMEOUT_SECONDS = 0.3
+"""Below the suite's per-call timeout, so that a middleware that hangs is the one named."""
 
 # Below the defaults, so that going past them fits in the policy's quota (each approval is a call)
 # and in a fraction of a second (each round replays the run so far).

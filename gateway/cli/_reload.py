@@ -1,0 +1,75 @@
+"""`codemode-gateway reload`, and the `serve` options that decide how a serving gateway reloads."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from gateway.cli._exit_codes import EXIT_FAILED, EXIT_OK
+from gateway.reload import ReloadOptions, request_reload
+
+__all__ = ["add_reload_arguments", "add_serve_reload_arguments", "reload_command", "reload_options"]
+
+DEFAULT_WAIT_SECONDS = 60.0
+
+
+def add_serve_reload_arguments(serve: argparse.ArgumentParser) -> None:
+    """`--pid-file` and `--no-watch` on `serve`."""
+    serve.add_argument(
+        "--pid-file",
+        help="write the gateway's pid here (locked while it serves), for `codemode-gateway reload`",
+    )
+    serve.add_argument(
+        "--no-watch",
+        action="store_true",
+        help="do not reload when the config file changes (SIGHUP and `reload` still do)",
+    )
+
+
+def reload_options(args: argparse.Namespace) -> ReloadOptions:
+    """How `serve` takes reloads, from its options."""
+    return ReloadOptions(watch=not args.no_watch, pid_file=Path(args.pid_file) if args.pid_file else None)
+
+
+def add_reload_arguments(reload: argparse.ArgumentParser) -> None:
+    """The `reload` command's options."""
+    reload.add_argument(
+        "--pid-file", required=True, help="the pid file the gateway was started with (serve --pid-file)"
+    )
+    reload.add_argument(
+        "--wait",
+        type=float,
+        default=DEFAULT_WAIT_SECONDS,
+        help=f"seconds to wait for the gateway's answer (default {DEFAULT_WAIT_SECONDS:g})",
+    )
+    reload.add_argument("--json", action="store_true", help="print the result as one JSON object")
+
+
+def reload_command(args: argparse.Namespace) -> int:
+    """Ask the gateway holding the pid file to reload its config; print what it did. Exit 1 if refused."""
+    result = request_reload(Path(args.pid_file), args.wait)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(_describe(result))
+    return EXIT_FAILED if result.get("outcome") == "refused" else EXIT_OK
+
+
+def _describe(result: dict[str, object]) -> str:
+    outcome = result.get("outcome")
+    lines = [f"reload {result.get('attempt')}: {outcome}"]
+    servers = result.get("servers")
+    if isinstance(servers, dict):
+        for key, names in servers.items():  # pyright: ignore[reportUnknownVariableType]
+            if names:
+                lines.append(f"  servers {key}: {', '.join(map(str, names))}")  # pyright: ignore[reportUnknownArgumentType]
+    for key, label in (("sections", "changed"), ("restart_needed", "need a restart")):
+        value = result.get(key)
+        if isinstance(value, list) and value:
+            lines.append(f"  {label}: {', '.join(map(str, value))}")  # pyright: ignore[reportUnknownArgumentType]
+    errors = result.get("errors")
+    if isinstance(errors, list) and errors:
+        lines.append("  refused, the config in force serves on:")
+        lines += [f"    {error}" for error in errors]  # pyright: ignore[reportUnknownVariableType]
+    return "\n".join(lines)

@@ -1,0 +1,60 @@
+"""The config's `background` section: executions that outlive the request that started them.
+
+The server wing runs them (`gateway/server/_background.py`), but the model lives here, as `http`'s
+does: the server sits above the config in the layers.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["BackgroundConfig"]
+
+
+class BackgroundConfig(BaseModel):
+    """Background executions (`execute_code` as an MCP task, or with `background: true`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = Field(
+        default=True,
+        description="Whether execute_code may run in the background; off, a task request runs inline.",
+    )
+    timeout_seconds: float = Field(
+        default=600.0,
+        gt=0,
+        le=86_400,
+        description="Wall-clock budget of one background execution (instead of sandbox.timeout_seconds).",
+    )
+    fuel: int = Field(
+        default=200_000_000_000,
+        ge=10_000_000,
+        le=10**15,
+        description="wasmtime fuel of one background execution (instead of sandbox.fuel).",
+    )
+    max_running: int = Field(
+        default=2,
+        ge=1,
+        le=64,
+        description="Background executions running at once, from every caller; each holds an execution "
+        "slot (sandbox.max_concurrent_executions) while it runs, so keep this below that.",
+    )
+    max_running_per_caller: int = Field(
+        default=1,
+        ge=1,
+        le=64,
+        description="Background executions running at once for one caller (a principal with `auth`).",
+    )
+    keep_seconds: float = Field(
+        default=900.0,
+        gt=0,
+        le=7 * 86_400,
+        description="How long a finished background execution's result is kept for collection; "
+        "after that its id is unknown.",
+    )
+    max_kept: int = Field(
+        default=100,
+        ge=1,
+        le=10_000,
+        description="Finished results kept at most, from every caller; past it the oldest is dropped.",
+    )

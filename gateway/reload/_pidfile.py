@@ -1,0 +1,153 @@
+"""`serve --pid-file PATH` and `codemode-gateway reload --pid-file PATH`: how the command finds the
+gateway it reloads, over stdio and HTTP alike, without guessing.
+
+The gateway writes its pid into PATH and holds an exclusive `flock` on it while it serves. `reload`
+sends SIGHUP to that pid only while the lock is held: a pid file left behind by a gateway that died
+is unlocked, so a pid reused by an unrelated process is never signalled. Beside PATH, `reload`
+leaves a request (`PATH.request`, who asked: the gateway's audit record names them) and the gateway
+writes the result of every reload (`PATH.status`), which `reload` waits for and prints.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import getpass
+import json
+import logging
+import os
+import signal
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from gateway.errors import ConfigError, GatewayError
+from gateway.reload._reloader import ReloadResult
+
+__all__ = ["PidFile", "request_reload"]
+
+log = logging.getLogger("gateway.reload")
+
+_POLL_SECONDS = 0.05  # how often `reload` looks for the gateway's answer
+
+
+def _request_path(pid_file: Path) -> Path:
+    return pid_file.with_name(pid_file.name + ".request")
+
+
+def _status_path(pid_file: Path) -> Path:
+    return pid_file.with_name(pid_file.name + ".status")
+
+
+def _write_atomically(path: Path, data: dict[str, Any]) -> None:
+    """A reader sees the old content or the new, never part of it."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    partial.write_text(json.dumps(data), encoding="utf-8")
+    os.replace(partial, path)
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None  # pyright: ignore[reportUnknownVariableType]
+
+
+class PidFile:
+    """The gateway's side: the pid, locked while serving; requests taken, results written beside it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    def __enter__(self) -> Self:
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise ConfigError(f"cannot write the pid file {self.path}: {exc.strerror or exc}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise ConfigError(
+                f"the pid file {self.path} is held by another running gateway: give each its own"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._fd = fd
+        with contextlib.suppress(FileNotFoundError):
+            _request_path(self.path).unlink()  # a request the last gateway never took is not ours
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._fd is None:
+            return
+        for path in (self.path, _status_path(self.path)):
+            with contextlib.suppress(OSError):
+                path.unlink()  # before the lock goes: nobody finds a file naming a stopped gateway
+        os.close(self._fd)
+        self._fd = None
+
+    def take_request(self) -> dict[str, Any] | None:
+        """Who asked for the reload a SIGHUP brings, if `codemode-gateway reload` did; None otherwise."""
+        path = _request_path(self.path)
+        request = _read_json(path)
+        with contextlib.suppress(OSError):
+            path.unlink()
+        if request is None:
+            return None
+        return {key: request[key] for key in ("pid", "user") if key in request}
+
+    def write_status(self, result: ReloadResult) -> None:
+        """Record a reload's result for `codemode-gateway reload` to read."""
+        _write_atomically(_status_path(self.path), result.summary())
+
+
+def _running_gateway(pid_file: Path) -> int:
+    """The pid of the gateway holding `pid_file`, or GatewayError if no gateway holds it."""
+    try:
+        fd = os.open(pid_file, os.O_RDONLY)
+    except OSError as exc:
+        raise GatewayError(
+            f"cannot read the pid file {pid_file}: {exc.strerror or exc} (is the gateway serving with "
+            "--pid-file?)"
+        ) from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise
+        else:
+            raise GatewayError(
+                f"no gateway holds the pid file {pid_file}: it is left from one that stopped, so its pid "
+                "is not signalled"
+            )
+        text = os.read(fd, 64).decode("ascii", "replace").strip()
+    finally:
+        os.close(fd)
+    if not text.isdigit():
+        raise GatewayError(f"the pid file {pid_file} holds no pid: {text!r}")
+    return int(text)
+
+
+def request_reload(pid_file: Path, timeout: float) -> dict[str, Any]:
+    """Ask the gateway holding `pid_file` to reload its config (SIGHUP) and return its result, as the
+    status it writes; GatewayError if no gateway holds the file or none answers within `timeout`."""
+    pid = _running_gateway(pid_file)
+    status = _status_path(pid_file)
+    before = (_read_json(status) or {}).get("attempt", 0)
+    _write_atomically(_request_path(pid_file), {"pid": os.getpid(), "user": getpass.getuser()})
+    os.kill(pid, signal.SIGHUP)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        answer = _read_json(status)
+        if answer is not None and answer.get("attempt", 0) != before:
+            return answer
+        time.sleep(_POLL_SECONDS)
+    raise GatewayError(f"the gateway (pid {pid}) did not report a reload within {timeout:g} s")

@@ -1,0 +1,216 @@
+"""One config reload: the file read and validated as at start, compared with the config in force,
+then applied, or refused with the old config serving on; audited, logged and counted either way."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+import anyio.to_thread
+
+from gateway._gateway import Gateway
+from gateway.catalog import Catalog, CatalogLock
+from gateway.children import PoolChanges
+from gateway.config import GatewayConfig, load_config
+from gateway.errors import ConfigError, SandboxUnavailable
+from gateway.policy import Policies
+from gateway.reload._diff import ConfigDiff, applicable, diff_configs
+from gateway.sandbox import Sandbox
+
+__all__ = ["Outcome", "ReloadResult", "Reloader", "Trigger"]
+
+log = logging.getLogger("gateway.reload")
+
+IDLE_CHECK_SECONDS = 1.0
+"""How often a sandbox replaced by a reload is looked at; it is closed once no execution has been
+in it at two looks in a row (an execution takes its sandbox and a slot in it without pausing between)."""
+
+Trigger = Literal["signal", "file", "cli"]
+Outcome = Literal["applied", "unchanged", "refused"]
+
+
+@dataclass(frozen=True, slots=True)
+class ReloadResult:
+    """What one reload did: `attempt` counts every reload since start, refused ones too."""
+
+    attempt: int
+    trigger: Trigger
+    outcome: Outcome
+    diff: ConfigDiff = field(default_factory=ConfigDiff)
+    errors: list[str] = field(default_factory=list[str])
+    changes: PoolChanges | None = None
+    requested_by: Mapping[str, Any] | None = None
+    at: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+    def summary(self) -> dict[str, Any]:
+        """The result as JSON (the status file `codemode-gateway reload` reads, the log line's fields)."""
+        return {
+            "attempt": self.attempt,
+            "trigger": self.trigger,
+            "outcome": self.outcome,
+            "time": self.at.isoformat(timespec="seconds").replace("+00:00", "Z"),
+            "servers": self.diff.servers,
+            "sections": self.diff.sections,
+            "restart_needed": self.diff.restart_needed,
+            "errors": self.errors,
+        }
+
+
+class Reloader:
+    """Reloads `gateway`'s config from the file it was loaded from, one reload at a time."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+        self.config_file: Path | None = gateway.config.config_file  # None: the built-in default
+        self.attempts = 0
+        self.listeners: list[Callable[[ReloadResult], None]] = []  # told of every result, in order
+        self._lock = anyio.Lock()
+        self._retired, self._retiring = anyio.create_memory_object_stream[Sandbox](16)
+
+    async def close_replaced_sandboxes(self) -> None:
+        """Close each sandbox a reload replaced once the executions in it have ended; until cancelled,
+        when the ones left are closed at once (the gateway is stopping)."""
+        async with anyio.create_task_group() as group:
+            async for sandbox in self._retiring:
+                group.start_soon(_close_when_idle, sandbox)
+
+    async def reload(self, trigger: Trigger, requested_by: Mapping[str, Any] | None = None) -> ReloadResult:
+        """Read the config again and apply it, or refuse it (the errors logged); never raises."""
+        async with self._lock:
+            self.attempts += 1
+            try:
+                result = await self._reload(trigger, requested_by)
+            except Exception as exc:  # a bug here must never take the gateway down
+                log.exception("config reload failed")
+                errors = [f"the reload failed: {type(exc).__name__}: {exc}"]
+                result = ReloadResult(
+                    self.attempts, trigger, "refused", errors=errors, requested_by=requested_by
+                )
+            self._report(result)
+            return result
+
+    async def _reload(self, trigger: Trigger, requested_by: Mapping[str, Any] | None) -> ReloadResult:
+        old = self.gateway.config
+        try:
+            new, lock = await anyio.to_thread.run_sync(self._read)
+            diff = diff_configs(old, new)
+            problems = self._policy_problems(new, diff)
+            if problems:
+                raise ConfigError(
+                    "\n".join([f"{self.config_file}: {len(problems)} policy problem(s)", *problems])
+                )
+        except ConfigError as exc:
+            errors = [line.strip() for line in str(exc).splitlines() if line.strip()]
+            return ReloadResult(self.attempts, trigger, "refused", errors=errors, requested_by=requested_by)
+        try:
+            sandbox = await self._sandbox_for(new, diff)
+        except ConfigError as exc:
+            errors = [line.strip() for line in str(exc).splitlines() if line.strip()]
+            return ReloadResult(self.attempts, trigger, "refused", errors=errors, requested_by=requested_by)
+        for note in new.notes:
+            log.warning("config note", extra={"note": note})
+        # From here to the end nothing waits: new executions see the whole new config or none of it.
+        if sandbox is not None:
+            replaced = self.gateway.swap_sandbox(sandbox)
+            if replaced is not None:
+                self._retired.send_nowait(replaced)
+        # Sections that need a restart keep their old values, so the config in force says what runs.
+        changes = self.gateway.apply_config(applicable(old, new, diff), lock)
+        outcome: Outcome = "applied" if diff else "unchanged"
+        return ReloadResult(self.attempts, trigger, outcome, diff, changes=changes, requested_by=requested_by)
+
+    async def _sandbox_for(self, new: GatewayConfig, diff: ConfigDiff) -> Sandbox | None:
+        """A sandbox under the new limits when they changed (ConfigError if it cannot load): the
+        engines and prewarmed instances are made for them; the component comes from the cache."""
+        if "sandbox" not in diff.sections:
+            return None
+        with contextlib.suppress(SandboxUnavailable):
+            await self.gateway.sandbox()  # the load at start first: it must not replace this one later
+        try:
+            return await anyio.to_thread.run_sync(Sandbox, new.sandbox)
+        except Exception as exc:
+            raise ConfigError(f"sandbox: the sandbox does not load under the new limits: {exc}") from exc
+
+    def _read(self) -> tuple[GatewayConfig, CatalogLock | None]:
+        """The config and its lockfile, loaded and checked exactly as at start (ConfigError otherwise)."""
+        config = load_config(self.config_file)
+        lock = CatalogLock.beside(config.config_file)
+        return config, lock
+
+    def _policy_problems(self, new: GatewayConfig, diff: ConfigDiff) -> list[str]:
+        """Rules of the new policy that match none of the tools a ready server lists now, and did not
+        already under the policy in force. At start such a rule blocks its server; a reload, whose
+        author is at hand, is refused instead. Servers added or changed are not known yet: a rule
+        matching none of their tools blocks them, as at start."""
+        if new.policy == self.gateway.config.policy:
+            return []
+        pool = self.gateway.pool
+        everything = Catalog(pool.tools(), pool.statuses())
+        before = self.gateway.policy.unmatched(everything)
+        after = Policies(new.policy).base.unmatched(everything)
+        fresh = {*diff.added, *diff.changed}
+        problems: list[str] = []
+        for identifier, reason in after.items():
+            server = everything.server(identifier)
+            if server is None or server.name in fresh or before.get(identifier) == reason:
+                continue
+            problems.append(f"policy: server {server.name!r} would be blocked: {reason}")
+        return problems
+
+    def _report(self, result: ReloadResult) -> None:
+        """The log line, the audit record, the metric, and the listeners."""
+        gateway = self.gateway
+        fields = {key: value for key, value in result.summary().items() if key != "time"}
+        if result.requested_by is not None:
+            fields["requested_by"] = dict(result.requested_by)
+        changes = result.changes
+        if changes is not None and changes.restarted:
+            fields["restarted"] = changes.restarted  # failed for good before: a reload starts them again
+        if result.outcome == "refused":
+            log.error("config reload refused: the config in force serves on", extra=fields)
+        else:
+            log.warning("config reloaded", extra=fields)
+            if result.diff.restart_needed:
+                log.warning(
+                    "config changes that apply only after a restart",
+                    extra={"sections": result.diff.restart_needed, "attempt": result.attempt},
+                )
+        gateway.telemetry.config_reloaded(result.outcome)
+        audit = gateway.audit
+        if audit is not None:
+            audit.record(
+                lambda log_: log_.config_reload(
+                    trigger=result.trigger,
+                    number=result.attempt,
+                    outcome=result.outcome,
+                    config_file=self.config_file,
+                    servers=result.diff.servers,
+                    sections=result.diff.sections,
+                    restart_needed=result.diff.restart_needed,
+                    errors=result.errors,
+                    requested_by=result.requested_by,
+                )
+            )
+        for listener in self.listeners:
+            try:
+                listener(result)
+            except Exception:  # a status file that cannot be written must not stop the reload
+                log.exception("a reload listener failed")
+
+
+async def _close_when_idle(sandbox: Sandbox) -> None:
+    try:
+        idle = 0
+        while idle < 2:
+            await anyio.sleep(IDLE_CHECK_SECONDS)
+            usage = sandbox.slot_usage()
+            idle = idle + 1 if usage.busy == 0 and usage.queued == 0 else 0
+    finally:
+        sandbox.close()
+        log.info("sandbox replaced by a reload closed", extra={"slots": sandbox.slot_usage().slots})

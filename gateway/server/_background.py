@@ -1,0 +1,270 @@
+"""Background executions: `execute_code` runs that outlive the request that started them.
+
+They live in the server's lifespan, not in a request: a client that disconnects, or whose request
+timed out, collects the result later by id, until `background.keep_seconds` after it ended. Each is
+owned by the caller that started it (the principal with `auth`); another caller is told the id is
+unknown, as it is told of an id that never existed or expired. Leaving the lifespan (the gateway
+shutting down) ends those still running, shielded and bounded, each recorded as ended by shutdown.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal, cast
+
+import anyio
+from anyio.abc import TaskGroup
+from mcp import types
+
+from gateway.config import BackgroundConfig
+from gateway.errors import BackgroundRefused, EndedByShutdown, ExecutionCancelled, ExecutionFailed
+
+__all__ = [
+    "SHUTDOWN_SECONDS",
+    "BackgroundExecution",
+    "BackgroundExecutions",
+    "Status",
+    "ended_by_shutdown",
+]
+
+log = logging.getLogger("gateway.server.background")
+
+Status = Literal["working", "input_required", "completed", "failed", "cancelled"]
+
+SHUTDOWN_SECONDS = 5.0
+"""How long leaving the lifespan waits for cancelled executions to record their end."""
+
+
+def ended_by_shutdown() -> EndedByShutdown:
+    """What an execution the gateway's shutdown ended reports (and the audit log records)."""
+    return EndedByShutdown("the background execution was ended by the gateway's shutdown")
+
+
+def _cancelled_by_request() -> ExecutionCancelled:
+    return ExecutionCancelled("the background execution was cancelled (tasks/cancel or execute_code cancel)")
+
+
+@dataclass(eq=False)
+class BackgroundExecution:
+    """One background execution: its status, its progress, and once it ended, its result."""
+
+    id: str
+    owner: str | None
+    created_at: datetime
+    status: Status = "working"
+    message: str | None = None
+    result: types.CallToolResult | None = None
+    error: str | None = None  # why it failed (the host broke), for status "failed"
+    updated_at: datetime | None = None
+    ended_at: float | None = None  # on the store's clock
+    ended_by: ExecutionFailed | None = None  # why it was cancelled: the caller, or shutdown
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    done: anyio.Event = field(default_factory=anyio.Event)
+    input_requests: dict[str, dict[str, Any]] = field(default_factory=dict[str, dict[str, Any]])
+    _answers: dict[str, _Answer] = field(default_factory=dict[str, "_Answer"])
+    _asked: int = 0
+
+    @property
+    def finished(self) -> bool:
+        return self.status in ("completed", "failed", "cancelled")
+
+    def cancelled_as(self) -> ExecutionFailed:
+        """Why this execution was cancelled, for its audit record."""
+        return self.ended_by or _cancelled_by_request()
+
+    async def ask(self, request: dict[str, Any], waiting: str) -> dict[str, Any]:
+        """Put the execution in `input_required` with `request` (a wire-form input request) until
+        `answer` brings its response; `waiting` is the status message meanwhile."""
+        self._asked += 1
+        key = f"approval-{self._asked}"  # never reused within the execution: clients dedupe on it
+        answer = _Answer()
+        self.input_requests[key] = request
+        self._answers[key] = answer
+        self.status, self.message, self.updated_at = "input_required", waiting, datetime.now(UTC)
+        try:
+            await answer.given.wait()
+            return answer.response
+        finally:
+            del self.input_requests[key], self._answers[key]
+            if not self.finished and not self.input_requests:
+                self.status, self.message, self.updated_at = "working", "running", datetime.now(UTC)
+
+    def answer(self, responses: dict[str, Any]) -> None:
+        """Deliver responses to outstanding input requests; keys not outstanding are ignored."""
+        for key, response in responses.items():
+            waiting = self._answers.get(key)
+            if waiting is not None and not waiting.given.is_set() and isinstance(response, dict):
+                waiting.response = cast("dict[str, Any]", response)
+                waiting.given.set()
+
+    async def progress(self, calls: int, elapsed: float) -> None:
+        """A running execution's progress (tool calls so far, seconds elapsed), as its status message."""
+        if self.status != "working":
+            return  # waiting for input says so instead
+        self.message = f"running: {calls} tool call{'s' if calls != 1 else ''}, {elapsed:.1f} s"
+        self.updated_at = datetime.now(UTC)
+
+
+class _Answer:
+    __slots__ = ("given", "response")
+
+    def __init__(self) -> None:
+        self.given = anyio.Event()
+        self.response: dict[str, Any] = {}
+
+
+Work = Callable[[BackgroundExecution], Awaitable[types.CallToolResult]]
+"""Runs one execution to its result; cancelled through the execution's scope."""
+
+
+class BackgroundExecutions:
+    """The background executions of one server: started, looked up by owner, cancelled, expired."""
+
+    def __init__(self, config: BackgroundConfig, clock: Callable[[], float] = time.monotonic) -> None:
+        self.config = config
+        self._clock = clock
+        self._executions: dict[str, BackgroundExecution] = {}
+        self._group: TaskGroup | None = None
+
+    @asynccontextmanager
+    async def running(self) -> AsyncGenerator[BackgroundExecutions]:
+        """Serve background executions while inside; leaving ends those still running (shutdown)."""
+        async with anyio.create_task_group() as group:
+            self._group = group
+            try:
+                yield self
+            finally:
+                self._group = None  # nothing new starts from here on
+                with anyio.CancelScope(shield=True), anyio.move_on_after(SHUTDOWN_SECONDS):
+                    await self._end_all()
+                group.cancel_scope.cancel()
+
+    async def _end_all(self) -> None:
+        running = [execution for execution in self._executions.values() if not execution.finished]
+        for execution in running:
+            execution.ended_by = ended_by_shutdown()
+            execution.scope.cancel()
+        for execution in running:
+            await execution.done.wait()
+        if running:
+            log.info("background executions ended by shutdown", extra={"count": len(running)})
+
+    def start(self, owner: str | None, work: Work) -> BackgroundExecution:
+        """Start `work` in the background for `owner`; BackgroundRefused past a `background` limit."""
+        self._expire()
+        if self._group is None:
+            raise BackgroundRefused(
+                "background executions are not being served (the gateway is starting or shutting down); "
+                "run the snippet without background, or retry shortly"
+            )
+        running = [execution for execution in self._executions.values() if not execution.finished]
+        if len(running) >= self.config.max_running:
+            raise BackgroundRefused(
+                f"{len(running)} background executions are running, as many as the gateway runs at once "
+                "(background.max_running): wait for one to finish, or run the snippet without background"
+            )
+        mine = sum(1 for execution in running if execution.owner == owner)
+        if mine >= self.config.max_running_per_caller:
+            raise BackgroundRefused(
+                f"you have {mine} background execution{'s' if mine != 1 else ''} running, as many as one "
+                "caller may (background.max_running_per_caller): collect or cancel one first"
+            )
+        now = datetime.now(UTC)
+        execution = BackgroundExecution(secrets.token_urlsafe(18), owner, now, updated_at=now)
+        self._executions[execution.id] = execution
+        self._group.start_soon(self._run, execution, work)
+        return execution
+
+    async def _run(self, execution: BackgroundExecution, work: Work) -> None:
+        try:
+            with execution.scope:
+                try:
+                    result = await work(execution)
+                except Exception as exc:  # the host failed, not the snippet: the task failed
+                    log.exception("a background execution failed")
+                    self._end(
+                        execution, "failed", error=f"the gateway failed to run it: {type(exc).__name__}"
+                    )
+                else:
+                    self._end(execution, "completed", result=result)
+        finally:
+            if not execution.finished:
+                self._end(execution, "cancelled", message=str(execution.cancelled_as()))
+
+    def _end(
+        self,
+        execution: BackgroundExecution,
+        status: Status,
+        *,
+        result: types.CallToolResult | None = None,
+        error: str | None = None,
+        message: str | None = None,
+    ) -> None:
+        execution.status = status
+        execution.result = result
+        execution.error = error
+        execution.message = (
+            message or error or ("finished with an error" if result and result.is_error else status)
+        )
+        execution.updated_at = datetime.now(UTC)
+        execution.ended_at = self._clock()
+        execution.done.set()
+        self._trim()
+
+    def get(self, owner: str | None, execution_id: str) -> BackgroundExecution:
+        """`owner`'s execution `execution_id`, or BackgroundRefused: unknown, expired, or another's."""
+        self._expire()
+        execution = self._executions.get(execution_id)
+        if execution is None or execution.owner != owner:
+            raise BackgroundRefused(
+                f"no background execution {execution_id!r} for you: the id is unknown, its result expired "
+                f"(results are kept {self.config.keep_seconds:g} s after they end, background.keep_seconds), "
+                "or another caller started it. Start the snippet again"
+            )
+        return execution
+
+    def owned_by(self, owner: str | None) -> list[BackgroundExecution]:
+        """`owner`'s executions, oldest first."""
+        self._expire()
+        return [execution for execution in self._executions.values() if execution.owner == owner]
+
+    def cancel(self, owner: str | None, execution_id: str) -> BackgroundExecution:
+        """Cancel `owner`'s execution (the sandbox stops, a tool call in flight is cancelled); a
+        finished one stays as it ended."""
+        execution = self.get(owner, execution_id)
+        if not execution.finished:
+            execution.ended_by = _cancelled_by_request()
+            execution.scope.cancel()
+        return execution
+
+    async def wait(self, owner: str | None, execution_id: str) -> BackgroundExecution:
+        """`owner`'s execution once it has ended."""
+        execution = self.get(owner, execution_id)
+        await execution.done.wait()
+        return execution
+
+    def expires_in(self, execution: BackgroundExecution) -> float | None:
+        """Seconds until a finished execution is forgotten; None while it runs."""
+        if execution.ended_at is None:
+            return None
+        return max(0.0, execution.ended_at + self.config.keep_seconds - self._clock())
+
+    def _expire(self) -> None:
+        now = self._clock()
+        for execution_id, execution in list(self._executions.items()):
+            if execution.ended_at is not None and now - execution.ended_at >= self.config.keep_seconds:
+                del self._executions[execution_id]
+
+    def _trim(self) -> None:
+        """Past `background.max_kept` finished results, the oldest ones go."""
+        ended = sorted(
+            (e for e in self._executions.values() if e.ended_at is not None), key=lambda e: e.ended_at or 0.0
+        )
+        for execution in ended[: max(0, len(ended) - self.config.max_kept)]:
+            del self._executions[execution.id]

@@ -1,0 +1,30 @@
+// The peer row of `make bench`: Pyodide, the CPython-on-WebAssembly that pydantic's mcp-run-python
+// runs in Deno, here in Node (both from npm, pinned by the Makefile). mcp-run-python itself cannot
+// run offline (its imports come from jsr.io, and it loads micropip from Pyodide's CDN), so this
+// measures the runtime it is built on, the two ways it can serve an execution:
+//   fresh:  a new interpreter per execution (isolation like the gateway's fresh instance)
+//   reused: print(1) on one interpreter kept across executions (what mcp-run-python does when the
+//           dependencies match: fast, but one execution's state is visible to the next)
+// Usage: node peer_pyodide.mjs FRESH_RUNS REUSED_RUNS; prints one JSON line of milliseconds.
+import { loadPyodide } from "pyodide";
+
+const [freshRuns, reusedRuns] = process.argv.slice(2).map(Number);
+const quiet = { stdout: () => {}, stderr: () => {} };
+
+const fresh = [];
+for (let i = 0; i < freshRuns; i++) {
+  const started = performance.now();
+  const python = await loadPyodide(quiet);
+  python.runPython("print(1)");
+  fresh.push(performance.now() - started);
+}
+
+const python = await loadPyodide(quiet);
+const reused = [];
+for (let i = 0; i < reusedRuns; i++) {
+  const started = performance.now();
+  python.runPython("print(1)");
+  reused.push(performance.now() - started);
+}
+
+console.log(JSON.stringify({ fresh, reused }));

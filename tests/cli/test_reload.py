@@ -1,0 +1,42 @@
+"""`codemode-gateway reload` and the `serve` options it relies on, as a user runs them."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.cli.command import run_command
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_reload_with_a_pid_file_no_gateway_holds_fails_without_signalling_anyone(
+    tmp_path: Path,
+) -> None:
+    stale = tmp_path / "gateway.pid"
+    stale.write_text(f"{os.getpid()}\n")  # this test's own pid: a signal would end it
+    code, out, err = await run_command("reload", "--pid-file", str(stale))
+    assert code == 1
+    assert out == ""
+    assert "no gateway holds the pid file" in err
+
+
+async def test_reload_needs_the_pid_file(tmp_path: Path) -> None:
+    code, _, err = await run_command("reload")
+    assert code == 2
+    assert "--pid-file" in err
+
+
+async def test_two_gateways_cannot_share_a_pid_file(tmp_path: Path) -> None:
+    held = tmp_path / "gateway.pid"
+    config = tmp_path / "team.json"
+    config.write_text('{"mcpServers": {}}')
+    # The second serve fails at start, before it reads stdin; the first is this test holding the lock.
+    with held.open("w") as file:
+        fcntl.flock(file, fcntl.LOCK_EX)
+        code, _, err = await run_command("serve", "--config", str(config), "--pid-file", str(held))
+    assert code == 2
+    assert "held by another running gateway" in err

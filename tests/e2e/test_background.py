@@ -1,0 +1,492 @@
+"""Background executions through the real gateway process over HTTP, with the SDK's own client: as
+MCP tasks on 2026-07-28 (the `io.modelcontextprotocol/tasks` extension), and with `background`,
+`collect` and `cancel` arguments on both eras for clients without tasks."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client, types
+from mcp.client.client import ConnectMode
+from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from tests.e2e.gateway_http import HttpGateway, User, http_client, http_gateway
+from tests.e2e.gateway_process import WAIT, environment, ledger_entries, ledger_server, text, write_config
+from tests.e2e.ts_client import node
+from tests.real_servers import NPM_MODULES, REPO
+
+pytestmark = pytest.mark.anyio
+
+ERAS = pytest.mark.parametrize("mode", ["auto", "legacy"])  # 2026-07-28, and 2025-11-25
+
+ALICE = "alice-token-" + "a" * 40
+BOB = "bob-token-" + "b" * 40
+TASKS = "io.modelcontextprotocol/tasks"
+TASKS_CLIENT = Path(__file__).parent / "ts_client" / "tasks_client.mjs"
+READ_TIMEOUT = 2.0  # the client gives up on any one request after this: background work takes longer
+SLOW = "tools.ledger.append(entry='started')\ntools.ledger.slow(seconds=4)\n'finished'"
+FOREVER = (
+    "tools.ledger.append(entry='started')\ntools.ledger.slow(seconds=600)\ntools.ledger.append(entry='after')"
+)
+
+
+class TaskHandle(types.Result):
+    """2026-07-28's task handle (`resultType: "task"`), as this test reads it."""
+
+    result_type: Literal["task"] = "task"  # pyright: ignore[reportIncompatibleVariableOverride]
+    task_id: str
+    status: str
+    status_message: str | None = None
+    ttl_ms: int | None = None
+    poll_interval_ms: int | None = None
+
+
+class TaskId(types.RequestParams):
+    task_id: str
+
+
+class GetTask(types.Request[TaskId, Literal["tasks/get"]]):
+    method: Literal["tasks/get"] = "tasks/get"
+    params: TaskId
+    name_param = "taskId"  # SEP-2663: tasks/* carry the task id as Mcp-Name
+
+
+class CancelTask(types.Request[TaskId, Literal["tasks/cancel"]]):
+    method: Literal["tasks/cancel"] = "tasks/cancel"
+    params: TaskId
+    name_param = "taskId"
+
+
+class TaskState(types.Result):
+    """A tasks/get answer: the status, and once ended the result or the error."""
+
+    task_id: str
+    status: str
+    status_message: str | None = None
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    input_requests: dict[str, Any] | None = None
+
+
+async def _not_resolved(handle: TaskHandle, context: ClaimContext) -> types.CallToolResult:
+    raise AssertionError("these tests read the task handle themselves")
+
+
+class Tasks(ClientExtension):
+    """The client side of the tasks extension: declared on every request, the handle read as is."""
+
+    identifier = TASKS
+
+    def claims(self) -> list[ResultClaim[Any]]:
+        return [ResultClaim(result_type="task", model=TaskHandle, resolve=_not_resolved)]
+
+
+def config(tmp_path: Path, policy: dict[str, Any] | None = None, **background: Any) -> Path:
+    return write_config(
+        tmp_path,
+        {
+            "mcpServers": {"ledger": ledger_server(tmp_path)},
+            "policy": policy or {},
+            "audit": {"path": str(tmp_path / "audit.jsonl")},
+            "auth": {"tokens": {"alice": "${ALICE_TOKEN}", "bob": "${BOB_TOKEN}"}},
+            # One slot: a background run that kept running after a cancel would block the next run.
+            "sandbox": {"max_concurrent_executions": 1},
+            "background": {"max_running": 1, "max_running_per_caller": 1, **background},
+        },
+    )
+
+
+@asynccontextmanager
+async def gateway_at(
+    tmp_path: Path, policy: dict[str, Any] | None = None, **background: Any
+) -> AsyncIterator[HttpGateway]:
+    env = environment({"ALICE_TOKEN": ALICE, "BOB_TOKEN": BOB})
+    async with http_gateway(config(tmp_path, policy, **background), env=env) as gateway:
+        yield gateway
+
+
+@asynccontextmanager
+async def client_of(
+    gateway: HttpGateway, mode: ConnectMode = "auto", *, token: str = ALICE, tasks: bool = False
+) -> AsyncIterator[Client]:
+    """The SDK's Client, each of its requests given up after READ_TIMEOUT; with `tasks`, it declares
+    the tasks extension."""
+    headers = {"Authorization": f"Bearer {token}"}
+    async with (
+        httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=300), headers=headers) as http,
+        Client(
+            streamable_http_client(gateway.url, http_client=http),
+            mode=mode,
+            read_timeout_seconds=READ_TIMEOUT,
+            extensions=[Tasks()] if tasks else None,
+        ) as client,
+    ):
+        yield client
+
+
+async def start_task(client: Client, code: str) -> TaskHandle:
+    result = await client.session.call_tool(
+        "execute_code", {"code": code, "background": True}, allow_claimed=True
+    )
+    assert isinstance(result, TaskHandle), result
+    return result
+
+
+async def get_task(client: Client, task_id: str) -> TaskState:
+    return await client.session.send_request(GetTask(params=TaskId(task_id=task_id)), TaskState)
+
+
+async def task_until(client: Client, task_id: str, done: Callable[[TaskState], bool]) -> TaskState:
+    while not done(state := await get_task(client, task_id)):  # noqa: ASYNC110 (polling is the protocol)
+        await anyio.sleep(0.2)
+    return state
+
+
+async def ledger_reads(tmp_path: Path, entries: list[str]) -> None:
+    """Wait until the ledger child (another process) has recorded exactly `entries`."""
+    while ledger_entries(tmp_path) != entries:  # noqa: ASYNC110 (another process writes the file)
+        await anyio.sleep(0.1)
+
+
+def ended(state: TaskState) -> bool:
+    return state.status in ("completed", "failed", "cancelled")
+
+
+def audit_records(tmp_path: Path) -> list[dict[str, Any]]:
+    path = tmp_path / "audit.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    return [json.loads(line) for line in lines]
+
+
+def executions(tmp_path: Path) -> list[dict[str, Any]]:
+    return [record for record in audit_records(tmp_path) if record["kind"] == "execution"]
+
+
+async def test_a_task_outlives_the_clients_request_timeout_shows_progress_and_is_collected_later(
+    tmp_path: Path,
+) -> None:
+    async with gateway_at(tmp_path) as gateway, client_of(gateway, tasks=True) as client:
+        with anyio.fail_after(WAIT):
+            # In the foreground the same snippet outlives the client's patience.
+            with pytest.raises(MCPError, match=r"[Tt]imed out"):
+                await client.call_tool("execute_code", {"code": SLOW})
+            handle = await start_task(client, SLOW)
+            assert handle.status == "working"
+            assert handle.ttl_ms is not None
+            assert handle.ttl_ms > 0
+            running = await task_until(
+                client, handle.task_id, lambda s: "tool call" in (s.status_message or "")
+            )
+            assert running.status == "working"
+            assert running.status_message is not None
+            assert running.status_message.startswith("running: ")
+            done = await task_until(client, handle.task_id, ended)
+    assert done.status == "completed", done
+    assert done.result is not None
+    assert done.result["structuredContent"]["value"] == "finished"
+    assert done.result["isError"] is False
+    [*_, background] = executions(tmp_path)
+    assert background["ok"] is True
+    assert background["principal"] == "alice"
+    assert background["limits"]["timeout_seconds"] == 600  # background.timeout_seconds, not sandbox's
+
+
+@ERAS
+async def test_background_true_answers_an_id_at_once_and_a_new_session_collects_the_result(
+    tmp_path: Path, mode: ConnectMode
+) -> None:
+    async with gateway_at(tmp_path) as gateway:
+        with anyio.fail_after(WAIT):
+            async with client_of(gateway, mode) as first:
+                started = await first.call_tool("execute_code", {"code": SLOW, "background": True})
+            assert not started.is_error, text(started)
+            assert started.structured_content is not None
+            execution_id = started.structured_content["value"]["background"]
+            assert f'collect="{execution_id}"' in text(started)
+            # The first client is gone (its session closed); a new one collects, waiting for the end.
+            async with client_of(gateway, mode) as second:
+                collected = await second.call_tool(
+                    "execute_code", {"collect": execution_id}, read_timeout_seconds=WAIT
+                )
+    assert not collected.is_error, text(collected)
+    assert collected.structured_content is not None
+    assert collected.structured_content["value"] == "finished"
+    assert ledger_entries(tmp_path) == ["started"]
+
+
+async def test_cancelling_a_task_stops_its_child_call_and_frees_the_slot(tmp_path: Path) -> None:
+    async with gateway_at(tmp_path) as gateway, client_of(gateway, tasks=True) as client:
+        with anyio.fail_after(WAIT):
+            handle = await start_task(client, FOREVER)
+            await task_until(client, handle.task_id, lambda s: "tool call" in (s.status_message or ""))
+            await ledger_reads(tmp_path, ["started"])  # the snippet is in its 600 s child call
+            await client.session.send_request(
+                CancelTask(params=TaskId(task_id=handle.task_id)), types.EmptyResult
+            )
+            cancelled = await task_until(client, handle.task_id, ended)
+            # One slot: this runs only if the cancelled snippet really stopped.
+            after = await client.call_tool("execute_code", {"code": "'next'"})
+    assert cancelled.status == "cancelled"
+    assert after.structured_content is not None
+    assert after.structured_content["value"] == "next"
+    assert ledger_entries(tmp_path) == ["started"]  # never reached the call after the child call
+    cancelled_record = next(r for r in executions(tmp_path) if r["error_category"] == "cancelled")
+    assert cancelled_record["error"] == "ExecutionCancelled"
+    assert cancelled_record["principal"] == "alice"
+
+
+@ERAS
+async def test_cancel_argument_stops_a_background_execution_without_tasks(
+    tmp_path: Path, mode: ConnectMode
+) -> None:
+    async with gateway_at(tmp_path) as gateway, client_of(gateway, mode) as client:
+        with anyio.fail_after(WAIT):
+            started = await client.call_tool("execute_code", {"code": FOREVER, "background": True})
+            assert started.structured_content is not None
+            execution_id = started.structured_content["value"]["background"]
+            await ledger_reads(tmp_path, ["started"])  # the snippet is in its 600 s child call
+            stopped = await client.call_tool(
+                "execute_code", {"cancel": execution_id}, read_timeout_seconds=WAIT
+            )
+            after = await client.call_tool("execute_code", {"code": "'next'"})
+    assert "is cancelled" in text(stopped), text(stopped)
+    assert after.structured_content is not None
+    assert after.structured_content["value"] == "next"
+    assert ledger_entries(tmp_path) == ["started"]
+
+
+@ERAS
+async def test_a_caller_past_its_background_limit_is_told_which_limit_and_what_to_do(
+    tmp_path: Path, mode: ConnectMode
+) -> None:
+    async with gateway_at(tmp_path, max_running=2) as gateway, client_of(gateway, mode) as client:
+        with anyio.fail_after(WAIT):
+            first = await client.call_tool("execute_code", {"code": FOREVER, "background": True})
+            assert not first.is_error, text(first)
+            second = await client.call_tool("execute_code", {"code": "1", "background": True})
+    assert second.is_error
+    assert "background.max_running_per_caller" in text(second)
+    assert "collect or cancel one first" in text(second)
+
+
+async def test_a_task_past_the_limit_is_refused_with_the_limit_named(tmp_path: Path) -> None:
+    async with gateway_at(tmp_path) as gateway, client_of(gateway, tasks=True) as client:
+        with anyio.fail_after(WAIT):
+            await start_task(client, FOREVER)
+            with pytest.raises(MCPError, match=r"background.max_running"):
+                await start_task(client, "1")
+
+
+async def test_another_principal_cannot_read_or_cancel_a_task_and_unknown_ids_are_refused(
+    tmp_path: Path,
+) -> None:
+    async with (
+        gateway_at(tmp_path, max_running=2) as gateway,
+        client_of(gateway, tasks=True) as alice,
+        client_of(gateway, tasks=True, token=BOB) as bob,
+    ):
+        with anyio.fail_after(WAIT):
+            handle = await start_task(alice, FOREVER)
+            for attempt in (
+                get_task(bob, handle.task_id),
+                bob.session.send_request(
+                    CancelTask(params=TaskId(task_id=handle.task_id)), types.EmptyResult
+                ),
+            ):
+                with pytest.raises(MCPError, match="another caller started it") as refused:
+                    await attempt
+                assert refused.value.error.code == -32602
+            collected = await bob.call_tool("execute_code", {"collect": handle.task_id})
+            assert collected.is_error
+            assert "another caller started it" in text(collected)
+            with pytest.raises(MCPError, match="the id is unknown"):
+                await get_task(alice, "no-such-task")
+            still = await get_task(alice, handle.task_id)
+    assert still.status == "working"
+
+
+async def test_tasks_methods_from_a_client_without_the_extension_get_missing_capability(
+    tmp_path: Path,
+) -> None:
+    async with gateway_at(tmp_path) as gateway, client_of(gateway) as client:
+        with anyio.fail_after(WAIT), pytest.raises(MCPError) as refused:
+            await get_task(client, "anything")
+    assert refused.value.error.code == -32021
+
+
+async def test_shutdown_ends_a_running_background_execution_and_the_audit_log_says_so(tmp_path: Path) -> None:
+    async with gateway_at(tmp_path) as gateway:
+        async with client_of(gateway, tasks=True) as client:
+            with anyio.fail_after(WAIT):
+                await start_task(client, FOREVER)
+                await ledger_reads(tmp_path, ["started"])  # the snippet is in its 600 s child call
+        exit_code = await gateway.stop()
+    assert exit_code == 0
+    [record] = executions(tmp_path)
+    assert record["error"] == "EndedByShutdown"
+    assert record["error_category"] == "cancelled"
+    assert record["principal"] == "alice"
+    assert "background executions ended by shutdown" in gateway.messages()
+
+
+async def test_the_typescript_sdk_runs_execute_code_as_a_2025_11_25_task(tmp_path: Path) -> None:
+    """The handshake era's core tasks, with the TypeScript SDK's experimental tasks client over stdio:
+    the SDK's Python client cannot read a `CreateTaskResult` (it checks tools/call against
+    `CallToolResult`), the TypeScript one can."""
+    gateway_config = write_config(
+        tmp_path,
+        {"mcpServers": {"ledger": ledger_server(tmp_path)}, "audit": {"path": str(tmp_path / "audit.jsonl")}},
+    )
+    script = {
+        "command": [sys.executable, "-m", "gateway", "serve", "--config", str(gateway_config)],
+        "env": environment(),
+        "cwd": str(REPO),
+        "slow": SLOW,
+        "forever": FOREVER,
+        "timeout_ms": int(READ_TIMEOUT * 1000),
+    }
+    with anyio.fail_after(WAIT):
+        done = await anyio.run_process(
+            [node(), str(TASKS_CLIENT), str(NPM_MODULES)], input=json.dumps(script).encode(), check=False
+        )
+    stdout, stderr = done.stdout.decode(), done.stderr.decode()
+    assert done.returncode == 0, f"stdout: {stdout}\nstderr:\n{stderr}"
+    report = json.loads(stdout)
+    assert report["protocolVersion"] == "2025-11-25"
+    assert report["tasksCapability"] == {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+    assert report["taskSupport"] == "optional"
+    slow = report["slow"]
+    assert slow["error"] is None, slow
+    assert slow["messages"][0]["type"] == "taskCreated"
+    assert slow["messages"][-1]["type"] == "result"
+    assert slow["result"]["structuredContent"]["value"] == "finished"
+    forever = report["forever"]
+    assert forever["working"]["status"] == "working"
+    assert forever["working"]["statusMessage"].startswith("running: ")
+    assert forever["taskId"] in forever["listed"]
+    assert forever["cancelled"]["status"] == "cancelled"
+    assert forever["after"]["status"] == "cancelled"
+    assert "cancelled" in report["resultOfCancelled"]
+    assert "the id is unknown" in report["unknown"]
+    assert ledger_entries(tmp_path) == ["started", "started"]  # the cancelled one never went on
+    assert [r["error_category"] for r in executions(tmp_path)] == [None, "cancelled"]
+
+
+async def test_a_background_run_past_its_own_wall_time_ends_naming_the_background_key(tmp_path: Path) -> None:
+    async with gateway_at(tmp_path, timeout_seconds=1) as gateway, client_of(gateway, "legacy") as client:
+        with anyio.fail_after(WAIT):
+            started = await client.call_tool(
+                "execute_code", {"code": "while True:\n    pass", "background": True}
+            )
+            assert started.structured_content is not None
+            execution_id = started.structured_content["value"]["background"]
+            collected = await client.call_tool(
+                "execute_code", {"collect": execution_id}, read_timeout_seconds=WAIT
+            )
+    assert collected.is_error
+    assert "(background.timeout_seconds)" in text(collected), text(collected)
+    assert "sandbox.timeout_seconds" not in text(collected)
+    [record] = executions(tmp_path)
+    assert record["error"] == "WallTimeExceeded"
+    assert record["limits"]["timeout_seconds"] == 1
+
+
+class TaskUpdate(TaskId):
+    input_responses: dict[str, Any]
+
+
+class UpdateTask(types.Request[TaskUpdate, Literal["tasks/update"]]):
+    method: Literal["tasks/update"] = "tasks/update"
+    params: TaskUpdate
+    name_param = "taskId"
+
+
+APPROVED = "tools.ledger.append(entry='approved')\n'appended'"
+
+
+@pytest.mark.parametrize("action", ["accept", "decline"])
+async def test_an_approval_inside_a_task_is_asked_through_its_status_and_answered_with_update(
+    tmp_path: Path, action: str
+) -> None:
+    async with (
+        gateway_at(tmp_path, {"approve": ["ledger.append"]}) as gateway,
+        client_of(gateway, tasks=True) as client,
+    ):
+        with anyio.fail_after(WAIT):
+            handle = await start_task(client, APPROVED)
+            asking = await task_until(client, handle.task_id, lambda s: s.status == "input_required")
+            assert asking.input_requests is not None
+            [(key, request)] = asking.input_requests.items()
+            update = TaskUpdate(
+                task_id=handle.task_id, input_responses={key: {"action": action, "content": {}}}
+            )
+            await client.session.send_request(UpdateTask(params=update), types.EmptyResult)
+            done = await task_until(client, handle.task_id, ended)
+    assert request["method"] == "elicitation/create"
+    assert "ledger.append" in request["params"]["message"]
+    assert asking.status_message == "waiting for the user to approve ledger.append"
+    assert done.status == "completed"
+    assert done.result is not None
+    if action == "accept":
+        assert done.result["structuredContent"]["value"] == "appended"
+        assert ledger_entries(tmp_path) == ["approved"]
+    else:
+        assert done.result["isError"] is True
+        assert "the user declined" in done.result["structuredContent"]["error"]["message"]
+        assert ledger_entries(tmp_path) == []
+
+
+async def test_a_background_run_on_the_handshake_era_asks_over_the_session_while_it_is_connected(
+    tmp_path: Path,
+) -> None:
+    user = User()
+    env = environment({"ALICE_TOKEN": ALICE, "BOB_TOKEN": BOB})
+    async with (
+        http_gateway(config(tmp_path, {"approve": ["ledger.append"]}), env=env) as gateway,
+        http_client(gateway.url, "legacy", elicitation=user, token=ALICE) as client,
+    ):
+        with anyio.fail_after(WAIT):
+            started = await client.call_tool("execute_code", {"code": APPROVED, "background": True})
+            assert started.structured_content is not None
+            execution_id = started.structured_content["value"]["background"]
+            collected = await client.call_tool("execute_code", {"collect": execution_id})
+    assert not collected.is_error, text(collected)
+    assert len(user.prompts) == 1
+    assert "ledger.append" in user.prompts[0]
+    assert ledger_entries(tmp_path) == ["approved"]
+
+
+async def test_a_call_needing_approval_in_the_background_is_refused_when_no_one_could_approve_it(
+    tmp_path: Path,
+) -> None:
+    code = "try:\n    tools.ledger.append(entry='x')\nexcept ToolError as e:\n    print(e)\n'handled'"
+    async with (
+        gateway_at(tmp_path, {"approve": ["ledger.append"]}) as gateway,
+        client_of(gateway) as client,  # 2026-07-28 without tasks: nothing to carry the question
+    ):
+        with anyio.fail_after(WAIT):
+            started = await client.call_tool("execute_code", {"code": code, "background": True})
+            assert started.structured_content is not None
+            execution_id = started.structured_content["value"]["background"]
+            done = await client.call_tool(
+                "execute_code", {"collect": execution_id}, read_timeout_seconds=WAIT
+            )
+    assert not done.is_error, text(done)
+    structured = done.structured_content
+    assert structured is not None
+    assert structured["value"] == "handled"
+    assert "runs in the background and no one could approve it" in structured["stdout"]
+    assert ledger_entries(tmp_path) == []
+    [call] = [record for record in audit_records(tmp_path) if record["kind"] == "tool_call"]
+    assert call["tool"] == "ledger.append"
+    assert call["ok"] is False

@@ -1,0 +1,101 @@
+"""The middleware step in the gateway core, over a real child: exposed tools, and each run's own chain."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import pytest
+from mcp import types
+
+from gateway._gateway import Gateway
+from gateway.config import parse_config
+from gateway.errors import ToolCallError
+from gateway.middleware import Call, CallNext, Chain, Layer, Refused
+from gateway.policy import no_approver
+from tests.real_servers import TINY_SERVER
+
+pytestmark = pytest.mark.anyio
+
+WAIT = 60
+
+
+async def passes(call: Call, call_next: CallNext) -> Any:
+    return await call_next(call)
+
+
+async def shouts(call: Call, call_next: CallNext) -> Any:
+    value = await call_next(call)
+    return {"result": value["result"].upper()}
+
+
+async def refuses(call: Call, call_next: CallNext) -> Any:
+    raise Refused(f"{call.tool} is closed today")
+
+
+@pytest.fixture
+async def gateway() -> AsyncIterator[Gateway]:
+    tiny = {"command": sys.executable, "args": [str(TINY_SERVER)]}
+    config = parse_config({"mcpServers": {"tiny": tiny}, "expose": ["tiny.echo"]}, "test")
+    async with Gateway(config) as gateway:
+        with anyio.fail_after(WAIT):
+            await gateway.settled_exposure()
+        yield gateway
+
+
+def texts(result: types.CallToolResult) -> list[str]:
+    return [block.text for block in result.content if isinstance(block, types.TextContent)]
+
+
+async def call_echo(gateway: Gateway, text: str) -> types.CallToolResult:
+    exposed = await gateway.exposed_tool("tiny__echo")
+    assert exposed is not None
+    with anyio.fail_after(WAIT):
+        return await gateway.call_exposed(exposed, {"text": text})
+
+
+async def test_an_exposed_tool_passed_on_unchanged_answers_with_the_childs_own_result(
+    gateway: Gateway,
+) -> None:
+    direct = await call_echo(gateway, "hi")
+    gateway.middleware = Chain((Layer("test:passes", passes),))
+    through = await call_echo(gateway, "hi")
+    assert through == direct
+
+
+async def test_an_exposed_tool_answers_with_what_a_middleware_returned_instead(gateway: Gateway) -> None:
+    gateway.middleware = Chain((Layer("test:shouts", shouts),))
+    result = await call_echo(gateway, "hi")
+    assert result.structured_content == {"result": "HI"}
+    assert texts(result) == ['{"result": "HI"}']
+    assert not result.is_error
+
+
+async def test_a_middleware_refuses_an_exposed_tool_as_it_would_a_snippets_call(gateway: Gateway) -> None:
+    gateway.middleware = Chain((Layer("test:refuses", refuses),))
+    with pytest.raises(ToolCallError, match=r"tiny\.echo is closed today"):
+        await call_echo(gateway, "hi")
+
+
+async def test_a_run_keeps_the_chain_it_started_with_when_the_gateway_gets_another(gateway: Gateway) -> None:
+    before = Chain((Layer("test:passes", passes),))
+    gateway.middleware = before
+    run = gateway._new_run("exec-1", no_approver, None, None, None)  # pyright: ignore[reportPrivateUsage]
+    gateway.middleware = Chain((Layer("test:refuses", refuses),))  # as a config reload would
+    assert run.middleware is before
+    later = gateway._new_run("exec-2", no_approver, None, None, None)  # pyright: ignore[reportPrivateUsage]
+    assert later.middleware is gateway.middleware
+
+
+async def adds_an_argument(call: Call, call_next: CallNext) -> Any:
+    return await call_next(call.replace(arguments={**call.arguments, "shell": "rm -rf /"}))
+
+
+async def test_arguments_a_middleware_changed_are_checked_against_the_childs_schema(gateway: Gateway) -> None:
+    gateway.middleware = Chain((Layer("test:adds", adds_an_argument),))
+    with pytest.raises(ToolCallError) as refused:
+        await call_echo(gateway, "hi")
+    assert "unknown argument(s) shell" in str(refused.value)
+    assert "(in the arguments as middleware test:adds changed them)" in str(refused.value)

@@ -1,0 +1,42 @@
+"""The pid file behind `codemode-gateway reload`: a pid is signalled only while a gateway holds it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from gateway.errors import ConfigError, GatewayError
+from gateway.reload import PidFile, request_reload
+
+
+def test_a_pid_file_no_gateway_holds_is_refused_and_its_pid_never_signalled(tmp_path: Path) -> None:
+    # Left behind by a gateway that died: the pid in it may belong to anyone now (here, this test).
+    path = tmp_path / "gateway.pid"
+    path.write_text(f"{os.getpid()}\n")
+    with pytest.raises(GatewayError, match="no gateway holds the pid file"):
+        request_reload(path, timeout=1)
+    assert not (tmp_path / "gateway.pid.request").exists()
+
+
+def test_a_missing_pid_file_says_how_the_gateway_should_have_been_started(tmp_path: Path) -> None:
+    with pytest.raises(GatewayError, match="--pid-file"):
+        request_reload(tmp_path / "absent.pid", timeout=1)
+
+
+def test_the_gateway_writes_its_pid_and_a_second_gateway_cannot_take_the_same_file(tmp_path: Path) -> None:
+    path = tmp_path / "gateway.pid"
+    with PidFile(path):
+        assert path.read_text() == f"{os.getpid()}\n"
+        with pytest.raises(ConfigError, match="held by another running gateway"), PidFile(path):
+            pass
+    assert not path.exists()  # removed as the gateway stops
+
+
+def test_a_request_names_who_asked_and_is_taken_once(tmp_path: Path) -> None:
+    path = tmp_path / "gateway.pid"
+    with PidFile(path) as pid_file:
+        (tmp_path / "gateway.pid.request").write_text('{"pid": 42, "user": "ops", "extra": "ignored"}')
+        assert pid_file.take_request() == {"pid": 42, "user": "ops"}
+        assert pid_file.take_request() is None

@@ -1,0 +1,48 @@
+"""A real MCP server for the reload tests, over stdio: a call that waits for the test, and its pid.
+
+`wait_for(path)` answers once the file at `path` exists, so a test holds an execution in flight
+exactly as long as it needs to (a config reload lands meanwhile) and releases it by creating the file;
+it creates `path`.waiting first, so the test knows the call has reached the server.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+
+POLL_SECONDS = 0.02
+GIVE_UP_SECONDS = 300  # a test that never creates the file has failed long before this
+
+
+def build() -> MCPServer:
+    """The server: `wait_for` answers once a file exists, `pid` says which process answers."""
+    server = MCPServer("latch")
+
+    @server.tool()
+    async def wait_for(path: str) -> str:  # pyright: ignore[reportUnusedFunction]
+        """Answer "released" once the file at `path` exists; `path`.waiting says the call has begun."""
+        await anyio.Path(f"{path}.waiting").touch()
+        with anyio.fail_after(GIVE_UP_SECONDS):
+            while not await anyio.Path(path).exists():  # noqa: ASYNC110 (the test makes it)
+                await anyio.sleep(POLL_SECONDS)
+        return "released"
+
+    @server.tool()
+    def pid() -> int:  # pyright: ignore[reportUnusedFunction]
+        """This server's process id."""
+        return os.getpid()
+
+    @server.tool()
+    def echo(text: str) -> str:  # pyright: ignore[reportUnusedFunction]
+        """Return the text unchanged."""
+        return text
+
+    return server
+
+
+if __name__ == "__main__":
+    print("latch server starting", file=sys.stderr, flush=True)
+    build().run()
