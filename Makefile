@@ -8,12 +8,14 @@ NPM_DIR := .cache/npm
 NPM_STAMP := $(NPM_DIR)/.installed
 # The npm child servers the tests run, pinned exactly (gateway/config/_defaults.py NPM_SERVER_PINS must match),
 # and the TypeScript SDK whose client tests/e2e/ts_client drives the gateway with; the MCP conformance suite
-# and the Node 22 it needs (the `node` package; system node stays 20), for tests/e2e/test_conformance.py.
+# and the Node 22 it needs (the `node` package; system node stays 20), for tests/e2e/test_conformance.py;
+# Pyodide, the runtime of the bench's peer row (tests/bench/peer_pyodide.mjs).
 NPM_PACKAGES := @modelcontextprotocol/server-everything@2026.8.31 \
 	@modelcontextprotocol/server-memory@2026.8.31 \
 	@modelcontextprotocol/server-filesystem@2026.8.31 \
 	@modelcontextprotocol/sdk@1.32.2 \
 	@modelcontextprotocol/conformance@0.2.0-alpha.12 \
+	pyodide@0.28.2 \
 	node@22.23.3
 PYTEST_ARGS ?=
 # pytest-xdist workers for `make test` (0: one process, as `pytest` alone runs).

@@ -5,10 +5,14 @@
 //   fresh:  a new interpreter per execution (isolation like the gateway's fresh instance)
 //   reused: print(1) on one interpreter kept across executions (what mcp-run-python does when the
 //           dependencies match: fast, but one execution's state is visible to the next)
-// Usage: node peer_pyodide.mjs FRESH_RUNS REUSED_RUNS; prints one JSON line of milliseconds.
-import { loadPyodide } from "pyodide";
+// Usage: node peer_pyodide.mjs PYODIDE_DIR FRESH_RUNS REUSED_RUNS; prints one JSON line of milliseconds.
+// (PYODIDE_DIR is the npm package's directory: this script lives outside the node_modules it is in.)
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 
-const [freshRuns, reusedRuns] = process.argv.slice(2).map(Number);
+const [pyodideDir, ...counts] = process.argv.slice(2);
+const [freshRuns, reusedRuns] = counts.map(Number);
+const { loadPyodide } = await import(pathToFileURL(join(pyodideDir, "pyodide.mjs")).href);
 const quiet = { stdout: () => {}, stderr: () => {} };
 
 const fresh = [];

@@ -20,6 +20,7 @@ import platform
 import shlex
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -74,6 +75,12 @@ SEARCH_QUERY_SETS = {
     "held-out": REPO / "tests" / "search_eval" / "holdout.json",
 }
 GATEWAY_IMPORT = "import gateway.server"
+# What any server built on the Python SDK imports before it can answer `initialize` over stdio.
+SDK_IMPORT = "import mcp.server.lowlevel, mcp.server.stdio"
+PYODIDE_VERSION = "0.28.2"  # as the Makefile pins it
+# The peer: Pyodide, the runtime pydantic's mcp-run-python runs, in Node (npm, pinned by the Makefile).
+PEER_SCRIPT = Path(__file__).resolve().parent / "peer_pyodide.mjs"
+PEER_WAIT_SECONDS = 600.0
 BYTES_PER_TOKEN = 4
 
 HOST_CALL_MARKER = "<!-- host-call -->"  # where host_call_levers.py's section starts (before the load's)
@@ -104,6 +111,7 @@ class Plan:
     throughput_executions: int  # per batch, run one at a time and THROUGHPUT_AT_ONCE at a time
     throughput_native_runs: int  # fib(25) per native process
     throughput_repeats: int
+    peer_fresh_runs: int  # fresh Pyodide interpreters (seconds each)
     live_levels: tuple[int, ...] = (1, 4, MAX_LIVE)
 
 
@@ -123,6 +131,7 @@ FULL = Plan(
     throughput_executions=16,
     throughput_native_runs=60,
     throughput_repeats=5,
+    peer_fresh_runs=5,
 )
 QUICK = Plan(
     warmup=1,
@@ -140,6 +149,7 @@ QUICK = Plan(
     throughput_executions=2,
     throughput_native_runs=2,
     throughput_repeats=1,
+    peer_fresh_runs=1,
 )
 
 
@@ -916,6 +926,7 @@ class Startup:
     initialize: Samples
     connected: Samples
     import_floor: Samples
+    sdk_floor: Samples  # the SDK's own server imports, the same way
 
 
 @dataclass(frozen=True)
@@ -1177,8 +1188,8 @@ async def time_gateway_startup(
     return times
 
 
-async def time_import_floor() -> float:
-    """From spawning `python -c "import gateway.server"` (as the gateway is spawned) to the import's end.
+async def time_import_floor(statement: str = GATEWAY_IMPORT) -> float:
+    """From spawning `python -c "<statement>"` (as the gateway is spawned) to the import's end.
 
     The process prints a line once the import is done; its interpreter teardown (a few hundred ms of
     module finalization, which no `initialize` waits for) is left out of the time.
@@ -1186,7 +1197,7 @@ async def time_import_floor() -> float:
     started = time.perf_counter_ns()
     with anyio.fail_after(GATEWAY_WAIT_SECONDS):
         async with await anyio.open_process(
-            [sys.executable, "-c", f"{GATEWAY_IMPORT}\nprint('imported', flush=True)"],
+            [sys.executable, "-c", f"{statement}\nprint('imported', flush=True)"],
             cwd=REPO,
             env=get_default_environment() | passed_environment(),
             stderr=None,
@@ -1200,7 +1211,7 @@ async def time_import_floor() -> float:
                     break
             took = elapsed_ms(started)
             if output.strip() != b"imported" or await process.wait() != 0:
-                raise BenchError(f"`{GATEWAY_IMPORT}` failed: {output[-500:]!r}")
+                raise BenchError(f"`{statement}` failed: {output[-500:]!r}")
     return took
 
 
@@ -1209,13 +1220,14 @@ async def measure_startup(
 ) -> Startup:
     """`first` (the per-call rows' gateway) and `runs - 1` fresh gateways, each with an import-only run."""
     initialize, connected = [first[0]], [first[1]]
-    floor = [await time_import_floor()]
+    floor, sdk = [await time_import_floor()], [await time_import_floor(SDK_IMPORT)]
     for _ in range(runs - 1):
         initialized, ready = await time_gateway_startup(params, errlog, children)
         initialize.append(initialized)
         connected.append(ready)
         floor.append(await time_import_floor())
-    return Startup(Samples(tuple(initialize)), Samples(tuple(connected)), Samples(tuple(floor)))
+        sdk.append(await time_import_floor(SDK_IMPORT))
+    return Startup(*(Samples(tuple(ms)) for ms in (initialize, connected, floor, sdk)))
 
 
 def log_tail(path: Path, lines: int = 40) -> str:
@@ -1277,7 +1289,7 @@ async def measure_gateway(plan: Plan) -> GatewayFigures:
 
 def fresh_rows(sync: Samples, via_async: Samples, inline: Samples) -> list[Row]:
     """Row 1: print(1) on a fresh instance, synchronously, through `execute`, and without prewarming."""
-    target = Target(3.0)
+    target = Target(1.5)
     return [
         Row(
             "fresh_sync",
@@ -1326,6 +1338,54 @@ def monty_row(monty: Samples, ours: Samples) -> Row:
         "x monty's time",
         f"monty {monty.describe()}; ours p50 {fmt(ours.p50)} ms",
     )
+
+
+@dataclass(frozen=True)
+class PeerFigures:
+    """Pyodide in Node: a fresh interpreter per execution, and `print(1)` on one kept interpreter."""
+
+    fresh: Samples
+    reused: Samples
+
+
+def measure_peer(plan: Plan) -> PeerFigures:
+    """Run peer_pyodide.mjs with the Node and the pinned Pyodide that `make setup` installed."""
+    node = shutil.which("node")
+    if node is None or not (NPM_MODULES / "pyodide").is_dir():
+        raise BenchError("the Pyodide peer needs node on PATH and Pyodide in .cache/npm: make setup")
+    runs = (plan.peer_fresh_runs, plan.fresh_runs)
+    done = subprocess.run(
+        [node, str(PEER_SCRIPT), str(NPM_MODULES / "pyodide"), *map(str, runs)],
+        capture_output=True,
+        text=True,
+        timeout=PEER_WAIT_SECONDS,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise BenchError(f"the Pyodide peer failed: {done.stderr[-1000:]}")
+    times = json.loads(done.stdout)
+    return PeerFigures(Samples(tuple(times["fresh"])), Samples(tuple(times["reused"])))
+
+
+def peer_rows(peer: PeerFigures, ours: Samples) -> list[Row]:
+    """Row 3b: the peer's runtime, per execution, as a multiple of ours, both ways it can run."""
+    return [
+        Row(
+            "peer_fresh",
+            "Pyodide (mcp-run-python's runtime) in Node, fresh interpreter, `print(1)`",
+            peer.fresh.p50 / ours.p50,
+            "x faster",
+            f"theirs {peer.fresh.describe()}; ours p50 {fmt(ours.p50)} ms (each fresh and isolated)",
+        ),
+        Row(
+            "peer_reused",
+            "Pyodide, one interpreter kept across executions, `print(1)`",
+            peer.reused.p50 / ours.p50,
+            "x ours",
+            f"theirs {peer.reused.describe()}: what mcp-run-python does when the dependencies match, with "
+            "one execution's state visible to the next; ours is a fresh instance each time",
+        ),
+    ]
 
 
 def cpu_row(figures: CpuFigures) -> Row:
@@ -1448,7 +1508,7 @@ def gateway_execute_row(figures: GatewayFigures) -> Row:
         figures.execute.p50,
         " ms",
         figures.execute.describe(),
-        Target(10.0),
+        Target(3.0),
     )
 
 
@@ -1504,7 +1564,7 @@ def startup_rows(startup: Startup, children_initialize_ms: Mapping[str, float]) 
             f"{startup.initialize.describe()}; every child connected at p50 "
             f"{fmt(startup.connected.p50)} ms; each child spawned directly (all at once), spawn → initialize "
             f"(ms): {children}",
-            Target(1000.0),
+            Target(500.0),
         ),
         Row(
             "gateway_import",
@@ -1513,6 +1573,14 @@ def startup_rows(startup: Startup, children_initialize_ms: Mapping[str, float]) 
             " ms",
             f"{startup.import_floor.describe()}; initialize - floor at p50 "
             f"{fmt(startup.initialize.p50 - startup.import_floor.p50)} ms",
+        ),
+        Row(
+            "sdk_import",
+            f'`python -c "{SDK_IMPORT}"`, the floor of any Python SDK server\'s `initialize`',
+            startup.sdk_floor.p50,
+            " ms",
+            f"{startup.sdk_floor.describe()}; the gateway's own imports add "
+            f"{fmt(startup.import_floor.p50 - startup.sdk_floor.p50)} ms at p50",
         ),
     ]
 
@@ -1714,6 +1782,7 @@ async def collect(plan: Plan) -> Report:
         )
         report.rows.append(plain_wasi_row(measure_plain_wasi(plan.wasi_runs), ours))
         report.rows.append(monty_row(measure_monty_fresh(plan.monty_runs, plan.warmup), ours))
+        report.rows.extend(peer_rows(measure_peer(plan), ours))
         cpu = [measure_cpu(warm, workload, plan.cpu_repeats) for workload in WORKLOADS]
         report.rows.extend(cpu_row(figures) for figures in cpu)
         report.rows.append(monty_fib_row(measure_monty_fib(plan.cpu_repeats), cpu[0]))
@@ -1784,6 +1853,12 @@ def render_method(report: Report) -> str:
             "It needs no preopened directory: its stdlib is a zip embedded in the module.",
             "- pydantic-monty: `Monty(min_processes=1)` worker pool (started outside the timing); each run "
             "is `pool.checkout()` plus `feed_run`, i.e. a fresh session on a warm worker process.",
+            f"- Peer (`tests/bench/peer_pyodide.mjs`): Pyodide {PYODIDE_VERSION}, the CPython-on-WebAssembly "
+            "that pydantic's mcp-run-python runs in Deno, here in Node (both from npm, pinned by the "
+            "Makefile); mcp-run-python itself cannot run offline (its imports come from jsr.io, and it "
+            f"loads micropip from Pyodide's CDN). `loadPyodide()` + `print(1)` {plan.peer_fresh_runs} times "
+            f"(a fresh interpreter each), then `print(1)` {plan.fresh_runs} times on one kept interpreter, "
+            "timed inside Node.",
             f"- CPU rows: the whole fresh execution (instance, compile, run, result) against `exec()` of the "
             f"same source in this process, interleaved, median of {plan.cpu_repeats}; both sides must agree "
             f"on the result. In brackets, the body's own time read inside the guest (whose `perf_counter` is "
@@ -1831,7 +1906,8 @@ def render_method(report: Report) -> str:
             "`search_docs` answer that reports every child ready. Interleaved with as many fresh "
             f'`python -c "{GATEWAY_IMPORT}"` processes (the same interpreter and environment), timed '
             "from the spawn to the end of the import (the process then prints a line; its interpreter "
-            "teardown is not counted): a time no start-up can beat.",
+            f'teardown is not counted): a time no start-up can beat; and with `python -c "{SDK_IMPORT}"`, '
+            "what any server built on the Python SDK imports before it can answer `initialize` on stdio.",
             "- Search: `evaluate_search` (the code behind `codemode-gateway search-eval`) over the captured "
             "`tools/list` of 22 real servers (tests/search_eval) with the development queries (the ones "
             "search is tuned on) and the held-out queries (written separately, never tuned on). A query "

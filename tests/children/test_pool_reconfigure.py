@@ -11,7 +11,8 @@ import anyio
 import pytest
 
 from gateway import ChildUnavailable
-from gateway.children import ChildPool, ChildSettings, ChildState
+from gateway._gateway import child_settings
+from gateway.children import ChildPool, ChildState
 from gateway.config import GatewayConfig, parse_config
 from tests.real_servers import SERVERS
 
@@ -23,16 +24,6 @@ LATCH: dict[str, Any] = {"command": sys.executable, "args": [str(SERVERS / "latc
 
 def config_of(servers: dict[str, Any], **top: Any) -> GatewayConfig:
     return parse_config({"mcpServers": servers, **top}, "test", {})
-
-
-def settings_of(config: GatewayConfig) -> ChildSettings:
-    return ChildSettings(
-        config.startup_timeout_seconds,
-        config.restart,
-        config.max_message_bytes,
-        config.max_concurrent_calls,
-        config.sandbox.tool_call_timeout_seconds,
-    )
 
 
 async def pid_of(pool: ChildPool, name: str) -> int:
@@ -54,7 +45,7 @@ async def test_an_added_child_starts_a_removed_one_stops_and_an_unchanged_one_ke
             assert await pool.wait_ready()
             kept = await pid_of(pool, "keep")
             seen = pool.statuses()
-            changes = pool.reconfigure(after.mcp_servers, settings_of(after))
+            changes = pool.reconfigure(after.mcp_servers, child_settings(after))
             assert (changes.started, changes.stopped, changes.replaced) == (["added"], ["gone"], [])
             assert [status.name for status in await pool.wait_changed(seen)] == ["keep", "added"]
             assert await pool.wait_ready()
@@ -71,7 +62,7 @@ async def test_a_child_whose_entry_changed_is_replaced_by_a_fresh_process() -> N
         async with ChildPool(before.mcp_servers) as pool:
             assert await pool.wait_ready()
             first = await pid_of(pool, "a")
-            changes = pool.reconfigure(after.mcp_servers, settings_of(after))
+            changes = pool.reconfigure(after.mcp_servers, child_settings(after))
             assert changes.replaced == ["a"]
             assert await pool.wait_ready()
             assert by_state(pool) == {"a": ChildState.READY}
@@ -95,7 +86,7 @@ async def test_a_call_in_flight_on_a_removed_child_finishes_on_it(tmp_path: Path
             async with anyio.create_task_group() as group:
                 group.start_soon(call_and_keep, pool)
                 await until_exists(tmp_path / "release.waiting")
-                assert pool.reconfigure(after.mcp_servers, settings_of(after)).stopped == ["a"]
+                assert pool.reconfigure(after.mcp_servers, child_settings(after)).stopped == ["a"]
                 assert pool.names == ["b"]
                 release.touch()
     assert answers == ["released"]
@@ -108,7 +99,7 @@ async def test_unchanged_children_take_new_limits_in_place() -> None:
         async with ChildPool(before.mcp_servers) as pool:
             assert await pool.wait_ready()
             first = await pid_of(pool, "a")
-            assert not pool.reconfigure(after.mcp_servers, settings_of(after))
+            assert not pool.reconfigure(after.mcp_servers, child_settings(after))
             assert await pid_of(pool, "a") == first
             child = pool._children["a"]  # pyright: ignore[reportPrivateUsage]
             assert child.call_slots.total_tokens == 2
