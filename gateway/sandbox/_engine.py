@@ -18,6 +18,7 @@ import wasmtime
 from wasmtime.component import Component
 
 from gateway.errors import SandboxUnavailable
+from gateway.sandbox._pooling import PoolSize, use_pooling
 
 __all__ = [
     "COMPONENT_PATH",
@@ -59,12 +60,15 @@ def _engine_settings(max_wasm_stack: int) -> dict[str, object]:
     }
 
 
-def make_engine(max_wasm_stack: int) -> tuple[wasmtime.Engine, str]:
-    """A hardened engine and a fingerprint of its configuration (part of the artifact cache key)."""
-    settings = _engine_settings(max_wasm_stack)
+def make_engine(max_wasm_stack: int, pool: PoolSize | None = None) -> tuple[wasmtime.Engine, str]:
+    """A hardened engine and a fingerprint of its configuration (part of the artifact cache key);
+    with `pool`, it allocates instances from a pool of that size (`_pooling.py`)."""
+    settings: dict[str, object] = _engine_settings(max_wasm_stack)
     config = wasmtime.Config()
     for name, value in settings.items():
         setattr(config, name, value)
+    if pool is not None and use_pooling(config, pool):
+        settings["pooling"] = pool.fingerprint()
     return wasmtime.Engine(config), json.dumps(settings, sort_keys=True)
 
 

@@ -8,6 +8,7 @@ interrupts exactly the execution running in that slot, within microseconds of CP
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from dataclasses import dataclass, field
@@ -21,20 +22,19 @@ from gateway.sandbox._engine import LoadedComponent, load_component, make_engine
 from gateway.sandbox._host_call import Execution, host_call
 from gateway.sandbox._host_import import define_host_call
 from gateway.sandbox._instances import InstancePool
+from gateway.sandbox._pooling import MAX_CORE_INSTANCES, MAX_MEMORIES, MAX_TABLES, PoolSize
 from gateway.sandbox.limits import SandboxLimits
 
 __all__ = ["HOST_INTERFACE", "Slot", "Watchdog", "load_slots"]
 
 HOST_INTERFACE = "codemode:sandbox/host@0.1.0"
 WATCHDOG_PERIOD_SECONDS = 0.01
-# Core instances, memories and tables a fresh instance of the component creates (componentize-py
-# links libc, libpython and the bindings as separate core modules); generous, but bounded.
-_MAX_INSTANCES = 64
-_MAX_MEMORIES = 2
-_MAX_TABLES = 8
 # Instantiation runs start functions, which check epochs: never let an interrupt meant for an
 # execution trap a prewarming instantiation on the same engine.
 _INSTANTIATE_EPOCHS = 1 << 40
+# Instances one slot's engine holds at once beyond its prewarmed ones: the one running, the one just
+# run (until its store is freed), one made inline when the prewarmed ones ran out, and one spare.
+POOL_MARGIN = 4
 
 Instance = tuple[wasmtime.Store, Func]
 
@@ -59,12 +59,20 @@ class Slot:
         self._instances = InstancePool(self._instantiate, self.limits.prewarm_instances)
 
     def _instantiate(self) -> Instance:
+        try:
+            return self._new_instance()
+        except wasmtime.WasmtimeError:
+            # The engine's pool may still hold an instance whose store only a collection frees.
+            gc.collect()
+            return self._new_instance()
+
+    def _new_instance(self) -> Instance:
         store = wasmtime.Store(self.engine)
         store.set_limits(
             memory_size=self.limits.memory_bytes,
-            instances=_MAX_INSTANCES,
-            memories=_MAX_MEMORIES,
-            tables=_MAX_TABLES,
+            instances=MAX_CORE_INSTANCES,
+            memories=MAX_MEMORIES,
+            tables=MAX_TABLES,
         )
         store.set_fuel(self.limits.fuel)
         store.set_epoch_deadline(_INSTANTIATE_EPOCHS)
@@ -133,11 +141,12 @@ def load_slots(
     limits: SandboxLimits, *, component_path: Path | None, cache_dir: Path | None
 ) -> tuple[list[Slot], LoadedComponent]:
     """One slot per concurrent execution; the component is compiled (or read from cache) once."""
-    engine, fingerprint = make_engine(limits.max_wasm_stack_bytes)
+    pool = PoolSize(limits.prewarm_instances + POOL_MARGIN, limits.memory_bytes)
+    engine, fingerprint = make_engine(limits.max_wasm_stack_bytes, pool)
     loaded = load_component(engine, fingerprint, path=component_path, cache_dir=cache_dir)
     slots = [Slot(0, engine, loaded.component, limits)]
     for index in range(1, limits.max_concurrent_executions):
-        other, _ = make_engine(limits.max_wasm_stack_bytes)
+        other, _ = make_engine(limits.max_wasm_stack_bytes, pool)
         # Same engine settings, so the artifact just verified (or written) fits this engine too.
         if loaded.artifact.exists():
             component = Component.deserialize_file(other, str(loaded.artifact))

@@ -1,0 +1,59 @@
+"""wasmtime's pooling allocator: on with this wasmtime-py, off (and said) without it, never a limit."""
+
+from __future__ import annotations
+
+import json
+import logging
+from types import SimpleNamespace
+
+import pytest
+import wasmtime
+
+from gateway import Sandbox, SandboxLimits
+from gateway.sandbox import _pooling
+from gateway.sandbox._engine import make_engine
+from gateway.sandbox._pooling import KEEP_RESIDENT_BYTES, PoolSize, use_pooling
+from gateway.sandbox._slots import POOL_MARGIN
+
+STACK = SandboxLimits().max_wasm_stack_bytes
+MEMORY = SandboxLimits().memory_bytes
+
+
+def test_engines_allocate_from_a_pool_with_this_wasmtime_py() -> None:
+    _, fingerprint = make_engine(STACK, PoolSize(4, MEMORY))
+    pooling = json.loads(fingerprint)["pooling"]
+    assert pooling == {"max_memory_size": MEMORY, "keep_resident": KEEP_RESIDENT_BYTES}
+    _, on_demand = make_engine(STACK)
+    assert "pooling" not in json.loads(on_demand)  # another allocator, another compiled artifact
+
+
+def test_a_wasmtime_py_without_the_setting_keeps_on_demand_allocation_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(wasmtime, "_ffi", SimpleNamespace(), raising=False)
+    monkeypatch.setattr(_pooling, "_warned", False)
+    with caplog.at_level(logging.WARNING, logger="gateway.sandbox"):
+        assert not use_pooling(wasmtime.Config(), PoolSize(4, MEMORY))
+        assert not use_pooling(wasmtime.Config(), PoolSize(4, MEMORY))
+    assert [r.getMessage() for r in caplog.records].count(
+        "this wasmtime-py exposes no pooling allocator: fresh instances are slower"
+    ) == 1  # once per process, not per engine
+
+
+def test_a_slot_runs_many_more_executions_than_its_pool_holds_instances() -> None:
+    limits = SandboxLimits(max_concurrent_executions=1, prewarm_instances=1)
+    with Sandbox(limits) as sandbox:
+        for n in range(4 * (limits.prewarm_instances + POOL_MARGIN)):
+            result = sandbox.execute_sync(f"print({n})")
+            assert result.ok, result.summary()
+            assert result.stdout == f"{n}\n"
+
+
+def test_the_pool_leaves_the_memory_limit_where_the_store_sets_it() -> None:
+    limits = SandboxLimits(max_concurrent_executions=1, prewarm_instances=0, memory_bytes=64 << 20)
+    with Sandbox(limits) as sandbox:
+        result = sandbox.execute_sync("x = bytearray(200 * 1024 * 1024)")
+        assert not result.ok
+        assert result.error is not None
+        assert result.error.type == "MemoryLimitExceeded"
+        assert sandbox.execute_sync("print('still serving')").stdout == "still serving\n"
