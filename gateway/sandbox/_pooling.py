@@ -15,6 +15,7 @@ tests/sandbox/test_pooling.py fails, so an upgrade that loses it is noticed.
 from __future__ import annotations
 
 import logging
+import resource
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,10 +95,14 @@ def use_pooling(config: wasmtime.Config, size: PoolSize) -> bool:
     once) where this wasmtime-py does not expose the setting."""
     global _warned
     ffi = _bindings(size)
-    if ffi is None:
+    # The pool reserves address space for every memory up front (tens of GiB, never touched); under
+    # a cap on address space wasmtime could not make the engine at all, and would abort the process.
+    capped = resource.getrlimit(resource.RLIMIT_AS)[0] != resource.RLIM_INFINITY
+    if ffi is None or capped:
         if not _warned:
             _warned = True
-            log.warning("this wasmtime-py exposes no pooling allocator: fresh instances are slower")
+            why = "the address space is capped (ulimit -v)" if capped else "this wasmtime-py exposes none"
+            log.warning("no pooling allocator: fresh instances are slower", extra={"why": why})
         return False
     pool = ffi.wasmtime_pooling_allocation_config_new()
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import resource
 from types import SimpleNamespace
 
 import pytest
@@ -35,9 +36,21 @@ def test_a_wasmtime_py_without_the_setting_keeps_on_demand_allocation_and_says_s
     with caplog.at_level(logging.WARNING, logger="gateway.sandbox"):
         assert not use_pooling(wasmtime.Config(), PoolSize(4, MEMORY))
         assert not use_pooling(wasmtime.Config(), PoolSize(4, MEMORY))
-    assert [r.getMessage() for r in caplog.records].count(
-        "this wasmtime-py exposes no pooling allocator: fresh instances are slower"
-    ) == 1  # once per process, not per engine
+    said = [r for r in caplog.records if r.getMessage() == "no pooling allocator: fresh instances are slower"]
+    assert len(said) == 1  # once per process, not per engine
+    assert getattr(said[0], "why", None) == "this wasmtime-py exposes none"
+
+
+def test_a_capped_address_space_keeps_on_demand_allocation(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(resource, "getrlimit", lambda _: (8 << 30, resource.RLIM_INFINITY))
+    monkeypatch.setattr(_pooling, "_warned", False)
+    with caplog.at_level(logging.WARNING, logger="gateway.sandbox"):
+        engine, fingerprint = make_engine(STACK, PoolSize(4, MEMORY))
+    assert "pooling" not in json.loads(fingerprint)
+    assert isinstance(engine, wasmtime.Engine)
+    assert [getattr(r, "why", None) for r in caplog.records] == ["the address space is capped (ulimit -v)"]
 
 
 def test_a_slot_runs_many_more_executions_than_its_pool_holds_instances() -> None:
