@@ -3,7 +3,7 @@
 Why: with the default (on-demand) allocator every fresh instance maps, protects and unmaps its own
 memory, and its first touches of the snapshot heap fault page by page; two executions in one process
 also interrupt each other's core with those mapping changes. The pool reserves its slots once, and a
-slot's first `KEEP_RESIDENT_BYTES` are zeroed for reuse instead of handed back to the kernel.
+slot's first `KEEP_RESIDENT_BYTES` (16 MiB) are zeroed for reuse instead of handed back to the kernel.
 Measured on this 2-core machine, `tests/bench/pooling_probe.py`: `print(1)` on a fresh instance 4.1-4.5
 -> 2.8-3.1 ms; two fib(25) executions at once against one, 1.49-1.55x -> 1.80-1.93x.
 
@@ -32,7 +32,10 @@ __all__ = [
 
 log = logging.getLogger("gateway.sandbox")
 
-KEEP_RESIDENT_BYTES = 64 << 20  # a fresh CPython instance's heap is a few tens of MiB
+# Zeroed for reuse rather than handed back: the pages a run dirties first. Measured against 64 MiB
+# (pooling_probe.py), 16 MiB kept the same print(1) time and throughput, and it bounds what stays
+# resident to 16 MiB per pooled memory (12 per slot with the default prewarm).
+KEEP_RESIDENT_BYTES = 16 << 20
 # Core instances, memories and tables a fresh instance of the component creates (componentize-py
 # links libc, libpython and the bindings as separate core modules); generous, but bounded. Each
 # store's limits hold it to these too (`_slots.py`).

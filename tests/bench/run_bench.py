@@ -1884,7 +1884,10 @@ def render_method(report: Report) -> str:
             "client session (MCP requests in flight together), after the per-call rows.",
             "- Memory: VmRSS from /proc/self/status, idle and then while K executions (on a sandbox with "
             "no prewarm pool) have each built a ~20k-string list and are parked in a tool call that "
-            f"returns only once all K are live; (RSS_K - RSS_idle) / K, median of {plan.memory_repeats}.",
+            f"returns only once all K are live; (RSS_K - RSS_idle) / K, median of {plan.memory_repeats}. "
+            "The pooling allocator keeps the first 16 MiB of every pooled memory a run has used resident "
+            "(zeroed) for the next instance, so the idle figure already holds most of what a live "
+            "execution touches: the per-execution delta is small, the idle RSS is not.",
             "- Gateway rows: the MCP SDK's client (`stdio_client` + `ClientSession`, in this process) "
             "spawns `python -m gateway serve --config FILE` with default settings and five children: "
             "time and git (on this repository) from the venv; everything, memory and filesystem (on this "
