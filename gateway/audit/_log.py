@@ -51,7 +51,9 @@ Approval = Literal["not_required", "approved", "declined", "unavailable", "pendi
 
 _MIB = 1024 * 1024
 # Gateway-wide settings, not limits on one execution.
-_NOT_PER_EXECUTION = frozenset({"prewarm_instances", "max_concurrent_executions", "max_queued_executions"})
+_NOT_PER_EXECUTION = frozenset(
+    {"prewarm_instances", "max_concurrent_executions", "max_queued_executions", "pooling_allocator"}
+)
 
 
 def new_execution_id() -> str:

@@ -141,7 +141,9 @@ def load_slots(
     limits: SandboxLimits, *, component_path: Path | None, cache_dir: Path | None
 ) -> tuple[list[Slot], LoadedComponent]:
     """One slot per concurrent execution; the component is compiled (or read from cache) once."""
-    pool = PoolSize(limits.prewarm_instances + POOL_MARGIN, limits.memory_bytes)
+    pool = None
+    if limits.pooling_allocator:
+        pool = PoolSize(limits.prewarm_instances + POOL_MARGIN, limits.memory_bytes)
     engine, fingerprint = make_engine(limits.max_wasm_stack_bytes, pool)
     loaded = load_component(engine, fingerprint, path=component_path, cache_dir=cache_dir)
     slots = [Slot(0, engine, loaded.component, limits)]

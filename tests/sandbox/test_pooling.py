@@ -11,7 +11,7 @@ import pytest
 import wasmtime
 
 from gateway import Sandbox, SandboxLimits
-from gateway.sandbox import _pooling
+from gateway.sandbox import _pooling, _slots
 from gateway.sandbox._engine import make_engine
 from gateway.sandbox._pooling import KEEP_RESIDENT_BYTES, PoolSize, use_pooling
 from gateway.sandbox._slots import POOL_MARGIN
@@ -70,3 +70,18 @@ def test_the_pool_leaves_the_memory_limit_where_the_store_sets_it() -> None:
         assert result.error is not None
         assert result.error.type == "MemoryLimitExceeded"
         assert sandbox.execute_sync("print('still serving')").stdout == "still serving\n"
+
+
+def test_a_config_can_turn_the_pool_off_for_less_idle_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    pools: list[PoolSize | None] = []
+
+    def recording(max_wasm_stack: int, pool: PoolSize | None = None) -> tuple[wasmtime.Engine, str]:
+        pools.append(pool)
+        return make_engine(max_wasm_stack, pool)
+
+    monkeypatch.setattr(_slots, "make_engine", recording)
+    with Sandbox(SandboxLimits(max_concurrent_executions=2, pooling_allocator=False)) as sandbox:
+        assert sandbox.execute_sync("print('on demand')").stdout == "on demand\n"
+    with Sandbox(SandboxLimits(max_concurrent_executions=1, prewarm_instances=3)) as sandbox:
+        assert sandbox.execute_sync("print('pooled')").stdout == "pooled\n"
+    assert pools == [None, None, PoolSize(3 + POOL_MARGIN, MEMORY)]  # one engine per slot
