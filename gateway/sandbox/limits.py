@@ -91,5 +91,5 @@ class SandboxLimits(BaseModel):
         default=True,
         description="Take instances from wasmtime's pooling allocator: fresh instances start faster and "
         "two executions at once slow each other less, for more idle memory (memory a run used is kept "
-        "zeroed for the next: a few hundred MB with the default 4 slots). false: allocate on demand.",
+        "zeroed for the next: about 150 MB per slot once used). false: allocate on demand.",
     )
