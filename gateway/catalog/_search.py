@@ -28,7 +28,7 @@ from gateway.catalog._catalog import Catalog, CatalogEntry
 from gateway.catalog._semantic import Embedder, SemanticSearch, blend
 from gateway.catalog._signatures import first_sentence
 from gateway.catalog._spelling import Speller
-from gateway.catalog._vocabulary import stem, synonyms, terms, words
+from gateway.catalog._vocabulary import content_words, stem, synonyms, terms, words
 
 __all__ = ["BASELINE", "TUNED", "Hit", "Tuning", "search", "suggest_words", "tool_text", "warm_search"]
 
@@ -162,17 +162,22 @@ class _Index:
         n = len(docs)
         self.idf = {t: math.log(1 + (n - len(p) + 0.5) / (len(p) + 0.5)) for t, p in postings.items()}
         self.postings = dict(postings)
-        self.speller = Speller(self.postings)
         # Each name a query may give a tool by exactly (`git_log`, `git.git_log`, its Python name).
         self.named: defaultdict[str, set[int]] = defaultdict(set)
         for i, entry in enumerate(self.entries):
             for name in _names(entry):
                 self.named[name].add(i)
-        # The word people read for each stem ("navigate" for "navig"), for did-you-mean hints.
-        self.surface: dict[str, str] = {}
-        for entry in self.entries:
-            for word in words(f"{entry.tool_name} {entry.title or ''} {entry.description}"):
-                self.surface.setdefault(stem(word), word)
+        # Typos are corrected against stems ("modification" -> "modif" is one edit from "modified"'s
+        # "modifi") and against whole words: a typo's stem is often far from its word's ("raed" stems
+        # to "ra", "direcitons" to "direciton" while "directions" stems to "direct").
+        self.term_speller = Speller(self.postings)
+        self.word_speller = Speller(
+            {
+                word
+                for entry in self.entries
+                for word in words(f"{entry.tool_name} {entry.title or ''} {entry.description}")
+            }
+        )
         # A server is named in a query by its identifier or configured name, whole or by its words.
         self.server_of_term: dict[str, str] = {}
         for status in catalog.servers:
@@ -183,12 +188,15 @@ class _Index:
 
     def concepts(self, query: str) -> tuple[list[_Concept], set[str]]:
         """The query's concepts, and the servers it names."""
-        query_terms = terms(query)
+        query_words = content_words(query)
+        query_terms = [stem(word) for word in query_words]
         concepts: list[_Concept] = []
         for i, term in enumerate(query_terms):
             variants: dict[str, float] = {term: 1.0}
             if term not in self.postings:
-                for correction in self.speller.corrections(term):
+                corrections = self.term_speller.corrections(term)
+                corrections += map(stem, self.word_speller.corrections(query_words[i]))
+                for correction in corrections:
                     variants.setdefault(correction, self.tuning.correction)
             # The word alone, and the two-word phrases it is part of ("pull request" -> "pr").
             phrases: list[tuple[str, ...]] = [(term,)]
@@ -357,7 +365,6 @@ def suggest_words(catalog: Catalog, query: str) -> list[str]:
     index = _index(catalog, TUNED)
     suggestions: list[str] = []
     for word in words(query):
-        term = stem(word)
-        corrections = index.speller.corrections(term) if term not in index.postings else []
-        suggestions.append(index.surface.get(corrections[0], corrections[0]) if corrections else word)
+        corrections = index.word_speller.corrections(word) if stem(word) not in index.postings else []
+        suggestions.append(corrections[0] if corrections else word)
     return suggestions

@@ -16,7 +16,7 @@ import snowballstemmer  # pyright: ignore[reportMissingTypeStubs]
 
 from gateway.catalog._naming import split_words
 
-__all__ = ["STOPWORDS", "SYNONYM_GROUPS", "stem", "synonyms", "terms", "words"]
+__all__ = ["STOPWORDS", "SYNONYM_GROUPS", "content_words", "stem", "synonyms", "terms", "words"]
 
 STOPWORDS = frozenset(
     {
@@ -169,9 +169,14 @@ def words(text: str) -> list[str]:
     return [word.lower() for chunk in _WORD.findall(text) for word in split_words(chunk)]
 
 
+def content_words(text: str) -> list[str]:
+    """The words of `text` that search uses: stopwords and 1-letter words dropped, not yet stemmed."""
+    return [word for word in words(text) if len(word) > 1 and word not in STOPWORDS]
+
+
 def terms(text: str) -> list[str]:
     """Lowercase, stemmed search terms: identifiers split into words, stopwords and 1-letter words dropped."""
-    return [stem(word) for word in words(text) if len(word) > 1 and word not in STOPWORDS]
+    return [stem(word) for word in content_words(text)]
 
 
 def _phrase(text: str) -> tuple[str, ...]:

@@ -159,6 +159,13 @@ def test_weak_results_say_so_with_a_spelling_suggestion_and_the_servers(real: Ca
     )
 
 
+def test_a_typo_is_corrected_as_a_word_even_when_its_stem_is_far_from_the_words(real: Catalog) -> None:
+    # "raed" stems to "ra", two edits from "read"; the word itself is one swap away.
+    text = render_search(real, "raed zebra giraffe elephant")
+    assert text.splitlines()[1].startswith("memory.read_graph(")
+    assert 'Did you mean "read zebra giraffe elephant"?' in text
+
+
 def test_strong_results_carry_no_hint_and_show_five_tools_by_default(real: Catalog) -> None:
     lines = render_search(real, "read a file").splitlines()
     assert lines[0] == '5 tools for "read a file", best first:'

@@ -45,6 +45,7 @@ def test_search_finds_the_tool_at_least_as_often_as_when_tuned(catalog: Catalog,
     ("query", "tools"),
     [
         ("screenshoot the webpage", ["playwright.browser_take_screenshot"]),  # a typo
+        ("direcitons from home to the office", ["google_maps.maps_directions"]),  # stems far from "direct"
         ("list open PRs on github", ["github.list_pull_requests"]),  # an abbreviation, a server
         ("group by and sum in mongodb", ["mongodb.aggregate", "mongodb.aggregate_db"]),  # a server named
         ("make a new folder", ["filesystem.create_directory", "desktop_commander.create_directory"]),
