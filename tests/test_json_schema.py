@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import jsonschema
 import pytest
+from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 
 from gateway._json_schema import (
     UnsupportedPattern,
     all_unique,
+    best_error,
     ecma_regex,
     ecma_to_re2,
     json_identity,
     linear_validator,
+    short_message,
 )
 
 UNIQUE: dict[str, Any] = {"type": "array", "uniqueItems": True}
@@ -112,6 +116,49 @@ def test_the_non_unique_message_is_jsonschemas() -> None:
         == messages(stock, [1, 2, 1])
         == ["[1, 2, 1] has non-unique elements"]
     )
+
+
+# ---- anyOf, oneOf and reporting -----------------------------------------------------------------
+
+LABELS: dict[str, Any] = {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}]}
+
+
+@pytest.mark.parametrize("keyword", ["anyOf", "oneOf"])
+@pytest.mark.parametrize("instance", [["a"], "a", [0], 0, None])
+def test_any_of_and_one_of_judge_and_word_as_jsonschema_does(keyword: str, instance: Any) -> None:
+    schema = {keyword: [{"type": "array", "items": {"type": "string"}}, {"type": ["string", "array"]}]}
+    stock = jsonschema.Draft202012Validator(schema)
+    assert team(schema).is_valid(instance) == stock.is_valid(instance)
+    assert messages(team(schema), instance) == messages(stock, instance)
+
+
+def test_a_failing_any_of_branch_keeps_its_first_errors_not_one_per_bad_item() -> None:
+    [error] = child(LABELS).iter_errors([0] * 87_000)
+    assert error.message.endswith("is not valid under any of the given schemas")
+    assert 1 < len(error.context) <= 32  # jsonschema listed all 87,000 before yielding, even for is_valid
+    assert not child({"oneOf": LABELS["anyOf"]}).is_valid([0] * 87_000)
+
+
+def test_the_best_error_is_picked_from_the_first_few_of_an_endless_stream() -> None:
+    def endless() -> Iterator[ValidationError]:
+        for pulled in range(1_000):
+            yield ValidationError(f"error {pulled}", validator="type")  # pyright: ignore[reportArgumentType]
+        raise AssertionError("best_error ranked a thousand errors")
+
+    error = best_error(endless())
+    assert error is not None
+    assert error.message.startswith("error ")
+    assert best_error(iter(())) is None
+
+
+def test_a_long_instance_is_cut_out_of_the_message_and_a_short_one_kept() -> None:
+    [long] = child({"type": "string"}).iter_errors([0] * 87_000)
+    assert (
+        short_message(long)
+        == "[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, …(261000 characters) is not of type 'string'"
+    )
+    [short] = child({"type": "string"}).iter_errors(5)
+    assert short_message(short) == "5 is not of type 'string'"
 
 
 def test_unique_items_holds_under_an_older_draft_too() -> None:

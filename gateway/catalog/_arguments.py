@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, cast
+from typing import Any
 
-from jsonschema.exceptions import ValidationError, best_match  # pyright: ignore[reportUnknownVariableType]  # stubs leave it open
+from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 
 from gateway._json import as_array, as_object, properties_of
-from gateway._json_schema import linear_validator
+from gateway._json_schema import best_error, linear_validator, short_message
 from gateway.catalog._catalog import CatalogEntry
 from gateway.errors import ToolCallError
 
@@ -74,11 +74,13 @@ def _unknown_arguments(entry: CatalogEntry, names: Iterable[str]) -> str | None:
 
 def _schema_violation(entry: CatalogEntry, errors: Iterable[ValidationError]) -> str | None:
     """The refusal naming the most relevant of `errors` (as jsonschema ranks them), if any."""
-    error = cast(object, best_match(errors))  # the stubs leave its return type open
+    error = best_error(errors)
     if error is None:
         return None
-    message, rule = getattr(error, "message", ""), getattr(error, "validator", "")
-    return f"invalid arguments for {entry.qualified}: {_path(error)}: {message} (schema rule: {rule})"
+    return (
+        f"invalid arguments for {entry.qualified}: {_path(error)}: {short_message(error)} "
+        f"(schema rule: {error.validator})"
+    )
 
 
 def prepare_arguments(entry: CatalogEntry, arguments: Mapping[str, Any]) -> dict[str, Any]:

@@ -118,6 +118,11 @@ def build() -> MCPServer:
         return len(tags)
 
     @server.tool(annotations=_READ)
+    def label_count(labels: list[str] | str) -> int:  # pyright: ignore[reportUnusedFunction]
+        """How many labels were given, as a list or one string (its schema says anyOf)."""
+        return 1 if isinstance(labels, str) else len(labels)
+
+    @server.tool(annotations=_READ)
     def read_file(path: str) -> str:  # pyright: ignore[reportUnusedFunction]
         """Pretend to read a file (nothing is read): the suite's policy constrains the path."""
         return f"read {path}"

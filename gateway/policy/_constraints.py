@@ -18,10 +18,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, NoReturn, cast
 
 import jsonschema
-from jsonschema.exceptions import ValidationError, best_match  # pyright: ignore[reportUnknownVariableType]
+from jsonschema.exceptions import ValidationError
 
 from gateway._json import as_array, as_object
-from gateway._json_schema import UnsupportedPattern, ecma_regex, linear_validator
+from gateway._json_schema import UnsupportedPattern, best_error, ecma_regex, linear_validator, short_message
 from gateway.catalog import CatalogEntry
 from gateway.errors import PolicyDenied
 
@@ -297,12 +297,9 @@ def _field(path: Iterable[str | int]) -> str:
 
 def _short_message(error: ValidationError) -> str:
     """jsonschema's message with a long instance (a huge int, a long string) cut in the middle."""
-    shown = repr(error.instance)
     if error.validator == "not" and error.validator_value == {}:
-        return f"forbidden by the constraint (got {_clip(shown, 60)})"
-    if len(shown) <= 60 or shown not in error.message:
-        return error.message
-    return error.message.replace(shown, f"{shown[:40]}…({len(shown)} characters)", 1)
+        return f"forbidden by the constraint (got {_clip(repr(error.instance), 60)})"
+    return short_message(error)
 
 
 def _deny(entry: CatalogEntry, rule: str, note: str, detail: str) -> NoReturn:
@@ -359,8 +356,7 @@ class Constraint:
             field, why, detail = problem
             _deny(entry, self.where, f": {why}", f"argument {field}: {detail}")
         try:
-            # best_match's stubs leave its return type open.
-            error = cast("ValidationError | None", best_match(self._validator.iter_errors(dict(wire))))
+            error = best_error(self._validator.iter_errors(dict(wire)))
         except Exception as exc:  # an overflow, deep nesting: what cannot be checked is refused
             _deny(entry, self.where, "", f"the arguments could not be checked ({type(exc).__name__}: {exc})")
         if error is not None:

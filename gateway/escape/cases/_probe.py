@@ -66,6 +66,8 @@ PROBE_POLICY: dict[str, Any] = {
                 }
             }
         },
+        # ...and the same rule on a list without uniqueItems, so that thousands of tags reach it.
+        "probe.label_count": {"args": {"properties": {"labels": {"items": {"pattern": "[a-z]+:[a-z0-9]+"}}}}},
     },
     # The roles cases: callers named by principal, scope or group get less reach than the policy.
     "roles": {

@@ -113,6 +113,20 @@ _COST: tuple[EscapeCase, ...] = (
         _quickly(ok=True),
         needs=_large,
     ),
+    # Finding 15: jsonschema ranked every error to name one (87,000 bad items: 1.4 s of the event loop)...
+    _case(
+        "validation-many-labels-failing-the-policy-pattern",
+        "tools.probe.label_count(labels=['0'] * 50000)",
+        _quickly("ToolError", "does not match"),
+        needs=_large,
+    ),
+    # ...and its anyOf listed every error of a failing branch before yielding one, even for is_valid.
+    _case(
+        "validation-large-invalid-argument-under-any-of",
+        "tools.probe.label_count(labels=[0] * 87000)",
+        _quickly("ToolError", "invalid arguments"),
+        needs=_large,
+    ),
     # The team's unanchored `[a-z]+:[a-z0-9]+` on 100,000 letters: Python's `re` tried every start.
     _case(
         "validation-unanchored-pattern-long-tag",
