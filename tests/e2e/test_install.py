@@ -7,6 +7,7 @@ its path, with a cache directory of its own.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -14,7 +15,7 @@ import subprocess
 import sys
 import tarfile
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import anyio
@@ -57,21 +58,31 @@ def _clean_env(cache: Path) -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in drop} | {"CODEMODE_CACHE_DIR": str(cache)}
 
 
-@pytest.fixture(scope="module")
+def _run_directory(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This test run's temp directory, shared by its xdist workers (each has a subdirectory of it)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@pytest.fixture(scope="session")
 def dist(tmp_path_factory: pytest.TempPathFactory) -> Dist:
-    out = tmp_path_factory.mktemp("dist")
-    subprocess.run(
-        [sys.executable, "-m", "build", "--outdir", str(out), str(REPO)],
-        check=True,
-        capture_output=True,
-        timeout=BUILD_SECONDS,
-    )
+    """Built once per test run: the first worker to need it builds it while the others wait."""
+    out = _run_directory(tmp_path_factory) / "dist"
+    with (out.parent / "dist.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not any(out.glob("*.whl")):
+            subprocess.run(
+                [sys.executable, "-m", "build", "--outdir", str(out), str(REPO)],
+                check=True,
+                capture_output=True,
+                timeout=BUILD_SECONDS,
+            )
     [sdist] = out.glob("*.tar.gz")
     [wheel] = out.glob("*.whl")
     return Dist(sdist, wheel)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def installed(dist: Dist, tmp_path_factory: pytest.TempPathFactory) -> Install:
     root = tmp_path_factory.mktemp("install")
     venv = root / "venv"
@@ -84,7 +95,7 @@ def installed(dist: Dist, tmp_path_factory: pytest.TempPathFactory) -> Install:
     return Install(venv / "bin", home, env)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def team_config(installed: Install) -> Path:
     """A config whose child runs under the installed venv's Python, with an audit log beside it."""
     config = installed.home / "team.json"
@@ -125,7 +136,10 @@ def test_version_names_the_package_wasmtime_and_the_shipped_component(installed:
     assert lines[2] == f"sandbox component sha256 {recorded}"
 
 
-def test_the_first_run_compiles_into_the_cache_and_says_so_and_later_runs_load_it(installed: Install) -> None:
+def test_the_first_run_compiles_into_the_cache_and_says_so_and_later_runs_load_it(
+    installed: Install, tmp_path: Path
+) -> None:
+    installed = replace(installed, env=installed.env | {"CODEMODE_CACHE_DIR": str(tmp_path / "cache")})
     first = installed.run("exec", "-c", "print(6 * 7)")
     assert (first.returncode, first.stdout) == (0, "42\n"), first.stderr
     assert "compiling the sandbox component" in first.stderr
