@@ -1,46 +1,57 @@
 """codemode-gateway: one MCP server in front of many, running model-written Python in a wasm sandbox."""
 
-from gateway._gateway import Gateway
-from gateway._redaction import Redactor
-from gateway._resume import ApprovalNeeded, Resume
-from gateway._version import package_version as _package_version
-from gateway.audit import AuditLog
-from gateway.config import GatewayConfig, load_config
-from gateway.errors import (
-    ApprovalLimitExceeded,
-    ApprovalRequired,
-    BackgroundRefused,
-    CapabilityDenied,
-    ChildUnavailable,
-    CodeTooLarge,
-    ConfigError,
-    EndedByShutdown,
-    ExecutionCancelled,
-    ExecutionFailed,
-    FuelExhausted,
-    GatewayBusy,
-    GatewayError,
-    GuestCrashed,
-    LimitExceeded,
-    MemoryLimitExceeded,
-    MiddlewareFailed,
-    PolicyDenied,
-    QuotaExceeded,
-    ResumeRefused,
-    SandboxUnavailable,
-    SecretInArguments,
-    ShownTooLarge,
-    ShownTooMany,
-    SnippetError,
-    StackExhausted,
-    TokenRefused,
-    ToolCallError,
-    ToolCallLimitExceeded,
-    ToolPayloadTooLarge,
-    WallTimeExceeded,
-)
-from gateway.sandbox import ErrorInfo, ExecutionResult, Sandbox, SandboxLimits, ToolCaller, ToolCallRecord
-from gateway.server import serve_http, serve_stdio
+import gc
+
+# Importing builds thousands of classes (the SDK's pydantic models and ours) and frees nothing, so
+# garbage collections in between only cost time: about a tenth of the import a client waits out before
+# `initialize` is answered (docs/benchmarks.md). They resume once the package is imported.
+_collecting = gc.isenabled()
+gc.disable()
+try:
+    from gateway._gateway import Gateway
+    from gateway._redaction import Redactor
+    from gateway._resume import ApprovalNeeded, Resume
+    from gateway._version import package_version as _package_version
+    from gateway.audit import AuditLog
+    from gateway.config import GatewayConfig, load_config
+    from gateway.errors import (
+        ApprovalLimitExceeded,
+        ApprovalRequired,
+        BackgroundRefused,
+        CapabilityDenied,
+        ChildUnavailable,
+        CodeTooLarge,
+        ConfigError,
+        EndedByShutdown,
+        ExecutionCancelled,
+        ExecutionFailed,
+        FuelExhausted,
+        GatewayBusy,
+        GatewayError,
+        GuestCrashed,
+        LimitExceeded,
+        MemoryLimitExceeded,
+        MiddlewareFailed,
+        PolicyDenied,
+        QuotaExceeded,
+        ResumeRefused,
+        SandboxUnavailable,
+        SecretInArguments,
+        ShownTooLarge,
+        ShownTooMany,
+        SnippetError,
+        StackExhausted,
+        TokenRefused,
+        ToolCallError,
+        ToolCallLimitExceeded,
+        ToolPayloadTooLarge,
+        WallTimeExceeded,
+    )
+    from gateway.sandbox import ErrorInfo, ExecutionResult, Sandbox, SandboxLimits, ToolCaller, ToolCallRecord
+    from gateway.server import serve_http, serve_stdio
+finally:
+    if _collecting:
+        gc.enable()
 
 __version__ = _package_version()
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import importlib
+import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -93,6 +95,16 @@ def test_every_public_attribute_of_the_package_is_in_all() -> None:
     }
     assert public == set(gateway.__all__)
     assert isinstance(gateway.__version__, str)
+
+
+@pytest.mark.parametrize("collecting", [True, False])
+def test_importing_the_package_leaves_garbage_collection_as_it_found_it(collecting: bool) -> None:
+    # It pauses collections while it imports (a startup cost, not a leak): a caller's choice stands.
+    check = f"import gc; gc.enable() if {collecting} else gc.disable(); import gateway; print(gc.isenabled())"
+    done = subprocess.run(
+        [sys.executable, "-c", check], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == str(collecting)
 
 
 def test_every_error_in_the_tree_is_exported_from_the_package() -> None:
