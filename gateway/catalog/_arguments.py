@@ -60,6 +60,9 @@ def _wire(entry: CatalogEntry, arguments: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+_NAMED_UNKNOWN = 10  # a refusal names this many unknown keywords, then counts the rest
+
+
 def _unknown_arguments(entry: CatalogEntry, names: Iterable[str]) -> str | None:
     """The refusal of keywords the schema does not list, where an open schema would let them pass."""
     properties = properties_of(entry.input_schema)
@@ -68,7 +71,9 @@ def _unknown_arguments(entry: CatalogEntry, names: Iterable[str]) -> str | None:
     if properties and unknown and open_schema:
         # Most child schemas leave additionalProperties open, so a typo would be dropped silently.
         expected = ", ".join(sorted(entry.argument_names)) or "none"
-        return f"{entry.qualified} got unknown argument(s) {', '.join(unknown)}; it takes: {expected}"
+        named = ", ".join(unknown[:_NAMED_UNKNOWN])
+        more = f" and {len(unknown) - _NAMED_UNKNOWN:,} more" if len(unknown) > _NAMED_UNKNOWN else ""
+        return f"{entry.qualified} got unknown argument(s) {named}{more}; it takes: {expected}"
     return None
 
 

@@ -60,6 +60,14 @@ def test_an_unknown_keyword_is_refused_naming_what_the_tool_takes() -> None:
     )
 
 
+def test_thousands_of_unknown_keywords_are_named_ten_at_most_and_counted() -> None:
+    message = refusal({"repo_path": "/r", **{f"k{i:05}": 1 for i in range(20_000)}})
+    assert message == (
+        "git.get_file got unknown argument(s) k00000, k00001, k00002, k00003, k00004, k00005, k00006, "
+        "k00007, k00008, k00009 and 19,990 more; it takes: class_, items, limit, repo_path, since"
+    )
+
+
 def test_an_unknown_keyword_passed_as_none_is_still_refused() -> None:
     assert "unknown argument(s) colour" in refusal({"repo_path": "/r", "colour": None})
 
