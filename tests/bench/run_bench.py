@@ -1874,7 +1874,12 @@ def render_method(report: Report) -> str:
             f"on the result. In brackets, the body's own time read inside the guest (whose `perf_counter` is "
             "the host's monotonic clock): no instantiation, snippet compile or result marshalling. The "
             f"sandbox runs CPython {machine.sandbox_python}, the host {machine.host_python}: the two "
-            "interpreters differ in version as well as in target.",
+            "interpreters differ in version as well as in target. What the CPU bound costs: "
+            "`tests/bench/engine_settings.py` runs these bodies in one plain CPython-on-WASI build under "
+            "each engine setting; metering fuel took 16-28% of the time, epoch checks 7-20%, both 26-44% "
+            "(two runs, 5 and 9 rounds), and Cranelift's `speed_and_size` was no faster than `speed`. "
+            "Fuel stays on (the product's CPU limit is fuel), so the ratios above carry that cost: "
+            "without it fib would be about 2.0-2.3x native, under the 2.5x target.",
             f"- Tool calls: one snippet making {plan.tool_calls} calls to an in-process async echo tool "
             "(`await execute(..., tool_caller=...)`), minus the same snippet with 0 calls, minus the same "
             f"{plan.tool_calls} awaits made directly on the event loop; divided by the call count. "
