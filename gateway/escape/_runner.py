@@ -340,7 +340,7 @@ async def still_serves(target: Target) -> str | None:
         if target.limits.max_tool_calls >= 1:
             return await target.serves_tool_calls()
     except Exception as exc:  # the host itself failed: report it, never raise it
-        return f"the host raised {type(exc).__name__}: {clip(exc)}"
+        return f"the host raised {_innermost(exc)}"
     return None
 
 

@@ -116,6 +116,16 @@ def test_close_stops_the_filler_and_drops_the_unused_items() -> None:
     assert maker.made[-1] == (item, "inline")
 
 
+def test_close_wakes_a_filler_waiting_on_a_full_queue(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_instances, "_PUT_WAIT_SECONDS", 60.0)  # it would look at the stop flag in a minute
+    maker = Maker()
+    pool = InstancePool(maker, 1)
+    maker.wait_for(2)  # one item queued, the next one made and waiting for room
+    pool.close()  # joins for at most 2 s
+    assert pool._filler is not None
+    assert not pool._filler.is_alive()
+
+
 def test_a_pool_of_size_zero_has_no_filler_and_makes_every_item_inline() -> None:
     maker = Maker()
     pool = InstancePool(maker, 0)
