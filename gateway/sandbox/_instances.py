@@ -1,14 +1,15 @@
-"""Fresh instances made ahead of demand: each is used for exactly one execution, then dropped.
+"""Fresh instances made ahead of demand: each is used for exactly one execution, then retired.
 
-Instantiating the component costs about a millisecond; doing it on a background thread takes
-that off every execution's critical path without giving up a fresh instance per execution.
+Instantiating the component costs about a millisecond, and freeing a used instance about 1.4 ms more
+(the pooling allocator resets the memory it dirtied). One background thread per pool does both, so
+neither is on an execution's critical path, and no instance ever serves a second execution.
 """
 
 from __future__ import annotations
 
 import logging
-import queue
 import threading
+from collections import deque
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
@@ -18,16 +19,18 @@ log = logging.getLogger("gateway.sandbox")
 
 T = TypeVar("T")
 _RETRY_SECONDS = 1.0
-_PUT_WAIT_SECONDS = 0.5  # how often a filler waiting on a full queue looks at the stop flag
 
 
 class InstancePool(Generic[T]):
-    """Keeps up to `size` unused instances ready; `take` never waits for the filler."""
+    """Keeps up to `size` unused instances ready and frees retired ones; `take` never waits for it."""
 
     def __init__(self, make: Callable[[], T], size: int) -> None:
         self._make = make
-        self._ready: queue.Queue[T] = queue.Queue(maxsize=max(size, 1))
-        self._stop = threading.Event()
+        self._size = size
+        self._ready: deque[T] = deque()
+        self._retired: list[T] = []
+        self._changed = threading.Condition()
+        self._stopped = False
         self._filler: threading.Thread | None = None
         if size > 0:
             self._filler = threading.Thread(target=self._fill, name="codemode-prewarm", daemon=True)
@@ -35,39 +38,60 @@ class InstancePool(Generic[T]):
 
     def take(self) -> T:
         """A never-used instance: a prewarmed one if ready, else one made now on this thread."""
-        try:
-            return self._ready.get_nowait()
-        except queue.Empty:
-            return self._make()
+        with self._changed:
+            if self._ready:
+                self._changed.notify()  # room for the next one
+                return self._ready.popleft()
+        return self._make()
+
+    def retire(self, item: T) -> None:
+        """Hand over a used instance to be freed on the pool's thread (here, with no thread, by
+        dropping it); the caller must keep no reference to it."""
+        with self._changed:
+            if self._filler is None or self._stopped:
+                return
+            self._retired.append(item)
+            self._changed.notify()
+
+    def free_retired(self) -> None:
+        """Free the retired instances now, on this thread: needed when the engine's pool is full."""
+        with self._changed:
+            retired, self._retired = self._retired, []
+        retired.clear()
+
+    def _has_work(self) -> bool:
+        return self._stopped or bool(self._retired) or len(self._ready) < self._size
 
     def _fill(self) -> None:
-        while not self._stop.is_set():
-            try:
-                item = self._make()
-            except Exception:
-                log.exception("prewarming an instance failed; executions will instantiate inline")
-                self._stop.wait(_RETRY_SECONDS)
-                continue
-            while not self._stop.is_set():
-                try:
-                    self._ready.put(item, timeout=_PUT_WAIT_SECONDS)
-                    break
-                except queue.Full:
-                    continue
+        while True:
+            with self._changed:
+                self._changed.wait_for(self._has_work)
+                if self._stopped:
+                    return
+                room = len(self._ready) < self._size
+            self.free_retired()  # before the next one is made: the pooling allocator's slots are bounded
+            if room:
+                self._add_one()
+
+    def _add_one(self) -> None:
+        try:
+            item = self._make()
+        except Exception:
+            log.exception("prewarming an instance failed; executions will instantiate inline")
+            with self._changed:
+                self._changed.wait_for(lambda: self._stopped, _RETRY_SECONDS)
+            return
+        with self._changed:
+            if not self._stopped:
+                self._ready.append(item)
 
     def close(self) -> None:
-        """Stop prewarming and drop the instances that were never used."""
-        self._stop.set()
-        # Emptying the queue first wakes a filler waiting to put into it, so it sees the stop now
-        # rather than at its next _PUT_WAIT_SECONDS (four slots closing one by one took 2 s).
-        self._drain()
+        """Stop the pool's thread and drop the instances never used or not yet freed."""
+        with self._changed:
+            self._stopped = True
+            self._changed.notify_all()
         if self._filler is not None:
             self._filler.join(timeout=2)
-        self._drain()
-
-    def _drain(self) -> None:
-        while True:
-            try:
-                self._ready.get_nowait()
-            except queue.Empty:
-                return
+        with self._changed:
+            self._ready.clear()
+            self._retired.clear()

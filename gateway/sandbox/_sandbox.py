@@ -13,6 +13,7 @@ from typing import NamedTuple
 import anyio
 import anyio.to_thread
 import wasmtime
+from wasmtime.component import Func
 
 from gateway.errors import (
     CodeTooLarge,
@@ -204,17 +205,27 @@ class Sandbox:
         execution.interrupt = lambda: slot.interrupt(execution)
         slot.begin(execution)
         try:
-            with bound_to_thread(execution):
-                if execution.cancelled:
-                    return failed_result(execution, cancelled_error(), fuel=0)
-                try:
-                    outcome = str(run(store, code, _run_options(self.limits, execution.journal)))
-                except wasmtime.WasmtimeError as exc:
-                    error = self._trap_error(execution, exc)
-                    return failed_result(execution, error, fuel=_used(store, execution.limits))
+            outcome = self._call_run(store, run, code, execution)
         finally:
             slot.end()
-        return outcome_result(execution, outcome, self.limits, fuel=_used(store, execution.limits))
+            fuel = _used(store, execution.limits)
+            slot.retire((store, run))
+            del store, run  # the prewarm thread holds the last reference and frees it
+        if isinstance(outcome, ExecutionFailed):
+            return failed_result(execution, outcome, fuel=fuel)
+        return outcome_result(execution, outcome, self.limits, fuel=fuel)
+
+    def _call_run(
+        self, store: wasmtime.Store, run: Func, code: str, execution: Execution
+    ) -> str | ExecutionFailed:
+        """The guest's outcome JSON, or why the run ended without one."""
+        with bound_to_thread(execution):
+            if execution.cancelled:
+                return cancelled_error()
+            try:
+                return str(run(store, code, _run_options(self.limits, execution.journal)))
+            except wasmtime.WasmtimeError as exc:
+                return self._trap_error(execution, exc)
 
     def _trap_error(self, execution: Execution, exc: wasmtime.WasmtimeError) -> ExecutionFailed:
         if execution.cancelled:

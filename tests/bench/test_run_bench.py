@@ -17,6 +17,7 @@ from gateway.catalog import semantic_installed
 from gateway.config import load_config
 
 EXPECTED_ROWS = [
+    "fresh_paced",
     "fresh_sync",
     "fresh_async",
     "fresh_inline",

@@ -1,9 +1,12 @@
-"""The prewarmed instance pool: `take` never waits, every item is used once, `close` drops the rest."""
+"""The prewarmed instance pool: `take` never waits, every item is used once, used ones are freed on the
+pool's thread, `close` drops the rest."""
 
 from __future__ import annotations
 
 import logging
 import threading
+import weakref
+from typing import Any
 
 import pytest
 
@@ -45,9 +48,9 @@ class Maker:
             assert self.changed.wait_for(lambda: len(self.made) >= count, WAIT), self.made
 
 
-def take_within(pool: InstancePool[int], maker: Maker) -> int:
+def take_within(pool: InstancePool[Any], maker: Maker) -> Any:
     """`pool.take()` on a thread of its own, failing rather than hanging if it waits."""
-    taken: list[int] = []
+    taken: list[Any] = []
 
     def take() -> None:
         maker.takers.add(threading.get_ident())
@@ -77,7 +80,7 @@ def test_prewarmed_items_are_taken_first_and_no_item_is_handed_out_twice() -> No
     maker = Maker()
     pool = InstancePool(maker, 2)
     try:
-        maker.wait_for(3)  # two queued, the third made and waiting for room
+        maker.wait_for(2)  # both queued: the filler makes no more until there is room
         taken = [pool.take() for _ in range(10)]
     finally:
         pool.close()
@@ -93,7 +96,7 @@ def test_a_failing_maker_does_not_stop_the_filler(
     maker = Maker(failures=2)
     pool = InstancePool(maker, 1)
     try:
-        maker.wait_for(2)  # one queued, the next waiting for room
+        maker.wait_for(1)  # queued after two failed attempts
         assert pool.take() == 1
     finally:
         pool.close()
@@ -106,7 +109,7 @@ def test_a_failing_maker_does_not_stop_the_filler(
 def test_close_stops_the_filler_and_drops_the_unused_items() -> None:
     maker = Maker()
     pool = InstancePool(maker, 2)
-    maker.wait_for(3)
+    maker.wait_for(2)
     pool.close()
     assert pool._filler is not None
     assert not pool._filler.is_alive()
@@ -116,20 +119,97 @@ def test_close_stops_the_filler_and_drops_the_unused_items() -> None:
     assert maker.made[-1] == (item, "inline")
 
 
-def test_close_wakes_a_filler_waiting_on_a_full_queue(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_instances, "_PUT_WAIT_SECONDS", 60.0)  # it would look at the stop flag in a minute
+def test_close_wakes_a_filler_waiting_for_room() -> None:
     maker = Maker()
     pool = InstancePool(maker, 1)
-    maker.wait_for(2)  # one item queued, the next one made and waiting for room
+    maker.wait_for(1)  # the pool is full: the filler waits for a take or a retire, with no timeout
     pool.close()  # joins for at most 2 s
     assert pool._filler is not None
     assert not pool._filler.is_alive()
 
 
+class Used:
+    """A used instance that records the thread that freed it."""
+
+    def __init__(self, freed: list[str], freed_now: threading.Event) -> None:
+        weakref.finalize(self, self._freed, freed, freed_now)
+
+    @staticmethod
+    def _freed(freed: list[str], freed_now: threading.Event) -> None:
+        freed.append(threading.current_thread().name)
+        freed_now.set()
+
+
+def test_a_retired_item_is_freed_on_the_pools_thread_not_the_callers() -> None:
+    maker = Maker()
+    pool: InstancePool[object] = InstancePool(maker, 1)
+    freed: list[str] = []
+    freed_now = threading.Event()
+    try:
+        maker.wait_for(1)
+        pool.retire(Used(freed, freed_now))
+        assert freed_now.wait(WAIT)
+    finally:
+        pool.close()
+    assert freed == ["codemode-prewarm"]
+
+
+def test_retired_items_are_freed_before_the_next_one_is_made() -> None:
+    maker = Maker()
+    maker.hold.clear()
+    pool: InstancePool[object] = InstancePool(maker, 1)
+    freed: list[str] = []
+    freed_now = threading.Event()
+    try:
+        assert maker.filler_waiting.wait(WAIT)  # the filler is inside its first make
+        pool.retire(Used(freed, freed_now))
+        maker.hold.set()
+        maker.wait_for(1)
+        assert take_within(pool, maker) == 1  # room again: the filler frees, then makes the next
+        maker.wait_for(2)
+        assert freed == ["codemode-prewarm"]
+    finally:
+        maker.hold.set()
+        pool.close()
+
+
+def test_free_retired_frees_them_on_the_calling_thread_at_once() -> None:
+    maker = Maker()
+    maker.hold.clear()  # the filler is stuck in a make: it frees nothing
+    pool: InstancePool[object] = InstancePool(maker, 1)
+    freed: list[str] = []
+    freed_now = threading.Event()
+    try:
+        assert maker.filler_waiting.wait(WAIT)
+        pool.retire(Used(freed, freed_now))
+        assert freed == []
+        pool.free_retired()
+        assert freed == [threading.current_thread().name]
+    finally:
+        maker.hold.set()
+        pool.close()
+
+
+def test_close_frees_the_retired_items_too() -> None:
+    maker = Maker()
+    maker.hold.clear()
+    pool: InstancePool[object] = InstancePool(maker, 1)
+    freed: list[str] = []
+    freed_now = threading.Event()
+    assert maker.filler_waiting.wait(WAIT)
+    pool.retire(Used(freed, freed_now))
+    maker.hold.set()
+    pool.close()
+    assert freed_now.is_set()
+
+
 def test_a_pool_of_size_zero_has_no_filler_and_makes_every_item_inline() -> None:
     maker = Maker()
-    pool = InstancePool(maker, 0)
+    pool: InstancePool[object] = InstancePool(maker, 0)
     assert [pool.take(), pool.take()] == [1, 2]
     assert maker.made == [(1, "inline"), (2, "inline")]
+    freed: list[str] = []
+    pool.retire(Used(freed, threading.Event()))  # nothing keeps it: freed here and now
+    assert freed == [threading.current_thread().name]
     pool.close()
     assert pool._filler is None

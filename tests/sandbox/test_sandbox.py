@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from functools import partial
 
@@ -11,6 +12,7 @@ import pytest
 from gateway import Sandbox, SandboxLimits, ToolCallError
 from gateway.catalog import read_docs
 from gateway.sandbox import MAX_DOCS_QUERIES, DocsReader
+from gateway.sandbox._slots import POOL_MARGIN, Instance
 from gateway.testing import InProcessTools
 from tests.real_servers import snapshot_catalog
 
@@ -367,3 +369,26 @@ async def test_without_a_catalog_search_says_there_is_none(sandbox: Sandbox) -> 
     result = await run(sandbox, "search('anything')")
     assert result.error is not None
     assert "no catalog serves this sandbox" in result.error.message
+
+
+def test_used_instances_the_prewarm_thread_has_not_freed_never_exhaust_the_engines_pool() -> None:
+    limits = SandboxLimits(max_concurrent_executions=1, prewarm_instances=1)
+    with Sandbox(limits) as sandbox:
+        pool = sandbox._slots[0]._instances
+        stuck = threading.Event()
+        make = pool._make
+
+        def make_or_stick() -> Instance:
+            if threading.current_thread().name == "codemode-prewarm":
+                stuck.wait(30)  # the filler falls behind: it frees nothing while it is here
+            return make()
+
+        pool._make = make_or_stick
+        pool.take()  # room in the pool: the filler starts a make, and sticks
+        try:
+            # Far more than the engine's pool holds (prewarm + POOL_MARGIN instances): each run
+            # retires its instance, and only the inline fallback frees them.
+            results = [sandbox.execute_sync("print(1)") for _ in range(3 * (1 + POOL_MARGIN))]
+        finally:
+            stuck.set()
+    assert [result.stdout for result in results] == ["1\n"] * len(results), results[-1].summary()
