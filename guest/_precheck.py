@@ -20,6 +20,7 @@ __all__ = [
     "MAX_NAME_CHARS",
     "is_tool_name",
     "literal_calls",
+    "may_name_tools",
     "positional_arguments_message",
 ]
 
@@ -53,6 +54,13 @@ def positional_arguments_message(name: str) -> str:
 def is_tool_name(name: str) -> bool:
     """Whether `call_tool` sends `name` to the host at all (it refuses an empty or `@` name itself)."""
     return bool(name) and not name.startswith("@")
+
+
+def may_name_tools(source: str) -> bool:
+    """False only if `literal_calls` would find nothing in `source`: each literal call names `tools`
+    or `call_tool`, which an ASCII source must spell out (Python folds some non-ASCII letters into
+    ASCII ones in identifiers, so any other source may)."""
+    return not source.isascii() or "tool" in source
 
 
 def literal_calls(tree: ast.Module) -> list[dict[str, Any]]:

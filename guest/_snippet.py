@@ -89,15 +89,27 @@ def _defer(call: ast.Call) -> None:
     call.func = ast.copy_location(wrapped, function)
 
 
-def _compile(code: str, precheck: Callable[[ast.Module], None]) -> CodeType:
+def _may_need_async_rewrite(code: str) -> bool:
+    """Whether `_AsyncCalls` could change anything: it rewrites only `await` and calls by the names
+    in `_TAKES_AWAITABLES`, which an ASCII source must spell out (a non-ASCII one may spell an
+    identifier in other characters that Python folds into these)."""
+    return not code.isascii() or "await" in code or any(name in code for name in _TAKES_AWAITABLES)
+
+
+def _compile(code: str, precheck: Callable[[str, ast.Module], None]) -> CodeType:
     flags = ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
     tree: ast.Module = compile(code, SNIPPET_FILENAME, "exec", flags=flags, dont_inherit=True)
-    precheck(tree)  # before any rewriting: it reads the calls as the snippet wrote them
-    tree = _AsyncCalls().visit(tree)
+    precheck(code, tree)  # before any rewriting: it reads the calls as the snippet wrote them
+    # Walking the tree in Python is most of a small snippet's cost in the sandbox: only when needed.
+    rewritten = _may_need_async_rewrite(code)
+    if rewritten:
+        tree = _AsyncCalls().visit(tree)
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = tree.body[-1]
-        tree.body[-1] = ast.copy_location(ast.Assign([ast.Name(_VALUE, ast.Store())], last.value), last)
-    ast.fix_missing_locations(tree)
+        target = ast.copy_location(ast.Name(_VALUE, ast.Store()), last)
+        tree.body[-1] = ast.copy_location(ast.Assign([target], last.value), last)
+    if rewritten:
+        ast.fix_missing_locations(tree)
     return compile(tree, SNIPPET_FILENAME, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
 
 
@@ -131,7 +143,7 @@ def _as_is(function: Any) -> Any:
     return function
 
 
-def _nothing_to_check(_tree: ast.Module) -> None:
+def _nothing_to_check(_code: str, _tree: ast.Module) -> None:
     return None
 
 
@@ -139,12 +151,12 @@ def run_snippet(
     code: str,
     namespace: dict[str, Any],
     defer: Callable[[Any], Any] = _as_is,
-    precheck: Callable[[ast.Module], None] = _nothing_to_check,
+    precheck: Callable[[str, ast.Module], None] = _nothing_to_check,
 ) -> SnippetOutcome:
     """Run `code` in `namespace`; return its last expression's value or the exception it raised.
 
     `defer(f)` is what a call of `f` that is awaited or handed to asyncio calls instead; `precheck`
-    sees the parsed snippet before it runs, and may refuse it by raising."""
+    sees the snippet's source and its parsed tree before it runs, and may refuse it by raising."""
     linecache.cache[SNIPPET_FILENAME] = (len(code), None, code.splitlines(True), SNIPPET_FILENAME)
     namespace[_READY] = _aio.ready
     namespace[_DEFER] = defer

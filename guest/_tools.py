@@ -7,7 +7,7 @@ from typing import Any
 from guest._aio import tool_call
 from guest._blob import Blob, revive_blobs
 from guest._hostcall import ToolError, host_call
-from guest._precheck import literal_calls, positional_arguments_message
+from guest._precheck import literal_calls, may_name_tools, positional_arguments_message
 
 __all__ = [
     "Blob",
@@ -54,8 +54,10 @@ def show(*items: Blob) -> None:
         host_call("@show", item.shown())
 
 
-def check_calls(tree: ast.Module) -> None:
+def check_calls(code: str, tree: ast.Module) -> None:
     """Refuse the snippet before it runs if a tool call written out in it would fail its checks."""
+    if not may_name_tools(code):
+        return  # walking the tree would find nothing: spare the snippet its cost
     calls = literal_calls(tree)
     if not calls:
         return

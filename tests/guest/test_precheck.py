@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from guest._precheck import MAX_CALLS, MAX_LITERAL_COST, MAX_NAME_CHARS, literal_calls
+from guest._precheck import MAX_CALLS, MAX_LITERAL_COST, MAX_NAME_CHARS, literal_calls, may_name_tools
 
 
 def calls_in(code: str) -> list[dict[str, Any]]:
@@ -222,3 +222,23 @@ def test_the_total_size_of_literal_values_is_bounded() -> None:
     records = calls_in("\n".join(f"tools.a.b(v={big})" for i in range(100)))
     reported = sum(len(r["literals"].get("v", "")) for r in records)
     assert 0 < reported <= 65_536
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "tools.git.git_log(repo_path='.')",
+        "call_tool('git.git_log', repo_path='.')",
+        # Python folds fullwidth letters into ASCII ones in identifiers: this is `tools.git.git_log`.
+        "\uff54\uff4f\uff4f\uff4c\uff53.git.git_log(repo_path='.')",
+    ],
+)
+def test_a_source_with_a_literal_call_may_name_tools(code: str) -> None:
+    assert tools_of(code) == ["git.git_log"]
+    assert may_name_tools(code)
+
+
+@pytest.mark.parametrize("code", ["print(1)", "x = [i * 2 for i in range(3)]\nsum(x)", "import json"])
+def test_an_ascii_source_that_never_spells_tool_has_no_literal_calls(code: str) -> None:
+    assert not may_name_tools(code)
+    assert calls_in(code) == []

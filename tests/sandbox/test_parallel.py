@@ -69,8 +69,20 @@ async def test_gathered_calls_are_all_in_flight_at_once(sandbox: Sandbox) -> Non
         "sorted([await f for f in asyncio.as_completed([tools.s.slow(n=i) for i in range(3)])])",
         "async def main():\n    return await asyncio.gather(*(call_tool('s.slow', n=i) for i in range(3)))\n"
         "asyncio.run(main())",
+        # Python folds these letters into `create_task`: no ASCII name to find in the source, and no
+        # `await` either, yet the calls must still be deferred.
+        "async with asyncio.TaskGroup() as tg:\n"
+        "    ts = [tg.\uff43\uff52\uff45\uff41\uff54\uff45_task(tools.s.slow(n=i)) for i in range(3)]\n"
+        "[t.result() for t in ts]",
     ],
-    ids=["task-group", "create-task", "wait", "as-completed", "asyncio-run-and-call-tool"],
+    ids=[
+        "task-group",
+        "create-task",
+        "wait",
+        "as-completed",
+        "asyncio-run-and-call-tool",
+        "create-task-in-fullwidth-letters",
+    ],
 )
 async def test_every_asyncio_way_of_running_calls_together_overlaps_them(sandbox: Sandbox, code: str) -> None:
     overlap = Overlap()
