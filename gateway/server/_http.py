@@ -26,7 +26,7 @@ from gateway.errors import ConfigError
 from gateway.reload import ReloadOptions, serve_reloads
 from gateway.server._gate import session_digest
 from gateway.server._http_app import HttpApp
-from gateway.server._server import warn_of_unidentified_callers
+from gateway.server._server import freeze_start_up_heap, warn_of_unidentified_callers
 from gateway.server._stdio import cancel_on_signals
 
 __all__ = ["run_http", "serve_http"]
@@ -123,6 +123,7 @@ async def serve_http(
             await signals.start(cancel_on_signals, until_stopped)
             async with Gateway(config) as gateway, anyio.create_task_group() as reloads:
                 redact_logs(gateway.redactor)
+                freeze_start_up_heap()
                 _configure_http_logs()
                 if reload is not None:
                     await reloads.start(serve_reloads, gateway, reload)
