@@ -943,6 +943,7 @@ class GatewayFigures:
     """Everything the gateway rows show."""
 
     execute: Samples
+    sdk_floor: Samples  # a tool call on a minimal Python SDK server, interleaved with `execute`
     tools: list[ChildToolOverhead]
     context: ContextSize
     startup: Startup
@@ -1059,17 +1060,40 @@ async def run_snippet(session: ClientSession, code: str) -> tuple[float, dict[st
     return took, outcome
 
 
-async def measure_gateway_execute(session: ClientSession, runs: int, warmup: int) -> Samples:
-    """Wall time of `execute_code("sum(range(10))")` as the SDK client sees it."""
+def minimal_server_params() -> StdioServerParameters:
+    """A minimal Python SDK server over stdio (the suite's `tiny` server), for the protocol's floor."""
+    return StdioServerParameters(
+        command=sys.executable, args=[str(REPO / "tests" / "servers" / "tiny_server.py")], cwd=REPO
+    )
+
+
+async def time_floor_call(session: ClientSession) -> float:
+    """Wall time of one `echo` call on the minimal server."""
+    started = time.perf_counter_ns()
+    result = await session.call_tool("echo", {"text": "x"})
+    took = elapsed_ms(started)
+    if result.is_error or text_of(result) != "x":
+        raise BenchError(f"echo on the minimal SDK server failed: {text_of(result)[:200]}")
+    return took
+
+
+async def measure_gateway_execute(
+    session: ClientSession, floor: ClientSession, runs: int, warmup: int
+) -> tuple[Samples, Samples]:
+    """Wall time of `execute_code("sum(range(10))")` as the SDK client sees it, and, interleaved,
+    of a tool call on a minimal SDK server: what any stdio MCP call costs both processes."""
     times: list[float] = []
+    floors: list[float] = []
     with anyio.fail_after(GATEWAY_WAIT_SECONDS):
         for run in range(warmup + runs):
             took, outcome = await run_snippet(session, GATEWAY_SNIPPET)
             if outcome["value"] != 45:
                 raise BenchError(f"{GATEWAY_SNIPPET} returned {outcome['value']!r} through the gateway")
+            floor_took = await time_floor_call(floor)
             if run >= warmup:
                 times.append(took)
-    return Samples(tuple(times))
+                floors.append(floor_took)
+    return Samples(tuple(times)), Samples(tuple(floors))
 
 
 async def time_gateway_calls(
@@ -1270,7 +1294,10 @@ async def measure_gateway(plan: Plan) -> GatewayFigures:
                         connect_all({server.name: server.params() for server in servers}, errlog)
                     )
                     context = await measure_context(gateway, {name: c.session for name, c in direct.items()})
-                    execute = await measure_gateway_execute(gateway, plan.gateway_runs, plan.warmup)
+                    minimal = await stack.enter_async_context(connect(minimal_server_params(), errlog))
+                    execute, sdk_floor = await measure_gateway_execute(
+                        gateway, minimal.session, plan.gateway_runs, plan.warmup
+                    )
                     tools = [
                         await measure_gateway_tool_overhead(
                             gateway,
@@ -1291,6 +1318,7 @@ async def measure_gateway(plan: Plan) -> GatewayFigures:
             raise
     return GatewayFigures(
         execute,
+        sdk_floor,
         tools,
         context,
         startup,
@@ -1524,16 +1552,28 @@ def memory_row(memory: LiveMemory) -> Row:
     )
 
 
-def gateway_execute_row(figures: GatewayFigures) -> Row:
-    """Row 7a: execute_code of a snippet without tool calls, end to end through the SDK client."""
-    return Row(
-        "gateway_execute",
-        f"`execute_code` end to end (SDK client → gateway over stdio), `{GATEWAY_SNIPPET}`",
-        figures.execute.p50,
-        " ms",
-        figures.execute.describe(),
-        Target(3.0),
-    )
+def gateway_execute_rows(figures: GatewayFigures, sandbox_alone: Samples) -> list[Row]:
+    """Row 7a: execute_code of a snippet without tool calls, end to end through the SDK client; and
+    the floor under it: a tool call on a minimal SDK server, measured interleaved with it."""
+    execute, floor = figures.execute, figures.sdk_floor
+    return [
+        Row(
+            "gateway_execute",
+            f"`execute_code` end to end (SDK client → gateway over stdio), `{GATEWAY_SNIPPET}`",
+            execute.p50,
+            " ms",
+            f"{execute.describe()}; the floor below p50 {fmt(floor.p50)} ms + a paced fresh `print(1)` "
+            f"in process p50 {fmt(sandbox_alone.p50)} ms = {fmt(floor.p50 + sandbox_alone.p50)} ms",
+            Target(3.0),
+        ),
+        Row(
+            "sdk_floor",
+            "a tool call on a minimal Python SDK server over stdio (`echo`), the floor of any MCP call",
+            floor.p50,
+            " ms",
+            f"{floor.describe()}; the same SDK client, interleaved with the row above",
+        ),
+    ]
 
 
 def gateway_tool_row(figures: ChildToolOverhead) -> Row:
@@ -1751,10 +1791,10 @@ def semantic_latency_row(figures: SearchFigures, model: SemanticModel) -> Row:
     )
 
 
-def gateway_rows(figures: GatewayFigures) -> list[Row]:
-    """Row 7, every line of it."""
+def gateway_rows(figures: GatewayFigures, sandbox_alone: Samples) -> list[Row]:
+    """Row 7, every line of it; `sandbox_alone` is print(1)'s paced fresh execution in process."""
     return [
-        gateway_execute_row(figures),
+        *gateway_execute_rows(figures, sandbox_alone),
         *(gateway_tool_row(tool) for tool in figures.tools),
         gateway_throughput_row(figures.throughput),
         *context_rows(figures.context),
@@ -1821,7 +1861,7 @@ async def collect(plan: Plan) -> Report:
         for live in plan.live_levels:
             report.rows.append(memory_row(await measure_live_memory(inline, live, plan.memory_repeats)))
     # After the in-process sandboxes are gone; their first load left the compiled component cached.
-    report.rows.extend(gateway_rows(await measure_gateway(plan)))
+    report.rows.extend(gateway_rows(await measure_gateway(plan), paced))
     model = load_semantic_model()
     searches = [measure_search(name, path, model) for name, path in SEARCH_QUERY_SETS.items()]
     for figures in searches:
@@ -1933,7 +1973,11 @@ def render_method(report: Report) -> str:
             "repository) from the pinned npm install, run by node. The bench also spawns each child on its "
             "own, with the same command, for the baselines.",
             f"- `execute_code` end to end: `call_tool` wall time in the client, {plan.gateway_runs} calls "
-            f"after {plan.warmup} warm-up calls, once every child is connected.",
+            f"after {plan.warmup} warm-up calls, once every child is connected. Each is followed by a call "
+            "of `echo` on a minimal Python SDK server over stdio (`tests/servers/tiny_server.py`, the "
+            "suite's `tiny`), timed the same way: what any stdio MCP tool call costs the SDK's client and "
+            "server (JSON-RPC, pydantic validation both ways, the pipes), the floor under the gateway's "
+            "own. End to end is then at least that floor plus a fresh execution (the paced `print(1)` row).",
             f"- Per child tool call: one `execute_code` whose snippet calls the tool "
             f"{plan.gateway_tool_calls} times, minus the same snippet with 0 calls, minus the client calling "
             f"the tool {plan.gateway_tool_calls} times on its own connection to a second copy of the child; "

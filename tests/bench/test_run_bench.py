@@ -39,6 +39,7 @@ EXPECTED_ROWS = [
     "memory_4",
     "memory_8",
     "gateway_execute",
+    "sdk_floor",
     "gateway_tool_time",
     "gateway_tool_everything",
     "gateway_throughput",
