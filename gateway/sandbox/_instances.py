@@ -45,8 +45,8 @@ class InstancePool(Generic[T]):
         return self._make()
 
     def retire(self, item: T) -> None:
-        """Hand over a used instance to be freed on the pool's thread (here, with no thread, by
-        dropping it); the caller must keep no reference to it."""
+        """Hand over a used instance to be freed on the pool's thread (a pool without one, or closed,
+        drops it here); the caller must keep no reference to it."""
         with self._changed:
             if self._filler is None or self._stopped:
                 return
