@@ -128,79 +128,84 @@ def test_close_wakes_a_filler_waiting_for_room() -> None:
     assert not pool._filler.is_alive()
 
 
-class Used:
-    """A used instance that records the thread that freed it."""
+class _Used:
+    """A used instance (any object that takes a weak reference)."""
 
-    def __init__(self, freed: list[str], freed_now: threading.Event) -> None:
-        weakref.finalize(self, self._freed, freed, freed_now)
 
-    @staticmethod
-    def _freed(freed: list[str], freed_now: threading.Event) -> None:
-        freed.append(threading.current_thread().name)
-        freed_now.set()
+class Freeing:
+    """Makes used instances that record, when freed, the thread that freed them."""
+
+    def __init__(self) -> None:
+        self.threads: list[str] = []
+        self.done = threading.Event()
+
+    def used(self) -> _Used:
+        item = _Used()
+        weakref.finalize(item, self._freed)
+        return item
+
+    def _freed(self) -> None:
+        self.threads.append(threading.current_thread().name)
+        self.done.set()
+
+
+def pool_stuck_in_its_first_make() -> tuple[Maker, InstancePool[object]]:
+    """A pool of one whose filler waits inside its first make until `maker.hold` is set."""
+    maker = Maker()
+    maker.hold.clear()
+    pool: InstancePool[object] = InstancePool(maker, 1)
+    assert maker.filler_waiting.wait(WAIT)
+    return maker, pool
 
 
 def test_a_retired_item_is_freed_on_the_pools_thread_not_the_callers() -> None:
     maker = Maker()
     pool: InstancePool[object] = InstancePool(maker, 1)
-    freed: list[str] = []
-    freed_now = threading.Event()
+    freeing = Freeing()
     try:
         maker.wait_for(1)
-        pool.retire(Used(freed, freed_now))
-        assert freed_now.wait(WAIT)
+        pool.retire(freeing.used())
+        assert freeing.done.wait(WAIT)
     finally:
         pool.close()
-    assert freed == ["codemode-prewarm"]
+    assert freeing.threads == ["codemode-prewarm"]
 
 
 def test_retired_items_are_freed_before_the_next_one_is_made() -> None:
-    maker = Maker()
-    maker.hold.clear()
-    pool: InstancePool[object] = InstancePool(maker, 1)
-    freed: list[str] = []
-    freed_now = threading.Event()
+    maker, pool = pool_stuck_in_its_first_make()
+    freeing = Freeing()
     try:
-        assert maker.filler_waiting.wait(WAIT)  # the filler is inside its first make
-        pool.retire(Used(freed, freed_now))
+        pool.retire(freeing.used())
         maker.hold.set()
         maker.wait_for(1)
         assert take_within(pool, maker) == 1  # room again: the filler frees, then makes the next
         maker.wait_for(2)
-        assert freed == ["codemode-prewarm"]
+        assert freeing.threads == ["codemode-prewarm"]
     finally:
         maker.hold.set()
         pool.close()
 
 
 def test_free_retired_frees_them_on_the_calling_thread_at_once() -> None:
-    maker = Maker()
-    maker.hold.clear()  # the filler is stuck in a make: it frees nothing
-    pool: InstancePool[object] = InstancePool(maker, 1)
-    freed: list[str] = []
-    freed_now = threading.Event()
+    maker, pool = pool_stuck_in_its_first_make()  # the filler frees nothing meanwhile
+    freeing = Freeing()
     try:
-        assert maker.filler_waiting.wait(WAIT)
-        pool.retire(Used(freed, freed_now))
-        assert freed == []
+        pool.retire(freeing.used())
+        assert freeing.threads == []
         pool.free_retired()
-        assert freed == [threading.current_thread().name]
+        assert freeing.threads == [threading.current_thread().name]
     finally:
         maker.hold.set()
         pool.close()
 
 
 def test_close_frees_the_retired_items_too() -> None:
-    maker = Maker()
-    maker.hold.clear()
-    pool: InstancePool[object] = InstancePool(maker, 1)
-    freed: list[str] = []
-    freed_now = threading.Event()
-    assert maker.filler_waiting.wait(WAIT)
-    pool.retire(Used(freed, freed_now))
+    maker, pool = pool_stuck_in_its_first_make()
+    freeing = Freeing()
+    pool.retire(freeing.used())
     maker.hold.set()
     pool.close()
-    assert freed_now.is_set()
+    assert freeing.done.is_set()
 
 
 def test_a_pool_of_size_zero_has_no_filler_and_makes_every_item_inline() -> None:
@@ -208,8 +213,8 @@ def test_a_pool_of_size_zero_has_no_filler_and_makes_every_item_inline() -> None
     pool: InstancePool[object] = InstancePool(maker, 0)
     assert [pool.take(), pool.take()] == [1, 2]
     assert maker.made == [(1, "inline"), (2, "inline")]
-    freed: list[str] = []
-    pool.retire(Used(freed, threading.Event()))  # nothing keeps it: freed here and now
-    assert freed == [threading.current_thread().name]
+    freeing = Freeing()
+    pool.retire(freeing.used())  # nothing keeps it: freed here and now
+    assert freeing.threads == [threading.current_thread().name]
     pool.close()
     assert pool._filler is None
