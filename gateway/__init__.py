@@ -4,7 +4,10 @@ import gc
 
 # Importing builds thousands of classes (the SDK's pydantic models and ours) and frees nothing, so
 # garbage collections in between only cost time: about a tenth of the import a client waits out before
-# `initialize` is answered (docs/benchmarks.md). They resume once the package is imported.
+# `initialize` is answered (docs/benchmarks.md). They resume once the package is imported, with what
+# the import built frozen (out of the collector's reach for the life of the process): otherwise the
+# first collections after it walk those ~150,000 objects, twice, 60-80 ms each, still before
+# `initialize` is answered.
 _collecting = gc.isenabled()
 gc.disable()
 try:
@@ -50,6 +53,7 @@ try:
     from gateway.sandbox import ErrorInfo, ExecutionResult, Sandbox, SandboxLimits, ToolCaller, ToolCallRecord
     from gateway.server import serve_http, serve_stdio
 finally:
+    gc.freeze()
     if _collecting:
         gc.enable()
 

@@ -107,6 +107,17 @@ def test_importing_the_package_leaves_garbage_collection_as_it_found_it(collecti
     assert done.stdout.strip() == str(collecting)
 
 
+def test_importing_the_package_freezes_what_it_built_so_no_collection_walks_it_again() -> None:
+    # The SDK's models and ours live as long as the process: frozen, a collection skips them.
+    check = "import gc; before = gc.get_freeze_count(); import gateway; print(before, gc.get_freeze_count())"
+    done = subprocess.run(
+        [sys.executable, "-c", check], capture_output=True, text=True, timeout=60, check=True
+    )
+    before, after = (int(word) for word in done.stdout.split())
+    assert before == 0
+    assert after > 50_000
+
+
 def test_every_error_in_the_tree_is_exported_from_the_package() -> None:
     errors = importlib.import_module("gateway.errors")
     assert set(errors.__all__) <= set(gateway.__all__)
