@@ -34,6 +34,7 @@ from gateway.server._approvals import approval_request, asks_in_rounds, request_
 from gateway.server._background import BackgroundExecutions
 from gateway.server._metrics import RefusedStates
 from gateway.server._results import execution_tool_result, max_result_chars
+from gateway.server._start_gate import HANDSHAKE_HEAD_START_SECONDS, StartGate
 from gateway.server._stdio import StdinLines, cancel_on_signals, pipe_stdin, pipe_stdout
 from gateway.server._tasks import (
     TASKS_EXTENSION,
@@ -446,26 +447,47 @@ def warn_of_unidentified_callers(config: GatewayConfig, transport: str) -> None:
 
 async def serve_stdio(config: GatewayConfig, reload: ReloadOptions | None = None) -> None:
     """Serve MCP over stdin/stdout until the client closes stdin or SIGTERM/SIGINT arrives; with
-    `reload`, reloading the config on SIGHUP and changes to the file (`gateway/reload/`)."""
+    `reload`, reloading the config on SIGHUP and changes to the file (`gateway/reload/`).
+
+    The handshake is answered first; then the gateway starts (`_start_gate.py`)."""
     warn_of_unidentified_callers(config, "stdio")
+    gateway = Gateway(config)
+    redact_logs(gateway.redactor)
+    server = build_server(gateway)
+    start_now = anyio.Event()  # the handshake is answered, work has come, or stdin closed
+    stdin_closed = anyio.Event()
+    gate = StartGate(start_now=start_now.set)
+    server.middleware.insert(0, gate)
+
     async with anyio.create_task_group() as task_group:
         # Watching first: a signal during startup also stops every child the gateway started.
         await task_group.start(cancel_on_signals, task_group.cancel_scope)
         stdout = pipe_stdout()
         async with (
-            Gateway(config) as gateway,
             pipe_stdin() or StdinLines() as stdin,
             stdout or nullcontext(),
-            anyio.create_task_group() as reloads,
+            stdio_server(stdin=stdin, stdout=stdout) as (read_stream, write_stream),
+            anyio.create_task_group() as serving,
         ):
-            redact_logs(gateway.redactor)
-            freeze_start_up_heap()
-            if reload is not None:
-                await reloads.start(serve_reloads, gateway, reload)
-            server = build_server(gateway)
-            async with stdio_server(stdin=stdin, stdout=stdout) as (read_stream, write_stream):
-                await server.run(read_stream, write_stream, initialization_options(server))
-            reloads.cancel_scope.cancel()  # before the gateway stops: no reload races its shutdown
+
+            async def run() -> None:
+                try:
+                    await server.run(read_stream, write_stream, initialization_options(server))
+                finally:
+                    start_now.set()
+                    stdin_closed.set()
+
+            serving.start_soon(run)
+            with anyio.move_on_after(HANDSHAKE_HEAD_START_SECONDS):
+                await start_now.wait()
+                await anyio.wait_all_tasks_blocked()  # the answer is on the wire, not only on its way
+            async with gateway, anyio.create_task_group() as reloads:
+                freeze_start_up_heap()
+                gate.open()
+                if reload is not None:
+                    await reloads.start(serve_reloads, gateway, reload)
+                await stdin_closed.wait()
+                reloads.cancel_scope.cancel()  # before the gateway stops: no reload races its shutdown
         task_group.cancel_scope.cancel()  # stdin closed: stop watching for signals
     log.info("gateway stopped")
 
