@@ -1,6 +1,7 @@
 """The one way out of the sandbox: a JSON call through the `host` import."""
 
 import json
+from _json import encode_basestring, make_encoder
 from typing import Any
 
 from componentize_py_types import Err
@@ -8,10 +9,34 @@ from wit_world.imports import host
 
 __all__ = ["ToolError", "boundary_json", "host_call"]
 
+# Every tool call encodes its arguments and decodes its answer, in wasm, metered. `json.dumps` with
+# options builds a JSONEncoder, whose `encode` builds the C encoder, on every call: 48,000 fuel for
+# `{"i": 1}`, where the C encoder made directly costs 21,000. `json.loads` matches a whitespace
+# regex at both ends of text the host writes without any: 24,000 fuel, against 10,000 for
+# `raw_decode`. A tool call cost 125,000 fuel in the guest before.
+_DECODER = json.JSONDecoder()
+
+
+def _not_json(value: object) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _dumps(value: Any) -> str:
+    """`json.dumps(value, ensure_ascii=False, allow_nan=False)`, for less fuel."""
+    # A fresh encoder each time: its `{}` of markers (for circular references) is left holding
+    # entries when encoding fails, so one kept across calls could refuse a later value wrongly.
+    encode = make_encoder({}, _not_json, encode_basestring, None, ": ", ", ", False, False, False)
+    return "".join(encode(value, 0))
+
+
+def _loads(text: str) -> Any:
+    """`json.loads` of JSON the host wrote (compact, nothing around it), for less fuel."""
+    return _DECODER.raw_decode(text)[0]
+
 
 def boundary_json(value: Any) -> str:
     """JSON text that can cross into the host: only UTF-8 crosses, so lone surrogates are escaped."""
-    text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    text = _dumps(value)
     try:
         text.encode()
     except UnicodeEncodeError:
@@ -45,4 +70,4 @@ def host_call(name: str, payload: Any) -> Any:
         raise ToolError(
             info.get("message", "tool call failed"), tool=name, kind=info.get("type", "ToolError")
         ) from None
-    return json.loads(answer)
+    return _loads(answer)
