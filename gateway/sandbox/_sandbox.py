@@ -151,6 +151,7 @@ class Sandbox:
         if busy is not None:
             return failed_result(execution, busy, fuel=0)
         results: list[ExecutionResult] = []
+        used: list[Slot] = []
         try:
             async with anyio.create_task_group() as calls:  # the calls the snippet runs side by side
                 execution.in_flight = CallsInFlight(calls)
@@ -158,7 +159,12 @@ class Sandbox:
                     # Abandoned on cancel so that this task can interrupt the worker instead of waiting.
                     results.append(
                         await anyio.to_thread.run_sync(
-                            self._execute, code, execution, limiter=self._limiter, abandon_on_cancel=True
+                            self._execute,
+                            code,
+                            execution,
+                            used,
+                            limiter=self._limiter,
+                            abandon_on_cancel=True,
                         )
                     )
                 finally:
@@ -166,6 +172,9 @@ class Sandbox:
         except anyio.get_cancelled_exc_class():
             execution.cancel()
             raise
+        finally:
+            for slot in used:  # the result is here: the prewarm thread no longer competes with it
+                slot.replenish()
         return results[0]
 
     def execute_sync(
@@ -174,7 +183,9 @@ class Sandbox:
         """Run a snippet on the calling thread. Tool calls need an anyio worker thread (see `execute`)."""
         return self._execute(code, Execution(self.limits, self.timeout_for(timeout), tool_caller))
 
-    def _execute(self, code: str, execution: Execution) -> ExecutionResult:
+    def _execute(self, code: str, execution: Execution, used: list[Slot] | None = None) -> ExecutionResult:
+        """Run on a free slot. `used` gets that slot, for the caller to replenish once the result has
+        reached it; without `used`, the slot is replenished here, as the result is returned."""
         execution.restart_clock()  # queueing for a slot is not the snippet's time
         try:
             code.encode("utf-8")
@@ -197,6 +208,10 @@ class Sandbox:
             return self._run_in(slot, code, execution)
         finally:
             self._free.put(slot)
+            if used is None or execution.cancelled:  # a cancelled caller may no longer be waiting
+                slot.replenish()
+            else:
+                used.append(slot)
 
     def _run_in(self, slot: Slot, code: str, execution: Execution) -> ExecutionResult:
         store, run = slot.fresh_instance()

@@ -122,7 +122,7 @@ def test_close_stops_the_filler_and_drops_the_unused_items() -> None:
 def test_close_wakes_a_filler_waiting_for_room() -> None:
     maker = Maker()
     pool = InstancePool(maker, 1)
-    maker.wait_for(1)  # the pool is full: the filler waits for a take or a retire, with no timeout
+    maker.wait_for(1)  # the pool is full: the filler waits for `replenish`, with no timeout
     pool.close()  # joins for at most 2 s
     assert pool._filler is not None
     assert not pool._filler.is_alive()
@@ -165,10 +165,31 @@ def test_a_retired_item_is_freed_on_the_pools_thread_not_the_callers() -> None:
     try:
         maker.wait_for(1)
         pool.retire(freeing.used())
+        pool.replenish()
         assert freeing.done.wait(WAIT)
     finally:
         pool.close()
     assert freeing.threads == ["codemode-prewarm"]
+
+
+def test_the_pools_thread_neither_frees_nor_makes_until_it_is_told_to_replenish() -> None:
+    # While an execution runs, and while its result goes back, the thread must leave them the CPU.
+    maker = Maker()
+    pool: InstancePool[object] = InstancePool(maker, 1)
+    freeing = Freeing()
+    try:
+        maker.wait_for(1)
+        assert pool.take() == 1
+        pool.retire(freeing.used())
+        assert not freeing.done.wait(0.2)  # time enough for a thread woken by take or retire
+        assert len(maker.made) == 1
+        pool.replenish()
+        assert freeing.done.wait(WAIT)
+        maker.wait_for(2)
+    finally:
+        pool.close()
+    assert freeing.threads == ["codemode-prewarm"]
+    assert maker.made == [(1, "filler"), (2, "filler")]
 
 
 def test_retired_items_are_freed_before_the_next_one_is_made() -> None:
@@ -178,7 +199,8 @@ def test_retired_items_are_freed_before_the_next_one_is_made() -> None:
         pool.retire(freeing.used())
         maker.hold.set()
         maker.wait_for(1)
-        assert take_within(pool, maker) == 1  # room again: the filler frees, then makes the next
+        assert take_within(pool, maker) == 1  # room again
+        pool.replenish()  # the filler frees, then makes the next
         maker.wait_for(2)
         assert freeing.threads == ["codemode-prewarm"]
     finally:
