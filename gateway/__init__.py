@@ -6,7 +6,7 @@ import gc
 # garbage collections in between only cost time: about a tenth of the import a client waits out before
 # `initialize` is answered (docs/benchmarks.md). They resume once the package is imported, with what
 # the import built frozen (out of the collector's reach for the life of the process): otherwise the
-# first collections after it walk those ~150,000 objects, twice, 60-80 ms each, still before
+# first collections after it walk those ~180,000 objects, twice, 60-80 ms each, still before
 # `initialize` is answered.
 _collecting = gc.isenabled()
 gc.disable()

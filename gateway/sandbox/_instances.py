@@ -6,8 +6,8 @@ neither is on an execution's critical path, and no instance ever serves a second
 
 The thread waits for `replenish`, which the sandbox calls once an execution's result has reached
 its caller: working while the execution ran, or while its result went back to the event loop, it
-competed with them for this machine's two cores and for the GIL (a paced `execute` took 3.3-3.9 ms
-at the median that way, 2.3 ms now).
+competed with them for this machine's two cores and for the GIL (a paced `execute` took 3.8-5.0 ms
+at the median that way, 2.3-2.6 ms now).
 """
 
 from __future__ import annotations
