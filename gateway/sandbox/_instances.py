@@ -8,6 +8,14 @@ The thread waits for `replenish`, which the sandbox calls once an execution's re
 its caller: working while the execution ran, or while its result went back to the event loop, it
 competed with them for this machine's two cores and for the GIL (a paced `execute` took 3.8-5.0 ms
 at the median that way, 2.3-2.6 ms now).
+
+The engine holds at most `capacity` instances at once (its pooling allocator's slots), and
+back-to-back runs outpace the thread: freeing and making cost it about 3 ms of CPU per `print(1)`
+that ran in 1 ms. So the pool counts the instances alive (ready, in use, retired, being freed):
+the thread makes one only while there is room, and `take` frees the retired ones itself before it
+makes one into a full engine. Instantiating into a full engine fails; that used to be the signal,
+and it cost the thread an error and a second's pause, and each run meanwhile a failed
+instantiation and a garbage collection.
 """
 
 from __future__ import annotations
@@ -24,14 +32,20 @@ log = logging.getLogger("gateway.sandbox")
 
 T = TypeVar("T")
 _RETRY_SECONDS = 1.0
+_ROOM_WAIT_SECONDS = 5.0
+"""How long `take` waits for the thread to finish freeing instances when the engine is full and none
+is left to free here: a free takes milliseconds, so this bounds a bug, not a normal wait."""
 
 
 class InstancePool(Generic[T]):
-    """Keeps up to `size` unused instances ready and frees retired ones; `take` never waits for it."""
+    """Keeps up to `size` unused instances ready and frees retired ones; `take` waits for the pool's
+    thread only when the engine already holds `capacity` instances (None: no such bound)."""
 
-    def __init__(self, make: Callable[[], T], size: int) -> None:
+    def __init__(self, make: Callable[[], T], size: int, capacity: int | None = None) -> None:
         self._make = make
         self._size = size
+        self._capacity = capacity
+        self._live = 0  # made and not yet freed, wherever they are
         self._ready: deque[T] = deque()
         self._retired: list[T] = []
         self._changed = threading.Condition()
@@ -43,16 +57,26 @@ class InstancePool(Generic[T]):
 
     def take(self) -> T:
         """A never-used instance: a prewarmed one if ready, else one made now on this thread."""
+        retired: list[T] = []
         with self._changed:
             if self._ready:
                 return self._ready.popleft()
-        return self._make()
+            if self._full():
+                retired, self._retired = self._retired, []
+                if not retired:  # the thread is freeing them (milliseconds), or making one
+                    self._changed.wait_for(self._ready_or_room, _ROOM_WAIT_SECONDS)
+                    if self._ready:
+                        return self._ready.popleft()
+            self._live += 1  # this one's room, taken before the lock is let go
+        self._free(retired)
+        return self._made_here()
 
     def retire(self, item: T) -> None:
         """Hand over a used instance to be freed on the pool's thread at the next `replenish` (a pool
         without one, or closed, drops it here); the caller must keep no reference to it."""
         with self._changed:
             if self._filler is None or self._stopped:
+                self._live -= 1
                 return
             self._retired.append(item)
 
@@ -65,10 +89,36 @@ class InstancePool(Generic[T]):
         """Free the retired instances now, on this thread: needed when the engine's pool is full."""
         with self._changed:
             retired, self._retired = self._retired, []
-        retired.clear()
+        self._free(retired)
+
+    def _free(self, retired: list[T]) -> None:
+        if not retired:
+            return
+        count = len(retired)
+        retired.clear()  # the last references: each instance is freed here
+        with self._changed:
+            self._live -= count
+            self._changed.notify_all()  # a `take` may be waiting for the room
+
+    def _full(self) -> bool:
+        return self._capacity is not None and self._live >= self._capacity
+
+    def _ready_or_room(self) -> bool:
+        return bool(self._ready) or not self._full()
+
+    def _can_prewarm(self) -> bool:
+        return len(self._ready) < self._size and not self._full()
 
     def _has_work(self) -> bool:
-        return self._stopped or bool(self._retired) or len(self._ready) < self._size
+        return self._stopped or bool(self._retired) or self._can_prewarm()
+
+    def _made_here(self) -> T:
+        try:
+            return self._make()
+        except BaseException:
+            with self._changed:
+                self._live -= 1
+            raise
 
     def _fill(self) -> None:
         while True:
@@ -76,14 +126,16 @@ class InstancePool(Generic[T]):
                 self._changed.wait_for(self._has_work)
                 if self._stopped:
                     return
-                room = len(self._ready) < self._size
-            self.free_retired()  # before the next one is made: the pooling allocator's slots are bounded
-            if room:
-                self._add_one()
+            self.free_retired()  # before the next one is made: the engine's room is bounded
+            with self._changed:
+                if not self._can_prewarm():
+                    continue
+                self._live += 1
+            self._add_one()
 
     def _add_one(self) -> None:
         try:
-            item = self._make()
+            item = self._made_here()
         except Exception:
             log.exception("prewarming an instance failed; executions will instantiate inline")
             with self._changed:
@@ -92,6 +144,9 @@ class InstancePool(Generic[T]):
         with self._changed:
             if not self._stopped:
                 self._ready.append(item)
+                self._changed.notify_all()  # a `take` may be waiting for it
+                return
+            self._live -= 1  # dropped below, unused
 
     def close(self) -> None:
         """Stop the pool's thread and drop the instances never used or not yet freed."""
@@ -101,5 +156,6 @@ class InstancePool(Generic[T]):
         if self._filler is not None:
             self._filler.join(timeout=2)
         with self._changed:
+            self._live -= len(self._ready) + len(self._retired)
             self._ready.clear()
             self._retired.clear()

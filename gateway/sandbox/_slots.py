@@ -56,14 +56,16 @@ class Slot:
         self._linker = Linker(self.engine)
         with self._linker.root() as root, root.add_instance(HOST_INTERFACE) as host:
             define_host_call(host, "call", host_call)
-        self._instances = InstancePool(self._instantiate, self.limits.prewarm_instances)
+        self._instances = InstancePool(
+            self._instantiate, self.limits.prewarm_instances, engine_capacity(self.limits)
+        )
 
     def _instantiate(self) -> Instance:
         try:
             return self._new_instance()
         except wasmtime.WasmtimeError:
-            # The engine's pool may be full of used instances: retired ones the prewarm thread has
-            # not freed yet (it fell behind back-to-back runs), or stores only a collection frees.
+            # The instance pool keeps the engine's count, so this is a store something else still
+            # held (a reference cycle): one a collection frees. Free what waits, collect, try again.
             self._instances.free_retired()
             gc.collect()
             return self._new_instance()
@@ -148,13 +150,17 @@ class Watchdog:
         self._thread.join(timeout=1)
 
 
+def engine_capacity(limits: SandboxLimits) -> int | None:
+    """How many instances each slot's engine holds at once (None: allocated on demand, unbounded)."""
+    return limits.prewarm_instances + POOL_MARGIN if limits.pooling_allocator else None
+
+
 def load_slots(
     limits: SandboxLimits, *, component_path: Path | None, cache_dir: Path | None
 ) -> tuple[list[Slot], LoadedComponent]:
     """One slot per concurrent execution; the component is compiled (or read from cache) once."""
-    pool = None
-    if limits.pooling_allocator:
-        pool = PoolSize(limits.prewarm_instances + POOL_MARGIN, limits.memory_bytes)
+    capacity = engine_capacity(limits)
+    pool = None if capacity is None else PoolSize(capacity, limits.memory_bytes)
     engine, fingerprint = make_engine(limits.max_wasm_stack_bytes, pool)
     loaded = load_component(engine, fingerprint, path=component_path, cache_dir=cache_dir)
     slots = [Slot(0, engine, loaded.component, limits)]

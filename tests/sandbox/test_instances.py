@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import weakref
 from typing import Any
 
@@ -240,3 +241,107 @@ def test_a_pool_of_size_zero_has_no_filler_and_makes_every_item_inline() -> None
     assert freeing.threads == [threading.current_thread().name]
     pool.close()
     assert pool._filler is None
+
+
+class Engine:
+    """Makes weakly referenced items and, like an engine's pooling allocator, refuses to make one
+    while `capacity` are alive; records each refusal and which thread freed what."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.alive = 0
+        self.refused: list[str] = []
+        self.freed_by: list[str] = []
+        self.made = 0
+        self.lock = threading.Lock()
+
+    def __call__(self) -> _Used:
+        with self.lock:
+            if self.alive >= self.capacity:
+                self.refused.append(threading.current_thread().name)
+                raise RuntimeError("maximum concurrent limit reached")
+            self.alive += 1
+            self.made += 1
+        item = _Used()
+        weakref.finalize(item, self._freed)
+        return item
+
+    def _freed(self) -> None:
+        with self.lock:
+            self.alive -= 1
+            self.freed_by.append(threading.current_thread().name)
+
+    def wait_for_made(self, count: int) -> None:
+        deadline = time.monotonic() + WAIT
+        while self.made < count:
+            assert time.monotonic() < deadline, self.made
+            time.sleep(0.005)
+
+
+def test_take_frees_the_retired_items_itself_before_making_one_into_a_full_engine() -> None:
+    engine = Engine(capacity=3)
+    pool: InstancePool[_Used] = InstancePool(engine, 1, capacity=3)
+    try:
+        engine.wait_for_made(1)
+        for _ in range(3):  # the prewarmed one, then two made here; the thread is never told to
+            pool.retire(pool.take())  # replenish, so it frees nothing
+        assert engine.alive == 3  # all three retired: the engine is full
+        assert engine.freed_by == []
+        assert pool.take() is not None  # made here, once this thread has freed the three
+    finally:
+        pool.close()
+    assert engine.refused == []
+    assert engine.freed_by[:3] == [threading.current_thread().name] * 3
+
+
+def test_the_filler_makes_nothing_while_the_engine_is_full_and_fills_again_once_there_is_room(
+    sandbox_log: list[logging.LogRecord],
+) -> None:
+    engine = Engine(capacity=2)
+    pool: InstancePool[_Used] = InstancePool(engine, 2, capacity=2)
+    try:
+        engine.wait_for_made(2)
+        in_use = [pool.take(), pool.take()]  # nothing ready, and no room for more
+        pool.replenish()
+        time.sleep(0.2)  # time enough for a filler that would try anyway
+        assert engine.made == 2
+        while in_use:
+            pool.retire(in_use.pop())
+        pool.replenish()
+        engine.wait_for_made(4)
+    finally:
+        pool.close()
+    assert engine.refused == []
+    assert engine.freed_by[:2] == ["codemode-prewarm"] * 2  # then close drops the two made after
+    assert [r.getMessage() for r in sandbox_log] == []
+
+
+def test_take_waits_for_a_free_already_under_way_when_the_engine_is_full() -> None:
+    engine = Engine(capacity=1)
+    pool: InstancePool[_Used] = InstancePool(engine, 1, capacity=1)
+    freeing, release = threading.Event(), threading.Event()
+
+    def slow_free() -> None:  # the pooling allocator resetting a large memory
+        freeing.set()
+        assert release.wait(WAIT)
+
+    try:
+        engine.wait_for_made(1)
+        item = pool.take()
+        weakref.finalize(item, slow_free)
+        pool.retire(item)
+        del item
+        pool.replenish()
+        assert freeing.wait(WAIT)  # the thread is inside the free: nothing retired is left to free
+        taken: list[_Used] = []
+        taker = threading.Thread(target=lambda: taken.append(pool.take()), daemon=True)
+        taker.start()
+        time.sleep(0.1)
+        assert taken == []  # the engine is still full: it waits rather than fail
+        release.set()
+        taker.join(WAIT)
+        assert len(taken) == 1
+    finally:
+        release.set()
+        pool.close()
+    assert engine.refused == []

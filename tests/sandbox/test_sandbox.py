@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from functools import partial
 
 import anyio
 import pytest
+import wasmtime
 
 from gateway import Sandbox, SandboxLimits, ToolCallError
 from gateway.catalog import read_docs
@@ -392,3 +394,36 @@ def test_used_instances_the_prewarm_thread_has_not_freed_never_exhaust_the_engin
         finally:
             stuck.set()
     assert [result.stdout for result in results] == ["1\n"] * len(results), results[-1].summary()
+
+
+def test_a_prewarm_thread_that_falls_behind_never_instantiates_into_a_full_engine(
+    sandbox_log: list[logging.LogRecord],
+) -> None:
+    # Back-to-back runs outpace the thread (freeing and making cost it ~3 ms a run of ~1 ms): it
+    # used to try anyway, fail, log an error and pause for a second, while every run meanwhile
+    # failed an instantiation and ran a garbage collection before it could start.
+    limits = SandboxLimits(max_concurrent_executions=1, prewarm_instances=1)
+    with Sandbox(limits) as sandbox:
+        slot = sandbox._slots[0]
+        pool = slot._instances
+        make, new_instance = pool._make, slot._new_instance
+        failed: list[str] = []
+
+        def slow_make() -> Instance:
+            if threading.current_thread().name == "codemode-prewarm":
+                time.sleep(0.02)  # a thread descheduled on a busy machine
+            return make()
+
+        def counted_new_instance() -> Instance:
+            try:
+                return new_instance()
+            except wasmtime.WasmtimeError as exc:
+                failed.append(f"{threading.current_thread().name}: {exc}")
+                raise
+
+        pool._make = slow_make
+        slot._new_instance = counted_new_instance
+        results = [sandbox.execute_sync("print(1)") for _ in range(6 * (1 + POOL_MARGIN))]
+    assert [result.stdout for result in results] == ["1\n"] * len(results), results[-1].summary()
+    assert failed == []
+    assert [r.getMessage() for r in sandbox_log if r.levelno >= logging.WARNING] == []
