@@ -52,6 +52,8 @@ from gateway.catalog import (
     warm_search,
 )
 from gateway.catalog._search import BASELINE
+from gateway.children import DEFAULT_MAX_MESSAGE_BYTES
+from gateway.children._relay import relay_command
 from gateway.children._transport import list_all_tools as gateway_list_all_tools
 from gateway.sandbox import HostJournal
 
@@ -568,11 +570,18 @@ class Throughput:
     native_runs: int
     native_alone_ms: float
     native_side_by_side_ms: float  # the slowest of the processes that ran at once
+    side_by_side_cpu_ms: float  # CPU time the side-by-side batch took, every thread and process counted
 
     @property
     def ratio(self) -> float:
         """How many times the executions per second of one at a time."""
         return self.one_at_a_time_ms / self.side_by_side_ms
+
+    @property
+    def cpu_ceiling(self) -> float:
+        """The most `ratio` could be: side by side, the batch needs its CPU time spread over the
+        cores at best, while one at a time may use a core the lane leaves idle (the prewarm thread)."""
+        return self.one_at_a_time_ms / (self.side_by_side_cpu_ms / THROUGHPUT_AT_ONCE)
 
     @property
     def native_ratio(self) -> float:
@@ -609,19 +618,38 @@ async def time_native_processes(processes: int, runs: int) -> float:
     return max(times)
 
 
+def process_cpu_ms(pid: int) -> float:
+    """CPU time (user and system, every thread) process `pid` has used, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
+def this_process_cpu_ms() -> float:
+    """CPU time of this process, every thread counted."""
+    return time.process_time() * 1000
+
+
 async def measure_throughput(
-    run_one: Callable[[], Awaitable[None]], plan: Plan, *, native: bool = True
+    run_one: Callable[[], Awaitable[None]],
+    plan: Plan,
+    cpu_ms: Callable[[], float],
+    *,
+    native: bool = True,
 ) -> Throughput:
-    """Medians of interleaved repeats: the executions one at a time, then side by side, then the native
-    processes alone and side by side (skipped with `native=False`, reported as NaN)."""
+    """Medians of interleaved repeats: the executions one at a time, then side by side (with the CPU
+    time `cpu_ms` counts meanwhile), then the native processes alone and side by side (skipped with
+    `native=False`, reported as NaN)."""
     alone: list[float] = []
     side_by_side: list[float] = []
+    side_by_side_cpu: list[float] = []
     native_alone: list[float] = []
     native_side_by_side: list[float] = []
     await run_one()  # warm: the prewarm pools of the slots it takes
     for _ in range(plan.throughput_repeats):
         alone.append(await time_in_lanes(run_one, plan.throughput_executions, 1))
+        cpu_before = cpu_ms()
         side_by_side.append(await time_in_lanes(run_one, plan.throughput_executions, THROUGHPUT_AT_ONCE))
+        side_by_side_cpu.append(cpu_ms() - cpu_before)
         if native:
             native_alone.append(await time_native_processes(1, plan.throughput_native_runs))
             native_side_by_side.append(
@@ -634,6 +662,7 @@ async def measure_throughput(
         plan.throughput_native_runs,
         statistics.median(native_alone) if native else math.nan,
         statistics.median(native_side_by_side) if native else math.nan,
+        statistics.median(side_by_side_cpu),
     )
 
 
@@ -866,6 +895,12 @@ class ChildServer:
         """The same command, for the bench's own SDK client to spawn."""
         return StdioServerParameters(command=self.command, args=list(self.args), env=dict(self.env))
 
+    def relayed_params(self) -> StdioServerParameters:
+        """The same command behind the relay that caps each line, as the gateway spawns a stdio child."""
+        env = dict(self.env)
+        command, args = relay_command(self.command, list(self.args), DEFAULT_MAX_MESSAGE_BYTES, env)
+        return StdioServerParameters(command=command, args=args, env=env)
+
 
 @dataclass(frozen=True)
 class ChildTool:
@@ -885,6 +920,7 @@ class ChildTool:
 TIME_TOOL = ChildTool("time", "get_current_time", {"timezone": "UTC"}, "Python child")
 ECHO_TOOL = ChildTool("everything", "echo", {"message": "bench"}, "Node child")
 CHILD_TOOLS = (TIME_TOOL, ECHO_TOOL)
+TOOL_SERVERS = {tool.server for tool in CHILD_TOOLS}
 
 
 @dataclass(frozen=True)
@@ -906,6 +942,12 @@ class ChildToolOverhead:
     tool: ChildTool
     overhead: ToolOverhead
     recorded_call_ms: float
+    relayed_ms: float  # the direct calls, made to a copy of the child behind the gateway's relay
+
+    @property
+    def relay_ms_per_call(self) -> float:
+        """What the relay in front of a stdio child adds to a call."""
+        return (self.relayed_ms - self.overhead.direct_ms) / self.overhead.calls
 
 
 @dataclass(frozen=True)
@@ -1120,26 +1162,35 @@ async def time_direct_child_calls(session: ClientSession, tool: ChildTool, calls
 
 
 async def measure_gateway_tool_overhead(
-    gateway: ClientSession, direct: ClientSession, tool: ChildTool, calls: int, repeats: int
+    gateway: ClientSession,
+    direct: ClientSession,
+    relayed: ClientSession,
+    tool: ChildTool,
+    calls: int,
+    repeats: int,
 ) -> ChildToolOverhead:
-    """Medians of the snippet with calls, the same snippet with none, and the calls made directly."""
+    """Medians of the snippet with calls, the same snippet with none, and the calls made directly,
+    to the child and to a copy of it behind the relay."""
     with_calls: list[float] = []
     without_calls: list[float] = []
     direct_ms: list[float] = []
+    relayed_ms: list[float] = []
     recorded: list[float] = []
     with anyio.fail_after(GATEWAY_WAIT_SECONDS):
         await time_gateway_calls(gateway, tool, 1)  # a child's first call may warm caches of its own
         await time_direct_child_calls(direct, tool, 1)
+        await time_direct_child_calls(relayed, tool, 1)
         for _ in range(repeats):
             took, calls_ms = await time_gateway_calls(gateway, tool, calls)
             with_calls.append(took)
             recorded.extend(calls_ms)
             without_calls.append((await time_gateway_calls(gateway, tool, 0))[0])
             direct_ms.append(await time_direct_child_calls(direct, tool, calls))
+            relayed_ms.append(await time_direct_child_calls(relayed, tool, calls))
     overhead = ToolOverhead(
         calls, statistics.median(with_calls), statistics.median(without_calls), statistics.median(direct_ms)
     )
-    return ChildToolOverhead(tool, overhead, statistics.median(recorded))
+    return ChildToolOverhead(tool, overhead, statistics.median(recorded), statistics.median(relayed_ms))
 
 
 async def list_all_tools(session: ClientSession) -> list[types.Tool]:
@@ -1180,6 +1231,18 @@ async def wait_for_children(gateway: Connection, children: int) -> float:
     except TimeoutError:
         raise BenchError(f"not every child of the gateway connected: {overview[:500]}") from None
     return elapsed_ms(gateway.spawned_ns)
+
+
+def gateway_pid() -> int:
+    """The gateway process this bench spawned (the one serving the per-call rows)."""
+    for pid in descendants(os.getpid()):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"gateway" in command and b"serve" in command:
+            return pid
+    raise BenchError("cannot find the gateway's process among this bench's")
 
 
 def descendants(pid: int) -> list[int]:
@@ -1294,6 +1357,8 @@ async def measure_gateway(plan: Plan) -> GatewayFigures:
                         connect_all({server.name: server.params() for server in servers}, errlog)
                     )
                     context = await measure_context(gateway, {name: c.session for name, c in direct.items()})
+                    behind_relay = {s.name: s.relayed_params() for s in servers if s.name in TOOL_SERVERS}
+                    relayed = await stack.enter_async_context(connect_all(behind_relay, errlog))
                     minimal = await stack.enter_async_context(connect(minimal_server_params(), errlog))
                     execute, sdk_floor = await measure_gateway_execute(
                         gateway, minimal.session, plan.gateway_runs, plan.warmup
@@ -1302,6 +1367,7 @@ async def measure_gateway(plan: Plan) -> GatewayFigures:
                         await measure_gateway_tool_overhead(
                             gateway,
                             direct[tool.server].session,
+                            relayed[tool.server].session,
                             tool,
                             plan.gateway_tool_calls,
                             plan.gateway_tool_repeats,
@@ -1309,7 +1375,13 @@ async def measure_gateway(plan: Plan) -> GatewayFigures:
                         for tool in CHILD_TOOLS
                     ]
                     with anyio.fail_after(GATEWAY_WAIT_SECONDS):
-                        throughput = await measure_throughput(gateway_runner(gateway), plan, native=False)
+                        pid = gateway_pid()
+                        throughput = await measure_throughput(
+                            gateway_runner(gateway),
+                            plan,
+                            lambda: this_process_cpu_ms() + process_cpu_ms(pid),
+                            native=False,
+                        )
                     spawned = descendants(os.getpid())
                 await wait_exited(spawned)
                 startup = await measure_startup(params, errlog, len(servers), plan.startup_runs, first)
@@ -1489,18 +1561,37 @@ def parallel_row(figures: ParallelFigures) -> Row:
     )
 
 
-def throughput_rows(figures: Throughput) -> list[Row]:
-    """Row 5d: CPU-bound executions side by side against one at a time, and the native ceiling."""
+def throughput_detail(figures: Throughput, runs: str) -> str:
+    """The wall times behind a throughput ratio, and the most their CPU time allowed."""
+    return (
+        f"{figures.executions} {runs}: one at a time {fmt(figures.one_at_a_time_ms)} ms, "
+        f"{THROUGHPUT_AT_ONCE} at a time {fmt(figures.side_by_side_ms)} ms using "
+        f"{fmt(figures.side_by_side_cpu_ms)} ms of CPU, so at most {fmt(figures.cpu_ceiling)}x "
+        f"on {THROUGHPUT_AT_ONCE} cores"
+    )
+
+
+def throughput_rows(figures: Throughput, inline: Throughput) -> list[Row]:
+    """Row 5d: CPU-bound executions side by side against one at a time, with the default prewarm pool
+    and with none, and the native ceiling."""
     return [
         Row(
             "throughput",
             f"throughput, {THROUGHPUT_AT_ONCE} fib(25) executions at once vs 1 (in process)",
             figures.ratio,
             "x",
-            f"{figures.executions} executions: one at a time {fmt(figures.one_at_a_time_ms)} ms, "
-            f"{THROUGHPUT_AT_ONCE} at a time {fmt(figures.side_by_side_ms)} ms; "
+            f"{throughput_detail(figures, 'executions')}; "
             f"{fmt(figures.ratio / figures.native_ratio * 100)}% of the native ceiling below",
             Target(1.85, at_least=True),
+        ),
+        Row(
+            "throughput_inline",
+            f"throughput, {THROUGHPUT_AT_ONCE} fib(25) executions at once vs 1, instantiated inline "
+            "(`prewarm_instances=0`)",
+            inline.ratio,
+            "x",
+            f"{throughput_detail(inline, 'executions')}; "
+            f"{fmt(inline.ratio / figures.native_ratio * 100)}% of the native ceiling below",
         ),
         Row(
             "throughput_native",
@@ -1521,8 +1612,7 @@ def gateway_throughput_row(figures: Throughput) -> Row:
         f"throughput through the gateway, {THROUGHPUT_AT_ONCE} fib(25) `execute_code` at once vs 1",
         figures.ratio,
         "x",
-        f"{figures.executions} calls: one at a time {fmt(figures.one_at_a_time_ms)} ms, "
-        f"{THROUGHPUT_AT_ONCE} at a time {fmt(figures.side_by_side_ms)} ms",
+        f"{throughput_detail(figures, 'calls')} (the gateway's and this client's)",
         Target(1.85, at_least=True),
     )
 
@@ -1586,7 +1676,9 @@ def gateway_tool_row(figures: ChildToolOverhead) -> Row:
         " ms/call",
         f"{overhead.calls} calls: snippet {fmt(overhead.snippet_ms)} ms - same snippet with 0 calls "
         f"{fmt(overhead.empty_snippet_ms)} ms - {overhead.calls} direct SDK calls {fmt(overhead.direct_ms)} "
-        f"ms; the gateway records a median {fmt(figures.recorded_call_ms)} ms per call",
+        f"ms; the gateway records a median {fmt(figures.recorded_call_ms)} ms per call; the same direct "
+        f"calls to a copy of the child behind the gateway's line-capping relay took "
+        f"{fmt(figures.relayed_ms)} ms, so the relay alone adds {fmt(figures.relay_ms_per_call)} ms/call",
         Target(0.3),
     )
 
@@ -1857,7 +1949,12 @@ async def collect(plan: Plan) -> Report:
         report.rows.append(tool_row(await measure_tool_overhead(warm, plan.tool_calls, plan.tool_repeats)))
         report.rows.append(journal_row(await measure_journal(warm, plan.tool_calls, plan.tool_repeats)))
         report.rows.append(parallel_row(await measure_parallel_calls(warm, plan.tool_repeats)))
-        report.rows.extend(throughput_rows(await measure_throughput(in_process_runner(warm), plan)))
+        report.rows.extend(
+            throughput_rows(
+                await measure_throughput(in_process_runner(warm), plan, this_process_cpu_ms),
+                await measure_throughput(in_process_runner(inline), plan, this_process_cpu_ms, native=False),
+            )
+        )
         for live in plan.live_levels:
             report.rows.append(memory_row(await measure_live_memory(inline, live, plan.memory_repeats)))
     # After the in-process sandboxes are gone; their first load left the compiled component cached.
@@ -1979,7 +2076,14 @@ def render_method(report: Report) -> str:
             f"interleaved repeats. The ceiling: one CPython process (this interpreter) timing fib(25) "
             f"x{plan.throughput_native_runs} itself, against {THROUGHPUT_AT_ONCE} such processes started "
             "at once (the slowest counts). The gateway row does the same with `execute_code` calls on one "
-            "client session (MCP requests in flight together), after the per-call rows.",
+            "client session (MCP requests in flight together), after the per-call rows. The CPU time of "
+            "the side-by-side batch (this process's, with the gateway's for its row, from /proc) bounds "
+            "the ratio: that batch cannot take less than its CPU time spread over the cores, while one "
+            "at a time, the prewarm thread makes and frees instances (about 2.5 ms of CPU per execution) "
+            "on the core the lane leaves idle. So with the prewarm pool the ratio cannot reach the "
+            "native ceiling; without it (`prewarm_instances=0`, the inline row, same method) each "
+            "execution pays for its own instance, and the executions scale as native processes do: "
+            "they run in parallel, outside the GIL.",
             "- Memory: VmRSS from /proc/self/status, idle and then while K executions (on a sandbox with "
             "no prewarm pool) have each built a ~20k-string list and are parked in a tool call that "
             f"returns only once all K are live; (RSS_K - RSS_idle) / K, median of {plan.memory_repeats}. "
@@ -2006,7 +2110,12 @@ def render_method(report: Report) -> str:
             "(py-spy `--gil` on the gateway while a snippet calls a minimal Python child 100 times): the "
             "SDK client's `call_tool` and its stdout reader hold the event loop about a quarter of the time, "
             "admission and policy 12%, argument validation 6%, telemetry 2%, the rest spread over "
-            "asyncio and anyio; no one part would bring the call to +0.3 ms.",
+            "asyncio and anyio; no one part would bring the call to +0.3 ms. The gateway runs each stdio "
+            "child behind a relay that caps every line it sends (`gateway/children/_relay.py`: the SDK's "
+            "reader costs the square of a line's length, so an unbounded line could hold the event loop "
+            "for seconds); the client makes the same direct calls to a third copy of the child started "
+            "behind that relay, interleaved, and the row names what the relay alone adds per call, a "
+            "floor under any stdio child's row.",
             "- Context: `tools/list` (every page) as compact UTF-8 JSON of the tools array, from the gateway "
             "and from each child on the bench's own connection; tokens are estimated as bytes / 4.",
             f"- Start-up: {plan.startup_runs} fresh gateway processes on the same config (the first is the "

@@ -34,6 +34,7 @@ EXPECTED_ROWS = [
     "journal",
     "parallel_calls",
     "throughput",
+    "throughput_inline",
     "throughput_native",
     "memory_1",
     "memory_4",
