@@ -13,6 +13,11 @@ an idle one. Variants put back the code each lever replaced:
 - import: wasmtime-py's `LinkerInstance.add_func` (rebuilds the import's type on every call);
 - hop: `anyio.from_thread.run` (what `Execution` uses without an asyncio loop);
 - json: `json.loads`/`json.dumps` with options per call, and the node-by-node depth walk;
+- floor: the hop alone: the call's checks as shipped, but the hop to the event loop made with no
+  cancel scope and no timeout (what `Execution.cancel` and the per-call deadline cost);
+- floor: no hop: the call's checks as shipped, with the echo's coroutine driven on the worker thread
+  (only a tool that never suspends allows it: every child lives on the event loop), for what the hop
+  costs in all;
 - floor: `time.time()` in the snippet, a host call (`@clock`) answered on the worker thread, for what
   the boundary and the guest cost without the hop, the checks or a tool;
 - floor: a round trip between two Python threads (two locks), back to back: the wake-ups a hop pays
@@ -38,8 +43,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +53,7 @@ from wasmtime.component import LinkerInstance
 
 from gateway import Sandbox, SandboxLimits
 from gateway.sandbox import _host_call, _sandbox, _slots
+from gateway.sandbox._hop import call_on_loop
 from gateway.sandbox._host_import import HostFunction
 
 MARKER = "<!-- host-call -->"  # this section of docs/benchmarks.md, kept by run_bench.py
@@ -56,6 +62,8 @@ SNIPPET = "for i in range({calls}):\n    tools.bench.echo(i=i)\n"
 CLOCK_SNIPPET = "import time\nfor i in range({calls}):\n    time.time()\n"
 FLOOR = "floor: time.time() (host @clock, no hop)"
 PING_PONG = "floor: one thread round trip (two locks)"
+HOP_ALONE = "floor: the hop alone (no cancel scope, no timeout)"
+NO_HOP = "floor: no hop (the echo driven on the worker thread)"
 FIB = "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\nfib(25)\n"
 NATIVE = (
     "import time\ndef fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n"
@@ -193,38 +201,65 @@ def summary(samples: list[float], unit: str) -> str:
     return f"{statistics.median(samples):.0f} {unit} (spread {min(samples):.0f}-{max(samples):.0f})"
 
 
+def hop_without_its_scope(
+    execution: _host_call.Execution,
+    start: Callable[[], Awaitable[Any]],
+    timeout: float | None,
+    fallback: Callable[[], Any] | None = None,
+) -> Any:
+    """The hop to the event loop and back with nothing else: no cancel scope, no timeout."""
+    assert execution.loop is not None
+    return call_on_loop(execution.loop, lambda: _awaited(start))
+
+
+async def _awaited(start: Callable[[], Awaitable[Any]]) -> Any:
+    return await start()
+
+
+def no_hop(
+    execution: _host_call.Execution,
+    start: Callable[[], Awaitable[Any]],
+    timeout: float | None,
+    fallback: Callable[[], Any] | None = None,
+) -> Any:
+    """The tool's coroutine driven on the worker thread: possible only for one that never suspends
+    (the in-process echo), so a floor, not a design: every child lives on the event loop."""
+    coroutine = _awaited(start)
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value
+    coroutine.close()
+    raise RuntimeError("the tool suspended: it needs the event loop")
+
+
+Patches = list[tuple[Any, dict[str, Any]]]
+
+
 async def measure_calls(rounds: int, calls: int) -> dict[str, list[float]]:
     """Per-call cost of every variant, interleaved round by round."""
     with patched(_slots, define_host_call=generic_import):
         generic = make_sandbox(calls)
     ours = make_sandbox(calls)
     no_loop: Callable[[], None] = lambda: None  # noqa: E731 - Execution then hops with anyio
-    variants: dict[str, tuple[Sandbox, dict[str, Any], dict[str, Any]]] = {
-        "all levers (as shipped)": (ours, {}, {}),
-        "import: wasmtime-py add_func": (generic, {}, {}),
-        "hop: anyio.from_thread.run": (ours, {"asyncio_loop": no_loop}, {}),
-        "json: per-call options, old depth walk": (
-            ours,
-            {},
-            {"_parse_json": old_parse_json, "_encode_for_guest": old_encode},
-        ),
-        "none (all three replaced)": (
-            generic,
-            {"asyncio_loop": no_loop},
-            {"_parse_json": old_parse_json, "_encode_for_guest": old_encode},
-        ),
+    old_json = (_host_call, {"_parse_json": old_parse_json, "_encode_for_guest": old_encode})
+    variants: dict[str, tuple[Sandbox, Patches]] = {
+        "all levers (as shipped)": (ours, []),
+        "import: wasmtime-py add_func": (generic, []),
+        "hop: anyio.from_thread.run": (ours, [(_sandbox, {"asyncio_loop": no_loop})]),
+        "json: per-call options, old depth walk": (ours, [old_json]),
+        "none (all three replaced)": (generic, [(_sandbox, {"asyncio_loop": no_loop}), old_json]),
+        HOP_ALONE: (ours, [(_host_call.Execution, {"_wait_from_worker": hop_without_its_scope})]),
+        NO_HOP: (ours, [(_host_call.Execution, {"_wait_from_worker": no_hop})]),
     }
     try:
         import orjson  # pyright: ignore[reportMissingImports]
 
-        variants["orjson, no guards (upper bound)"] = (
-            ours,
-            {},
-            {
-                "_parse_json": lambda text, what: orjson.loads(text),
-                "_encode_for_guest": lambda v: orjson.dumps(v).decode(),
-            },  # pyright: ignore[reportUnknownLambdaType, reportUnknownMemberType]
-        )
+        orjson_json = {
+            "_parse_json": lambda text, what: orjson.loads(text),
+            "_encode_for_guest": lambda v: orjson.dumps(v).decode(),
+        }  # pyright: ignore[reportUnknownLambdaType, reportUnknownMemberType]
+        variants["orjson, no guards (upper bound)"] = (ours, [(_host_call, orjson_json)])
     except ImportError:
         pass
     samples: dict[str, list[float]] = {name: [] for name in variants}
@@ -235,8 +270,10 @@ async def measure_calls(rounds: int, calls: int) -> dict[str, list[float]]:
             for _ in range(3):
                 await per_call_us(sandbox, calls)
         for _ in range(rounds):
-            for name, (sandbox, sandbox_patch, host_patch) in variants.items():
-                with patched(_sandbox, **sandbox_patch), patched(_host_call, **host_patch):
+            for name, (sandbox, patches) in variants.items():
+                with ExitStack() as stack:
+                    for target, values in patches:
+                        stack.enter_context(patched(target, **values))
                     samples[name].append(await per_call_us(sandbox, calls))
             samples[FLOOR].append(await clock_call_us(ours, calls))
             samples[PING_PONG].append(thread_round_trip_us())
