@@ -11,17 +11,18 @@ at the median that way, 2.3-2.6 ms now).
 
 The engine holds at most `capacity` instances at once (its pooling allocator's slots), and
 back-to-back runs outpace the thread: freeing and making cost it about 3 ms of CPU per `print(1)`
-that ran in 1 ms. So the pool counts the instances alive (ready, in use, retired, being freed):
-the thread makes one only while there is room, and `take` frees the retired ones itself before it
-makes one into a full engine. Instantiating into a full engine fails; that used to be the signal,
-and it cost the thread an error and a second's pause, and each run meanwhile a failed
-instantiation and a garbage collection.
+that ran in 1 ms. So the pool counts the instances alive, from each one's making to the moment
+its `key` object is freed, wherever that happens: the thread makes one only while there is room,
+and `take` frees the retired ones itself before it makes one into a full engine. Instantiating
+into a full engine fails; that used to be the signal, and it cost the thread an error and a
+second's pause, and each run meanwhile a failed instantiation and a garbage collection.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from collections import deque
 from collections.abc import Callable
 from typing import Generic, TypeVar
@@ -33,19 +34,30 @@ log = logging.getLogger("gateway.sandbox")
 T = TypeVar("T")
 _RETRY_SECONDS = 1.0
 _ROOM_WAIT_SECONDS = 5.0
-"""How long `take` waits for the thread to finish freeing instances when the engine is full and none
-is left to free here: a free takes milliseconds, so this bounds a bug, not a normal wait."""
+"""How long `take` waits for the thread's frees under way when the engine is full: a free takes
+milliseconds, so this bounds a bug, not a normal wait."""
 
 
 class InstancePool(Generic[T]):
     """Keeps up to `size` unused instances ready and frees retired ones; `take` waits for the pool's
-    thread only when the engine already holds `capacity` instances (None: no such bound)."""
+    thread only while it is freeing and the engine holds `capacity` instances (None: no bound).
 
-    def __init__(self, make: Callable[[], T], size: int, capacity: int | None = None) -> None:
+    With a capacity, `key(item)` is the object whose freeing frees the instance (the item itself by
+    default): it must take weak references."""
+
+    def __init__(
+        self,
+        make: Callable[[], T],
+        size: int,
+        capacity: int | None = None,
+        key: Callable[[T], object] = lambda item: item,
+    ) -> None:
         self._make = make
         self._size = size
         self._capacity = capacity
-        self._live = 0  # made and not yet freed, wherever they are
+        self._key = key
+        self._live = 0  # with a capacity: made (or being made) and not yet freed, wherever they are
+        self._freeing = 0  # handed to `_free` and not yet dropped
         self._ready: deque[T] = deque()
         self._retired: list[T] = []
         self._changed = threading.Condition()
@@ -63,11 +75,11 @@ class InstancePool(Generic[T]):
                 return self._ready.popleft()
             if self._full():
                 retired, self._retired = self._retired, []
-                if not retired:  # the thread is freeing them (milliseconds), or making one
-                    self._changed.wait_for(self._ready_or_room, _ROOM_WAIT_SECONDS)
+                if not retired:  # the thread may be freeing them (milliseconds)
+                    self._changed.wait_for(self._ready_room_or_idle, _ROOM_WAIT_SECONDS)
                     if self._ready:
                         return self._ready.popleft()
-            self._live += 1  # this one's room, taken before the lock is let go
+            self._reserve()  # this one's room, taken before the lock is let go
         self._free(retired)
         return self._made_here()
 
@@ -76,7 +88,6 @@ class InstancePool(Generic[T]):
         without one, or closed, drops it here); the caller must keep no reference to it."""
         with self._changed:
             if self._filler is None or self._stopped:
-                self._live -= 1
                 return
             self._retired.append(item)
 
@@ -94,17 +105,29 @@ class InstancePool(Generic[T]):
     def _free(self, retired: list[T]) -> None:
         if not retired:
             return
-        count = len(retired)
-        retired.clear()  # the last references: each instance is freed here
         with self._changed:
-            self._live -= count
-            self._changed.notify_all()  # a `take` may be waiting for the room
+            self._freeing += 1
+        try:
+            retired.clear()  # the last references: each instance is freed here, and counted out
+        finally:
+            with self._changed:
+                self._freeing -= 1
+                self._changed.notify_all()  # a `take` may be waiting for it
+
+    def _reserve(self) -> None:
+        if self._capacity is not None:
+            self._live += 1
+
+    def _freed_one(self) -> None:
+        with self._changed:
+            self._live -= 1
+            self._changed.notify_all()
 
     def _full(self) -> bool:
         return self._capacity is not None and self._live >= self._capacity
 
-    def _ready_or_room(self) -> bool:
-        return bool(self._ready) or not self._full()
+    def _ready_room_or_idle(self) -> bool:
+        return bool(self._ready) or not self._full() or not self._freeing
 
     def _can_prewarm(self) -> bool:
         return len(self._ready) < self._size and not self._full()
@@ -113,12 +136,17 @@ class InstancePool(Generic[T]):
         return self._stopped or bool(self._retired) or self._can_prewarm()
 
     def _made_here(self) -> T:
+        """`make()`, in the room already counted for it: counted out again when it fails, or once
+        its key is freed."""
         try:
-            return self._make()
+            item = self._make()
         except BaseException:
-            with self._changed:
-                self._live -= 1
+            if self._capacity is not None:
+                self._freed_one()
             raise
+        if self._capacity is not None:
+            weakref.finalize(self._key(item), self._freed_one).atexit = False
+        return item
 
     def _fill(self) -> None:
         while True:
@@ -130,7 +158,7 @@ class InstancePool(Generic[T]):
             with self._changed:
                 if not self._can_prewarm():
                     continue
-                self._live += 1
+                self._reserve()
             self._add_one()
 
     def _add_one(self) -> None:
@@ -145,8 +173,6 @@ class InstancePool(Generic[T]):
             if not self._stopped:
                 self._ready.append(item)
                 self._changed.notify_all()  # a `take` may be waiting for it
-                return
-            self._live -= 1  # dropped below, unused
 
     def close(self) -> None:
         """Stop the pool's thread and drop the instances never used or not yet freed."""
@@ -156,6 +182,5 @@ class InstancePool(Generic[T]):
         if self._filler is not None:
             self._filler.join(timeout=2)
         with self._changed:
-            self._live -= len(self._ready) + len(self._retired)
             self._ready.clear()
             self._retired.clear()

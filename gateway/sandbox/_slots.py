@@ -57,15 +57,18 @@ class Slot:
         with self._linker.root() as root, root.add_instance(HOST_INTERFACE) as host:
             define_host_call(host, "call", host_call)
         self._instances = InstancePool(
-            self._instantiate, self.limits.prewarm_instances, engine_capacity(self.limits)
+            self._instantiate,
+            self.limits.prewarm_instances,
+            engine_capacity(self.limits),
+            key=lambda instance: instance[0],  # freeing the store frees the instance
         )
 
     def _instantiate(self) -> Instance:
         try:
             return self._new_instance()
         except wasmtime.WasmtimeError:
-            # The instance pool keeps the engine's count, so this is a store something else still
-            # held (a reference cycle): one a collection frees. Free what waits, collect, try again.
+            # The instance pool counts the stores alive, so the engine is full of ones still held:
+            # retired ones not yet freed, or ones in a reference cycle, which a collection frees.
             self._instances.free_retired()
             gc.collect()
             return self._new_instance()

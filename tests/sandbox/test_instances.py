@@ -345,3 +345,26 @@ def test_take_waits_for_a_free_already_under_way_when_the_engine_is_full() -> No
         release.set()
         pool.close()
     assert engine.refused == []
+
+
+def test_an_instance_dropped_without_being_retired_is_counted_out_once_it_is_freed() -> None:
+    engine = Engine(capacity=2)
+    pool: InstancePool[_Used] = InstancePool(engine, 0, capacity=2)
+    for _ in range(10):
+        item = pool.take()  # used, then dropped here: no retire, no pool thread
+        del item
+    assert engine.made == 10
+    assert engine.refused == []
+
+
+def test_take_does_not_wait_when_the_engine_is_full_of_instances_nobody_is_freeing() -> None:
+    engine = Engine(capacity=1)
+    pool: InstancePool[_Used] = InstancePool(engine, 0, capacity=1)
+    held = pool.take()  # still in use: the pool has nothing to free, and nothing is being freed
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="maximum concurrent limit"):
+        pool.take()  # tried at once: the slot's fallback (a collection) is for this case
+    assert time.monotonic() - started < 1.0
+    assert engine.refused == ["MainThread"]
+    del held
+    assert pool.take() is not None  # the failed attempt gave its room back
