@@ -1666,7 +1666,7 @@ def gateway_execute_rows(figures: GatewayFigures, sandbox_alone: Samples) -> lis
     ]
 
 
-def gateway_tool_row(figures: ChildToolOverhead) -> Row:
+def gateway_tool_row(figures: ChildToolOverhead, host_call: ToolOverhead) -> Row:
     """Row 7b: what the gateway adds to each call of a child's tool, beyond the SDK client's own call."""
     tool, overhead = figures.tool, figures.overhead
     return Row(
@@ -1678,7 +1678,10 @@ def gateway_tool_row(figures: ChildToolOverhead) -> Row:
         f"{fmt(overhead.empty_snippet_ms)} ms - {overhead.calls} direct SDK calls {fmt(overhead.direct_ms)} "
         f"ms; the gateway records a median {fmt(figures.recorded_call_ms)} ms per call; the same direct "
         f"calls to a copy of the child behind the gateway's line-capping relay took "
-        f"{fmt(figures.relayed_ms)} ms, so the relay alone adds {fmt(figures.relay_ms_per_call)} ms/call",
+        f"{fmt(figures.relayed_ms)} ms, so the relay alone adds {fmt(figures.relay_ms_per_call)} ms/call; "
+        f"with a host-import call (its row: {fmt(host_call.added_ms_per_call)} ms) that is "
+        f"{fmt(figures.relay_ms_per_call + host_call.added_ms_per_call)} ms/call before any of the gateway's "
+        "own checks",
         Target(0.3),
     )
 
@@ -1883,11 +1886,12 @@ def semantic_latency_row(figures: SearchFigures, model: SemanticModel) -> Row:
     )
 
 
-def gateway_rows(figures: GatewayFigures, sandbox_alone: Samples) -> list[Row]:
-    """Row 7, every line of it; `sandbox_alone` is print(1)'s paced fresh execution in process."""
+def gateway_rows(figures: GatewayFigures, sandbox_alone: Samples, host_call: ToolOverhead) -> list[Row]:
+    """Row 7, every line of it; `sandbox_alone` is print(1)'s paced fresh execution in process,
+    `host_call` the host-import row's figures."""
     return [
         *gateway_execute_rows(figures, sandbox_alone),
-        *(gateway_tool_row(tool) for tool in figures.tools),
+        *(gateway_tool_row(tool, host_call) for tool in figures.tools),
         gateway_throughput_row(figures.throughput),
         *context_rows(figures.context),
         *startup_rows(figures.startup, figures.children_initialize_ms),
@@ -1946,7 +1950,8 @@ async def collect(plan: Plan) -> Report:
         cpu = [measure_cpu(warm, workload, plan.cpu_repeats) for workload in WORKLOADS]
         report.rows.extend(cpu_row(figures) for figures in cpu)
         report.rows.append(monty_fib_row(measure_monty_fib(plan.cpu_repeats), cpu[0]))
-        report.rows.append(tool_row(await measure_tool_overhead(warm, plan.tool_calls, plan.tool_repeats)))
+        host_call = await measure_tool_overhead(warm, plan.tool_calls, plan.tool_repeats)
+        report.rows.append(tool_row(host_call))
         report.rows.append(journal_row(await measure_journal(warm, plan.tool_calls, plan.tool_repeats)))
         report.rows.append(parallel_row(await measure_parallel_calls(warm, plan.tool_repeats)))
         report.rows.extend(
@@ -1958,7 +1963,7 @@ async def collect(plan: Plan) -> Report:
         for live in plan.live_levels:
             report.rows.append(memory_row(await measure_live_memory(inline, live, plan.memory_repeats)))
     # After the in-process sandboxes are gone; their first load left the compiled component cached.
-    report.rows.extend(gateway_rows(await measure_gateway(plan), paced))
+    report.rows.extend(gateway_rows(await measure_gateway(plan), paced, host_call))
     model = load_semantic_model()
     searches = [measure_search(name, path, model) for name, path in SEARCH_QUERY_SETS.items()]
     for figures in searches:
