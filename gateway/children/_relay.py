@@ -11,12 +11,12 @@ the cap. Anything else past the cap is dropped with a line on stderr (which the 
 the child's).
 
 The relay is run as a script, stdlib only (importing the `gateway` package would cost a second and
-70 MB per child), without `site`: it starts in about 20 ms, holds about 10 MB, and adds 0.1-0.2 ms to a
-short answer, a process's wake-up (`make bench` measures it per call), about 1 ms to one of 1 MB. It relays until the child's stdout ends, then
-reaps the child and exits with its status, so the SDK's shutdown (close stdin, wait, signal the
-process group) reaches both. A command that cannot be started is reported on stderr with
-`SPAWN_FAILED` and exit status 127. The same message analysis (`error_reply`) caps the answers of
-HTTP children (`_http_cap`).
+70 MB per child), without `site`: it starts in about 20 ms, holds about 10 MB, and adds 0.1-0.2 ms
+to a short answer, a process's wake-up (`make bench` measures it per call), and about 1 ms to one of
+1 MB. It relays until the child's stdout ends, then reaps the child and exits with its status, so
+the SDK's shutdown (close stdin, wait, signal the process group) reaches both. A command that cannot
+be started is reported on stderr with `SPAWN_FAILED` and exit status 127. The same message analysis
+(`error_reply`) caps the answers of HTTP children (`_http_cap`).
 """
 
 from __future__ import annotations
