@@ -2089,8 +2089,9 @@ def render_method(report: Report) -> str:
             "free, the pooling allocator restoring 16 MiB of memory, 1.3-2 ms of it) "
             "on the core the lane leaves idle. So with the prewarm pool the ratio cannot reach the "
             "native ceiling; without it (`prewarm_instances=0`, the inline row, same method) each "
-            "execution pays for its own instance, and the executions scale as native processes do: "
-            "they run in parallel, outside the GIL.",
+            "execution makes and frees its own instance on its own thread, nothing works beside a lone "
+            "lane, and the bound is near 2x: that row shows how far the executions themselves run in "
+            "parallel, outside the GIL.",
             "- Memory: VmRSS from /proc/self/status, idle and then while K executions (on a sandbox with "
             "no prewarm pool) have each built a ~20k-string list and are parked in a tool call that "
             f"returns only once all K are live; (RSS_K - RSS_idle) / K, median of {plan.memory_repeats}. "
