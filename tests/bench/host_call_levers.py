@@ -202,10 +202,7 @@ def summary(samples: list[float], unit: str) -> str:
 
 
 def hop_without_its_scope(
-    execution: _host_call.Execution,
-    start: Callable[[], Awaitable[Any]],
-    timeout: float | None,
-    fallback: Callable[[], Any] | None = None,
+    execution: _host_call.Execution, start: Callable[[], Awaitable[Any]], *_: object, **__: object
 ) -> Any:
     """The hop to the event loop and back with nothing else: no cancel scope, no timeout."""
     assert execution.loop is not None
@@ -217,10 +214,7 @@ async def _awaited(start: Callable[[], Awaitable[Any]]) -> Any:
 
 
 def no_hop(
-    execution: _host_call.Execution,
-    start: Callable[[], Awaitable[Any]],
-    timeout: float | None,
-    fallback: Callable[[], Any] | None = None,
+    execution: _host_call.Execution, start: Callable[[], Awaitable[Any]], *_: object, **__: object
 ) -> Any:
     """The tool's coroutine driven on the worker thread: possible only for one that never suspends
     (the in-process echo), so a floor, not a design: every child lives on the event loop."""
