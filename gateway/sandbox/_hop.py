@@ -1,4 +1,10 @@
-"""The hop from an execution's worker thread to the event loop and back, for each host wait.
+"""The hops between the event loop and an execution's worker thread: onto the worker for each run
+(`WorkerThreads`), and back to the loop for each host wait (`call_on_loop`).
+
+`anyio.to_thread.run_sync` starts a run generically: a limiter, a copied context, an idle-thread
+check, a work item and a future on each side. A bare thread woken by one queue put and answering with
+one `call_soon_threadsafe` starts a run in 58-111 us where it took 216-313 us after an idle gap
+(tests/bench/thread_hop_probe.py), on every async execution.
 
 `anyio.from_thread.run` does this job generically: a copied context, a wrapper task registered with
 the worker's cancel scope, `asyncio.run_coroutine_threadsafe` chaining an asyncio future to a
@@ -11,19 +17,26 @@ scope: the host's `Execution.cancel` reaches the wait's own scope on the loop (s
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import queue
 import threading
 from collections.abc import Callable, Coroutine
+from contextlib import suppress
 from typing import Any, TypeVar
 
 import anyio
 
-__all__ = ["asyncio_loop", "call_on_loop"]
+__all__ = ["WorkerThreads", "asyncio_loop", "call_on_loop"]
 
 T = TypeVar("T")
 
 _LOOP_ALIVE_CHECK_SECONDS = 1.0
 """How often a waiting worker checks that the loop it waits on still runs: a loop that closed with the
 hop's callback still queued would otherwise leave the worker (and its execution slot) waiting forever."""
+
+
+_WORKER_IDLE_SECONDS = 10.0
+"""How long a worker thread waits for its next run before it exits (as anyio's worker threads do)."""
 
 
 def asyncio_loop() -> asyncio.AbstractEventLoop | None:
@@ -75,3 +88,66 @@ def call_on_loop(loop: asyncio.AbstractEventLoop, make: Callable[[], Coroutine[A
     if not ok:
         raise value
     return value
+
+
+_Job = tuple[contextvars.Context, Callable[[], Any], asyncio.AbstractEventLoop, "asyncio.Future[Any]"]
+
+
+class WorkerThreads:
+    """Threads that run blocking functions for tasks on asyncio loops, a thread per run in progress.
+
+    A run that its task stops awaiting (cancelled) is abandoned: it runs on, on its thread, and its
+    result is dropped; the next run takes another thread. Idle threads exit after 10 s."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0  # threads waiting for a job that no run has claimed yet
+        self._started = 0
+
+    async def run(self, function: Callable[[], T]) -> T:
+        """Run `function` on a worker thread, in a copy of this task's context, and await its outcome."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._jobs.put((contextvars.copy_context(), function, loop, future))
+        with self._lock:
+            claimed = self._idle > 0
+            if claimed:
+                self._idle -= 1
+            else:
+                self._started += 1
+        if not claimed:
+            threading.Thread(target=self._serve, name=f"{self._name}-{self._started}", daemon=True).start()
+        return await future
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                context, function, loop, future = self._jobs.get(timeout=_WORKER_IDLE_SECONDS)
+            except queue.Empty:
+                with self._lock:
+                    if self._idle > 0:  # no run has claimed a thread since: this one can go
+                        self._idle -= 1
+                        return
+                continue  # a run claimed this thread just now: its job is on the queue
+            try:
+                outcome: tuple[bool, Any] = (True, context.run(function))
+            except BaseException as exc:  # delivered to the awaiting task, as anyio.to_thread does
+                outcome = (False, exc)
+            del context, function  # nothing of the run outlives it on an idle thread
+            with self._lock:
+                self._idle += 1
+            with suppress(RuntimeError):  # the loop closed: nobody awaits the outcome
+                loop.call_soon_threadsafe(_settle, future, outcome)
+            del loop, future, outcome
+
+
+def _settle(future: asyncio.Future[Any], outcome: tuple[bool, Any]) -> None:
+    if future.done():  # the task stopped awaiting (cancelled): the run was abandoned
+        return
+    ok, value = outcome
+    if ok:
+        future.set_result(value)
+    else:
+        future.set_exception(value)

@@ -180,6 +180,16 @@ class Execution:
                 raise
             return fallback()
 
+    def _on_loop(self, function: Callable[..., Any], *args: Any) -> Any:
+        """Call `function(*args)` on the event loop's thread, from the worker, and return its value."""
+        if self.loop is None:
+            return anyio.from_thread.run_sync(function, *args)
+
+        async def call() -> Any:
+            return function(*args)
+
+        return call_on_loop(self.loop, call)
+
     def remaining(self) -> float:
         return self.timeout - (time.monotonic() - self.started)
 
@@ -343,7 +353,7 @@ class Execution:
         ids, _ = _wait_request(_parse_json(args_json, "arguments to a cancel"))
         in_flight = self.in_flight
         if in_flight is not None:
-            anyio.from_thread.run_sync(in_flight.cancel, ids)
+            self._on_loop(in_flight.cancel, ids)
         return "{}"
 
     def _keep_in_flight_for_resume(self) -> None:

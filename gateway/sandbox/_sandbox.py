@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import queue
 import secrets
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import NamedTuple
@@ -22,7 +25,7 @@ from gateway.errors import (
     GuestCrashed,
     SnippetError,
 )
-from gateway.sandbox._hop import asyncio_loop
+from gateway.sandbox._hop import WorkerThreads, asyncio_loop
 from gateway.sandbox._host_call import (
     CallAdmitter,
     DocsReader,
@@ -89,6 +92,7 @@ class Sandbox:
         for slot in slots:
             self._free.put(slot)
         self._limiter = anyio.CapacityLimiter(len(slots))
+        self._workers = WorkerThreads("sandbox-run")
         self._watchdog = Watchdog(slots)
 
     def __enter__(self) -> Sandbox:
@@ -154,21 +158,13 @@ class Sandbox:
         used: list[Slot] = []
         try:
             async with anyio.create_task_group() as calls:  # the calls the snippet runs side by side
-                execution.in_flight = CallsInFlight(calls)
+                in_flight = execution.in_flight = CallsInFlight(calls)
                 try:
-                    # Abandoned on cancel so that this task can interrupt the worker instead of waiting.
-                    results.append(
-                        await anyio.to_thread.run_sync(
-                            self._execute,
-                            code,
-                            execution,
-                            used,
-                            limiter=self._limiter,
-                            abandon_on_cancel=True,
-                        )
-                    )
+                    run = partial(self._execute, code, execution, used)
+                    results.append(await self._on_worker(run, execution.loop))
                 finally:
-                    calls.cancel_scope.cancel()  # a run that ended leaves no call behind
+                    if in_flight.running:  # a run that ended leaves no call behind
+                        calls.cancel_scope.cancel()  # (only then: cancelling costs 4x the group)
         except anyio.get_cancelled_exc_class():
             execution.cancel()
             raise
@@ -176,6 +172,21 @@ class Sandbox:
             for slot in used:  # the result is here: the prewarm thread no longer competes with it
                 slot.replenish()
         return results[0]
+
+    async def _on_worker(
+        self, run: Callable[[], ExecutionResult], loop: asyncio.AbstractEventLoop | None
+    ) -> ExecutionResult:
+        # Abandoned on cancel so that the caller can interrupt the worker instead of waiting for it.
+        if loop is None:  # another anyio backend (trio): its own worker threads
+            return await anyio.to_thread.run_sync(run, limiter=self._limiter, abandon_on_cancel=True)
+        try:  # a free slot is the common case: no checkpoint (a loop iteration) to take it
+            self._limiter.acquire_nowait()
+        except anyio.WouldBlock:
+            await self._limiter.acquire()
+        try:
+            return await self._workers.run(run)
+        finally:
+            self._limiter.release()
 
     def execute_sync(
         self, code: str, tool_caller: ToolCaller | None = None, timeout: float | None = None

@@ -1,4 +1,5 @@
-"""The hop from a worker thread to the event loop: values, errors, context, cancellation, a closed loop."""
+"""The hops between the event loop and worker threads: values, errors, context, cancellation, a closed
+loop, abandoned runs and idle threads."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import anyio.to_thread
 import pytest
 
 from gateway.errors import ExecutionCancelled, ToolCallError
-from gateway.sandbox._hop import asyncio_loop, call_on_loop
+from gateway.sandbox import _hop
+from gateway.sandbox._hop import WorkerThreads, asyncio_loop, call_on_loop
 from gateway.sandbox._host_call import Execution
 from gateway.sandbox.limits import SandboxLimits
 
@@ -145,3 +147,79 @@ async def test_the_wait_deadline_is_a_timeout_and_cancel_is_a_cancellation() -> 
             group.start_soon(wait)
             await anyio.sleep(0.05)
             execution.cancel()
+
+
+async def test_a_worker_run_returns_its_value_from_another_thread_in_the_callers_context() -> None:
+    workers = WorkerThreads("test")
+    caller.set("bob")
+
+    def where() -> tuple[int, str]:
+        return threading.get_ident(), caller.get()
+
+    with anyio.fail_after(10):
+        thread, seen = await workers.run(where)
+    assert thread != threading.get_ident()
+    assert seen == "bob"
+
+
+async def test_a_worker_runs_exception_is_raised_in_the_awaiting_task() -> None:
+    workers = WorkerThreads("test")
+
+    def refuse() -> None:
+        raise ToolCallError("no")
+
+    with anyio.fail_after(10), pytest.raises(ToolCallError, match="no"):
+        await workers.run(refuse)
+
+
+async def test_runs_in_progress_each_get_a_thread_so_none_waits_for_another() -> None:
+    workers = WorkerThreads("test")
+    both_started = threading.Barrier(2, timeout=5)
+
+    def meet() -> int:
+        both_started.wait()  # broken (an error) unless both runs are on their threads at once
+        return threading.get_ident()
+
+    threads: list[int] = []
+
+    async def run() -> None:
+        threads.append(await workers.run(meet))
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            group.start_soon(run)
+            group.start_soon(run)
+    assert len(set(threads)) == 2
+
+
+async def test_a_cancelled_run_is_abandoned_its_result_dropped_and_the_next_run_gets_another_thread() -> None:
+    workers = WorkerThreads("test")
+    release = threading.Event()
+    finished = threading.Event()
+
+    def blocked() -> str:
+        release.wait(5)
+        finished.set()
+        return "dropped"
+
+    with anyio.fail_after(10):
+        with anyio.move_on_after(0.1) as scope:
+            await workers.run(blocked)
+        assert scope.cancelled_caught  # the task stopped waiting while its run went on
+        assert await workers.run(lambda: "next") == "next"  # not queued behind the blocked run
+        release.set()
+        assert await anyio.to_thread.run_sync(finished.wait, 5)
+        assert await workers.run(lambda: "after") == "after"  # the freed thread serves again
+
+
+async def test_idle_worker_threads_exit_and_a_later_run_starts_a_new_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_hop, "_WORKER_IDLE_SECONDS", 0.05)
+    workers = WorkerThreads("idle-test")
+
+    with anyio.fail_after(10):
+        first = await workers.run(threading.current_thread)
+        await anyio.to_thread.run_sync(first.join, 5)
+        assert not first.is_alive()
+        assert await workers.run(threading.current_thread) is not first
