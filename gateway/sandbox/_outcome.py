@@ -22,6 +22,9 @@ _SLACK_BYTES = 4096
 # JSON text may spend up to 6 characters on one byte of a field (`\u0001`).
 _MAX_ESCAPE_CHARS = 6
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# A surrogate reaches the parsed outcome only from an escape (the text itself crossed as UTF-8): where
+# the JSON has none, the walk that replaces lone ones has nothing to find (it costs more than parsing).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 class _GuestFailure(BaseModel):
@@ -54,6 +57,11 @@ def _capped(text: str, limit: int) -> tuple[str, bool]:
 
 def _not_json(constant: str) -> Any:
     raise ValueError(f"{constant} is not JSON")
+
+
+# Built once: `json.loads` and `json.dumps` with options build a decoder or an encoder on every call.
+_DECODER = json.JSONDecoder(parse_constant=_not_json)
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
 
 
 def _replace_lone_surrogates(value: Any) -> Any:
@@ -108,7 +116,9 @@ def outcome_result(
             raise ValueError(f"{len(outcome_json)} characters")
         # The guest escapes lone surrogates (only UTF-8 crosses); JSON reads them back as text that
         # no client can take, so they become U+FFFD here.
-        parsed = _replace_lone_surrogates(json.loads(outcome_json, parse_constant=_not_json))
+        parsed = _DECODER.decode(outcome_json)
+        if _SURROGATE_ESCAPE.search(outcome_json):
+            parsed = _replace_lone_surrogates(parsed)
         outcome = _GuestOutcome.model_validate(parsed)
     except (ValidationError, ValueError, RecursionError) as exc:
         # Only a snippet that tampered with the guest's own code gets here.
@@ -121,7 +131,7 @@ def outcome_result(
     error = None if outcome.error is None else _snippet_error(outcome.error, limits)
     value_repr = _capped(outcome.value_repr or "", limits.max_value_bytes + 512)[0] or None
     value = outcome.value
-    if len(json.dumps(value, ensure_ascii=False).encode()) > limits.max_value_bytes + 512:
+    if value is not None and len(_ENCODER.encode(value).encode()) > limits.max_value_bytes + 512:
         value = value_repr  # the guest capped it unless the snippet tampered with the guest: cap again
     return ExecutionResult(
         ok=error is None,

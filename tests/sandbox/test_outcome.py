@@ -137,6 +137,23 @@ def test_a_lone_surrogate_the_guest_escaped_in_its_output_is_not_a_malformed_out
     assert result.stdout == "a\ufffdb\n"
 
 
+@pytest.mark.parametrize(
+    ("value_json", "value"),
+    [
+        ('{"\\uDC00k": ["\\uDbFf"]}', {"\ufffdk": ["\ufffd"]}),  # upper and mixed case, in a key too
+        ('"\\ud83d\\ude00"', "\U0001f600"),  # a pair is one character, not two lone halves
+        ('"\\\\ud800"', "\\ud800"),  # an escaped backslash, then text: nothing to replace
+    ],
+    ids=["lone-in-key-and-list", "pair", "backslash-text"],
+)
+def test_only_lone_surrogates_become_replacement_characters_whichever_way_they_are_escaped(
+    value_json: str, value: object
+) -> None:
+    result = outcome_result(execution(), f'{{"value": {value_json}}}', LIMITS, fuel=0)
+    assert result.ok
+    assert result.value == value
+
+
 def test_an_outcome_within_every_cap_is_not_refused_for_its_json_escaping() -> None:
     limits = SandboxLimits(max_stdout_bytes=10_000, max_stderr_bytes=10_000, max_value_bytes=10_000)
     text = outcome(stdout="\x01" * 10_000, stderr="\x01" * 10_000)
