@@ -79,12 +79,49 @@ class _Entropy:
 
 
 _entropy = _Entropy()
+_module_seed = [0]  # the shared generator's seed for this run, drawn from its entropy at `reseed`
+_SHARED_GENERATOR_FUNCTIONS: list[str] = []  # `random.random` and the rest: `random._inst`'s methods
+
+
+class _SharedGeneratorNotYetMade:
+    """`random._inst` until the run first uses it, and `random.random` and the rest call through it.
+
+    Seeding the Mersenne Twister costs 83,000 fuel, 9% of a `print(1)` run, and most snippets never
+    draw: so the shared generator is made, from the run's seed, at its first use. Until then no such
+    generator exists, so none can be reached with the snapshot's state (`random.Random.random` called
+    on a lazily seeded one would read it without seeding it)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(_shared_generator(), name)
+
+
+def _shared_generator() -> random.Random:
+    """The run's shared generator, made and seeded on the first call."""
+    generator = random._inst  # type: ignore[attr-defined]
+    if isinstance(generator, _SharedGeneratorNotYetMade):
+        generator = random.Random(_module_seed[0])
+        random._inst = generator  # type: ignore[attr-defined]
+        for name in _SHARED_GENERATOR_FUNCTIONS:  # later calls go straight to the generator
+            setattr(random, name, getattr(generator, name))
+    return generator
+
+
+def _first_use_of(name: str) -> Any:
+    """`random.<name>` until the shared generator exists (a snippet may keep it: it still works)."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(_shared_generator(), name)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = getattr(random.Random, name).__doc__
+    return call
 
 
 def reseed(seed: bytes) -> None:
-    """Seed every source of randomness from this run's host entropy."""
+    """Seed every source of randomness from this run's host entropy (the module's shared generator
+    when it is first used)."""
     _entropy.reseed(seed)
-    random.seed(int.from_bytes(_entropy.read(32), "big"))
+    _module_seed[0] = int.from_bytes(_entropy.read(32), "big")
 
 
 def _install_randomness() -> None:
@@ -99,7 +136,13 @@ def _install_randomness() -> None:
         plain_seed(self, a, version)
 
     random.Random.seed = seed  # type: ignore[method-assign]
-    random.seed = random._inst.seed  # type: ignore[attr-defined]  # the module's alias was bound to the old method
+    shared: random.Random = random._inst  # type: ignore[attr-defined]
+    _SHARED_GENERATOR_FUNCTIONS.extend(
+        name for name, value in vars(random).items() if getattr(value, "__self__", None) is shared
+    )
+    for name in _SHARED_GENERATOR_FUNCTIONS:  # methods bound to the snapshot's generator, which goes
+        setattr(random, name, _first_use_of(name))
+    random._inst = _SharedGeneratorNotYetMade()  # type: ignore[attr-defined]
 
 
 def _clock() -> dict[str, int]:
@@ -349,6 +392,10 @@ def install() -> None:
     _install_linecache()
     _seal_imports()
     sys.addaudithook(_audit)
+    # Anything that drew from the shared generator after this point would seed it into the snapshot:
+    # every run would then draw the same numbers.
+    if not isinstance(random._inst, _SharedGeneratorNotYetMade):  # type: ignore[attr-defined]
+        raise RuntimeError("the shared random generator was used while the snapshot was built")
     # Move every snapshot object out of the collector's reach: a collection during a run then
     # walks only the run's own objects instead of touching (and copying) the whole snapshot heap.
     gc.collect()

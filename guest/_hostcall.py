@@ -7,7 +7,7 @@ from typing import Any
 from componentize_py_types import Err
 from wit_world.imports import host
 
-__all__ = ["ToolError", "boundary_json", "host_call"]
+__all__ = ["ToolError", "boundary_json", "host_call", "parse_host_json"]
 
 # Every tool call encodes its arguments and decodes its answer, in wasm, metered. `json.dumps` with
 # options builds a JSONEncoder, whose `encode` builds the C encoder, on every call: 48,000 fuel for
@@ -29,7 +29,7 @@ def _dumps(value: Any) -> str:
     return "".join(encode(value, 0))
 
 
-def _loads(text: str) -> Any:
+def parse_host_json(text: str) -> Any:
     """`json.loads` of JSON the host wrote (compact, nothing around it), for less fuel."""
     return _DECODER.raw_decode(text)[0]
 
@@ -70,4 +70,4 @@ def host_call(name: str, payload: Any) -> Any:
         raise ToolError(
             info.get("message", "tool call failed"), tool=name, kind=info.get("type", "ToolError")
         ) from None
-    return _loads(answer)
+    return parse_host_json(answer)

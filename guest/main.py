@@ -9,7 +9,7 @@ import wit_world
 
 from guest import _aio, _capabilities
 from guest._capture import CappedStream
-from guest._hostcall import ToolError, boundary_json
+from guest._hostcall import ToolError, boundary_json, parse_host_json
 from guest._snippet import SnippetOutcome, run_snippet
 from guest._tools import Blob, call_tool, check_calls, defer, help, resources, search, show, tools
 
@@ -113,7 +113,7 @@ def _show_last_value(outcome: SnippetOutcome) -> None:
 
 class WitWorld(wit_world.WitWorld):
     def run(self, code: str, options_json: str) -> str:
-        options = json.loads(options_json)
+        options = parse_host_json(options_json)
         _capabilities.reseed(bytes.fromhex(options["seed"]))
         out = CappedStream(options["max_stdout_bytes"], "stdout")
         err = CappedStream(options["max_stderr_bytes"], "stderr")

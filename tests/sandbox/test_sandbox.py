@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import random
 import threading
 import time
 from functools import partial
@@ -129,6 +130,58 @@ async def test_every_run_draws_fresh_randomness(sandbox: Sandbox) -> None:
     assert second.ok, second.error
     for a, b in zip(first.value, second.value, strict=True):
         assert a != b
+
+
+@pytest.mark.parametrize(
+    "first_use",
+    [
+        "random.getstate()[1][1:4]",  # the state read before any draw
+        "random._inst.random()",  # the shared generator reached past the module's functions
+        "random.getrandbits(64)",
+        "random.randbytes(8).hex()",
+        "random.choice(range(10**9))",
+        "[random.gauss(), random.random()]",
+        "random.__dict__['random']()",
+    ],
+)
+async def test_the_shared_generator_differs_between_runs_whichever_way_it_is_first_used(
+    sandbox: Sandbox, first_use: str
+) -> None:
+    # It is seeded for each run at its first use, not at the run's start: no first use may see the
+    # state the snapshot was built with.
+    code = f"import random\n{first_use}"
+    first, second = await run(sandbox, code), await run(sandbox, code)
+    assert first.ok, first.error
+    assert second.ok, second.error
+    assert first.value != second.value
+
+
+@pytest.mark.parametrize(
+    "reach", ["random.Random.random(random._inst)", "_random.Random.getstate(random._inst)"]
+)
+async def test_no_generator_with_the_snapshots_state_exists_for_the_base_classes_methods_to_read(
+    sandbox: Sandbox, reach: str
+) -> None:
+    result = await run(sandbox, f"import random, _random\n{reach}")
+    assert result.error is not None
+    assert result.error.type == "TypeError"
+
+
+async def test_a_draw_taken_before_the_first_use_still_draws_afterwards_and_seeding_repeats(
+    sandbox: Sandbox,
+) -> None:
+    code = (
+        "import random\nfrom random import random as draw, seed\n"
+        "a = [draw(), random.random(), draw()]\nseed(42)\nb = [draw(), random.random()]\n"
+        "random.setstate(random.Random(7).getstate())\n[a, b, random.random()]"
+    )
+    result = await run(sandbox, code)
+    assert result.ok, result.error
+    drawn, seeded, restored = result.value
+    assert len(set(drawn)) == 3
+    expected = random.Random(42)
+    assert seeded == [expected.random(), expected.random()]
+    assert restored == random.Random(7).random()
 
 
 async def test_tampering_with_builtins_does_not_survive_into_the_next_execution(sandbox: Sandbox) -> None:

@@ -211,8 +211,19 @@ CASES: tuple[EscapeCase, ...] = (
         value_is(1000),
     ),
     _entropy("entropy-large-urandom", "import os\nlen(os.urandom(10**5))", value_is(10**5)),
-    # random.seed() with no argument is the module's bound method from import time: the
-    # prelude's patched Random.seed does not reach it, so it reads WASI random and traps.
+    # The shared generator is made, and seeded from the run's entropy, at its first use: before that
+    # no generator holds the snapshot's state for a base-class method to read past the seeding.
+    _entropy(
+        "entropy-shared-generator-before-first-use",
+        "import random, _random\nout = []\n"
+        "for reach in (lambda: random.Random.random(random._inst), lambda: random.random.__self__,\n"
+        "              lambda: _random.Random.getstate(random._inst)):\n"
+        "    try:\n        out.append(repr(reach())[:40])\n"
+        "    except Exception as exc:\n        out.append(type(exc).__name__)\nout",
+        value_is(["TypeError", "AttributeError", "TypeError"]),
+    ),
+    # random.seed() with no argument reseeds from the run's entropy (the module's alias from import
+    # time once reached the C seeder, which reads WASI random and traps).
     _entropy(
         "entropy-random-seed-no-argument",
         "import random\nrandom.seed()\nrandom.random()",
