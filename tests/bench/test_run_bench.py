@@ -19,6 +19,7 @@ from gateway.config import load_config
 EXPECTED_ROWS = [
     "fresh_paced",
     "fresh_sync",
+    "fresh_async_paced",
     "fresh_async",
     "fresh_inline",
     "plain_wasi",
@@ -177,6 +178,25 @@ def test_the_gateway_rows_name_what_they_compared(quick_report: run_bench.Report
     assert rows["context_bytes"].value > 0
     assert rows["context_ratio"].value > 0
     assert rows["gateway_import"].value > 0
+
+
+def test_the_cpu_and_host_call_rows_name_the_floors_measured_beside_them(
+    quick_report: run_bench.Report,
+) -> None:
+    rows = {row.key: row for row in quick_report.rows}
+
+    for workload in run_bench.WORKLOADS:
+        assert "x native without the bound" in rows[f"cpu_{workload.key}"].detail
+    assert "no cancel scope or per-call deadline" in rows["tool_call"].detail
+    assert "no hop at all" in rows["tool_call"].detail
+
+
+def test_the_unmetered_floor_takes_off_only_what_the_body_saved() -> None:
+    figures = run_bench.CpuFigures(
+        run_bench.FIB, sandbox_ms=30, in_guest_ms=25, native_ms=10, repeats=1, unmetered_in_guest_ms=20
+    )
+    assert figures.ratio == 3.0
+    assert figures.unmetered_ratio == 2.5
 
 
 def test_the_bench_config_is_one_the_gateway_accepts(tmp_path: Path) -> None:
