@@ -180,7 +180,7 @@ def test_the_gateway_rows_name_what_they_compared(quick_report: run_bench.Report
     assert rows["gateway_import"].value > 0
 
 
-def test_the_cpu_and_host_call_rows_name_the_floors_measured_beside_them(
+def test_the_rows_that_may_miss_name_the_floors_measured_beside_them(
     quick_report: run_bench.Report,
 ) -> None:
     rows = {row.key: row for row in quick_report.rows}
@@ -189,6 +189,11 @@ def test_the_cpu_and_host_call_rows_name_the_floors_measured_beside_them(
         assert "x native without the bound" in rows[f"cpu_{workload.key}"].detail
     assert "no cancel scope or per-call deadline" in rows["tool_call"].detail
     assert "no hop at all" in rows["tool_call"].detail
+    assert "of which the component's `run` call p50" in rows["fresh_paced"].detail
+    assert "an empty function's hop onto a worker thread" in rows["fresh_async_paced"].detail
+    for key in ("fresh_sync", "fresh_async"):
+        assert "ms of CPU per run, every thread: back to back" in rows[key].detail
+    assert "2 native CPython processes against 1" in rows["gateway_throughput"].detail
 
 
 def test_the_unmetered_floor_takes_off_only_what_the_body_saved() -> None:
