@@ -1091,6 +1091,8 @@ class ChildToolOverhead:
     overhead: ToolOverhead
     recorded_call_ms: float
     relayed_ms: float  # the direct calls, made to a copy of the child behind the gateway's relay
+    gateway_cpu_ms_per_call: float = math.nan  # the gateway process's CPU per call (its children apart)
+    client_cpu_ms_per_call: float = math.nan  # this process's CPU per direct call
 
     @property
     def relay_ms_per_call(self) -> float:
@@ -1324,21 +1326,37 @@ async def measure_gateway_tool_overhead(
     direct_ms: list[float] = []
     relayed_ms: list[float] = []
     recorded: list[float] = []
+    gateway_cpu: list[float] = []  # per call: the snippet with calls, less the one without
+    client_cpu: list[float] = []
+    pid = gateway_pid()
     with anyio.fail_after(GATEWAY_WAIT_SECONDS):
         await time_gateway_calls(gateway, tool, 1)  # a child's first call may warm caches of its own
         await time_direct_child_calls(direct, tool, 1)
         await time_direct_child_calls(relayed, tool, 1)
         for _ in range(repeats):
+            cpu_started = process_cpu_ms(pid)
             took, calls_ms = await time_gateway_calls(gateway, tool, calls)
+            cpu_with = process_cpu_ms(pid) - cpu_started
             with_calls.append(took)
             recorded.extend(calls_ms)
+            cpu_started = process_cpu_ms(pid)
             without_calls.append((await time_gateway_calls(gateway, tool, 0))[0])
+            gateway_cpu.append((cpu_with - (process_cpu_ms(pid) - cpu_started)) / calls)
+            cpu_started = this_process_cpu_ms()
             direct_ms.append(await time_direct_child_calls(direct, tool, calls))
+            client_cpu.append((this_process_cpu_ms() - cpu_started) / calls)
             relayed_ms.append(await time_direct_child_calls(relayed, tool, calls))
     overhead = ToolOverhead(
         calls, statistics.median(with_calls), statistics.median(without_calls), statistics.median(direct_ms)
     )
-    return ChildToolOverhead(tool, overhead, statistics.median(recorded), statistics.median(relayed_ms))
+    return ChildToolOverhead(
+        tool,
+        overhead,
+        statistics.median(recorded),
+        statistics.median(relayed_ms),
+        statistics.median(gateway_cpu),
+        statistics.median(client_cpu),
+    )
 
 
 async def list_all_tools(session: ClientSession) -> list[types.Tool]:
@@ -1850,7 +1868,9 @@ def gateway_tool_row(figures: ChildToolOverhead, host_call: ToolOverhead) -> Row
         f"{fmt(figures.relayed_ms)} ms, so the relay alone adds {fmt(figures.relay_ms_per_call)} ms/call; "
         f"with a host-import call (its row: {fmt(host_call.added_ms_per_call)} ms) that is "
         f"{fmt(figures.relay_ms_per_call + host_call.added_ms_per_call)} ms/call before any of the gateway's "
-        "own checks",
+        f"own checks; the gateway's process spent {fmt(figures.gateway_cpu_ms_per_call)} ms of CPU per call "
+        f"(its SDK client, checks, hop and import), this client {fmt(figures.client_cpu_ms_per_call)} ms per "
+        "direct call",
         Target(0.3),
     )
 
@@ -2311,7 +2331,10 @@ def render_method(report: Report) -> str:
             "reader costs the square of a line's length, so an unbounded line could hold the event loop "
             "for seconds); the client makes the same direct calls to a third copy of the child started "
             "behind that relay, interleaved, and the row names what the relay alone adds per call, a "
-            "floor under any stdio child's row.",
+            "floor under any stdio child's row. The row also gives the CPU the gateway's process spends "
+            "per call (from /proc, 10 ms ticks: the snippet with its calls less the one without, over "
+            "the calls), against what this client spends per direct call: the calls run one after "
+            "another, so the gateway's extra CPU per call is wall time no overlap can hide.",
             "- Context: `tools/list` (every page) as compact UTF-8 JSON of the tools array, from the gateway "
             "and from each child on the bench's own connection; tokens are estimated as bytes / 4.",
             f"- Start-up: {plan.startup_runs} fresh gateway processes on the same config (the first is the "

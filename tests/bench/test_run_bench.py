@@ -173,6 +173,7 @@ def test_the_gateway_rows_name_what_they_compared(quick_report: run_bench.Report
         assert f"{run_bench.QUICK.gateway_tool_calls} direct SDK calls" in rows[key].detail
         assert "behind the gateway's line-capping relay took" in rows[key].detail
         assert "with a host-import call (its row: " in rows[key].detail
+        assert "the gateway's process spent " in rows[key].detail
     for key in ("throughput", "throughput_inline", "gateway_throughput"):
         assert " ms of CPU, so at most " in rows[key].detail
     assert rows["context_bytes"].value > 0
