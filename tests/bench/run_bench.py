@@ -30,7 +30,7 @@ from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 import anyio
 import anyio.abc
@@ -42,6 +42,8 @@ from mcp.client.stdio import get_default_environment, stdio_client
 from wasmtime.component import Linker
 
 from gateway import ExecutionResult, Sandbox, SandboxLimits
+from gateway._redaction import Redactor
+from gateway._tool_calls import Run, ToolCalls
 from gateway.catalog import (
     Catalog,
     SearchReport,
@@ -53,9 +55,10 @@ from gateway.catalog import (
     warm_search,
 )
 from gateway.catalog._search import BASELINE
-from gateway.children import DEFAULT_MAX_MESSAGE_BYTES
+from gateway.children import DEFAULT_MAX_MESSAGE_BYTES, ChildPool
 from gateway.children._relay import relay_command
 from gateway.children._transport import list_all_tools as gateway_list_all_tools
+from gateway.policy import Policy, PolicyConfig, no_approver
 from gateway.sandbox import HOST_INTERFACE, HostJournal
 from gateway.sandbox._engine import _engine_settings, load_component  # pyright: ignore[reportPrivateUsage]
 from gateway.sandbox._hop import WorkerThreads, call_on_loop
@@ -1093,6 +1096,7 @@ class ChildToolOverhead:
     relayed_ms: float  # the direct calls, made to a copy of the child behind the gateway's relay
     gateway_cpu_ms_per_call: float = math.nan  # the gateway process's CPU per call (its children apart)
     client_cpu_ms_per_call: float = math.nan  # this process's CPU per direct call
+    pipeline_ms_per_call: float = math.nan  # the gateway's checks alone, over a pool that answers at once
 
     @property
     def relay_ms_per_call(self) -> float:
@@ -1311,6 +1315,34 @@ async def time_direct_child_calls(session: ClientSession, tool: ChildTool, calls
     return elapsed_ms(started)
 
 
+class AnsweringPool:
+    """Stands in for the gateway's child pool: answers every call at once with one real answer."""
+
+    def __init__(self, answer: types.CallToolResult) -> None:
+        self.answer = answer
+
+    async def call_tool(self, server: str, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        return self.answer
+
+
+async def time_pipeline_calls(direct: ClientSession, tool: ChildTool, calls: int) -> float:
+    """Milliseconds per call of the gateway's tool-call pipeline (`ToolCalls.call`: the secret scan,
+    the schema and policy checks, quota, conversion, redaction, telemetry) with default settings, over
+    a pool answering at once with the child's real answer: the checks' own cost, in this process."""
+    answer = await direct.call_tool(tool.tool, dict(tool.arguments))
+    catalog = Catalog({tool.server: await list_all_tools(direct)})
+    pool = cast(ChildPool, AnsweringPool(answer))
+    pipeline = ToolCalls(pool, Redactor({}), None, lambda: catalog)
+    run = Run("bench", catalog, Policy(PolicyConfig()), no_approver)
+    name = f"{tool.server}.{tool.tool}"
+    for _ in range(10):
+        await pipeline.call(run, name, dict(tool.arguments))
+    started = time.perf_counter_ns()
+    for _ in range(calls):
+        await pipeline.call(run, name, dict(tool.arguments))
+    return elapsed_ms(started) / calls
+
+
 async def measure_gateway_tool_overhead(
     gateway: ClientSession,
     direct: ClientSession,
@@ -1328,6 +1360,7 @@ async def measure_gateway_tool_overhead(
     recorded: list[float] = []
     gateway_cpu: list[float] = []  # per call: the snippet with calls, less the one without
     client_cpu: list[float] = []
+    pipeline: list[float] = []
     pid = gateway_pid()
     with anyio.fail_after(GATEWAY_WAIT_SECONDS):
         await time_gateway_calls(gateway, tool, 1)  # a child's first call may warm caches of its own
@@ -1346,6 +1379,7 @@ async def measure_gateway_tool_overhead(
             direct_ms.append(await time_direct_child_calls(direct, tool, calls))
             client_cpu.append((this_process_cpu_ms() - cpu_started) / calls)
             relayed_ms.append(await time_direct_child_calls(relayed, tool, calls))
+            pipeline.append(await time_pipeline_calls(direct, tool, calls))
     overhead = ToolOverhead(
         calls, statistics.median(with_calls), statistics.median(without_calls), statistics.median(direct_ms)
     )
@@ -1356,6 +1390,7 @@ async def measure_gateway_tool_overhead(
         statistics.median(relayed_ms),
         statistics.median(gateway_cpu),
         statistics.median(client_cpu),
+        statistics.median(pipeline),
     )
 
 
@@ -1856,6 +1891,7 @@ def gateway_execute_rows(figures: GatewayFigures, sandbox_alone: Samples) -> lis
 def gateway_tool_row(figures: ChildToolOverhead, host_call: ToolOverhead) -> Row:
     """Row 7b: what the gateway adds to each call of a child's tool, beyond the SDK client's own call."""
     tool, overhead = figures.tool, figures.overhead
+    before_checks = figures.relay_ms_per_call + host_call.added_ms_per_call
     return Row(
         f"gateway_tool_{tool.server}",
         f"per child tool call through the gateway, `{tool.server}.{tool.tool}` ({tool.label})",
@@ -1867,9 +1903,11 @@ def gateway_tool_row(figures: ChildToolOverhead, host_call: ToolOverhead) -> Row
         f"calls to a copy of the child behind the gateway's line-capping relay took "
         f"{fmt(figures.relayed_ms)} ms, so the relay alone adds {fmt(figures.relay_ms_per_call)} ms/call; "
         f"with a host-import call (its row: {fmt(host_call.added_ms_per_call)} ms) that is "
-        f"{fmt(figures.relay_ms_per_call + host_call.added_ms_per_call)} ms/call before any of the gateway's "
-        f"own checks; the gateway's process spent {fmt(figures.gateway_cpu_ms_per_call)} ms of CPU per call "
-        f"(its SDK client, checks, hop and import), this client {fmt(figures.client_cpu_ms_per_call)} ms per "
+        f"{fmt(before_checks)} ms/call before any of the gateway's own checks, which take "
+        f"{fmt(figures.pipeline_ms_per_call)} ms/call on their own (over a pool answering at once, in "
+        f"this process): {fmt(before_checks + figures.pipeline_ms_per_call)} ms/call in all; the "
+        f"gateway's process spent {fmt(figures.gateway_cpu_ms_per_call)} ms of CPU per call (its SDK "
+        f"client, checks, hop and import), this client {fmt(figures.client_cpu_ms_per_call)} ms per "
         "direct call",
         Target(0.3),
     )
@@ -2334,7 +2372,11 @@ def render_method(report: Report) -> str:
             "floor under any stdio child's row. The row also gives the CPU the gateway's process spends "
             "per call (from /proc, 10 ms ticks: the snippet with its calls less the one without, over "
             "the calls), against what this client spends per direct call: the calls run one after "
-            "another, so the gateway's extra CPU per call is wall time no overlap can hide.",
+            "another, so the gateway's extra CPU per call is wall time no overlap can hide. And it times "
+            "the gateway's checks alone, interleaved: `ToolCalls.call` (secret scan, schema and policy "
+            "checks, quota, conversion, redaction, telemetry) with default settings, in this process, "
+            "over a pool that answers at once with the child's real answer. The relay, a host-import "
+            "call and those checks together are the floor of a child call through the gateway.",
             "- Context: `tools/list` (every page) as compact UTF-8 JSON of the tools array, from the gateway "
             "and from each child on the bench's own connection; tokens are estimated as bytes / 4.",
             f"- Start-up: {plan.startup_runs} fresh gateway processes on the same config (the first is the "

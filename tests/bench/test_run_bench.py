@@ -174,6 +174,7 @@ def test_the_gateway_rows_name_what_they_compared(quick_report: run_bench.Report
         assert "behind the gateway's line-capping relay took" in rows[key].detail
         assert "with a host-import call (its row: " in rows[key].detail
         assert "the gateway's process spent " in rows[key].detail
+        assert "on their own (over a pool answering at once" in rows[key].detail
     for key in ("throughput", "throughput_inline", "gateway_throughput"):
         assert " ms of CPU, so at most " in rows[key].detail
     assert rows["context_bytes"].value > 0
