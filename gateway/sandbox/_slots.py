@@ -36,6 +36,9 @@ _INSTANTIATE_EPOCHS = 1 << 40
 # run (until the prewarm thread frees it), one made inline when the prewarmed ones ran out, and one spare.
 POOL_MARGIN = 4
 
+# Waits between the last tries to instantiate into an engine whose pool was full (76 ms in all).
+_REFILL_PAUSES_SECONDS = (0.001, 0.005, 0.02, 0.05)
+
 Instance = tuple[wasmtime.Store, Func]
 
 
@@ -71,7 +74,14 @@ class Slot:
             # retired ones not yet freed, or ones in a reference cycle, which a collection frees.
             self._instances.free_retired()
             gc.collect()
-            return self._new_instance()
+        # A collection running on another thread counts its stores out (weakref callbacks) before
+        # it deletes them (finalizers), and may let go of the GIL in between: give it a moment.
+        for pause in _REFILL_PAUSES_SECONDS:
+            try:
+                return self._new_instance()
+            except wasmtime.WasmtimeError:
+                time.sleep(pause)
+        return self._new_instance()
 
     def _new_instance(self) -> Instance:
         store = wasmtime.Store(self.engine)

@@ -449,6 +449,47 @@ def test_used_instances_the_prewarm_thread_has_not_freed_never_exhaust_the_engin
     assert [result.stdout for result in results] == ["1\n"] * len(results), results[-1].summary()
 
 
+FULL_ENGINE = "maximum concurrent limit of 6 for component instances reached"
+
+
+def test_an_instantiation_into_a_full_engine_is_retried_while_another_thread_still_frees_a_store() -> None:
+    # A collection on another thread counts a store in a reference cycle out before it deletes it:
+    # for that moment the engine is full although the pool counts room.
+    limits = SandboxLimits(max_concurrent_executions=1, prewarm_instances=0)
+    with Sandbox(limits) as sandbox:
+        slot = sandbox._slots[0]
+        new_instance = slot._new_instance
+        attempts: list[float] = []
+
+        def full_three_times() -> Instance:
+            attempts.append(time.monotonic())
+            if len(attempts) <= 3:  # the first try, the try after the collection, one pause
+                raise wasmtime.WasmtimeError(FULL_ENGINE)
+            return new_instance()
+
+        slot._new_instance = full_three_times
+        store, _ = slot._instantiate()
+    assert isinstance(store, wasmtime.Store)
+    assert len(attempts) == 4
+
+
+def test_an_engine_that_stays_full_fails_the_instantiation_after_the_pauses() -> None:
+    limits = SandboxLimits(max_concurrent_executions=1, prewarm_instances=0)
+    with Sandbox(limits) as sandbox:
+        slot = sandbox._slots[0]
+        attempts: list[float] = []
+
+        def always_full() -> Instance:
+            attempts.append(time.monotonic())
+            raise wasmtime.WasmtimeError(FULL_ENGINE)
+
+        slot._new_instance = always_full
+        with pytest.raises(wasmtime.WasmtimeError):
+            slot._instantiate()
+    assert len(attempts) == 6  # the first try, then one after the collection and after each pause
+    assert attempts[-1] - attempts[0] >= 0.07
+
+
 def test_a_prewarm_thread_that_falls_behind_never_instantiates_into_a_full_engine(
     sandbox_log: list[logging.LogRecord],
 ) -> None:
