@@ -698,7 +698,10 @@ def host_call(_store: object, name: str, args_json: str) -> Variant:
     try:
         return _answer(execution, name, args_json)
     except ExecutionFailed as exc:
-        execution.ended_by = exc
+        # Kept without its traceback: its frames hold this execution and the store, a reference
+        # cycle that kept the store, and its room in the engine's pool, until a collection.
+        exc.__context__ = None
+        execution.ended_by = exc.with_traceback(None)
     except BaseException as exc:
         # Nothing may escape a ctypes callback: wasmtime-py would ignore it and the process crash.
         # The event loop's cancellation of a wait arrives here as its own exception class.

@@ -251,7 +251,10 @@ class Sandbox:
             try:
                 return str(run(store, code, _run_options(self.limits, execution.journal)))
             except wasmtime.WasmtimeError as exc:
-                return self._trap_error(execution, exc)
+                # Without its traceback: wasmtime-py's frame in it holds the trap, a reference cycle
+                # that kept this frame, so the store and its room in the engine's pool, until a
+                # collection; every run a limit, a cancellation or the host ended left one.
+                return self._trap_error(execution, exc.with_traceback(None))
 
     def _trap_error(self, execution: Execution, exc: wasmtime.WasmtimeError) -> ExecutionFailed:
         if execution.cancelled:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import random
 import threading
@@ -15,6 +16,7 @@ import wasmtime
 from gateway import Sandbox, SandboxLimits, ToolCallError
 from gateway.catalog import read_docs
 from gateway.sandbox import MAX_DOCS_QUERIES, DocsReader
+from gateway.sandbox._instances import InstancePool
 from gateway.sandbox._slots import POOL_MARGIN, Instance
 from gateway.testing import InProcessTools
 from tests.real_servers import snapshot_catalog
@@ -447,6 +449,46 @@ def test_used_instances_the_prewarm_thread_has_not_freed_never_exhaust_the_engin
         finally:
             stuck.set()
     assert [result.stdout for result in results] == ["1\n"] * len(results), results[-1].summary()
+
+
+async def echo_tool(name: str, args: dict[str, object]) -> object:
+    return args
+
+
+@pytest.mark.parametrize(
+    ("code", "ended_by"),
+    [
+        ("tools.probe.echo(blob='a' * 300_000)", "ToolPayloadTooLarge"),  # the host ends the run
+        ("while True:\n    pass", "WallTimeExceeded"),  # the watchdog traps it
+        ("1 / 0", "ZeroDivisionError"),  # no trap at all
+    ],
+)
+@pytest.mark.anyio
+async def test_a_run_that_ends_in_a_trap_leaves_no_store_for_a_collection_to_free(
+    code: str, ended_by: str
+) -> None:
+    # The trap's traceback used to hold the frame that ran it, and so the store, in a reference
+    # cycle: its room in the engine's pool stayed taken until a collection.
+    limits = SandboxLimits(max_concurrent_executions=1, prewarm_instances=1, timeout_seconds=0.3)
+    with Sandbox(limits) as sandbox:
+        pool = sandbox._slots[0]._instances
+        gc.disable()
+        try:
+            for _ in range(3):
+                result = await sandbox.execute(code, tool_caller=echo_tool)
+                assert result.error is not None
+                assert result.error.type == ended_by
+            with anyio.fail_after(10):
+                settled = await anyio.to_thread.run_sync(one_instance_left, pool)
+        finally:
+            gc.enable()
+    assert settled, f"{pool._live} instances alive, 1 expected"
+
+
+def one_instance_left(pool: InstancePool[Instance]) -> bool:
+    """Whether the prewarm thread freed the used instances and refilled (within 5 s)."""
+    with pool._changed:
+        return pool._changed.wait_for(lambda: pool._live == 1 and bool(pool._ready), timeout=5)
 
 
 FULL_ENGINE = "maximum concurrent limit of 6 for component instances reached"
