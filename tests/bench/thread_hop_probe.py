@@ -1,9 +1,10 @@
 """An experiment, not a benchmark row: what the hop to a worker thread and back costs an async
-`execute`, with `anyio.to_thread.run_sync` (what `Sandbox.execute` uses) and with a bare worker thread
-that waits on a queue and answers through `call_soon_threadsafe`.
+`execute`, with `anyio.to_thread.run_sync` (what `Sandbox.execute` used) and with a bare worker thread
+that waits on a queue and answers through `call_soon_threadsafe` (what `WorkerThreads` in
+`gateway/sandbox/_hop.py` now does, after this measurement).
 
-`print(1)` through async `execute` takes about 0.6 ms more than `execute_sync` when paced, and this is
-where it goes: into the thread ("in", from the call to the function starting on the worker) and back
+`print(1)` through async `execute` took about 0.6 ms more than `execute_sync` when paced, and this is
+where it went: into the thread ("in", from the call to the function starting on the worker) and back
 ("back", from the function returning to the caller resuming). Each way is timed back to back and with
 an idle gap before each call, as between a client's calls.
 
