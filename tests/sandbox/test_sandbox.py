@@ -480,9 +480,11 @@ async def test_a_run_that_ends_in_a_trap_leaves_no_store_for_a_collection_to_fre
                 assert result.error.type == ended_by
             with anyio.fail_after(10):
                 settled = await anyio.to_thread.run_sync(one_instance_left, pool)
+            after = await sandbox.execute("print(1)")
         finally:
             gc.enable()
     assert settled, f"{pool._live} instances alive, 1 expected"
+    assert after.stdout == "1\n", after.summary()
 
 
 def one_instance_left(pool: InstancePool[Instance]) -> bool:
