@@ -1,9 +1,11 @@
-# codemode-gateway: every target that needs the venv or the sandbox depends on `setup`.
+# codemode-gateway: `run` and `demo` depend on `runtime` (what the product runs on); every other
+# target that needs the venv depends on `setup` (runtime plus the test, bench and lint tools).
 SHELL := /bin/bash
 PYTHON_BOOT ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+RUNTIME_STAMP := $(VENV)/.installed-runtime
 NPM_DIR := .cache/npm
 NPM_STAMP := $(NPM_DIR)/.installed
 # The npm child servers the tests run, pinned exactly (gateway/config/_defaults.py NPM_SERVER_PINS must match),
@@ -31,10 +33,15 @@ LOAD_SECONDS ?= 15
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
+# The product, its built-in config's Python children and the sandbox's build tool: no torch, no test tools.
+$(RUNTIME_STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[build,defaults]"
+	touch $(RUNTIME_STAMP)
+
 # torch first, pinned exactly: 2.13.0 is the CPU build these machines carry; the `semantic` extra's
 # requirement is then met, where a looser one would fetch a multi-GB CUDA build from the registry.
-$(STAMP): pyproject.toml
-	test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
+$(STAMP): $(RUNTIME_STAMP)
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(PY) -m pip install --quiet --disable-pip-version-check "torch==2.13.0"
 	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[build,test,bench,lint,semantic]"
@@ -44,9 +51,11 @@ $(NPM_STAMP): Makefile
 	npm install --prefix $(NPM_DIR) --save-exact --no-audit --no-fund --loglevel=error $(NPM_PACKAGES)
 	touch $(NPM_STAMP)
 
-setup: $(STAMP) $(NPM_STAMP) ## Create the venv, install dependencies, build and precompile the sandbox and the search model (idempotent)
+runtime: $(RUNTIME_STAMP) ## Install only what the product runs on, build and precompile the sandbox (idempotent)
 	$(PY) runtime-wasm/build.py
 	$(PY) -m gateway precompile
+
+setup: $(STAMP) $(NPM_STAMP) runtime ## runtime, plus the test, bench and lint tools, the npm test servers and the search model (idempotent)
 # HAProxy, the real load balancer of tests/e2e/test_replicas.py and `make load`: installed where apt-get runs as root.
 	@command -v haproxy >/dev/null || test -x /usr/sbin/haproxy || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
@@ -81,10 +90,10 @@ format: setup ## Apply ruff's formatting and safe fixes
 	$(VENV)/bin/ruff check --fix gateway guest tests examples runtime-wasm/build.py
 	$(VENV)/bin/ruff format gateway guest tests examples runtime-wasm/build.py
 
-run: setup ## Serve MCP over stdio on the built-in default config
+run: runtime ## Serve MCP over stdio on the built-in default config
 	$(VENV)/bin/codemode-gateway serve
 
-demo: setup ## A real MCP client drives the gateway on its built-in config: search, then code over two children
+demo: runtime ## A real MCP client drives the gateway on its built-in config: search, then code over two children
 	$(PY) examples/demo.py
 
 dist: setup ## Build the sdist and the wheel (with the sandbox component inside) into dist/
@@ -94,4 +103,4 @@ clean: ## Remove the venv, the sandbox build, dist/ and caches
 	rm -rf $(VENV) runtime-wasm/build dist .cache .pytest_cache .ruff_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
-.PHONY: help setup test sandbox-test bench soak load lint format run demo dist clean
+.PHONY: help runtime setup test sandbox-test bench soak load lint format run demo dist clean

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import re
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -97,3 +98,9 @@ def test_the_test_extra_pins_the_python_servers_the_default_runs_through_uvx() -
     pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
     for package, version in PYPI_SERVER_PINS.items():
         assert f'"{package}=={version}"' in pyproject
+
+
+def test_the_defaults_extra_that_make_run_installs_pins_exactly_the_default_python_servers() -> None:
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    pinned = pyproject["project"]["optional-dependencies"]["defaults"]
+    assert sorted(pinned) == sorted(f"{package}=={version}" for package, version in PYPI_SERVER_PINS.items())
