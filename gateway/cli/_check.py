@@ -13,6 +13,7 @@ from mcp import types
 from gateway._display import format_table
 from gateway._exposed import expose_tools
 from gateway._gateway import child_pool, gateway_secrets
+from gateway._json import as_object
 from gateway._redaction import Redactor
 from gateway.catalog import Catalog, semantic_search
 from gateway.children import ChildState, ChildStatus
@@ -59,10 +60,14 @@ def format_statuses(statuses: list[ChildStatus]) -> str:
 def check_command(args: argparse.Namespace) -> int:
     """`check`: 0 when every child connected, every policy rule matches and no tool differs from the
     lockfile (if there is one), 1 if not."""
-    config = load_config_for_cli(args.config)
+    config = load_config_for_cli(args.config, args.children)
+    file_servers: dict[str, object] = {}
     if (file := find_config_file(args.config)) is not None:
-        for path in find_literal_secrets(read_config_data(file)):
+        data = read_config_data(file)
+        for path in find_literal_secrets(data):
             print(literal_secret_warning(path), file=sys.stderr)
+        file_servers = as_object((as_object(data) or {}).get("mcpServers")) or {}
+    _print_command_line(config, file_servers)
     lock = config_lock(config)  # before the children start: a malformed lockfile is a config error
     semantic_search(config.search.semantic)  # `on` without the extra is a config error, as for `serve`
     if not config.mcp_servers and not config.unavailable_servers and lock is None:
@@ -82,6 +87,15 @@ def check_command(args: argparse.Namespace) -> int:
     unlisted = _check_exposed(config, catalog, policy, blocked, tools)
     connected = all(status.state is ChildState.READY for status in statuses)
     return EXIT_OK if connected and not blocked and not drifted and not unlisted else EXIT_FAILED
+
+
+def _print_command_line(config: GatewayConfig, file_servers: dict[str, object]) -> None:
+    """Say which children came from the command line, and which of the file's entries they replace."""
+    if not config.command_line:
+        return
+    replaced = [name for name in config.command_line if name in file_servers]
+    line = "children from the command line: " + ", ".join(config.command_line)
+    print(line + (f" (replacing the config file's {', '.join(replaced)})" if replaced else ""))
 
 
 def _check_exposed(

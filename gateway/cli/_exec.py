@@ -41,10 +41,10 @@ def _print_human(result: ExecutionResult) -> None:
 
 
 def exec_command(args: argparse.Namespace) -> int:
-    """`exec`: run one snippet; with a config that names children, through a gateway over them."""
+    """`exec`: run one snippet; with children (a config's, or after `--`), through a gateway over them."""
     code = _read_source(args)
-    config = load_config_for_cli(args.config)
-    if find_config_file(args.config) is not None and config.mcp_servers:
+    config = load_config_for_cli(args.config, args.children)
+    if (find_config_file(args.config) is not None or args.children) and config.mcp_servers:
         result = anyio.run(_through_gateway, config, code, args.timeout)
     else:
         # No config named: the bare sandbox, at once, without connecting the built-in children.

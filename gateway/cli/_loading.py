@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
+from typing import Any
 
 from gateway._gateway import gateway_secrets
 from gateway._logging import redact_logs
@@ -15,10 +17,12 @@ __all__ = ["load_config_for_cli"]
 log = logging.getLogger("gateway.config")
 
 
-def load_config_for_cli(path: str | os.PathLike[str] | None) -> GatewayConfig:
-    """The config (`--config`, else `$CODEMODE_CONFIG`, else built-in), with log redaction in place;
-    its notes (keys of other clients, entries left out) are logged."""
-    config = load_config(path)
+def load_config_for_cli(
+    path: str | os.PathLike[str] | None, command_line: Mapping[str, Any] | None = None
+) -> GatewayConfig:
+    """The config (`--config`, else `$CODEMODE_CONFIG`, else built-in) with the children given on the
+    command line, and log redaction in place; its notes (other clients' keys, entries left out) are logged."""
+    config = load_config(path, command_line=command_line)
     redact_logs(Redactor(gateway_secrets(config)))
     for note in config.notes:
         log.warning("config note", extra={"note": note})

@@ -16,6 +16,7 @@ from gateway.catalog import SemanticSearch, semantic_installed
 from gateway.children import PARENT_ENV_VAR
 from gateway.cli._audit import audit_command
 from gateway.cli._check import check_command
+from gateway.cli._children_args import parse_children, split_children
 from gateway.cli._exec import exec_command
 from gateway.cli._exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from gateway.cli._http import add_http_arguments, http_settings
@@ -148,7 +149,7 @@ def _serve(args: argparse.Namespace) -> int:
             f"this gateway was started by another codemode-gateway ({PARENT_ENV_VAR}={parent}): an "
             "mcpServers entry of that gateway's config runs the gateway itself; remove that entry"
         )
-    config = load_config_for_cli(args.config)
+    config = load_config_for_cli(args.config, args.children)
     http = http_settings(config, args)
     with traces_from_environment():  # spans exported as the OTEL_* variables say (the otel extra)
         if http is None:
@@ -163,13 +164,21 @@ def _schema(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+_TAKES_CHILDREN = ("serve", "check", "exec")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the `codemode-gateway` console script."""
-    args = _parser().parse_args(argv)
+    own, children = split_children(sys.argv[1:] if argv is None else argv)
+    parser = _parser()
+    args = parser.parse_args(own)
     if args.command is None:
-        args = _parser().parse_args([*(argv or sys.argv[1:]), "serve"])
+        args = parser.parse_args([*own, "serve"])
+    if children is not None and args.command not in _TAKES_CHILDREN:
+        parser.error(f"children after '--' are taken by {', '.join(_TAKES_CHILDREN)}, not by {args.command}")
     configure_logging(getattr(args, "log_level", None) or os.environ.get("CODEMODE_LOG_LEVEL") or "WARNING")
     try:
+        args.children = parse_children(children) if children is not None else None
         commands = {
             "serve": _serve,
             "exec": exec_command,

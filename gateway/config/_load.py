@@ -186,15 +186,19 @@ def parse_config(
     *,
     config_dir: Path | None = None,
     config_file: Path | None = None,
+    command_line: Mapping[str, Any] | None = None,
 ) -> GatewayConfig:
     """Validate already-parsed JSON as a config, expanding `${VAR}` in the server entries.
 
     An entry whose references cannot all be expanded is left out, into `unavailable_servers`;
     relative paths in stdio entries start from `config_dir` when it is given (the file's directory).
-    `config_file` is the file it was read from, whose lockfile applies.
+    `config_file` is the file it was read from, whose lockfile applies. `command_line` holds the
+    `mcpServers` entries given on the command line: each replaces the file's entry of that name.
     """
     reading = _Reading(os.environ if environ is None else environ)
     top = as_object(data)
+    if top is not None and command_line:
+        top = _with_command_line(top, command_line, reading)
     if top is None:
         return _validate(data, source, reading, [])
     reading.problems += layout_problems(top)
@@ -218,8 +222,21 @@ def parse_config(
         unavailable_servers=reading.unavailable,
         notes=reading.notes,
         config_file=config_file,
+        command_line=command_line,
     )
     return config
+
+
+def _with_command_line(
+    top: dict[str, Any], command_line: Mapping[str, Any], reading: _Reading
+) -> dict[str, Any]:
+    """`top` with the command line's children added; where a name is in both, the command line wins."""
+    servers = as_object(top.get("mcpServers")) or {}
+    for name in command_line:
+        if name in servers:
+            where = key_path(("mcpServers", name))
+            reading.notes.append(f"{where}: the command line's entry replaces the file's")
+    return {**top, "mcpServers": {**servers, **command_line}}
 
 
 def _validate(data: Any, source: str, reading: _Reading, policy_problems: list[str]) -> GatewayConfig:
@@ -260,15 +277,23 @@ def find_config_file(
 
 
 def load_config(
-    path: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None
+    path: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    command_line: Mapping[str, Any] | None = None,
 ) -> GatewayConfig:
-    """Load the config from `path`, else `$CODEMODE_CONFIG`, else the built-in default."""
+    """Load the config from `path`, else `$CODEMODE_CONFIG`, else the built-in default; children
+    given on the command line (`command_line`) are added to a file's, and replace the built-in ones."""
     file = find_config_file(path, environ)
     if file is None:
-        return default_config()
+        if not command_line:
+            return default_config()
+        return parse_config({}, "the command line", environ, config_dir=Path.cwd(), command_line=command_line)
     data = read_config_data(file, named_by=None if path else f"${CONFIG_ENV}")
     resolved = file.resolve()
-    return parse_config(data, str(file), environ, config_dir=resolved.parent, config_file=resolved)
+    return parse_config(
+        data, str(file), environ, config_dir=resolved.parent, config_file=resolved, command_line=command_line
+    )
 
 
 def read_config_data(file: Path, *, named_by: str | None = None) -> Any:

@@ -146,6 +146,7 @@ class GatewayConfig(BaseModel):
     _config_file: Path | None = PrivateAttr(default=None)
     _unavailable_servers: dict[str, str] = PrivateAttr(default_factory=dict[str, str])
     _notes: tuple[str, ...] = PrivateAttr(default=())
+    _command_line: dict[str, Any] = PrivateAttr(default_factory=dict[str, Any])
 
     @field_validator("mcp_servers")
     @classmethod
@@ -194,6 +195,11 @@ class GatewayConfig(BaseModel):
         return MappingProxyType(self._unavailable_servers)
 
     @property
+    def command_line(self) -> Mapping[str, Any]:
+        """The `mcpServers` entries given on the command line, as written: a reload adds them again."""
+        return MappingProxyType(self._command_line)
+
+    @property
     def notes(self) -> tuple[str, ...]:
         """What loading did besides validating, one line each naming the key: entries left out as
         `"disabled": true`, other clients' keys ignored, the gateway's own entry left out."""
@@ -207,14 +213,16 @@ class GatewayConfig(BaseModel):
         unavailable_servers: Mapping[str, str] | None = None,
         notes: tuple[str, ...] | list[str] = (),
         config_file: Path | None = None,
+        command_line: Mapping[str, Any] | None = None,
     ) -> None:
-        """Record what `${VAR}` expansion took from the environment, the file (and its directory), and
-        what loading left out or noted."""
+        """Record what `${VAR}` expansion took from the environment, the file (and its directory), the
+        children given on the command line, and what loading left out or noted."""
         self._secret_names = dict(secret_names)
         self._config_dir = config_dir
         self._config_file = config_file
         self._unavailable_servers = dict(unavailable_servers or {})
         self._notes = tuple(notes)
+        self._command_line = dict(command_line or {})
 
 
 def config_json_schema() -> dict[str, Any]:

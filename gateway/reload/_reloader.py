@@ -139,7 +139,7 @@ class Reloader:
 
     def _read(self) -> tuple[GatewayConfig, CatalogLock | None]:
         """The config and its lockfile, loaded and checked exactly as at start (ConfigError otherwise)."""
-        config = load_config(self.config_file)
+        config = load_config(self.config_file, command_line=self.gateway.config.command_line)
         lock = CatalogLock.beside(config.config_file)
         return config, lock
 

@@ -342,3 +342,26 @@ def test_an_expose_entry_that_can_list_no_tool_is_a_config_error_naming_it(
 ) -> None:
     [error] = errors_of({"mcpServers": {"screen": {"command": "s"}}, "expose": expose})
     assert line in error
+
+
+def test_command_line_children_join_the_files_and_replace_its_entry_of_the_same_name(tmp_path: Path) -> None:
+    path = tmp_path / "team.json"
+    servers = {"time": {"command": "uvx", "args": ["mcp-server-time"]}, "gh": {"command": "old-gh"}}
+    path.write_text(json.dumps({"mcpServers": servers}), encoding="utf-8")
+    given = {
+        "gh": {"type": "http", "url": "https://h/mcp", "headers": {"Authorization": "Bearer ${GH_TOKEN}"}}
+    }
+    config = load_config(path, {"GH_TOKEN": "t0k"}, command_line=given)
+    assert list(config.mcp_servers) == ["time", "gh"]
+    remote = config.mcp_servers["gh"]
+    assert isinstance(remote, HttpServer)
+    assert remote.headers == {"Authorization": "Bearer t0k"}  # expanded like a file's entry, and a secret
+    assert "t0k" in config.secret_values
+    assert "mcpServers.gh: the command line's entry replaces the file's" in config.notes
+    assert config.command_line == given  # kept as written, for a reload to add again
+
+
+def test_command_line_children_alone_replace_the_built_in_default(tmp_path: Path) -> None:
+    config = load_config(None, {}, command_line={"tiny": {"command": "tiny-server"}})
+    assert list(config.mcp_servers) == ["tiny"]
+    assert config.config_file is None

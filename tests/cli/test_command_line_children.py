@@ -1,0 +1,86 @@
+"""`serve`, `check` and `exec` with children after `--`, run as the real command."""
+
+from __future__ import annotations
+
+import json
+import runpy
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.server.mcpserver import MCPServer
+
+from tests.cli.command import WAIT, run_command
+from tests.e2e.gateway_process import environment, execute, search_docs
+from tests.real_servers import TINY_SERVER, serve_asgi_app
+
+pytestmark = pytest.mark.anyio
+
+TINY = ["tiny", sys.executable, str(TINY_SERVER)]
+
+
+async def test_check_connects_to_children_given_only_on_the_command_line() -> None:
+    code, out, err = await run_command("check", "--", *TINY)
+    assert code == 0, err
+    assert "children from the command line: tiny" in out
+    assert any(line.split()[:3] == ["tiny", "stdio", "ready"] for line in out.splitlines())
+
+
+async def test_the_command_line_replaces_the_config_files_entry_of_the_same_name(tmp_path: Path) -> None:
+    config = tmp_path / "team.json"
+    config.write_text(
+        json.dumps({"mcpServers": {"tiny": {"command": "/nonexistent/server"}}}), encoding="utf-8"
+    )
+    code, out, err = await run_command("check", "--config", str(config), "--", *TINY)
+    assert code == 0, err  # the file's broken entry was replaced, so every child connected
+    assert "(replacing the config file's tiny)" in out
+
+
+async def test_an_http_child_gets_its_headers_with_variables_expanded() -> None:
+    build: Callable[[], MCPServer] = runpy.run_path(str(TINY_SERVER))["build"]
+    async with serve_asgi_app(build().streamable_http_app()) as (port, seen):
+        url = f"http://127.0.0.1:{port}/mcp"
+        header = "Authorization: Bearer ${CHILD_TOKEN}"
+        env = {"CHILD_TOKEN": "tok-123"}
+        code, out, err = await run_command(
+            "check", "--", "remote", "--transport", "http", url, "-H", header, env=env
+        )
+    assert code == 0, err
+    assert any(line.split()[:3] == ["remote", "http", "ready"] for line in out.splitlines())
+    assert {request.get("authorization") for request in seen} == {"Bearer tok-123"}
+
+
+async def test_exec_runs_a_snippet_against_children_given_on_the_command_line() -> None:
+    code, out, err = await run_command("exec", "-c", "print(tools.tiny.echo(text='hi'))", "--", *TINY)
+    assert code == 0, err
+    assert "hi" in out
+
+
+async def test_serve_answers_search_docs_and_execute_code_over_command_line_children() -> None:
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "gateway", "serve", "--", *TINY], env=environment()
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+        with anyio.fail_after(WAIT):
+            await client.initialize()
+        overview = await search_docs(client)
+        result = await execute(client, "tools.tiny.echo(text='over stdio')")
+    assert "tiny (ready" in overview
+    assert "over stdio" in json.dumps(result)
+
+
+async def test_a_malformed_child_is_a_usage_error_naming_what_to_write() -> None:
+    with anyio.fail_after(WAIT):
+        code, _, err = await run_command("check", "--", "tiny")
+    assert code == 2
+    assert "child 'tiny' has no command" in err
+
+
+async def test_a_command_that_takes_no_children_says_which_do() -> None:
+    code, _, err = await run_command("schema", "--", *TINY)
+    assert code == 2
+    assert "taken by serve, check, exec" in err
