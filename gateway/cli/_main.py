@@ -30,9 +30,7 @@ from gateway.cli._reload import (
 )
 from gateway.cli._sandbox_test import add_sandbox_test_arguments, sandbox_test_command
 from gateway.cli._search_eval import add_search_eval_arguments, search_eval_command
-from gateway.config import (
-    config_json_schema,
-)
+from gateway.config import config_json_schema, config_reference
 from gateway.errors import ConfigError, GatewayError
 from gateway.sandbox import COMPONENT_PATH, WASMTIME_VERSION, Sandbox, component_sha256
 from gateway.server import run_http, run_stdio
@@ -120,7 +118,10 @@ def _parser() -> argparse.ArgumentParser:
     add_search_eval_arguments(
         command("search-eval", "measure how well search_docs finds tools for queries with known answers")
     )
-    command("schema", "print the config file's JSON Schema")
+    schema = command("schema", "print the config file's JSON Schema")
+    schema.add_argument(
+        "--markdown", action="store_true", help="print the config reference as Markdown instead"
+    )
     return parser
 
 
@@ -160,6 +161,9 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _schema(args: argparse.Namespace) -> int:
+    if args.markdown:
+        sys.stdout.write(config_reference())
+        return EXIT_OK
     print(json.dumps(config_json_schema(), indent=2, ensure_ascii=False))
     return EXIT_OK
 

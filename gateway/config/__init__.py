@@ -12,6 +12,7 @@ from gateway.config._load import (
     read_config_data,
 )
 from gateway.config._model import GatewayConfig, config_json_schema
+from gateway.config._reference import config_reference
 from gateway.config._secrets import (
     NOT_SECRET_VARS,
     config_secrets,
@@ -31,6 +32,7 @@ __all__ = (
     "GatewayConfig",
     "HttpConfig",
     "config_json_schema",
+    "config_reference",
     "config_secrets",
     "default_config",
     "find_config_file",
