@@ -103,7 +103,7 @@ def _oneshot(interface: Interface, world: Path, request: dict[str, Any]) -> dict
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="agent-eval", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="agent-eval", description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--interface", choices=INTERFACES, required=True)
     parser.add_argument("--world", type=Path, required=True)
     parser.add_argument("--log", type=Path, help="the JSONL log of this trial's calls and answers")

@@ -13,11 +13,12 @@ import json
 import random
 import re
 import subprocess
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from tests.agent_eval.world import (
@@ -97,8 +98,8 @@ def _git(world: Path, *args: str) -> str:
     return done.stdout
 
 
-def _orders(world: Path) -> list[dict[str, object]]:
-    orders: list[dict[str, object]] = []
+def _orders(world: Path) -> list[dict[str, Any]]:
+    orders: list[dict[str, Any]] = []
     for path in sorted((world / "data" / "orders").glob("*.json")):
         orders += json.loads(path.read_text(encoding="utf-8"))["orders"]
     return orders
@@ -109,13 +110,14 @@ def _table(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-def _graph(world: Path) -> tuple[list[dict[str, object]], list[dict[str, str]]]:
-    entities: list[dict[str, object]] = []
+def _graph(world: Path) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+    entities: list[dict[str, Any]] = []
     relations: list[dict[str, str]] = []
     for line in (world / "memory.jsonl").read_text(encoding="utf-8").splitlines():
         if line.strip():
             item = json.loads(line)
-            (entities if item["type"] == "entity" else relations).append(item)
+            kind = item.pop("type")
+            (entities if kind == "entity" else relations).append(item)
     return entities, relations
 
 
@@ -137,8 +139,8 @@ def _related(world: Path, relation: str, *, to: str | None = None, source: str |
     ]
 
 
-def _shipped_revenue(world: Path) -> Counter[str]:
-    revenue: Counter[str] = Counter()
+def _shipped_revenue(world: Path) -> dict[str, float]:
+    revenue: dict[str, float] = defaultdict(float)
     for order in _orders(world):
         if order["status"] == "shipped":
             revenue[str(order["customer_id"])] += int(order["qty"]) * float(order["unit_price"])  # type: ignore[arg-type]
@@ -506,7 +508,7 @@ def prompts(world: Path) -> list[tuple[str, str]]:
     return [(task.id, task.prompt.format(**vars(chosen))) for task in TASKS]
 
 
-ANSWER_LINE = re.compile(r"^\s*\**ANSWER\s+(T\d\d)\s*\**\s*:\s*(.*?)\s*$", re.MULTILINE)
+ANSWER_LINE = re.compile(r"^\s*\**ANSWER\s+(T\d\d)\s*(?::\s*\**|\**\s*:)\s*(.*?)\s*$", re.MULTILINE)
 
 
 def parse_answers(text: str) -> dict[str, str]:

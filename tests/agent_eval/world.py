@@ -23,6 +23,7 @@ import subprocess
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 __all__ = ["DEFAULT_SEED", "Commit", "Order", "Plan", "build", "plan"]
 
@@ -149,7 +150,7 @@ class Plan:
     products: list[dict[str, str]] = field(default_factory=lambda: list[dict[str, str]]())
     thresholds: list[dict[str, str]] = field(default_factory=lambda: list[dict[str, str]]())
     order_files: dict[str, list[Order]] = field(default_factory=lambda: dict[str, list[Order]]())
-    entities: list[dict[str, object]] = field(default_factory=lambda: list[dict[str, object]]())
+    entities: list[dict[str, Any]] = field(default_factory=lambda: list[dict[str, Any]]())
     relations: list[dict[str, str]] = field(default_factory=lambda: list[dict[str, str]]())
     support_tz: str = "UTC"
     standup: str = "10:00"
