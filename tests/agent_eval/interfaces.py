@@ -12,6 +12,7 @@ Every child is configured against the world: git on `repo/`, filesystem on `data
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -88,9 +89,16 @@ def ensure_peer_venv() -> Path:
     """The python of the peer's own venv (created with the pinned FastMCP on first use)."""
     venv = Path(os.environ.get("AGENT_EVAL_PEER_VENV", REPO / ".cache" / "peer-venv"))
     python = venv / "bin" / "python"
-    if not python.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
-        subprocess.run([str(python), "-m", "pip", "install", "--quiet", *PEER_PINS], check=True, timeout=1800)
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    # Trials started together must not build the venv twice: one builds, the others wait for it.
+    with venv.with_name(venv.name + ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        stamp, pins = venv / "installed", "\n".join(PEER_PINS) + "\n"
+        if not stamp.exists() or stamp.read_text(encoding="utf-8") != pins:
+            subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True, timeout=300)
+            install = [str(python), "-m", "pip", "install", "--quiet", *PEER_PINS]
+            subprocess.run(install, check=True, timeout=1800)
+            stamp.write_text(pins, encoding="utf-8")
     return python
 
 
