@@ -41,10 +41,22 @@ def _block(block: types.ContentBlock) -> str:
     return f"[resource {resource.uri}, {len(resource.blob)} base64 characters]"
 
 
+def _as_javascript_numbers(value: Any) -> Any:
+    """`value` with integral floats as ints, since JSON.stringify writes 60.0 as `60`."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _as_javascript_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_as_javascript_numbers(v) for v in value]
+    return value
+
+
 def render(result: types.CallToolResult) -> str:
     """What a client shows the model of a tool result (Claude Code's rule, see the module docstring)."""
     if not result.is_error and result.structured_content is not None:
-        return json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))
+        shown = _as_javascript_numbers(result.structured_content)
+        return json.dumps(shown, ensure_ascii=False, separators=(",", ":"))
     return "\n".join(_block(block) for block in result.content)
 
 

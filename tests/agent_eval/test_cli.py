@@ -44,6 +44,11 @@ def test_a_successful_result_with_structured_content_is_shown_as_compact_json() 
     assert render(result) == '{"a":[1,"é"]}'
 
 
+def test_structured_numbers_are_written_as_json_stringify_writes_them() -> None:
+    result = types.CallToolResult(content=[], structured_content={"ms": 60.0, "fuel": 5, "ratio": 0.25})
+    assert render(result) == '{"ms":60,"fuel":5,"ratio":0.25}'
+
+
 def test_an_error_is_shown_as_its_text_even_with_structured_content() -> None:
     result = types.CallToolResult(
         content=[types.TextContent(type="text", text="boom")], structured_content={"a": 1}, is_error=True
