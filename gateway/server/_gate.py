@@ -167,7 +167,10 @@ class McpGate:
         headers = Headers(scope=scope)
         session = headers.get(MCP_SESSION_ID_HEADER)
         posted = scope["method"] == "POST"
-        body, replay = await _read_body(receive) if posted else (b"", receive)
+        read = await _read_body(receive) if posted else (b"", receive)
+        if read is None:
+            return  # the client went away, or its body came too late (answered 408), before its end
+        body, replay = read
         if posted and session is None and _handshake_era(headers) and self._shutting_down():
             await _refuse(send, _no_new_sessions(), scope)
             return
@@ -253,15 +256,16 @@ def _no_new_sessions() -> Refusal:
     )
 
 
-async def _read_body(receive: Receive) -> tuple[bytes, Receive]:
-    """The whole body (already bounded by the size limit), and a `receive` that gives it again."""
+async def _read_body(receive: Receive) -> tuple[bytes, Receive] | None:
+    """The whole body (already bounded by the size limit), and a `receive` that gives it again; None
+    if the client disconnected before its end."""
     chunks: list[bytes] = []
     seen: deque[Message] = deque()
     while True:
         message = await receive()
         seen.append(message)
         if message["type"] != "http.request":
-            break
+            return None
         chunks.append(message.get("body", b""))
         if not message.get("more_body", False):
             break
