@@ -22,6 +22,8 @@ __all__ = [
 ]
 
 _MIB = 1024 * 1024
+# A caller's requests besides its executions: its streams, searches and listings.
+_REQUESTS_BESIDE_EXECUTIONS = 8
 
 HEALTH_PATHS = ("/healthz", "/readyz")
 METRICS_PATH = "/metrics"
@@ -148,6 +150,38 @@ class HttpConfig(BaseModel):
         le=4096,
         description="Waiting calls of one caller; past it a call is refused with 429 and Retry-After.",
     )
+    max_requests_in_flight_per_caller: int | None = Field(
+        default=None,
+        ge=1,
+        le=100_000,
+        description="MCP requests of one caller (as the execution caps count callers) open at once, from "
+        "its head to the end of its answer, streams included; past it a request is refused with 429 and "
+        "Retry-After before its body is read, so one caller holds at most this many bodies "
+        "(http.max_body_bytes each). Default: the per-caller execution caps (in flight + queued) plus 8.",
+    )
+    max_connections_per_address: int = Field(
+        default=64,
+        ge=1,
+        le=100_000,
+        description="Open connections from one client address, counted before any authentication; one "
+        "past it is closed as soon as it is accepted. Behind a proxy or load balancer every connection "
+        "comes from its address: raise this to what it opens.",
+    )
+    header_timeout_seconds: float = Field(
+        default=10,
+        gt=0,
+        le=3600,
+        description="How long a request's head (request line and headers) may take to arrive, from the "
+        "connection's start or the previous answer's end; a connection still without one is closed.",
+    )
+    body_timeout_seconds: float = Field(
+        default=30,
+        gt=0,
+        le=3600,
+        description="How long a request's body may take to arrive in full, from the end of its head; a "
+        "request still short of it is answered 408 and its connection closed, which frees the body read "
+        "so far. Raise it with http.max_body_bytes for clients on slow links.",
+    )
     metrics: bool = Field(
         default=True,
         description="Serve Prometheus metrics at /metrics on the same port, without a token as the probes "
@@ -182,7 +216,27 @@ class HttpConfig(BaseModel):
                 f"max_executions_in_flight_per_caller ({self.max_executions_in_flight_per_caller}) is "
                 f"above max_executions_in_flight ({self.max_executions_in_flight}): lower it"
             )
+        floor = self._executions_per_caller()
+        if (
+            self.max_requests_in_flight_per_caller is not None
+            and self.max_requests_in_flight_per_caller < floor
+        ):
+            raise ValueError(
+                f"max_requests_in_flight_per_caller ({self.max_requests_in_flight_per_caller}) is below "
+                f"max_executions_in_flight_per_caller + max_executions_queued_per_caller ({floor}): a "
+                "caller's calls would be refused before their own caps apply; raise it"
+            )
         return self
+
+    def _executions_per_caller(self) -> int:
+        return self.max_executions_in_flight_per_caller + self.max_executions_queued_per_caller
+
+    def requests_in_flight_per_caller(self) -> int:
+        """The cap on one caller's MCP requests open at once: the configured one, else the per-caller
+        execution caps plus room for its streams and other requests."""
+        if self.max_requests_in_flight_per_caller is not None:
+            return self.max_requests_in_flight_per_caller
+        return self._executions_per_caller() + _REQUESTS_BESIDE_EXECUTIONS
 
     def hosts(self) -> list[str]:
         """The Host header values accepted: the configured ones, else the bound host's names, any port."""

@@ -20,7 +20,7 @@ import anyio
 from gateway.config import HttpConfig
 from gateway.server._refusals import RETRY_AFTER_SECONDS, Refusal
 
-__all__ = ["Admission", "ExecutionCaps", "Ticket"]
+__all__ = ["Admission", "ExecutionCaps", "RequestCounts", "Ticket"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +210,35 @@ class Admission:
                 RETRY_AFTER_SECONDS,
             )
         return None
+
+
+class RequestCounts:
+    """MCP requests open per caller (every kind, from its head to its answer's end), under a cap."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self._open: Counter[str] = Counter()
+
+    def enter(self, caller: str) -> Refusal | None:
+        """Count a request of `caller`'s, or a refusal when `caller` is at the cap."""
+        open_now = self._open[caller]
+        if open_now >= self.cap:
+            return Refusal(
+                429,
+                f"too many requests open from this caller: {open_now} "
+                f"(http.max_requests_in_flight_per_caller = {self.cap}); retry when one has been answered",
+                "http.max_requests_in_flight_per_caller",
+                self.cap,
+                RETRY_AFTER_SECONDS,
+            )
+        self._open[caller] += 1
+        return None
+
+    def leave(self, caller: str) -> None:
+        """A counted request of `caller`'s has ended."""
+        self._open[caller] -= 1
+        if self._open[caller] <= 0:
+            del self._open[caller]
 
 
 def _shutting_down() -> Refusal:

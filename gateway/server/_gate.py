@@ -1,10 +1,11 @@
 """The MCP endpoint's door, in front of the SDK's streamable HTTP transport.
 
 In order: the Host and Origin headers (DNS rebinding protection: the SDK's own check, with the
-allowed names from the config), the body's size (the SDK's own limit), and for a call that runs
-something an in-flight place (`_admission.py`). Then the SDK's session manager serves the request,
-on either protocol era. What the SDK refuses by itself (a new session past `max_sessions`, an unknown
-or expired session) keeps the SDK's status, reworded to name the config key.
+allowed names from the config), a place among the caller's requests open at once, the body's size
+(the SDK's own limit), and for a call that runs something an in-flight place (`_admission.py`). Then
+the SDK's session manager serves the request, on either protocol era. What the SDK refuses by itself
+(a new session past `max_sessions`, an unknown or expired session) keeps the SDK's status, reworded
+to name the config key.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway.auth import identity_in
 from gateway.config import HttpConfig
-from gateway.server._admission import Admission, Ticket
+from gateway.server._admission import Admission, RequestCounts, Ticket
 from gateway.server._refusals import RETRY_AFTER_SECONDS, Refusal, Reworded, send_refusal
 
 __all__ = ["McpGate", "caller_of", "hold_ticket", "security_settings", "session_digest"]
@@ -98,6 +99,7 @@ class McpGate:
         self._admission = admission
         self._shutting_down = shutting_down
         self._security = TransportSecurityMiddleware(security_settings(http))
+        self._requests = RequestCounts(http.requests_in_flight_per_caller())
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -107,6 +109,17 @@ class McpGate:
         if refusal is not None:
             await _refuse(send, refusal, scope)
             return
+        caller = caller_of(scope)
+        refusal = self._requests.enter(caller)  # before the body is read: a caller holds few at once
+        if refusal is not None:
+            await _refuse(send, refusal, scope)
+            return
+        try:
+            await self._within_size(scope, receive, send)
+        finally:
+            self._requests.leave(caller)
+
+    async def _within_size(self, scope: Scope, receive: Receive, send: Send) -> None:
         reached = False
 
         async def within_limit(scope: Scope, receive: Receive, send: Send) -> None:
@@ -154,7 +167,10 @@ class McpGate:
         headers = Headers(scope=scope)
         session = headers.get(MCP_SESSION_ID_HEADER)
         posted = scope["method"] == "POST"
-        body, replay = await _read_body(receive) if posted else (b"", receive)
+        read = await _read_body(receive) if posted else (b"", receive)
+        if read is None:
+            return  # the client went away, or its body came too late (answered 408), before its end
+        body, replay = read
         if posted and session is None and _handshake_era(headers) and self._shutting_down():
             await _refuse(send, _no_new_sessions(), scope)
             return
@@ -240,15 +256,16 @@ def _no_new_sessions() -> Refusal:
     )
 
 
-async def _read_body(receive: Receive) -> tuple[bytes, Receive]:
-    """The whole body (already bounded by the size limit), and a `receive` that gives it again."""
+async def _read_body(receive: Receive) -> tuple[bytes, Receive] | None:
+    """The whole body (already bounded by the size limit), and a `receive` that gives it again; None
+    if the client disconnected before its end."""
     chunks: list[bytes] = []
     seen: deque[Message] = deque()
     while True:
         message = await receive()
         seen.append(message)
         if message["type"] != "http.request":
-            break
+            return None
         chunks.append(message.get("body", b""))
         if not message.get("more_body", False):
             break

@@ -24,6 +24,7 @@ from gateway._logging import redact_logs
 from gateway.config import GatewayConfig, HttpConfig
 from gateway.errors import ConfigError
 from gateway.reload import ReloadOptions, serve_reloads
+from gateway.server._connections import guarded_protocol
 from gateway.server._gate import session_digest
 from gateway.server._http_app import HttpApp
 from gateway.server._server import freeze_start_up_heap, warn_of_unidentified_callers
@@ -131,6 +132,8 @@ async def serve_http(
                 server = _Uvicorn(
                     uvicorn.Config(
                         app,
+                        http=guarded_protocol(http),
+                        ws="none",  # no WebSocket endpoint: an upgrade would leave the guarded protocol
                         lifespan="on",
                         log_config=None,
                         access_log=False,

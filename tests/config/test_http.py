@@ -80,6 +80,13 @@ def test_binding_every_interface_needs_the_names_clients_use() -> None:
             "max_executions_in_flight_per_caller (3) is above max_executions_in_flight (2)",
         ),
         ({"max_session": 3}, 'http.max_session: unknown key "max_session"; did you mean "max_sessions"?'),
+        (
+            {"max_requests_in_flight_per_caller": 7},
+            "max_requests_in_flight_per_caller (7) is below max_executions_in_flight_per_caller + "
+            "max_executions_queued_per_caller (8)",
+        ),
+        ({"header_timeout_seconds": 0}, "http.header_timeout_seconds: Input should be greater than 0"),
+        ({"max_connections_per_address": 0}, "http.max_connections_per_address: Input should be greater"),
     ],
 )
 def test_a_bad_setting_is_one_line_naming_its_key(section: dict[str, Any], expected: str) -> None:
@@ -90,3 +97,17 @@ def test_mcp_may_not_take_the_metrics_path_unless_metrics_are_left_out() -> None
     assert "path /metrics is where metrics are served" in refusal({"path": "/metrics"})
     assert http({}).metrics is True
     assert http({"path": "/metrics", "metrics": False}).path == "/metrics"
+
+
+def test_a_callers_requests_in_flight_default_to_its_execution_caps_plus_room_for_its_streams() -> None:
+    assert http({}).requests_in_flight_per_caller() == 4 + 4 + 8
+    raised = {"max_executions_in_flight_per_caller": 16, "max_executions_queued_per_caller": 64}
+    assert http(raised).requests_in_flight_per_caller() == 16 + 64 + 8
+    assert http({"max_requests_in_flight_per_caller": 9}).requests_in_flight_per_caller() == 9
+
+
+def test_slow_clients_are_bounded_by_default() -> None:
+    defaults = http({})
+    assert defaults.header_timeout_seconds == 10
+    assert defaults.body_timeout_seconds == 30
+    assert defaults.max_connections_per_address == 64

@@ -63,10 +63,22 @@ class HttpGateway:
             return await self.process.wait()
 
 
+# Runs the rest of the command line in this interpreter with at most N open descriptors (argv[1]).
+_LIMIT_FILES = (
+    "import os, resource, sys; n = int(sys.argv[1]); resource.setrlimit(resource.RLIMIT_NOFILE, (n, n)); "
+    "os.execv(sys.executable, [sys.executable, *sys.argv[2:]])"
+)
+
+
 @asynccontextmanager
-async def http_gateway(config: Path, *, env: dict[str, str] | None = None) -> AsyncIterator[HttpGateway]:
-    """`codemode-gateway serve --http --port 0 --config CONFIG`, once it listens; SIGTERM at the end."""
+async def http_gateway(
+    config: Path, *, env: dict[str, str] | None = None, max_files: int | None = None
+) -> AsyncIterator[HttpGateway]:
+    """`codemode-gateway serve --http --port 0 --config CONFIG`, once it listens; SIGTERM at the end.
+    With `max_files`, the process may hold at most that many descriptors (RLIMIT_NOFILE)."""
     command = [sys.executable, "-m", "gateway", "--log-level", "INFO", "serve", "--http", "--port", "0"]
+    if max_files is not None:
+        command = [sys.executable, "-c", _LIMIT_FILES, str(max_files), *command[1:]]
     process = await anyio.open_process(
         [*command, "--config", str(config)],
         stdin=subprocess.DEVNULL,

@@ -7,7 +7,7 @@ import anyio.lowlevel
 import pytest
 from anyio.abc import TaskGroup
 
-from gateway.server._admission import Admission, ExecutionCaps, Ticket
+from gateway.server._admission import Admission, ExecutionCaps, RequestCounts, Ticket
 from gateway.server._refusals import Refusal
 
 pytestmark = pytest.mark.anyio
@@ -160,3 +160,20 @@ async def test_shutting_down_refuses_waiting_and_new_calls_and_waits_for_those_i
             assert not idle.is_set()
             running.release()
             await idle.wait()
+
+
+def test_a_caller_past_its_open_requests_is_refused_429_naming_the_limit_and_others_are_counted_apart() -> (
+    None
+):
+    requests = RequestCounts(2)
+    assert requests.enter("principal:alice") is None
+    assert requests.enter("principal:alice") is None
+    refusal = requests.enter("principal:alice")
+    assert refusal is not None
+    assert refusal.status == 429
+    assert refusal.retry_after is not None
+    assert "http.max_requests_in_flight_per_caller = 2" in refusal.message
+    assert (refusal.key, refusal.value) == ("http.max_requests_in_flight_per_caller", 2)
+    assert requests.enter("principal:bob") is None
+    requests.leave("principal:alice")
+    assert requests.enter("principal:alice") is None
