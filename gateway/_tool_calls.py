@@ -348,6 +348,7 @@ class ToolCalls:
         if self._audit is not None:
             ms = round((time.monotonic() - call.started) * 1000, 3)
             name, wire, approval, middleware = call.name, call.wire, call.approval, call.middleware
+            resolved = call.entry is not None  # a name that resolved to nothing: recorded tersely
             self._audit.record(
                 lambda audit: audit.tool_call(
                     run.execution_id,
@@ -358,6 +359,7 @@ class ToolCalls:
                     approval=approval,
                     caller=run.caller,
                     middleware=middleware,
+                    resolved=resolved,
                 )
             )
 
