@@ -349,7 +349,8 @@ class ToolCalls:
             ms = round((time.monotonic() - call.started) * 1000, 3)
             name, wire, approval, middleware = call.name, call.wire, call.approval, call.middleware
             resolved = call.entry is not None  # a name that resolved to nothing: recorded tersely
-            self._audit.record(
+            write = partial(
+                self._audit.record,
                 lambda audit: audit.tool_call(
                     run.execution_id,
                     name,
@@ -360,8 +361,12 @@ class ToolCalls:
                     caller=run.caller,
                     middleware=middleware,
                     resolved=resolved,
-                )
+                ),
             )
+            # Redacting, measuring and digesting large arguments is work the event loop never does;
+            # shielded, so that a cancelled call is still recorded.
+            with anyio.CancelScope(shield=True):
+                await _bounded_work(wire, write)
 
     def read_catalog(
         self,
