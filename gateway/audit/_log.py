@@ -164,7 +164,7 @@ class AuditLog:
         fsync: bool = False,
         clock: Callable[[], datetime] = _now,
         max_argument_bytes: int = 2_048,
-        principal_budget_bytes: int = _MIB,
+        principal_budget_bytes: int = 4 * _MIB,
         principal_budget_seconds: float = 3600.0,
     ) -> None:
         self.path = path

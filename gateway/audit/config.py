@@ -47,7 +47,7 @@ class AuditConfig(BaseModel):
         "escaped), at most; larger ones are recorded as arguments_sha256 and arguments_bytes instead.",
     )
     principal_budget_bytes: int = Field(
-        default=_MIB,
+        default=4 * _MIB,
         ge=0,
         description="Bytes of records one caller (principal; all unauthenticated callers count as one) may "
         "write per principal_budget_seconds; past it, that caller's records are counted, not written, and "
