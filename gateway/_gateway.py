@@ -37,6 +37,7 @@ from gateway.catalog import (
     Detail,
     Quarantine,
     SemanticSearch,
+    check_search,
     render_search,
     semantic_search,
     warm_search,
@@ -62,6 +63,9 @@ log = logging.getLogger("gateway")
 
 # How long search_docs waits for children that are still connecting before it answers without them.
 SEARCH_WAIT_SECONDS = 10.0
+SEARCH_THREADS = 2
+"""Searches answered at once, each on a worker thread: the event loop never waits on one, and a
+burst of heavy ones queues here instead of taking every worker thread."""
 
 
 class Gateway(AsyncContextManagerMixin):
@@ -85,6 +89,7 @@ class Gateway(AsyncContextManagerMixin):
         self._sandbox: Sandbox | None = None
         self._sandbox_error: Exception | None = None
         self._sandbox_ready = anyio.Event()
+        self._search_threads = anyio.CapacityLimiter(SEARCH_THREADS)
         self._catalog_key: tuple[Any, ...] | None = None
         self._everything = Catalog()  # before the policy filtered it
         self._catalogs: dict[Policy, Catalog] = {}  # as each caller's policy filters it
@@ -375,7 +380,10 @@ class Gateway(AsyncContextManagerMixin):
         identity: Identity | None = None,
     ) -> str:
         """The search_docs text for `identity` (what its policy lets it see), once children still
-        starting have had a moment to list their tools."""
+        starting have had a moment to list their tools. SearchRefused for a query past
+        `search.max_query_chars` (or a server name past the name cap), before any work is spent on it."""
+        max_query_chars = self.config.search.max_query_chars
+        check_search(query, server, max_query_chars)
         policy = self.policies.for_caller(identity)
         named = self.catalog(policy).server(server) if server is not None else None
         if named is not None:
@@ -385,11 +393,17 @@ class Gateway(AsyncContextManagerMixin):
         if self.middleware.searches:
             search = Search(query, server, identity.principal if identity else None, policy.roles)
             catalog = await _searched(self.middleware, catalog, search)
-        render = partial(render_search, catalog, query, server, limit, detail, loaded=self.loaded_note())
-        if self._semantic is None:
-            return render()
-        # A query's embedding takes milliseconds of CPU (tools new since the last search, longer).
-        return await anyio.to_thread.run_sync(render)
+        render = partial(
+            render_search,
+            catalog,
+            query,
+            server,
+            limit,
+            detail,
+            loaded=self.loaded_note(),
+            max_query_chars=max_query_chars,
+        )
+        return await anyio.to_thread.run_sync(render, limiter=self._search_threads)
 
     async def execute_code(
         self,
@@ -580,7 +594,9 @@ class Gateway(AsyncContextManagerMixin):
             resources=partial(self._resources.answer, run),
             timeout=timeout,
             journal=journal,
-            docs=partial(self._tool_calls.read_catalog, run),
+            docs=partial(
+                self._tool_calls.read_catalog, run, max_query_chars=self.config.search.max_query_chars
+            ),
             limits=limits,
         )
         if run.progress is None:

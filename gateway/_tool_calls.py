@@ -47,6 +47,7 @@ from mcp import types
 from gateway._redaction import Redactor
 from gateway.audit import NO_CALLER, Approval, AuditLog, Caller
 from gateway.catalog import (
+    DEFAULT_MAX_QUERY_CHARS,
     Catalog,
     CatalogEntry,
     precheck_calls,
@@ -347,7 +348,9 @@ class ToolCalls:
         if self._audit is not None:
             ms = round((time.monotonic() - call.started) * 1000, 3)
             name, wire, approval, middleware = call.name, call.wire, call.approval, call.middleware
-            self._audit.record(
+            resolved = call.entry is not None  # a name that resolved to nothing: recorded tersely
+            write = partial(
+                self._audit.record,
                 lambda audit: audit.tool_call(
                     run.execution_id,
                     name,
@@ -357,14 +360,27 @@ class ToolCalls:
                     approval=approval,
                     caller=run.caller,
                     middleware=middleware,
-                )
+                    resolved=resolved,
+                ),
             )
+            # Redacting, measuring and digesting large arguments is work the event loop never does;
+            # shielded, so that a cancelled call is still recorded.
+            with anyio.CancelScope(shield=True):
+                await _bounded_work(wire, write)
 
-    def read_catalog(self, run: Run, service: str, payload: dict[str, Any]) -> Any:
-        """What the snippet asks of its run's catalog: `@search`, `@docs`, or `@precheck`."""
+    def read_catalog(
+        self,
+        run: Run,
+        service: str,
+        payload: dict[str, Any],
+        *,
+        max_query_chars: int = DEFAULT_MAX_QUERY_CHARS,
+    ) -> Any:
+        """What the snippet asks of its run's catalog: `@search` (a query of at most `max_query_chars`,
+        `search.max_query_chars`), `@docs`, or `@precheck`."""
         if service == "@precheck":
             return self.precheck(run, payload.get("calls"))
-        return read_docs(run.catalog, service, payload)
+        return read_docs(run.catalog, service, payload, max_query_chars)
 
     def precheck(self, run: Run, calls: object) -> dict[str, Any]:
         """The snippet's literal calls (as the guest found them) checked before it runs: the refusals

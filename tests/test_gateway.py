@@ -11,7 +11,7 @@ import pytest
 
 from gateway import _gateway
 from gateway._gateway import Gateway
-from gateway.catalog import SemanticSearch
+from gateway.catalog import SearchRefused, SemanticSearch
 from gateway.config import parse_config
 from tests.catalog.fake_embedder import FakeEmbedder
 
@@ -65,3 +65,43 @@ async def test_with_semantic_search_the_model_loads_at_start_and_search_docs_ran
         [(query, thread)] = embedder.queries
         assert query == "convert a time between zones"
         assert thread != threading.current_thread().name
+
+
+async def test_lexical_search_docs_ranks_on_a_worker_thread_never_on_the_event_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    threads: list[int] = []
+    render = _gateway.render_search
+
+    def probe(*args: object, **kwargs: object) -> str:
+        threads.append(threading.get_ident())
+        return render(*args, **kwargs)  # pyright: ignore[reportArgumentType]
+
+    monkeypatch.setattr(_gateway, "render_search", probe)
+    config = parse_config(
+        {"mcpServers": {"time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]}}}, "t"
+    )
+    async with Gateway(config) as gateway:
+        with anyio.fail_after(60):
+            answer = await gateway.search_docs("convert a time between zones")
+        assert "time.convert_time" in answer
+        assert len(threads) == 1
+        assert threads[0] != threading.get_ident()
+
+
+async def test_a_query_past_the_configured_cap_is_refused_naming_the_key_before_any_search() -> None:
+    config = parse_config(
+        {
+            "mcpServers": {"time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]}},
+            "search": {"max_query_chars": 40},
+        },
+        "t",
+    )
+    async with Gateway(config) as gateway:
+        with anyio.fail_after(60):
+            with pytest.raises(SearchRefused, match=r"41 characters, over search\.max_query_chars \(40\)"):
+                await gateway.search_docs("x" * 41)
+            result = await gateway.execute_code("search('y' * 41)")
+            assert "time.convert_time" in await gateway.search_docs("convert a time between zones")
+        assert result.error is not None
+        assert "over search.max_query_chars (40)" in result.error.message

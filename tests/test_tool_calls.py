@@ -247,3 +247,28 @@ async def test_a_resumed_call_other_than_the_one_shown_ends_the_run(tmp_path: Pa
     with pytest.raises(ResumeRefused, match="not the call the user was shown"):
         await calls.call("calc.create_thing", title="other")
     assert calls.pool.calls == []
+
+
+async def test_a_call_to_no_tool_with_huge_arguments_is_recorded_tersely_off_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = Harness(tmp_path, _text("3"))
+    loop_thread = threading.current_thread()
+    seen: list[threading.Thread] = []
+    real = AuditLog.tool_call
+
+    def recording(self: AuditLog, *args: Any, **kwargs: Any) -> None:
+        seen.append(threading.current_thread())
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(AuditLog, "tool_call", recording)
+    with pytest.raises(ToolCallError, match="unknown tool"):
+        await calls.call("calc.nothing", text="é" * 120_000)
+    with pytest.raises(ToolCallError, match="unknown tool"):
+        await calls.call("calc.nothing", text="small")
+    assert seen[0] is not loop_thread
+    assert seen[1] is loop_thread
+    for record in calls.records():
+        assert "arguments" not in record
+        assert len(record["arguments_sha256"]) == 64
+    assert calls.audit_path.stat().st_size < 1_024

@@ -7,9 +7,14 @@ execution does). The fields:
     execution  client {name, version} (when known), script_sha256, script (if include_script),
                limits (those in force), ok, error (type), error_category, fuel, ms, tool_calls (a count),
                round (from 2 on: a run resumed after an approval, under the same execution_id)
-    tool_call  tool, arguments (redacted) or arguments_sha256 or neither, ok, error (class), ms,
+    tool_call  tool (at most 256 characters), arguments (redacted) or arguments_sha256 and
+               arguments_bytes (past max_argument_bytes, or for a name that resolved to no tool) or
+               neither, ok, error (class), ms,
                approval: not_required | approved | declined | unavailable | pending
                middleware (its import path), when a middleware refused or failed the call
+    suppressed (no execution_id) principal (if any), records and bytes not written, kinds {kind: count},
+               since: the start of the window in which that caller's records passed
+               principal_budget_bytes, budget_bytes
     reload     (no execution_id) trigger: signal | file | cli, requested_by {pid, user} (cli), reload
                (its number since start), outcome: applied | unchanged | refused, ok, error, config_file,
                servers {added, removed, changed}, sections (the top-level keys that changed),
@@ -18,6 +23,10 @@ execution does). The fields:
 A run that pauses for approval (MCP 2026-07-28) is recorded once per round: the paused round ends
 with error ApprovalRequired (category pending), and its paused call with approval pending. A resumed
 round replays the earlier calls' results without calling anything, so they are not recorded again.
+
+One caller's volume never rotates everyone's history out: each principal (unauthenticated callers
+count as one) writes at most `principal_budget_bytes` of records per window; past it, its records
+are counted and summarised as one `suppressed` record when the window ends (or the log closes).
 
 Each record is one `write` on a file opened for appending, so a crash of the gateway loses nothing
 already recorded; `fsync` also survives a crash of the machine. Lines are ASCII (non-ASCII escaped).
@@ -32,8 +41,8 @@ import os
 import threading
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self
@@ -50,6 +59,8 @@ log = logging.getLogger("gateway.audit")
 Approval = Literal["not_required", "approved", "declined", "unavailable", "pending"]
 
 _MIB = 1024 * 1024
+MAX_TOOL_CHARS = 256
+"""Of a tool's name, what a record keeps: a snippet's names are capped so, but a record never trusts it."""
 # Gateway-wide settings, not limits on one execution.
 _NOT_PER_EXECUTION = frozenset(
     {"prewarm_instances", "max_concurrent_executions", "max_queued_executions", "pooling_allocator"}
@@ -114,6 +125,30 @@ class Caller:
 NO_CALLER = Caller()
 
 
+@dataclass
+class _Window:
+    """One principal's records in the current budget window: written, and counted past the budget."""
+
+    started: datetime
+    written: int = 0
+    suppressed: int = 0
+    suppressed_bytes: int = 0
+    kinds: dict[str, int] = field(default_factory=dict[str, int])
+
+    def summary(self, principal: str | None, budget: int) -> dict[str, Any]:
+        """The `suppressed` record for this window."""
+        record: dict[str, Any] = {"time": None, "kind": "suppressed"}
+        if principal is not None:
+            record["principal"] = principal
+        return record | {
+            "records": self.suppressed,
+            "bytes": self.suppressed_bytes,
+            "kinds": dict(self.kinds),
+            "since": _timestamp(self.started),
+            "budget_bytes": budget,
+        }
+
+
 class AuditLog:
     """An append-only JSONL audit log, safe to write from the event loop and worker threads at once."""
 
@@ -128,8 +163,15 @@ class AuditLog:
         backups: int = 3,
         fsync: bool = False,
         clock: Callable[[], datetime] = _now,
+        max_argument_bytes: int = 2_048,
+        principal_budget_bytes: int = 4 * _MIB,
+        principal_budget_seconds: float = 3600.0,
     ) -> None:
         self.path = path
+        self.max_argument_bytes = max_argument_bytes
+        self.principal_budget_bytes = principal_budget_bytes
+        self.principal_budget = timedelta(seconds=principal_budget_seconds)
+        self._windows: dict[str | None, _Window] = {}
         self.redactor = redactor or Redactor()
         self.include_script = include_script
         self.arguments = arguments
@@ -156,6 +198,9 @@ class AuditLog:
             max_bytes=config.max_bytes,
             backups=config.backups,
             fsync=config.fsync,
+            max_argument_bytes=config.max_argument_bytes,
+            principal_budget_bytes=config.principal_budget_bytes,
+            principal_budget_seconds=config.principal_budget_seconds,
         )
 
     def __enter__(self) -> Self:
@@ -167,11 +212,14 @@ class AuditLog:
         self.close()
 
     def close(self) -> None:
-        """Close the file; later records raise ValueError."""
+        """Close the file, after the summaries of suppressed records; later records raise ValueError."""
         with self._lock:
             if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
+                try:
+                    self._end_windows(None)
+                finally:
+                    os.close(self._fd)
+                    self._fd = None
 
     def execution(
         self,
@@ -210,7 +258,7 @@ class AuditLog:
         }
         if round_number > 1:
             record["round"] = round_number
-        self.write(record)
+        self._write_budgeted(record)
 
     def tool_call(
         self,
@@ -223,21 +271,19 @@ class AuditLog:
         approval: Approval = "not_required",
         caller: Caller = NO_CALLER,
         middleware: str | None = None,
+        resolved: bool = True,
     ) -> None:
         """Record one tool call; `error` is what failed it (an exception or its class name), if anything;
-        `caller` who asked for its execution; `middleware` the one that refused or failed it."""
+        `caller` who asked for its execution; `middleware` the one that refused or failed it; `resolved`
+        False for a name that resolved to no tool, whose arguments only a digest records."""
         record: dict[str, Any] = {
             "time": None,
             "kind": "tool_call",
             "execution_id": execution_id,
-            "tool": self.redactor.redact(tool),
+            "tool": self.redactor.redact(tool[:MAX_TOOL_CHARS]),
         }
         record |= caller.fields(self.redactor.redact)
-        if self.arguments == "redacted":
-            record["arguments"] = self.redactor.redact_json(dict(arguments))
-        elif self.arguments == "hash":
-            canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
-            record["arguments_sha256"] = _sha256(canonical)
+        record |= self._arguments_fields(arguments, resolved)
         failure = _error_class(error)
         record |= {
             "ok": failure is None,
@@ -247,7 +293,20 @@ class AuditLog:
         }
         if middleware is not None:
             record["middleware"] = self.redactor.redact(middleware)
-        self.write(record)
+        self._write_budgeted(record)
+
+    def _arguments_fields(self, arguments: Mapping[str, Any], resolved: bool) -> dict[str, Any]:
+        """What a tool call's record keeps of its arguments: the redacted JSON if it is small, else
+        (and for a name that resolved to no tool, and in `hash` mode) its digest and size."""
+        if self.arguments == "omit":
+            return {}
+        if self.arguments == "redacted" and resolved:
+            redacted = self.redactor.redact_json(dict(arguments))
+            if len(json.dumps(redacted, separators=(",", ":"), default=str)) <= self.max_argument_bytes:
+                return {"arguments": redacted}
+        canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
+        digest: dict[str, Any] = {"arguments_sha256": _sha256(canonical)}
+        return digest if self.arguments == "hash" else digest | {"arguments_bytes": len(canonical)}
 
     def config_reload(
         self,
@@ -289,26 +348,66 @@ class AuditLog:
 
     def write(self, record: Mapping[str, Any]) -> None:
         """Append one record as a line (stamping `time` if it is missing or None); raises OSError."""
+        data = self._line(record)
+        with self._lock:
+            self._append(data)
+
+    def _write_budgeted(self, record: Mapping[str, Any]) -> None:
+        """Append a caller's record within its principal's budget; past it, count it instead."""
+        data = self._line(record)
+        principal: str | None = record.get("principal")
+        with self._lock:
+            now = self._clock()
+            self._end_windows(now)
+            window = self._windows.setdefault(principal, _Window(now))
+            budget = self.principal_budget_bytes
+            if budget and window.written + len(data) > budget:
+                if not window.suppressed:
+                    log.warning(
+                        "a caller passed the audit budget: its records are counted, not written, until "
+                        "the window ends (audit.principal_budget_bytes)",
+                        extra={"principal": principal, "budget_bytes": budget},
+                    )
+                window.suppressed += 1
+                window.suppressed_bytes += len(data)
+                kind = str(record.get("kind"))
+                window.kinds[kind] = window.kinds.get(kind, 0) + 1
+                return
+            window.written += len(data)
+            self._append(data)
+
+    def _end_windows(self, now: datetime | None) -> None:
+        """Write the summary of each budget window that ended by `now` (every window if None)."""
+        for principal, window in list(self._windows.items()):
+            if now is not None and now - window.started < self.principal_budget:
+                continue
+            del self._windows[principal]
+            if window.suppressed:
+                self._append(self._line(window.summary(principal, self.principal_budget_bytes)))
+
+    def _line(self, record: Mapping[str, Any]) -> bytes:
         stamped = dict(record)
         if stamped.get("time") is None:
             stamped["time"] = _timestamp(self._clock())
         line = json.dumps(stamped, separators=(",", ":"), default=str) + "\n"  # ASCII: escapes the rest
-        data = line.encode("ascii")
-        with self._lock:
-            if self._fd is None:
-                raise ValueError(f"the audit log {self.path} is closed")
-            if self._size > 0 and self._size + len(data) > self.max_bytes:
-                self._rotate()
-            if self._needs_newline:
-                data = b"\n" + data
-            try:
-                self._write_all(data)
-            except OSError:
-                self._needs_newline = True  # how much of the line reached the file is unknown
-                raise
-            self._needs_newline = False
-            if self.fsync:
-                os.fsync(self._fd)
+        return line.encode("ascii")
+
+    def _append(self, data: bytes) -> None:
+        """Write one line, rotating first if it would pass max_bytes; the lock is held."""
+        if self._fd is None:
+            raise ValueError(f"the audit log {self.path} is closed")
+        if self._size > 0 and self._size + len(data) > self.max_bytes:
+            self._rotate()
+        if self._needs_newline:
+            data = b"\n" + data
+        try:
+            self._write_all(data)
+        except OSError:
+            self._needs_newline = True  # how much of the line reached the file is unknown
+            raise
+        self._needs_newline = False
+        if self.fsync:
+            os.fsync(self._fd)
 
     def _write_all(self, data: bytes) -> None:
         assert self._fd is not None

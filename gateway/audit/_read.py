@@ -98,6 +98,9 @@ def select_records(
 
 def _cells(record: Mapping[str, Any]) -> tuple[str, ...]:
     kind = str(record.get("kind", "?"))
+    if kind == "suppressed":
+        what = f"{record.get('records', '?')} records past the caller's budget, not written"
+        return (str(record.get("time", "")), kind, "", what, "counted", "-")
     if kind == "execution":
         what = f"sha256:{str(record.get('script_sha256', ''))[:12]}"
     elif kind == "reload":

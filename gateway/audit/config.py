@@ -40,6 +40,23 @@ class AuditConfig(BaseModel):
         le=1000,
         description="Rotated files kept (audit.jsonl.1 is the newest); 0 truncates the file at the cap.",
     )
+    max_argument_bytes: int = Field(
+        default=2_048,
+        ge=0,
+        description="A tool call's arguments as a record would hold them (redacted JSON, non-ASCII "
+        "escaped), at most; larger ones are recorded as arguments_sha256 and arguments_bytes instead.",
+    )
+    principal_budget_bytes: int = Field(
+        default=4 * _MIB,
+        ge=0,
+        description="Bytes of records one caller (principal; all unauthenticated callers count as one) may "
+        "write per principal_budget_seconds; past it, that caller's records are counted, not written, and "
+        "one `suppressed` record says how many when the window ends. 0 writes every record: retention is "
+        "then max_bytes times backups+1 whatever one caller sends.",
+    )
+    principal_budget_seconds: float = Field(
+        default=3600.0, gt=0, description="The window principal_budget_bytes is counted over, in seconds."
+    )
     fsync: bool = Field(
         default=False,
         description="fsync every record, to survive a machine crash too (~0.4 ms a record measured on ext4).",

@@ -25,12 +25,13 @@ from gateway.catalog._precheck import Finding, precheck_calls
 from gateway.catalog._quarantine import CatalogLock, Quarantine
 from gateway.catalog._render import DEFAULT_SEARCH_LIMIT, Detail, render_search
 from gateway.catalog._results import resource_contents_value, tool_result_value
-from gateway.catalog._search import warm_search
+from gateway.catalog._search import SearchRefused, check_search, warm_search
 from gateway.catalog._semantic import SemanticSearch, semantic_installed, semantic_search
 from gateway.catalog._unknown import unknown_tool_message
-from gateway.catalog.config import SearchConfig
+from gateway.catalog.config import DEFAULT_MAX_QUERY_CHARS, SearchConfig
 
 __all__ = (
+    "DEFAULT_MAX_QUERY_CHARS",
     "DEFAULT_SEARCH_LIMIT",
     "LOCKED_PARTS",
     "Catalog",
@@ -43,9 +44,11 @@ __all__ = (
     "Quarantine",
     "SearchCase",
     "SearchConfig",
+    "SearchRefused",
     "SearchReport",
     "SemanticSearch",
     "ToolLock",
+    "check_search",
     "compare_reports",
     "evaluate_search",
     "load_search_cases",

@@ -18,10 +18,12 @@ from gateway.catalog._naming import assign_identifiers, first_of_each_name
 from gateway.catalog._quarantine import Quarantine
 from gateway.catalog._semantic import SemanticSearch
 from gateway.children import ChildState, ChildStatus
+from guest._precheck import MAX_NAME_CHARS
 
 __all__ = ["Catalog", "CatalogEntry", "CatalogServer"]
 
 _SUGGEST_CUTOFF = 0.6
+_SAME_SERVER_BONUS = 0.05  # a correctly named server breaks ties toward its own tools
 
 
 class CatalogEntry(BaseModel):
@@ -275,8 +277,11 @@ class Catalog:
         return self._by_server.get(status.identifier, ()) if status else ()
 
     def suggest(self, name: str, limit: int = 3) -> list[str]:
-        """Up to `limit` qualified names close to `name`, which may be "server.tool" or a tool alone."""
+        """Up to `limit` qualified names close to `name`, which may be "server.tool" or a tool alone;
+        none for a name past MAX_NAME_CHARS, which names no tool (and costs each comparison its length)."""
         wanted = name.strip().removeprefix("tools.").lower()
+        if len(wanted) > MAX_NAME_CHARS:
+            return []
         server_part, _, tool_part = wanted.rpartition(".")
         server = self.server(server_part) if server_part else None
         scored: list[tuple[float, str]] = []
@@ -288,14 +293,16 @@ class Catalog:
             )
             # A correctly named server breaks ties toward its own tools.
             if server is not None and server.identifier == entry.server_id:
-                score += 0.05
+                score += _SAME_SERVER_BONUS
             if score >= _SUGGEST_CUTOFF:
                 scored.append((score, entry.qualified))
         scored.sort(key=lambda item: (-item[0], item[1]))
         return [qualified for _, qualified in scored[:limit]]
 
     def suggest_servers(self, name: str, limit: int = 3) -> list[str]:
-        """Up to `limit` server identifiers close to `name`."""
+        """Up to `limit` server identifiers close to `name`; none for a name past MAX_NAME_CHARS."""
+        if len(name) > MAX_NAME_CHARS:
+            return []
         names = {s.identifier: s.identifier for s in self._servers.values()}
         names.update({s.name: s.identifier for s in self._servers.values()})
         close = difflib.get_close_matches(name.strip(), list(names), n=limit * 2, cutoff=_SUGGEST_CUTOFF)
@@ -315,4 +322,8 @@ def _noted(
 
 
 def _ratio(a: str, b: str) -> float:
-    return difflib.SequenceMatcher(None, a, b).ratio() if a and b else 0.0
+    """How alike `a` and `b` are (0..1); 0 when they cannot reach a suggestion at all, without the
+    comparison, whose cost grows with the product of their lengths."""
+    if not a or not b or 2 * min(len(a), len(b)) / (len(a) + len(b)) < _SUGGEST_CUTOFF - _SAME_SERVER_BONUS:
+        return 0.0
+    return difflib.SequenceMatcher(None, a, b).ratio()

@@ -17,8 +17,10 @@ from gateway.catalog._render import (
     unknown_server,
     with_access_note,
 )
-from gateway.catalog._search import search
+from gateway.catalog._search import check_search, search
 from gateway.catalog._signatures import first_sentence, full_doc, signature
+from gateway.catalog.config import DEFAULT_MAX_QUERY_CHARS
+from guest._precheck import MAX_NAME_CHARS
 
 __all__ = ["MAX_SEARCH_LIMIT", "read_docs"]
 
@@ -41,10 +43,21 @@ def _optional_text(payload: dict[str, Any], key: str, usage: str) -> str | None:
     return value
 
 
-def _search(catalog: Catalog, payload: dict[str, Any]) -> list[dict[str, Any]]:
+def _name(payload: dict[str, Any], key: str, usage: str) -> str | None:
+    """A server's or tool's name from the question, at most MAX_NAME_CHARS long."""
+    value = _optional_text(payload, key, usage)
+    if value is not None and len(value) > MAX_NAME_CHARS:
+        raise ValueError(
+            f"{usage}: {key} is {len(value):,} characters, over the {MAX_NAME_CHARS}-character cap"
+        )
+    return value
+
+
+def _search(catalog: Catalog, payload: dict[str, Any], max_query_chars: int) -> list[dict[str, Any]]:
     usage = 'search(query, server=None, limit=5) as in search("create an issue", limit=3)'
     query = _optional_text(payload, "query", usage) or ""
     server = _optional_text(payload, "server", usage)
+    check_search(query, server, max_query_chars)
     limit = payload.get("limit", DEFAULT_SEARCH_LIMIT)
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_SEARCH_LIMIT:
         raise ValueError(f"{usage}: limit must be a whole number from 1 to {MAX_SEARCH_LIMIT}")
@@ -58,8 +71,8 @@ def _search(catalog: Catalog, payload: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _docs(catalog: Catalog, payload: dict[str, Any]) -> dict[str, Any]:
     usage = "help(tools.<server>.<tool>) or dir(tools.<server>)"
-    server = _optional_text(payload, "server", usage)
-    tool = _optional_text(payload, "tool", usage)
+    server = _name(payload, "server", usage)
+    tool = _name(payload, "tool", usage)
     if server is None:
         return {"names": [s.identifier for s in catalog.servers], "doc": render_overview(catalog)}
     status = catalog.server(server)
@@ -79,10 +92,13 @@ def _docs(catalog: Catalog, payload: dict[str, Any]) -> dict[str, Any]:
     return {"names": [], "doc": with_access_note(full_doc(entry), entry)}
 
 
-def read_docs(catalog: Catalog, service: str, payload: dict[str, Any]) -> Any:
-    """The answer to the guest's `@search` (ranked tools) or `@docs` (names and doc text)."""
+def read_docs(
+    catalog: Catalog, service: str, payload: dict[str, Any], max_query_chars: int = DEFAULT_MAX_QUERY_CHARS
+) -> Any:
+    """The answer to the guest's `@search` (ranked tools, a query of at most `max_query_chars`) or
+    `@docs` (names and doc text)."""
     if service == "@search":
-        return _search(catalog, payload)
+        return _search(catalog, payload, max_query_chars)
     if service == "@docs":
         return _docs(catalog, payload)
     raise ValueError(f"unknown discovery service {service!r}")

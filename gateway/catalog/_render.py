@@ -9,8 +9,9 @@ from collections.abc import Sequence
 from typing import Literal
 
 from gateway.catalog._catalog import Catalog, CatalogEntry, CatalogServer
-from gateway.catalog._search import Hit, search, suggest_words
+from gateway.catalog._search import Hit, check_search, search, suggest_words
 from gateway.catalog._signatures import full_doc, signature
+from gateway.catalog.config import DEFAULT_MAX_QUERY_CHARS
 from gateway.children import ChildState
 
 __all__ = [
@@ -213,9 +214,12 @@ def render_search(
     detail: Detail = "signatures",
     *,
     loaded: str | None = None,
+    max_query_chars: int = DEFAULT_MAX_QUERY_CHARS,
 ) -> str:
     """search_docs's answer: the overview for an empty query, else the best `limit` tools in `detail`;
-    `loaded` (when the config was loaded) ends the overview of every server."""
+    `loaded` (when the config was loaded) ends the overview of every server. SearchRefused for a
+    query past `max_query_chars` (`search.max_query_chars`) or a server name past the name cap."""
+    check_search(query, server, max_query_chars)
     limit = max(limit, 1)
     status = catalog.server(server) if server is not None else None
     if server is not None and status is None:

@@ -29,8 +29,21 @@ from gateway.catalog._semantic import Embedder, SemanticSearch, blend
 from gateway.catalog._signatures import first_sentence
 from gateway.catalog._spelling import Speller
 from gateway.catalog._vocabulary import content_words, stem, synonyms, terms, words
+from guest._precheck import MAX_NAME_CHARS
 
-__all__ = ["BASELINE", "TUNED", "Hit", "Tuning", "search", "suggest_words", "tool_text", "warm_search"]
+__all__ = [
+    "BASELINE",
+    "MAX_CORRECTED_WORDS",
+    "TUNED",
+    "Hit",
+    "SearchRefused",
+    "Tuning",
+    "check_search",
+    "search",
+    "suggest_words",
+    "tool_text",
+    "warm_search",
+]
 
 K1 = 1.2
 B = 0.75
@@ -40,6 +53,28 @@ WEAK_COVERAGE = 0.5  # a best hit matching less of the query than this is report
 # those some tool does (7% against 15%).
 WEAK_SIMILARITY = 0.25
 _NESTED_DEPTH = 3  # how deep parameter schemas are read for nested property names and descriptions
+MAX_CORRECTED_WORDS = 8
+"""Unknown words of one query that are spelling-corrected; the rest are searched as written, so
+that a query's correction work is bounded by this and the speller's word cap, not by its length."""
+
+
+class SearchRefused(ValueError):
+    """A search's question is past a cap: the message names it and says what to ask instead."""
+
+
+def check_search(query: str, server: str | None, max_query_chars: int) -> None:
+    """Refuse a query past `max_query_chars` (`search.max_query_chars`) or a server name past the
+    name cap, before any work is spent on them; raises SearchRefused."""
+    if len(query) > max_query_chars:
+        raise SearchRefused(
+            f"the query is {len(query):,} characters, over search.max_query_chars ({max_query_chars:,}): "
+            "search with a few words saying what the tool should do"
+        )
+    if server is not None and len(server) > MAX_NAME_CHARS:
+        raise SearchRefused(
+            f"the server name is {len(server):,} characters, over the {MAX_NAME_CHARS}-character cap on "
+            "names: search with an empty query to list the servers"
+        )
 
 
 @dataclass(frozen=True)
@@ -191,9 +226,11 @@ class _Index:
         query_words = content_words(query)
         query_terms = [stem(word) for word in query_words]
         concepts: list[_Concept] = []
+        unknown = [i for i, term in enumerate(query_terms) if term not in self.postings]
+        corrected = set(unknown[:MAX_CORRECTED_WORDS])
         for i, term in enumerate(query_terms):
             variants: dict[str, float] = {term: 1.0}
-            if term not in self.postings:
+            if i in corrected:
                 corrections = self.term_speller.corrections(term)
                 corrections += map(stem, self.word_speller.corrections(query_words[i]))
                 for correction in corrections:
@@ -364,7 +401,11 @@ def suggest_words(catalog: Catalog, query: str) -> list[str]:
     """The query with each word the catalog does not know replaced by its closest known word."""
     index = _index(catalog, TUNED)
     suggestions: list[str] = []
+    corrected = 0
     for word in words(query):
-        corrections = index.word_speller.corrections(word) if stem(word) not in index.postings else []
+        corrections: list[str] = []
+        if corrected < MAX_CORRECTED_WORDS and stem(word) not in index.postings:
+            corrected += 1
+            corrections = index.word_speller.corrections(word)
         suggestions.append(corrections[0] if corrections else word)
     return suggestions

@@ -10,10 +10,13 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-__all__ = ["Speller", "edit_distance"]
+__all__ = ["MAX_CORRECTED_CHARS", "Speller", "edit_distance"]
 
 _MIN_CHARS = 4  # shorter words are too often another real word one edit away ("log", "lag")
 _TWO_EDITS_FROM = 8  # words this long may carry two typos and still mean one thing
+MAX_CORRECTED_CHARS = 32
+"""Longer words are neither corrected nor corrected to: a word's deletions cost the square of its
+length, and no tool's vocabulary has a word that long to be one typo away from."""
 
 
 def _deletions(word: str) -> set[str]:
@@ -39,7 +42,7 @@ class Speller:
     """Corrections for unknown words, drawn from a fixed vocabulary."""
 
     def __init__(self, vocabulary: Iterable[str]) -> None:
-        self._known = {word for word in vocabulary if len(word) >= _MIN_CHARS - 1}
+        self._known = {word for word in vocabulary if _MIN_CHARS - 1 <= len(word) <= MAX_CORRECTED_CHARS}
         self._by_deletion: defaultdict[str, set[str]] = defaultdict(set)
         for word in self._known:
             self._by_deletion[word].add(word)
@@ -47,8 +50,9 @@ class Speller:
                 self._by_deletion[deleted].add(word)
 
     def corrections(self, word: str) -> list[str]:
-        """Known words closest to `word` (one edit, or two for long words), closest first."""
-        if len(word) < _MIN_CHARS or word in self._known:
+        """Known words closest to `word` (one edit, or two for long words), closest first; none for a
+        word past MAX_CORRECTED_CHARS, so that a correction's cost stays bounded whatever is asked."""
+        if not _MIN_CHARS <= len(word) <= MAX_CORRECTED_CHARS or word in self._known:
             return []
         candidates = set(self._by_deletion.get(word, ()))
         for deleted in _deletions(word):

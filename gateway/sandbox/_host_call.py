@@ -81,8 +81,9 @@ DOCS_SERVICES = {
     "@precheck": "the check of the snippet's tool calls before it runs",
 }
 """The services that answer from the catalog, and what in the snippet reaches each (for its errors)."""
-MAX_DOCS_ARGS_BYTES = 4_096
-"""A search query and a tool's name are short: a longer question is a mistake, or costs the host."""
+MAX_DOCS_ARGS_BYTES = 65_536
+"""A question's JSON, at most: room for the longest query `search.max_query_chars` allows (4,000
+characters), however escaped; the catalog then refuses a query past the configured cap by name."""
 MAX_PRECHECK_ARGS_BYTES = 1 << 20
 """The guest reports at most about 64K characters of a snippet's literal calls; escaped as JSON,
 they can grow several times over."""

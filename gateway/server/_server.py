@@ -25,7 +25,7 @@ from gateway._gateway import ApprovalNeeded, Gateway, Progress
 from gateway._logging import redact_logs
 from gateway._version import PACKAGE_NAME, package_version
 from gateway.auth import Identity, identity_of
-from gateway.catalog import DEFAULT_SEARCH_LIMIT
+from gateway.catalog import DEFAULT_SEARCH_LIMIT, SearchRefused
 from gateway.config import GatewayConfig
 from gateway.errors import GatewayError
 from gateway.policy import can_elicit, elicitation_approver, no_approver
@@ -268,9 +268,12 @@ def build_server(gateway: Gateway) -> Server[Any]:
                 search = SearchDocsArgs.model_validate(arguments)
             except ValidationError as exc:
                 return _bad_arguments("search_docs", exc)
-            text = await gateway.search_docs(
-                search.query, search.server, search.limit, search.detail, identity=caller_identity()
-            )
+            try:
+                text = await gateway.search_docs(
+                    search.query, search.server, search.limit, search.detail, identity=caller_identity()
+                )
+            except SearchRefused as exc:
+                return _text(f"search_docs refused: {exc}", is_error=True)
             return _text(text)
         if params.name == "execute_code":
             try:

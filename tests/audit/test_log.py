@@ -9,7 +9,7 @@ import stat
 import sys
 import threading
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ import pytest
 from gateway import ConfigError, ExecutionResult, PolicyDenied, SandboxLimits
 from gateway._redaction import Redactor
 from gateway.audit import (
+    MAX_TOOL_CHARS,
     AuditConfig,
     AuditLog,
     Caller,
@@ -198,7 +199,7 @@ def test_with_no_backups_the_file_starts_over_at_the_cap(log_path: Path) -> None
 
 
 def test_a_record_larger_than_the_cap_is_still_written_whole(log_path: Path) -> None:
-    with AuditLog(log_path, max_bytes=4096, backups=1) as log:
+    with AuditLog(log_path, max_bytes=4096, backups=1, max_argument_bytes=20_000) as log:
         log.tool_call("e1", "t.x", {"small": 1}, ms=1)
         log.tool_call("e1", "t.x", {"big": "x" * 10_000}, ms=1)
     assert lines_of(log_path)[0]["arguments"]["big"] == "x" * 10_000
@@ -284,3 +285,74 @@ def test_the_config_section_has_defaults_and_resolves_a_relative_path_against_th
         assert log.arguments == "omit"
     with pytest.raises(ValueError, match="arguments"):
         AuditConfig.model_validate({"arguments": "plain"})
+
+
+def test_arguments_past_the_cap_are_recorded_as_their_digest_and_size(log_path: Path) -> None:
+    small, big = {"q": "café"}, {"text": "é" * 120_000}
+    with AuditLog(log_path, max_argument_bytes=2_048) as log:
+        log.tool_call("e1", "t.x", small, ms=1)
+        log.tool_call("e1", "t.x", big, ms=1)
+    kept, digested = lines_of(log_path)
+    assert kept["arguments"] == small
+    canonical = json.dumps(big, sort_keys=True, separators=(",", ":"))
+    assert "arguments" not in digested
+    assert digested["arguments_sha256"] == hashlib.sha256(canonical.encode()).hexdigest()
+    assert digested["arguments_bytes"] == len(canonical)
+    assert all(len(line) < 1_024 for line in log_path.read_bytes().splitlines())
+
+
+def test_a_call_to_no_tool_is_recorded_tersely_with_a_clipped_name_and_a_digest(log_path: Path) -> None:
+    with AuditLog(log_path) as log:
+        log.tool_call("e1", "nope." + "é" * 10_000, {"a": 1}, ms=1, error="ToolError", resolved=False)
+    [record] = lines_of(log_path)
+    assert record["tool"] == "nope." + "é" * (MAX_TOOL_CHARS - 5)
+    assert "arguments" not in record
+    assert len(record["arguments_sha256"]) == 64
+    assert log_path.stat().st_size < 2_048
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = NOON
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def test_one_principals_volume_past_its_budget_is_summarised_and_rotates_no_one_out(log_path: Path) -> None:
+    clock = _Clock()
+    with AuditLog(log_path, max_bytes=16_384, backups=1, principal_budget_bytes=4_096, clock=clock) as log:
+        log.tool_call("e0", "t.x", {"n": 0}, ms=1, caller=Caller(principal="alice"))
+        for index in range(1_000):
+            log.tool_call(
+                "e1", "nope", {"é": "é" * 500, "i": index}, ms=1, caller=Caller(principal="mallory")
+            )
+        log.tool_call("e2", "t.y", {}, ms=1, caller=Caller(principal="alice"))
+        clock.now += timedelta(hours=1)
+        log.tool_call("e3", "t.z", {}, ms=1, caller=Caller(principal="alice"))
+    records = [record for path in reversed(audit_files(log_path)) for record in lines_of(path)]
+    assert [r["execution_id"] for r in records if r.get("principal") == "alice"] == ["e0", "e2", "e3"]
+    [summary] = [r for r in records if r["kind"] == "suppressed"]
+    written = [r for r in records if r.get("principal") == "mallory" and r["kind"] == "tool_call"]
+    assert summary["principal"] == "mallory"
+    assert summary["records"] + len(written) == 1_000
+    assert summary["kinds"] == {"tool_call": summary["records"]}
+    assert summary["budget_bytes"] == 4_096
+    assert sum(path.stat().st_size for path in audit_files(log_path)) < 8_192
+
+
+def test_an_open_window_is_summarised_when_the_log_closes(log_path: Path) -> None:
+    with AuditLog(log_path, principal_budget_bytes=1) as log:
+        log.tool_call("e1", "t.x", {}, ms=1)
+        log.tool_call("e1", "t.x", {}, ms=1)
+    [summary] = lines_of(log_path)
+    assert summary["kind"] == "suppressed"
+    assert "principal" not in summary
+    assert summary["records"] == 2
+
+
+def test_a_budget_of_zero_writes_every_record(log_path: Path) -> None:
+    with AuditLog(log_path, principal_budget_bytes=0) as log:
+        for _ in range(50):
+            log.tool_call("e1", "t.x", {"pad": "x" * 1_000}, ms=1)
+    assert len(lines_of(log_path)) == 50

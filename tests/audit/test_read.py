@@ -5,9 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from gateway.audit import (
-    select_records,
-)
+from gateway.audit import format_records, select_records
 
 NOON = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 
@@ -25,3 +23,12 @@ def test_records_are_selected_by_time_and_by_a_tool_glob() -> None:
     assert select_records(records, since=NOON - timedelta(hours=1)) == records[1:]
     assert select_records(records, tool="github.*") == [records[0], records[2]]
     assert select_records(records, since=NOON - timedelta(hours=1), tool="github.*") == [records[2]]
+
+
+def test_a_suppressed_record_reads_as_a_count_in_the_table() -> None:
+    record = {"time": "2026-05-01T11:00:00.000Z", "kind": "suppressed", "principal": "m", "records": 42}
+    [_, row] = format_records([record]).splitlines()
+    assert "suppressed" in row
+    assert "42 records past the caller's budget, not written" in row
+    assert "counted" in row
+    assert "error" not in row

@@ -8,7 +8,7 @@ import pytest
 from mcp.types import Tool, ToolAnnotations
 from pydantic import ValidationError
 
-from gateway.catalog import Catalog, CatalogServer
+from gateway.catalog import Catalog, CatalogServer, _catalog
 from gateway.children import ChildState, ChildStatus
 from tests.real_servers import snapshot_catalog
 
@@ -189,3 +189,19 @@ def test_suggest_servers_matches_identifiers_and_original_names() -> None:
     assert catalog.suggest_servers("githb-mcp") == ["github_mcp"]
     assert catalog.suggest_servers("gitlb") == ["gitlab"]
     assert catalog.suggest_servers("zzzz") == []
+
+
+def test_a_name_far_longer_than_any_tool_gets_no_suggestion_and_no_comparison(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    catalog = Catalog({"git": [Tool(name="git_log", input_schema={"type": "object"})]})
+    compared: list[str] = []
+    matcher = _catalog.difflib.SequenceMatcher
+    monkeypatch.setattr(
+        _catalog.difflib, "SequenceMatcher", lambda junk, a, b: compared.append(a) or matcher(junk, a, b)
+    )
+    assert catalog.suggest("git." + "q" * 200) == []
+    assert catalog.suggest("x" * 30_000) == []
+    assert catalog.suggest_servers("g" * 30_000) == []
+    assert compared == []
+    assert catalog.suggest("git.git_lgo") == ["git.git_log"]

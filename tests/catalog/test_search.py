@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import random
+import string
+
 import pytest
 from mcp.types import Tool
 
+from gateway.catalog import _spelling
 from gateway.catalog._catalog import Catalog
-from gateway.catalog._search import Hit, search
+from gateway.catalog._render import render_search
+from gateway.catalog._search import MAX_CORRECTED_WORDS, Hit, SearchRefused, search
+from gateway.catalog._spelling import Speller
+from gateway.catalog.config import DEFAULT_MAX_QUERY_CHARS
 from tests.real_servers import snapshot_catalog
 
 
@@ -134,3 +141,56 @@ def test_parameter_names_and_descriptions_are_searched() -> None:
     catalog = Catalog({"srv": [tool]})
     assert _names(search(catalog, "retries")) == ["srv.fetch"]
     assert _names(search(catalog, "backoff")) == ["srv.fetch"]
+
+
+def _random_words(count: int, length: int) -> str:
+    rng = random.Random(7)
+    return " ".join("".join(rng.choice(string.ascii_lowercase) for _ in range(length)) for _ in range(count))
+
+
+def test_a_query_past_the_cap_is_refused_naming_the_limit(real: Catalog) -> None:
+    with pytest.raises(SearchRefused, match=r"1,001 characters, over search\.max_query_chars \(1,000\)"):
+        render_search(real, "x" * (DEFAULT_MAX_QUERY_CHARS + 1), max_query_chars=DEFAULT_MAX_QUERY_CHARS)
+    assert "git.git_log" in render_search(real, "commit history", max_query_chars=DEFAULT_MAX_QUERY_CHARS)
+
+
+def test_a_server_name_past_the_name_cap_is_refused_before_it_is_looked_up(real: Catalog) -> None:
+    with pytest.raises(SearchRefused, match="over the 256-character cap"):
+        render_search(real, "log", "g" * 257)
+
+
+def test_a_query_at_the_cap_of_long_random_words_asks_the_speller_only_bounded_work(
+    real: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[str] = []
+    expanded: list[str] = []
+    corrections, deletions = Speller.corrections, _spelling._deletions
+
+    def recording(self: Speller, word: str) -> list[str]:
+        asked.append(word)
+        return corrections(self, word)
+
+    monkeypatch.setattr(Speller, "corrections", recording)
+    monkeypatch.setattr(_spelling, "_deletions", lambda word: expanded.append(word) or deletions(word))
+    query = _random_words(12, 82)  # 995 characters: within the cap, every word unknown and long
+    assert len(query) <= DEFAULT_MAX_QUERY_CHARS
+    text = render_search(real, query, max_query_chars=DEFAULT_MAX_QUERY_CHARS)
+    assert text.startswith("No tools match")
+    # Each speller (terms, words) is asked about at most MAX_CORRECTED_WORDS words per pass (the
+    # search, then the did-you-mean), and none of a long word's deletions is ever made.
+    assert 0 < len(asked) <= 3 * MAX_CORRECTED_WORDS
+    assert expanded == []
+
+
+def test_only_the_first_unknown_words_of_a_query_are_corrected(
+    real: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[str] = []
+    corrections = Speller.corrections
+    monkeypatch.setattr(
+        Speller, "corrections", lambda self, word: asked.append(word) or corrections(self, word)
+    )
+    query = " ".join(["brnach"] * 40)
+    search(real, query)
+    assert len(asked) == 2 * MAX_CORRECTED_WORDS  # the term speller and the word speller, per word
+    assert "git" in _names(search(real, "crate a brnach"))[0]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.catalog._spelling import Speller, edit_distance
+from gateway.catalog import _spelling
+from gateway.catalog._spelling import MAX_CORRECTED_CHARS, Speller, edit_distance
 
 
 @pytest.mark.parametrize(
@@ -45,3 +46,25 @@ def test_known_words_and_short_words_are_never_corrected() -> None:
 
 def test_a_word_far_from_every_known_word_has_no_correction() -> None:
     assert Speller(["branch", "commit"]).corrections("elephant") == []
+
+
+def test_a_word_past_the_length_cap_is_not_corrected_and_none_of_its_deletions_are_made(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    speller = Speller(["branch", "commit"])
+    seen: list[str] = []
+    deletions = _spelling._deletions
+    monkeypatch.setattr(_spelling, "_deletions", lambda word: seen.append(word) or deletions(word))
+    long_typo = "branch" * 6  # 36 letters: past the cap, close to nothing anyway
+    assert speller.corrections(long_typo) == []
+    assert speller.corrections("x" * 30_000) == []
+    assert seen == []
+    assert speller.corrections("brnach") == ["branch"]
+    assert seen == ["brnach"]
+
+
+def test_a_vocabulary_word_past_the_length_cap_is_never_indexed() -> None:
+    long_word = "a" * (MAX_CORRECTED_CHARS + 1)
+    speller = Speller([long_word, "branch"])
+    assert speller.corrections(long_word[:-1]) == []
+    assert speller.corrections("brnach") == ["branch"]

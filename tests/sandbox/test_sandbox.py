@@ -15,7 +15,7 @@ import wasmtime
 
 from gateway import Sandbox, SandboxLimits, ToolCallError
 from gateway.catalog import read_docs
-from gateway.sandbox import MAX_DOCS_QUERIES, DocsReader
+from gateway.sandbox import MAX_DOCS_ARGS_BYTES, MAX_DOCS_QUERIES, DocsReader
 from gateway.sandbox._instances import InstancePool
 from gateway.sandbox._slots import POOL_MARGIN, Instance
 from gateway.testing import InProcessTools
@@ -416,9 +416,9 @@ async def test_an_oversized_search_is_refused_before_the_catalog_sees_it(sandbox
         seen.append(service)
         return []
 
-    code = "try:\n    search('word ' * 2000)\nexcept ToolError as e:\n    message = str(e)\nmessage"
+    code = f"try:\n    search('word ' * {MAX_DOCS_ARGS_BYTES // 5})\nexcept ToolError as e:\n    message = str(e)\nmessage"
     result = await run(sandbox, code, docs=docs)
-    assert "over the 4,096-byte cap" in str(result.value)
+    assert f"over the {MAX_DOCS_ARGS_BYTES:,}-byte cap" in str(result.value)
     assert seen == []
 
 

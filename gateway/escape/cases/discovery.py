@@ -14,6 +14,7 @@ import json
 from collections.abc import Callable
 from typing import cast
 
+from gateway.catalog import DEFAULT_MAX_QUERY_CHARS
 from gateway.escape.cases._model import (
     HOST_IMPORT,
     EscapeCase,
@@ -29,6 +30,7 @@ from gateway.escape.cases._model import (
 )
 from gateway.escape.cases._probe import PROBE_PIN, PROBE_PROXY_PASSWORD, PROBE_SECRET
 from gateway.sandbox import MAX_DOCS_ARGS_BYTES, MAX_DOCS_QUERIES, ExecutionResult, SandboxLimits
+from guest._precheck import MAX_NAME_CHARS
 
 __all__ = ["CASES"]
 
@@ -237,7 +239,7 @@ _SPENT_ON_REFUSALS = f"""
 sizes = []
 for _ in range({MAX_DOCS_QUERIES}):
     try:
-        search('x' * {MAX_DOCS_ARGS_BYTES + 1})
+        search('x' * {DEFAULT_MAX_QUERY_CHARS + 1})
     except ToolError as e:
         sizes.append(e.message)
 try:
@@ -245,7 +247,7 @@ try:
     last = 'answered'
 except ToolError as e:
     last = e.message
-[len(sizes), all({_SIZE_SAYS!r} in m for m in sizes), last]
+[len(sizes), all('search.max_query_chars' in m for m in sizes), last]
 """
 
 _MIXED_FLOOD = f"""
@@ -261,11 +263,11 @@ for i in range({MAX_DOCS_QUERIES} + 50):
 [n, last]
 """
 
-# One long word of random letters: every one-letter deletion of it is looked up for a correction,
-# the most host work a question within the size cap buys (about 0.1-0.2 s each here).
+# One long word of random letters, as long as a query may be: the most spelling-correction work a
+# question within the cap could once buy (every one-letter deletion of it was looked up).
 _COSTLY_FLOOD = f"""
 import random
-word = ''.join(random.choice('abcdefghijklmnopqrstuvwxyz') for _ in range({MAX_DOCS_ARGS_BYTES - 60}))
+word = ''.join(random.choice('abcdefghijklmnopqrstuvwxyz') for _ in range({DEFAULT_MAX_QUERY_CHARS}))
 while True:
     try:
         search(word, limit=50)
@@ -436,6 +438,23 @@ CASES: tuple[EscapeCase, ...] = (
         "discovery-oversized-query",
         f"search('x' * {MAX_DOCS_ARGS_BYTES + 1})",
         refused("ToolError", _SIZE_SAYS),
+    ),
+    _case(
+        "discovery-query-past-the-query-cap",
+        f"search('x' * {DEFAULT_MAX_QUERY_CHARS + 1})",
+        refused("ToolError", f"over search.max_query_chars ({DEFAULT_MAX_QUERY_CHARS:,})"),
+        then=f"[len(search('echo')), len(search(' '.join(['qzxv' * 7] * {DEFAULT_MAX_QUERY_CHARS // 29})))]",
+        then_check=lambda _, r: r.ok and len(_items(r.value, 2)) == 2 and _items(r.value)[0] != 0,
+    ),
+    _case(
+        "discovery-server-name-past-the-name-cap",
+        f"search('echo', server='p' * {MAX_NAME_CHARS + 1})",
+        refused("ToolError", f"over the {MAX_NAME_CHARS}-character cap"),
+    ),
+    _case(
+        "discovery-tool-name-past-the-name-cap",
+        f"help(getattr(tools.probe, 'x' * {MAX_NAME_CHARS + 1}))",
+        refused("ToolError", f"over the {MAX_NAME_CHARS}-character cap"),
     ),
     _case(
         "discovery-oversized-raw-docs",
