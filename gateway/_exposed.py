@@ -120,6 +120,8 @@ def expose_tools(
             unlisted[name] = _missing(name, visible, full(), policy)
         elif (rule := policy.denial(entry)) is not None:
             unlisted[name] = Unlisted(f"{entry.qualified} is denied by policy ({rule})", lasting=True)
+        elif (sharing := _sharing(name, entry, visible, full)) is not None:
+            unlisted[name] = Unlisted(sharing, lasting=True)
         else:
             chosen.setdefault(entry.qualified, entry)  # one tool named twice (two spellings) is listed once
     wire = wire_names(chosen.values())
@@ -128,6 +130,28 @@ def expose_tools(
         for entry in chosen.values()
     )
     return Exposure(tools, unlisted)
+
+
+def _sharing(name: str, entry: CatalogEntry, visible: Catalog, full: Callable[[], Catalog]) -> str | None:
+    """Why `name` may not expose `entry`: it is a Python name that tools of the server share (hidden
+    ones too, which the reason leaves unnamed), so the tool it names changes as the server's tool list
+    changes; None when it names one tool for good."""
+    written = name.strip().removeprefix("tools.").partition(".")[2]
+    if written == entry.tool_name != entry.python_name:
+        return None  # the child's own name for the tool, which no Python name spells: only that tool
+    for group in full().name_collisions(entry.server_id):
+        if any(e.tool_name == entry.tool_name for e in group):
+            shown = [
+                e for e in group if e.tool_name != entry.tool_name and visible.get(e.qualified) is not None
+            ]
+            others = ", ".join(f"{e.server_id}.{e.tool_name}" for e in shown) or "another tool"
+            own = f"{entry.server_id}.{entry.tool_name}"
+            instead = "have the server rename one" if own == name else f"expose {own} (the child's own name)"
+            return (
+                f"{name} is a Python name that {others} shares, so the tool it names changes with the "
+                f"server's tool list: {instead}"
+            )
+    return None
 
 
 def wire_names(entries: Iterable[CatalogEntry]) -> dict[str, str]:

@@ -338,7 +338,7 @@ class Gateway(AsyncContextManagerMixin):
         try:
             call = await self._tool_calls.admit(run, tool.entry.qualified, arguments)
         except ApprovalRequired as pause:
-            state = PausedToolCall(run.execution_id, pause.tool, wire_digest(pause.arguments))
+            state = PausedToolCall(run.execution_id, pause.tool, wire_digest(pause.arguments, pause.callee))
             return ApprovalNeeded(pause.tool, pause.arguments, state.dump())
         return await self._complete_exposed(tool, call)
 
@@ -545,7 +545,7 @@ class Gateway(AsyncContextManagerMixin):
             sandbox.component_sha256,
             journal,
             paused_at.tool,
-            wire_digest(paused_at.arguments),
+            wire_digest(paused_at.arguments, paused_at.callee),
             run.quota.counts(),
             approvals,
         )

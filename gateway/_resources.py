@@ -3,6 +3,9 @@
 `ResourceReads.answer` is the one statement of the order in which such a request is checked. It
 follows the tool-call pipeline (`_tool_calls.py`), numbered as there, with the steps that apply:
 
+   parse       the URI in its canonical form (`policy.canonical_uri`): what the policy judges and the
+               child gets are one string; a URI with no single meaning (a percent-escape of `/`, a
+               `..` segment) is refused
 0. secrets     a server name or URI holding a value the gateway keeps secret ends the run
 1. resolve     the server in the run's catalog (unknown: a did-you-mean; blocked by a policy typo: why)
 2. access      a hidden resource is unknown; deny and allow refuse a read, naming the rule (the list
@@ -38,7 +41,7 @@ from gateway.audit import AuditLog
 from gateway.catalog import Catalog, CatalogServer, resource_contents_value
 from gateway.children import ChildPool
 from gateway.errors import ChildUnavailable, SecretInArguments, ToolCallError
-from gateway.policy import Policy
+from gateway.policy import NonCanonicalUri, Policy, canonical_uri
 
 __all__ = ["MAX_ENTRIES", "MAX_PAGES", "MAX_URI_CHARS", "ResourceReads"]
 
@@ -133,7 +136,8 @@ class ResourceReads:
             return page.resource_templates, page.next_cursor
 
         def listed(resource: types.Resource) -> bool:
-            return policy.resource_visible(server.identifier, resource.uri)
+            judged = _judged(resource.uri)  # one with no canonical form could not be read: left out
+            return judged is not None and policy.resource_visible(server.identifier, judged)
 
         def listed_template(template: types.ResourceTemplate) -> bool:
             return policy.resource_visible(server.identifier, template.uri_template)
@@ -153,7 +157,8 @@ class ResourceReads:
     ) -> dict[str, Any]:
         value: dict[str, Any] = {
             "resources": [
-                _noted(policy, server, resource.uri, _resource_entry(resource)) for resource in resources
+                _noted(policy, server, _judged(resource.uri) or resource.uri, _resource_entry(resource))
+                for resource in resources
             ],
             "templates": [
                 _noted(policy, server, template.uri_template, _template_entry(template))
@@ -228,6 +233,10 @@ def _parse(payload: dict[str, Any]) -> _Request | ToolCallError:
         return ToolCallError(
             f"the URI is {len(uri)} characters long; a resource URI takes at most {MAX_URI_CHARS}"
         )
+    try:
+        uri = canonical_uri(uri)
+    except NonCanonicalUri as exc:  # the URI itself is not repeated: it may hold a secret
+        return ToolCallError(f"the URI was refused: {exc} (the policy judges a URI as the child gets it)")
     return _Request(server, uri, f"{server}:{uri}", {"uri": uri}, started)
 
 
@@ -331,5 +340,17 @@ def _noted(policy: Policy, server: CatalogServer, uri: str, entry: dict[str, Any
 
 
 def _readable(policy: Policy, server: CatalogServer, uri: str) -> bool:
+    """Whether the snippet could read `uri` (a URI a child answered with) by its canonical form."""
+    judged = _judged(uri)
+    if judged is None:
+        return False  # the snippet could not ask for it either
     identifier = server.identifier
-    return policy.resource_visible(identifier, uri) and policy.resource_denial(identifier, uri) is None
+    return policy.resource_visible(identifier, judged) and policy.resource_denial(identifier, judged) is None
+
+
+def _judged(uri: str) -> str | None:
+    """A URI a child gave, as the policy judges it: its canonical form, or None if it has none."""
+    try:
+        return canonical_uri(uri)
+    except NonCanonicalUri:
+        return None

@@ -77,6 +77,7 @@ __all__ = [
     "Progress",
     "Run",
     "ToolCalls",
+    "callee_of",
     "unknown_tool_message",
     "wire_digest",
 ]
@@ -106,12 +107,20 @@ class PausedCallAnswer:
 
     outcome: ApprovalOutcome
     tool: str
-    arguments_digest: str  # of the wire arguments the prompt showed (`wire_digest`)
+    arguments_digest: str  # of the wire arguments the prompt showed, and the tool's callee (`wire_digest`)
 
 
-def wire_digest(arguments: dict[str, Any]) -> str:
-    """The digest of a call's wire arguments, as an approval is bound to them."""
-    return arguments_digest(json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+def wire_digest(arguments: dict[str, Any], callee: str = "") -> str:
+    """The digest of a call's wire arguments and of the tool's `callee` (`callee_of`), as an approval is
+    bound to them."""
+    bound: Any = {"callee": callee, "arguments": arguments} if callee else arguments
+    return arguments_digest(json.dumps(bound, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+
+
+def callee_of(entry: CatalogEntry) -> str:
+    """The child's own names for a tool: what an approval shown under its Python name stays bound to,
+    since a Python name can pass to another tool when the server's tool list changes."""
+    return json.dumps([entry.server_name, entry.tool_name])
 
 
 @dataclass
@@ -215,12 +224,12 @@ class ToolCalls:
             run.quota.acquire(call.entry)
             if run.policy.needs_approval(call.entry):
                 if answer is not None:
-                    call.approval = _answer_for(answer, call.entry.qualified, call.wire)
+                    call.approval = _answer_for(answer, call.entry, call.wire)
                 else:
                     call.approval = await run.approver(call.entry.qualified, call.wire)
                 if call.approval == "pending":
                     run.quota.release(call.entry)  # asked again when the run resumes
-                    run.paused = ApprovalRequired(call.entry.qualified, call.wire)
+                    run.paused = ApprovalRequired(call.entry.qualified, call.wire, callee_of(call.entry))
                     raise run.paused
                 _raise_unless_approved(call.entry.qualified, call.approval)
             return call
@@ -483,9 +492,11 @@ def _payload(result: types.CallToolResult) -> list[Any]:
     return [result.structured_content, texts]
 
 
-def _answer_for(answer: PausedCallAnswer, tool: str, wire: dict[str, Any]) -> ApprovalOutcome:
-    """The user's answer, if this is the call they were shown; else the run ends before any call."""
-    if answer.tool != tool or answer.arguments_digest != wire_digest(wire):
+def _answer_for(answer: PausedCallAnswer, entry: CatalogEntry, wire: dict[str, Any]) -> ApprovalOutcome:
+    """The user's answer, if this is the call they were shown (the same tool, by the child's own names
+    too); else the run ends before any call."""
+    tool = entry.qualified
+    if answer.tool != tool or answer.arguments_digest != wire_digest(wire, callee_of(entry)):
         raise ResumeRefused(
             f"the call resumed after the approval ({tool}) is not the call the user was shown "
             f"({answer.tool}, with those arguments): the servers' tools changed meanwhile, so the run "

@@ -179,10 +179,11 @@ class ApprovalRequired(ExecutionFailed):
 
     category = "pending"
 
-    def __init__(self, tool: str, arguments: dict[str, Any]) -> None:
+    def __init__(self, tool: str, arguments: dict[str, Any], callee: str = "") -> None:
         super().__init__(f"paused: {tool} needs the user's approval (policy.approve)")
         self.tool = tool
         self.arguments = arguments
+        self.callee = callee  # the child's own names for the tool, which the approval is bound to too
 
 
 class ResumeRefused(ExecutionFailed):

@@ -125,6 +125,25 @@ def test_an_entry_that_matches_no_callable_tool_is_not_listed_and_says_why() -> 
     assert lasting
 
 
+def test_an_entry_naming_tools_by_a_python_name_they_share_is_not_listed_but_their_own_names_are() -> None:
+    # `shift.drop_all` was the child's `drop-all` until it listed a `drop_all`, which took the name.
+    tools = {"shift": [tool("drop-all"), tool("drop_all")]}
+    names = ["shift.drop_all", "shift.drop_all_2", "shift.drop-all"]
+    exposure = exposure_of(names, tools, {})
+    assert [(t.name, t.entry.tool_name) for t in exposure.tools] == [("shift__drop_all_2", "drop-all")]
+    reasons = {name: (u.reason, u.lasting) for name, u in exposure.unlisted.items()}
+    assert reasons["shift.drop_all"] == (
+        "shift.drop_all is a Python name that shift.drop-all shares, so the tool it names changes with the "
+        "server's tool list: have the server rename one",
+        True,
+    )
+    assert reasons["shift.drop_all_2"] == (
+        "shift.drop_all_2 is a Python name that shift.drop_all shares, so the tool it names changes with "
+        "the server's tool list: expose shift.drop-all (the child's own name)",
+        True,
+    )
+
+
 def test_a_lazy_childs_exposed_tool_waits_for_its_first_start() -> None:
     exposure = exposure_of(["lazy.tool"], {"lazy": []}, lazy=ChildState.IDLE)
     assert exposure.unlisted["lazy.tool"].reason == (

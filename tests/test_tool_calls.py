@@ -198,7 +198,8 @@ async def test_a_secret_in_a_name_or_in_arguments_ends_the_run_without_echoing_i
 def _resumed(calls: Harness, outcome: ApprovalOutcome, tool: str, **shown: Any) -> None:
     """Make the harness's run a resumed round: the user answered `outcome` about `tool(**shown)`."""
     calls.run.approver = pause_for_approval
-    calls.run.answer = PausedCallAnswer(outcome, tool, wire_digest(shown))
+    callee = json.dumps(["calc", tool.partition(".")[2]])  # the child's own names, as the prompt's call had
+    calls.run.answer = PausedCallAnswer(outcome, tool, wire_digest(shown, callee))
 
 
 async def test_a_call_that_needs_approval_pauses_the_run_and_gives_its_quota_back(tmp_path: Path) -> None:
@@ -220,6 +221,20 @@ async def test_the_answer_goes_to_the_paused_call_alone(tmp_path: Path) -> None:
     with pytest.raises(ApprovalRequired):  # the next marked call is asked about in a round of its own
         await calls.call("calc.create_thing", title="x")
     assert calls.pool.calls == [("calc", "create_thing", {"title": "x"})]
+
+
+async def test_an_answer_is_not_given_to_another_tool_that_took_the_shown_tools_python_name(
+    tmp_path: Path,
+) -> None:
+    # The user approved `calc.create_thing` when that name was the child's `create-thing`; the child
+    # has since listed a `create_thing`, which took the name.
+    calls = Harness(tmp_path, _text("made"), approve_destructive=True)
+    calls.run.approver = pause_for_approval
+    shown = wire_digest({"title": "x"}, json.dumps(["calc", "create-thing"]))
+    calls.run.answer = PausedCallAnswer("approved", "calc.create_thing", shown)
+    with pytest.raises(ResumeRefused, match="is not the call the user was shown"):
+        await calls.call("calc.create_thing", title="x")
+    assert calls.pool.calls == []
 
 
 async def test_an_answer_whose_call_is_refused_first_is_dropped_not_given_to_the_next_call(

@@ -14,7 +14,7 @@ from mcp.types import Tool
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway._json import properties_of
-from gateway.catalog._naming import assign_identifiers, first_of_each_name
+from gateway.catalog._naming import assign_identifiers, first_of_each_name, to_identifier
 from gateway.catalog._quarantine import Quarantine
 from gateway.catalog._semantic import SemanticSearch
 from gateway.children import ChildState, ChildStatus
@@ -275,6 +275,14 @@ class Catalog:
         """One server's tools (by identifier or original name); empty for an unknown server."""
         status = self.server(server)
         return self._by_server.get(status.identifier, ()) if status else ()
+
+    def name_collisions(self, server: str) -> list[tuple[CatalogEntry, ...]]:
+        """One server's tools whose names share a Python name (`drop-all`, `drop_all`), each such group
+        in listing order: which of them gets the bare name and which a `_2` depends on what it lists."""
+        groups: dict[str, list[CatalogEntry]] = {}
+        for entry in self.tools_of(server):
+            groups.setdefault(to_identifier(entry.tool_name), []).append(entry)
+        return [tuple(group) for group in groups.values() if len(group) > 1]
 
     def suggest(self, name: str, limit: int = 3) -> list[str]:
         """Up to `limit` qualified names close to `name`, which may be "server.tool" or a tool alone;

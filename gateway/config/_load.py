@@ -23,6 +23,7 @@ from gateway.config._clients import (
     disabled_tools_problem,
     ignored_key_notes,
     layout_problems,
+    python_name,
     runs_this_gateway,
     self_note,
 )
@@ -169,14 +170,28 @@ def _resolve_paths(config: GatewayConfig, base: Path) -> None:
 
 
 def _policy_problems(top: dict[str, Any], configured: list[str]) -> list[str]:
-    """Policy rules and `expose` entries naming no configured server."""
+    """Servers sharing a Python name, and policy rules and `expose` entries naming no configured server."""
     expose = as_array(top.get("expose"))
-    exposes = unknown_server_exposes(expose, configured)
+    exposes = _shared_server_names(configured) + unknown_server_exposes(expose, configured)
     try:
         policy = PolicyConfig.model_validate(top.get("policy", {}))
     except ValidationError:
         return exposes  # the whole config's validation reports the policy's problems
     return unknown_server_rules(policy, configured) + exposes
+
+
+def _shared_server_names(configured: list[str]) -> list[str]:
+    """A line for each set of servers with one Python name (`my-db`, `my_db`): which of them gets the
+    bare name, and so which one a rule naming it means, would change as servers are added."""
+    by_name: dict[str, list[str]] = {}
+    for name in configured:
+        by_name.setdefault(python_name(name), []).append(name)
+    return [
+        f"mcpServers: {' and '.join(json.dumps(n) for n in names)} are all {shared} in Python (search_docs, "
+        "policy rules); rename all but one, so that a rule naming it names one server for good"
+        for shared, names in by_name.items()
+        if len(names) > 1
+    ]
 
 
 def parse_config(

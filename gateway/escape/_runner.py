@@ -70,6 +70,7 @@ SUITE_MAX_FUEL = 1_000_000_000
 SUITE_MAX_TIMEOUT_SECONDS = 1.5
 _MAX_PROBE_BYTES = 10**8
 _PROBE_STARTUP_SECONDS = 60.0
+_SETTLE_SECONDS = 10.0  # how long a case's `then` waits for the change `then_when` looks for
 _BROKEN_CHILD = "import os, sys; print('auth failed for token', os.environ['PROBE_TOKEN'], file=sys.stderr)"
 
 Status = Literal["pass", "FAIL", "skip"]
@@ -149,6 +150,11 @@ class Target(Protocol):
         """What people read since the last call: approval prompts, audit rows, search_docs' overview."""
         ...
 
+    async def overview_until(self, ready: Callable[[str], bool]) -> bool:
+        """Wait until search_docs' overview satisfies `ready` (a child's tools changed, say); False if
+        it did not within _SETTLE_SECONDS."""
+        ...
+
 
 class SandboxTarget:
     """A bare Sandbox; tool calls reach fresh in-process probe tools."""
@@ -173,6 +179,9 @@ class SandboxTarget:
 
     async def seen(self) -> Seen:
         return Seen()  # no approvals, audit log or search_docs without a gateway
+
+    async def overview_until(self, ready: Callable[[str], bool]) -> bool:
+        return ready("")  # no search_docs without a gateway: nothing will change
 
 
 class EndlessRounds(Exception):
@@ -233,6 +242,14 @@ class GatewayTarget:
         overview = await self.gateway.search_docs(identity=self._caller)
         return Seen(prompts, tuple(rows), overview, await self._new_notes())
 
+    async def overview_until(self, ready: Callable[[str], bool]) -> bool:
+        with anyio.move_on_after(_SETTLE_SECONDS):
+            catalog = self.gateway.catalog()
+            while not ready(await self.gateway.search_docs(identity=self._caller)):
+                catalog = await self.gateway.catalog_changed(catalog)
+            return True
+        return False
+
     async def _new_notes(self) -> dict[str, tuple[str, ...]]:
         """The notes written since the last call, asked of the probe server directly (no policy, no
         audit row): what approved calls really did."""
@@ -272,6 +289,12 @@ def probe_gateway_config(limits: SandboxLimits, environ: dict[str, str], audit: 
                 "env": PROBE_CHILD_ENV,
                 "startup_timeout_seconds": _PROBE_STARTUP_SECONDS,
                 "max_concurrent_calls": PROBE_MAX_CONCURRENT_CALLS,
+            },
+            # A child whose tool list changes under a rule (the naming cases).
+            "shift": {
+                "command": sys.executable,
+                "args": ["-m", "gateway.escape.probe_server", "shift"],
+                "startup_timeout_seconds": _PROBE_STARTUP_SECONDS,
             },
             # A child that fails at once, quoting its token on stderr (as some do on an auth error).
             "broken": {
@@ -371,6 +394,8 @@ async def _judge(target: Target, case: EscapeCase) -> tuple[bool, str]:
         if problem is not None:
             return False, problem
         if case.then is not None:
+            if case.then_when is not None and not await target.overview_until(case.then_when):
+                return False, f"search_docs never showed what the next execution needs: {summarize(first)}"
             second = await _execute(target, case.then, case)
             if case.then_check is not None and not case.then_check(first, second):
                 return False, f"the next execution saw it: {summarize(second)}"

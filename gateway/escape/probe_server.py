@@ -8,6 +8,7 @@ lets out. Notes and counters live in its memory, so the suite can see which call
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 from collections import Counter
 
@@ -16,7 +17,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
-__all__ = ["build"]
+__all__ = ["build", "build_shift"]
 
 _READ = ToolAnnotations(read_only_hint=True)
 _WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=True)
@@ -128,6 +129,11 @@ def build() -> MCPServer:
         return f"read {path}"
 
     @server.tool(annotations=_READ)
+    def read_path(path: str) -> str:  # pyright: ignore[reportUnusedFunction]
+        """Pretend to read a path (nothing is read): the suite's policy keeps it out of /srv/secrets."""
+        return f"read {path}"
+
+    @server.tool(annotations=_READ)
     def big_answer(size: int) -> str:  # pyright: ignore[reportUnusedFunction]
         """An answer of `size` characters (a child answering with far more than anyone asked)."""
         return "b" * size
@@ -188,8 +194,39 @@ def build() -> MCPServer:
         """What the suite's policy hides."""
         return "admin only"
 
+    # A template whose parameters the SDK percent-decodes: the suite's policy hides
+    # `repo://acme/secrets/*` and denies `repo://acme/private/*`.
+    @server.resource("repo://{owner}/{repo}/{name}", mime_type="text/plain")
+    def repo_file(owner: str, repo: str, name: str) -> str:  # pyright: ignore[reportUnusedFunction]
+        """A file of a repository (its path, said back)."""
+        return f"contents of {owner}/{repo}/{name}"
+
+    return server
+
+
+def build_shift() -> MCPServer:
+    """A server whose tool list changes under a rule: `drop-all` (destructive, `drop_all` in Python),
+    and `grow()`, which adds a harmless tool spelled `drop_all` and says the tool list changed."""
+    server = MCPServer("shift")
+
+    @server.tool(name="drop-all", annotations=_WRITE)
+    def drop_all_destructive() -> str:  # pyright: ignore[reportUnusedFunction]
+        """Pretend to drop everything (the tool the suite's policy denies)."""
+        return "dropped everything"
+
+    @server.tool(annotations=_READ)
+    async def grow(ctx: Context) -> str:  # pyright: ignore[reportUnusedFunction]
+        """Add a harmless `drop_all` and send tools/list_changed."""
+
+        def drop_all() -> str:
+            return "dropped nothing"
+
+        server.add_tool(drop_all, name="drop_all", description="Drops nothing.", annotations=_READ)
+        await ctx.session.send_tool_list_changed()
+        return "grown"
+
     return server
 
 
 if __name__ == "__main__":
-    build().run()
+    (build_shift() if sys.argv[1:] == ["shift"] else build()).run()

@@ -14,6 +14,7 @@ from gateway.policy._policy import Policy, is_destructive
 from gateway.policy._prompt import approval_prompt
 from gateway.policy._quotas import ExecutionQuota
 from gateway.policy._roles import Policies, roles_of
+from gateway.policy._uris import NonCanonicalUri, canonical_uri
 from gateway.policy.config import ApprovalsConfig, PolicyConfig, RateLimit, RoleConfig, ToolPolicy
 
 __all__ = (
@@ -22,6 +23,7 @@ __all__ = (
     "ApprovalsConfig",
     "Approver",
     "ExecutionQuota",
+    "NonCanonicalUri",
     "Policies",
     "Policy",
     "PolicyConfig",
@@ -30,6 +32,7 @@ __all__ = (
     "ToolPolicy",
     "approval_prompt",
     "can_elicit",
+    "canonical_uri",
     "elicitation_approver",
     "is_destructive",
     "no_approver",

@@ -24,6 +24,7 @@ from gateway._json import as_array, as_object
 from gateway._json_schema import UnsupportedPattern, best_error, ecma_regex, linear_validator, short_message
 from gateway.catalog import CatalogEntry
 from gateway.errors import PolicyDenied
+from gateway.policy._uris import disguised_escape
 
 __all__ = ["Constraint", "fragment_problems"]
 
@@ -284,6 +285,8 @@ def _path_problem(text: str) -> str | None:
     double = _DOUBLE_SEPARATOR.search(path, 1)  # a leading `//` names a host (UNC, protocol-relative)
     if double is not None:
         return f"an empty segment ({double.group()!r}){encoded}"
+    if "%" in text and (escape := disguised_escape(text)) is not None:
+        return f"{escape}, which a child decodes: write the character itself"
     return None
 
 
@@ -328,8 +331,9 @@ class Constraint:
       ligature look-alikes) and free of control, invisible-format and surrogate characters; numbers
       must be finite; and no key may differ from a constrained name only by case, `_`/`-` or width;
     - constrained strings (keys too) must be normalised paths: no `.` or `..` segment between `/`
-      or `\\` separators, percent-encoded or not (`%2e%2e`, `%252e`, `..%2f`), and no empty segment
-      from a `//` after the first character (a URL's `scheme://` is not one);
+      or `\\` separators, percent-encoded or not (`%2e%2e`, `%252e`, `..%2f`), no empty segment
+      from a `//` after the first character (a URL's `scheme://` is not one), and no percent-escape
+      of a letter, digit or `-._~` (`/srv/%73ecrets` is `/srv/secrets` to a child, not to a `not`);
     - `$ref`, unknown keywords and formats this host cannot check are config errors, not no-ops;
     - anything that makes the check itself fail (an overflow, deep nesting) refuses the call.
 

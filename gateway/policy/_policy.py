@@ -240,7 +240,8 @@ class Policy:
         A rule that names a server (its part before the dot has no wildcard) but matches none of its
         tools is a typo, and a typo must never leave a tool more reachable than the team wrote: until
         it is fixed, or marked optional, none of that server's tools can be called. `catalog` must be
-        the unfiltered one (a hidden tool still counts as matched).
+        the unfiltered one (a hidden tool still counts as matched). A server whose tools share a Python
+        name that a rule tells apart is blocked too (`_split_groups`).
         """
         blocked: dict[str, list[str]] = {}
         for where, pattern in self._named_rules():
@@ -258,10 +259,54 @@ class Policy:
             blocked.setdefault(server.identifier, []).append(
                 f"{where} {json.dumps(pattern)} matches none of its tools{hint}"
             )
-        return {
+        reasons = {
             server: "; ".join(problems) + "; fix the rule, or mark it optional, to reach its tools"
             for server, problems in blocked.items()
         }
+        for server, reason in self._split_groups(catalog).items():
+            reasons[server] = f"{reasons[server]}; {reason}" if server in reasons else reason
+        return reasons
+
+    def _split_groups(self, catalog: Catalog) -> dict[str, str]:
+        """Why each ready server whose tools share a Python name must stay unreachable, by identifier.
+
+        `drop-all` and `drop_all` are both `drop_all` in Python: one gets the bare name, the other
+        `drop_all_2`, and which is which changes with what the server lists. A rule list that matches
+        some of such tools and not the others would move to another tool when the server's list
+        changes, so the server is blocked until every list treats them alike (or the server renames one).
+        """
+        found: dict[str, list[str]] = {}
+        lists = list(self._tool_rule_lists())
+        for server in catalog.servers:
+            if server.state is not ChildState.READY:
+                continue
+            for group in catalog.name_collisions(server.identifier):
+                names = [entry.qualified for entry in group]
+                for where, patterns in lists:
+                    used = [p for p in patterns if any(fnmatch.fnmatchcase(name, p) for name in names)]
+                    matched = [any(fnmatch.fnmatchcase(name, p) for p in used) for name in names]
+                    if any(matched) and not all(matched):
+                        tools = " and ".join(f"{json.dumps(e.tool_name)} ({e.qualified})" for e in group)
+                        found.setdefault(server.identifier, []).append(
+                            f"{where} ({', '.join(json.dumps(p) for p in used)}) tells apart its tools "
+                            f"{tools}, whose Python names change places as the server's tool list changes"
+                        )
+        return {
+            server: "; ".join(problems) + " (write rules that treat them alike, e.g. a pattern ending "
+            'in "*", or have the server rename one, to reach its tools)'
+            for server, problems in found.items()
+        }
+
+    def _tool_rule_lists(self) -> Iterator[tuple[str, list[str]]]:
+        """(where, patterns) of every list of tool rules the team wrote, optional ones too, and of each
+        `tools` entry (one name, with rules of its own)."""
+        sections: list[tuple[str, PolicyRules]] = [("policy", self._config)]
+        sections += [(f"policy.roles[{json.dumps(name)}]", role) for name, role in self._config.roles.items()]
+        for where, section in sections:
+            for key in RULE_LISTS:
+                yield f"{where}.{key}", [p for p in section.patterns(key) if is_tool_rule(p)]
+            for name in section.tools:
+                yield f"{where}.tools[{json.dumps(name)}]", [name]
 
     def _named_rules(self) -> Iterator[tuple[str, str]]:
         """(where, pattern) of every rule the team wrote that must match something: none optional."""

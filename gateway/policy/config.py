@@ -48,6 +48,8 @@ __all__ = [
 
 _NAME_CHARS = frozenset(string.ascii_letters + string.digits + "_.")
 _SERVER_CHARS = _NAME_CHARS - {"."}
+_URI_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+_URI_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 _TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -104,6 +106,17 @@ def _check_resource_glob(pattern: str) -> str:
         )
     if any(ord(char) < 0x20 or ord(char) == 0x7F for char in uri):
         raise ValueError(f"{pattern!r} holds a control character, which no resource URI does")
+    if (escape := _URI_ESCAPE.search(uri)) is not None:
+        raise ValueError(
+            f"{pattern!r} holds the percent-escape {escape.group()!r}: rules judge URIs with their escapes "
+            "decoded, as children read them; write the characters themselves"
+        )
+    scheme = _URI_SCHEME.match(uri)
+    if scheme is not None and scheme.group() != scheme.group().lower():
+        raise ValueError(
+            f"{pattern!r} writes its scheme in upper case: rules judge URIs with the scheme in lower case "
+            f"(write {scheme.group().lower()!r})"
+        )
     return pattern
 
 

@@ -365,3 +365,13 @@ def test_command_line_children_alone_replace_the_built_in_default(tmp_path: Path
     config = load_config(None, {}, command_line={"tiny": {"command": "tiny-server"}})
     assert list(config.mcp_servers) == ["tiny"]
     assert config.config_file is None
+
+
+def test_servers_sharing_a_python_name_are_a_config_error_naming_them() -> None:
+    # `my-db` would be `my_db` or `my_db_2` depending on whether `my_db` is configured: a rule naming
+    # `my_db` would move to another server as servers are added.
+    data = {"mcpServers": {"my-db": {"command": "a"}, "my_db": {"command": "b"}, "web": {"command": "c"}}}
+    assert errors_of(data) == [
+        'mcpServers: "my-db" and "my_db" are all my_db in Python (search_docs, policy rules); rename all '
+        "but one, so that a rule naming it names one server for good"
+    ]

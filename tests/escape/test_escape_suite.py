@@ -85,6 +85,7 @@ def test_suite_covers_every_category_with_unique_ids() -> None:
         "approvals",
         "roles",
         "middleware",
+        "names",
     }
     assert tuple(counts) == CATEGORIES
     assert len(CASES) >= 150

@@ -208,6 +208,18 @@ BYPASSES: list[tuple[str, dict[str, Any], dict[str, Any], str]] = [
         {"path": "C:\\safe\\..\\x"},
         NOT_A_PATH,
     ),
+    (
+        "an escaped letter past a deny pattern",
+        {"properties": {"path": {"not": {"pattern": "^/srv/secrets"}}}},
+        {"path": "/srv/%73ecrets/key"},
+        NOT_A_PATH,
+    ),
+    (
+        "a double-escaped letter past a deny pattern",
+        {"properties": {"path": {"not": {"pattern": "^/srv/secrets"}}}},
+        {"path": "/srv/%2573ecrets/key"},
+        NOT_A_PATH,
+    ),
     ("a doubled slash", PREFIX, {"path": "/srv/safe//etc/passwd"}, NOT_A_PATH),
     ("a slash and a backslash", PREFIX, {"path": "/srv/safe/\\\\host\\share"}, NOT_A_PATH),
     ("an encoded doubled slash", PREFIX, {"path": "/srv/safe/%2f%2fhost"}, NOT_A_PATH),
@@ -305,6 +317,7 @@ LEGITIMATE: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ("dots inside names, a dotfile and three dots", PREFIX, {"path": "/srv/safe/a..b/.profile/..."}),
     ("a trailing slash", PREFIX, {"path": "/srv/safe/"}),
     ("a percent sign that encodes no dot", PREFIX, {"path": "/srv/safe/100%25/x"}),
+    ("an escaped space, which has no plain form", PREFIX, {"path": "/srv/safe/my%20notes"}),
     (
         "a URL's scheme slashes",
         {"properties": {"url": {"pattern": "^https://api\\.example\\.com/"}}},

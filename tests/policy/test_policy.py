@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from mcp.types import Tool
 
 from gateway import PolicyDenied, ToolCallError
 from gateway._tool_calls import unknown_tool_message
@@ -330,6 +331,71 @@ def test_a_rule_matching_no_tool_of_the_server_it_names_blocks_that_server(real:
     assert 'policy.hidden[0] "memory.delete_entitys"' in blocked["memory"]
     assert 'policy.tools["everything.get_summ"] "everything.get_summ"' in blocked["everything"]
     assert blocked["git"].endswith("fix the rule, or mark it optional, to reach its tools")
+
+
+def _shifted_catalog(*names: str) -> Catalog:
+    """A made-up `shift` server listing `names`, beside a `calm` server with one tool."""
+    tools = {
+        name: [Tool(name=n, input_schema={"type": "object"}) for n in listed]
+        for name, listed in {"shift": names, "calm": ("drop_all",)}.items()
+    }
+    return Catalog(tools)
+
+
+def test_a_rule_telling_apart_tools_that_share_a_python_name_blocks_their_server() -> None:
+    # `drop-all` was `shift.drop_all` when the rule was written; the new `drop_all` takes that name.
+    catalog = _shifted_catalog("drop-all", "drop_all", "echo")
+    assert catalog.get("shift.drop-all") == catalog.get("shift.drop_all_2")
+    blocked = policy_of(deny=["shift.drop_all"]).unmatched(catalog)
+    assert list(blocked) == ["shift"]
+    assert blocked["shift"].startswith(
+        'policy.deny ("shift.drop_all") tells apart its tools "drop-all" (shift.drop_all_2) and '
+        '"drop_all" (shift.drop_all)'
+    )
+    assert "write rules that treat them alike" in blocked["shift"]
+    visible = catalog.filtered(lambda _: True, blocked=blocked)
+    assert visible.get("shift.drop-all") is None
+    assert visible.get("shift.drop_all_2") is None
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"tools": {"shift.drop_all_2": {"max_calls": 1}}},
+        {"allow": ["calm.*", "shift.drop_all"]},
+        {"approve": ["*.drop_all"]},
+        {"roles": {"ops": {"principals": ["p"], "hidden": ["shift.drop_all_2"]}}},
+        {"deny": [{"pattern": "shift.drop_all", "optional": True}]},
+    ],
+)
+def test_every_kind_of_rule_that_tells_them_apart_blocks_the_server(config: dict[str, Any]) -> None:
+    assert list(policy_of(**config).unmatched(_shifted_catalog("drop-all", "drop_all"))) == ["shift"]
+
+
+@pytest.mark.parametrize(
+    ("names", "config"),
+    [
+        (("drop-all", "drop_all"), {"deny": ["shift.drop_all*"]}),
+        (("drop-all", "drop_all"), {"deny": ["shift.*"], "hidden": ["*.echo"]}),
+        (("drop-all", "drop_all", "Drop_All"), {"deny": ["shift.drop_all", "shift.drop_all_2"]}),
+        (("drop-all", "echo"), {"deny": ["shift.drop_all"]}),
+    ],
+)
+def test_rules_that_treat_sharing_tools_alike_or_a_server_without_sharing_block_nothing(
+    names: tuple[str, ...], config: dict[str, Any]
+) -> None:
+    assert policy_of(**config).unmatched(_shifted_catalog(*names)) == {}
+
+
+def test_tools_whose_names_differ_only_by_width_or_accent_share_a_python_name() -> None:
+    catalog = _shifted_catalog("\uff44rop_all", "dr\u00f6p_all", "drop_all")
+    [group] = catalog.name_collisions("shift")
+    assert {entry.tool_name: entry.qualified for entry in group} == {
+        "\uff44rop_all": "shift.drop_all_3",
+        "dr\u00f6p_all": "shift.drop_all_2",
+        "drop_all": "shift.drop_all",
+    }
+    assert list(policy_of(deny=["shift.drop_all"]).unmatched(catalog)) == ["shift"]
 
 
 def test_wildcard_servers_optional_rules_and_the_default_allow_block_nothing(real: Catalog) -> None:

@@ -37,6 +37,8 @@ def test_resource_rules_are_accepted_in_allow_deny_and_hidden(pattern: str) -> N
         ("my-docs:*", "'-' cannot occur in a server name"),
         ("[docs:x", "never closed"),
         ("docs:note://\x00", "control character"),
+        ("docs:note://my%20notes/*", "percent-escape '%20'"),
+        ("docs:NOTE://*", "scheme in lower case"),
     ],
 )
 def test_resource_rules_that_could_never_match_are_config_errors(pattern: str, complaint: str) -> None:

@@ -19,6 +19,7 @@ from gateway.escape.cases import (
     imports,
     introspection,
     middleware,
+    names,
     network,
     output,
     persistence,
@@ -59,6 +60,7 @@ CASES: tuple[EscapeCase, ...] = (
     *discovery.CASES,
     *concurrency.CASES,
     *child_resources.CASES,
+    *names.CASES,
     *roles.CASES,
     *middleware.CASES,
 )

@@ -283,6 +283,9 @@ class EscapeCase:
     # Who runs it (gateway cases): an authenticated HTTP caller, whom `policy.roles` may name; or None,
     # a caller nobody identified (stdio).
     caller: Identity | None = None
+    # Gateway cases: `then` runs once search_docs' overview satisfies this (the gateway has seen a
+    # child's tool list change, say), waited for a bounded time.
+    then_when: Callable[[str], bool] | None = None
 
     def source(self, limits: SandboxLimits) -> str:
         """The snippet to run under `limits`."""
@@ -309,9 +312,21 @@ class CaseMaker:
         sees: SeenCheck | None = None,
         approve: bool = False,
         caller: Identity | None = None,
+        then_when: Callable[[str], bool] | None = None,
     ) -> EscapeCase:
         return EscapeCase(
-            id, self.category, code, expect, then, then_check, needs, self.target, sees, approve, caller
+            id,
+            self.category,
+            code,
+            expect,
+            then,
+            then_check,
+            needs,
+            self.target,
+            sees,
+            approve,
+            caller,
+            then_when,
         )
 
 

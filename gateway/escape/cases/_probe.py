@@ -46,8 +46,9 @@ ROLE_QUOTA = 4  # policy.roles["contractor"].max_tool_calls
 ROLE_RATE = 2  # calls of probe.tick per hour for each caller the contractor role names
 
 PROBE_POLICY: dict[str, Any] = {
-    "deny": ["probe.delete_all", "probe:secret://*"],
-    "hidden": ["probe.internal_admin", "probe:hidden://*"],
+    # The naming cases: URIs the SDK's template percent-decodes, and a rule a tool list change could move.
+    "deny": ["probe.delete_all", "probe:secret://*", "probe:repo://acme/private/*", "shift.drop_all"],
+    "hidden": ["probe.internal_admin", "probe:hidden://*", "probe:repo://acme/secrets/*"],
     "approve": ["probe.write_note", "probe.write_file", "probe.create_entities"],
     "max_tool_calls": QUOTA,
     "tools": {
@@ -58,6 +59,8 @@ PROBE_POLICY: dict[str, Any] = {
         "probe.count": {"rate": {"calls": RATE, "per_seconds": 3600}},
         # The validation cases: a prefix allow-list on a path (ECMA-262 `.` matches no line terminator)...
         "probe.read_file": {"args": {"properties": {"path": {"pattern": "^/srv/safe/.*$"}}}},
+        # ...a deny-list on a path, which only holds on paths written plainly...
+        "probe.read_path": {"args": {"properties": {"path": {"not": {"pattern": "^/srv/secrets"}}}}},
         # ...and tags of one line each, holding a key:value pair (unanchored, as teams often write it).
         "probe.tag_count": {
             "args": {
