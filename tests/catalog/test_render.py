@@ -119,7 +119,7 @@ def test_no_results_on_one_server_suggest_dropping_the_filter(real: Catalog) -> 
 def test_an_empty_query_on_one_server_lists_its_tools_up_to_the_limit(real: Catalog) -> None:
     lines = render_search(real, "", "git", 2, "signatures").split("\n")
     assert lines[0] == "git (ready, 12 tools)"
-    assert lines[1] == "git.git_status(*, repo_path: str) -> 'working tree status'"
+    assert lines[1] == "git.git_status(*, repo_path: str) -> Any  # Shows the working tree status"
     assert lines[2].startswith("git.git_diff_unstaged(")
     assert lines[3].startswith("10 more: git_diff_staged, git_diff, ")
     assert lines[4] == CALL_HINT
