@@ -300,7 +300,7 @@ def full_doc(entry: CatalogEntry, observed: Shape | None = None) -> str:
     """The untruncated signature, hints, whole description, input schema and output schema if any."""
     lines = [_head(entry, _WIDE, observed)]
     flags = (
-        ("return type observed in earlier results, not declared", _is_observed(entry, observed)),
+        ("observed return type (not declared)", _is_observed(entry, observed)),
         ("deprecated", _deprecated(entry)),
         ("read-only", entry.read_only),
         ("destructive", entry.destructive),

@@ -100,5 +100,5 @@ def test_search_and_help_show_the_observed_return_type_of_a_tool_called_before()
     found = read_docs(catalog, "@search", {"query": "commit history", "limit": 1})
     assert found[0]["signature"].endswith("-> str  # (observed) Shows the commit logs")
     doc = read_docs(catalog, "@docs", {"server": "git", "tool": "git_log"})["doc"]
-    assert "return type observed in earlier results, not declared" in doc
+    assert "observed return type (not declared)" in doc
     assert "a8dd92" not in doc

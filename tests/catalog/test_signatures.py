@@ -282,7 +282,7 @@ def test_an_observed_shape_is_the_return_type_of_a_tool_without_output_schema_ma
     assert line == "srv.tool() -> {'n': int}  # (observed) Does a thing."
     assert full_doc(_entry({"type": "object"}), observed).split("\n")[:2] == [
         "srv.tool() -> {'n': int}",
-        "  return type observed in earlier results, not declared",
+        "  observed return type (not declared)",
     ]
 
 

@@ -100,7 +100,7 @@ async def test_a_tool_without_output_schema_returns_any_until_a_call_shows_its_s
     after = (await search_docs(client, "git log", limit=1)).split("\n")[1]
     assert after.endswith(") -> str  # (observed) Shows the commit logs")
     doc = (await execute(client, "help(tools.git.git_log)"))["stdout"]
-    assert "return type observed in earlier results, not declared" in doc
+    assert "observed return type (not declared)" in doc
     assert _commit_hash(repo) not in after + doc
 
 
