@@ -14,6 +14,7 @@ from gateway._gateway import Gateway
 from gateway.catalog import SemanticSearch
 from gateway.config import parse_config
 from tests.catalog.fake_embedder import FakeEmbedder
+from tests.real_servers import TINY_SERVER
 
 pytestmark = pytest.mark.anyio
 
@@ -65,3 +66,26 @@ async def test_with_semantic_search_the_model_loads_at_start_and_search_docs_ran
         [(query, thread)] = embedder.queries
         assert query == "convert a time between zones"
         assert thread != threading.current_thread().name
+
+
+@pytest.mark.parametrize("shown", [True, False])
+async def test_observed_shapes_and_a_childs_instructions_follow_the_search_section(shown: bool) -> None:
+    tiny = {
+        "command": sys.executable,
+        "args": [str(TINY_SERVER)],
+        "env": {"TINY_PLAIN_ECHO": "1", "TINY_INSTRUCTIONS": "Echo before anything else."},
+    }
+    search = {} if shown else {"observed_shapes": False, "server_instructions_chars": 0}
+    config = parse_config({"mcpServers": {"tiny": tiny}, "search": search}, "test")
+    async with Gateway(config) as gateway:
+        with anyio.fail_after(60):
+            result = await gateway.execute_code("tools.tiny.plain_echo(text='[1, 2]')")
+            listing = await gateway.search_docs(server="tiny")
+    assert result.value == [1, 2]
+    line = next(line for line in listing.split("\n") if line.startswith("tiny.plain_echo("))
+    if shown:
+        assert line.startswith("tiny.plain_echo(*, text: str) -> list[int]  # (observed)")
+        assert listing.endswith("Instructions from the tiny server:\nEcho before anything else.")
+    else:
+        assert line.startswith("tiny.plain_echo(*, text: str) -> Any  # Return the text unchanged")
+        assert "nstructions" not in listing
