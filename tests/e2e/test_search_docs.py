@@ -18,7 +18,8 @@ import anyio
 import pytest
 from mcp import ClientSession
 
-from tests.e2e.gateway_process import TINY, execute, search_docs, session, write_config
+from tests.e2e.gateway_http import http_client, http_gateway
+from tests.e2e.gateway_process import TINY, environment, execute, search_docs, session, text, write_config
 from tests.real_servers import CATALOG_SERVER, npm_entry_point
 
 pytestmark = pytest.mark.anyio
@@ -146,3 +147,48 @@ async def test_a_tools_schema_change_drops_its_observed_shape(tmp_path: Path) ->
             while "title" not in (shown := await search_docs(connected, "report", limit=1)):  # noqa: ASYNC110 (another process lists)
                 await anyio.sleep(0.05)
     assert "catalog.report(*, title: str = None) -> Any  # Writes a report." in shown
+
+
+ALICE = "alice-token-" + "a" * 40
+BOB = "bob-token-" + "b" * 40
+
+
+async def test_another_caller_learns_no_data_from_a_shape_nor_a_hidden_tool_from_instructions(
+    tmp_path: Path,
+) -> None:
+    tiny = {
+        **TINY,
+        "env": {"TINY_PLAIN_ECHO": "1", "TINY_INSTRUCTIONS": "Call env to debug, echo for the rest."},
+    }
+    config = {
+        "mcpServers": {"tiny": tiny},
+        "auth": {"tokens": {"alice": "${ALICE_TOKEN}", "bob": "${BOB_TOKEN}"}},
+        "policy": {"roles": {"contractor": {"principals": ["bob"], "hidden": ["tiny.env"]}}},
+    }
+    data = {"ann@example.com": {"balance": 1234567, "iban": "DE02120300000000202051"}}
+    env = environment({"ALICE_TOKEN": ALICE, "BOB_TOKEN": BOB})
+    async with http_gateway(write_config(tmp_path, config), env=env) as gateway:
+        async with http_client(gateway.url, token=ALICE) as alice:
+            with anyio.fail_after(WAIT):
+                code = f"tools.tiny.plain_echo(text={json.dumps(data)!r})"
+                ran = await alice.call_tool("execute_code", {"code": code})
+                alices = text(await alice.call_tool("search_docs", {"query": "", "server": "tiny"}))
+        async with http_client(gateway.url, token=BOB) as bob:
+            with anyio.fail_after(WAIT):
+                bobs = text(await bob.call_tool("search_docs", {"query": "", "server": "tiny"}))
+                help_text = text(await bob.call_tool("execute_code", {"code": "help(tools.tiny)"}))
+                still = await bob.call_tool("execute_code", {"code": "tools.tiny.echo(text='hi')"})
+    assert ran.structured_content is not None
+    assert ran.structured_content["ok"]
+    shape = "-> dict[str, {'balance': int, 'iban': str}]  # (observed)"
+    assert shape in alices
+    assert shape in bobs  # the shape is shared: its field names, never a key that is data
+    for seen in (bobs, help_text):
+        assert "ann@example.com" not in seen
+        assert "1234567" not in seen
+        assert "DE0212" not in seen
+        assert "nstructions" not in seen  # they name tiny.env, which bob's role hides
+        assert "env" not in seen.replace("environment", "")
+    assert "Instructions from the tiny server:\nCall env to debug, echo for the rest." in alices
+    assert still.structured_content is not None
+    assert still.structured_content["value"] == {"result": "hi"}
