@@ -35,6 +35,7 @@ from gateway.catalog import (
     Catalog,
     CatalogLock,
     Detail,
+    ObservedShapes,
     Quarantine,
     SemanticSearch,
     check_search,
@@ -99,6 +100,7 @@ class Gateway(AsyncContextManagerMixin):
         self._lock = CatalogLock.beside(config.config_file)
         # `search.semantic`: ConfigError if it is "on" and the extra is not installed.
         self._semantic = semantic_search(config.search.semantic)
+        self._shapes = ObservedShapes()  # of what tools without an output schema returned
         self._spent_states = SpentStates(config.approvals.ttl_seconds)
         self._exposure = Exposure()
         self._exposure_of: Catalog | None = None  # the catalog `_exposure` was computed from
@@ -191,10 +193,13 @@ class Gateway(AsyncContextManagerMixin):
         self._sandbox_ready.set()
         return replaced
 
-    def loaded_note(self) -> str:
-        """When the config in force was loaded, for search_docs's overview."""
+    def loaded_note(self) -> str | None:
+        """That the config was reloaded, and when, for search_docs's overview; None before any reload
+        (the config the gateway started with tells the model nothing)."""
+        if not self.reloads:
+            return None
         stamp = self.loaded_at.isoformat(timespec="seconds").replace("+00:00", "Z")
-        return f"Config loaded {stamp}" + (f" (reload {self.reloads})." if self.reloads else ".")
+        return f"Config reloaded {stamp} (reload {self.reloads}): tools may differ from earlier searches."
 
     def catalog(self, policy: Policy | None = None) -> Catalog:
         """What the model may see under `policy` (by default, the policy of a caller no role names):
@@ -211,7 +216,15 @@ class Gateway(AsyncContextManagerMixin):
         if key != self._catalog_key:
             tools = self._pool.tools()
             reviewed = self._lock.lock.servers if self._lock else None
-            self._everything = Catalog(tools, statuses, reviewed=reviewed, semantic=self._semantic)
+            search = self.config.search
+            self._everything = Catalog(
+                tools,
+                statuses,
+                reviewed=reviewed,
+                semantic=self._semantic,
+                shapes=self._shapes if search.observed_shapes else None,
+                instructions_chars=search.server_instructions_chars,
+            )
             self._quarantine = self._lock.quarantine(tools, self._pool.names) if self._lock else None
             blocked = self.policy.unmatched(self._everything)
             for server, reason in blocked.items():

@@ -22,7 +22,8 @@
 9. redaction   of that value (again, of what a middleware returned), and of the text of any error,
                whatever the step that raised it
 10. record     the audit record, the metrics and the call's span, and a progress report, whatever
-               happened
+               happened; and the shape of a value the snippet receives from a tool without an
+               output schema, which its signature shows from then on
 
 Work that grows with what the snippet or a child sent (scanning, validating, converting) runs on
 the event loop only for small payloads; larger ones go to a worker thread, so that one big or
@@ -240,8 +241,13 @@ class ToolCalls:
     async def complete(self, call: AdmittedCall) -> Any:
         """Steps 7-10 of an admitted call: the child's answer as the snippet's value, redacted."""
         if call.run.middleware:
-            return await self._complete(call, partial(self._through_middleware, raw=False))
-        return await self._complete(call, partial(self._from_child, convert=self._value_of))
+            value = await self._complete(call, partial(self._through_middleware, raw=False))
+        else:
+            value = await self._complete(call, partial(self._from_child, convert=self._value_of))
+        shapes = call.run.catalog.shapes
+        if shapes is not None and call.entry is not None:
+            shapes.observe(call.entry, value)  # bounded work: a few items of each list, a few levels
+        return value
 
     async def complete_raw(self, call: AdmittedCall) -> types.CallToolResult:
         """Steps 7, 9 and 10 of an admitted call: the child's CallToolResult itself, redacted (or, if

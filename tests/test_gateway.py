@@ -14,6 +14,7 @@ from gateway._gateway import Gateway
 from gateway.catalog import SearchRefused, SemanticSearch
 from gateway.config import parse_config
 from tests.catalog.fake_embedder import FakeEmbedder
+from tests.real_servers import TINY_SERVER
 
 pytestmark = pytest.mark.anyio
 
@@ -105,3 +106,26 @@ async def test_a_query_past_the_configured_cap_is_refused_naming_the_key_before_
             assert "time.convert_time" in await gateway.search_docs("convert a time between zones")
         assert result.error is not None
         assert "over search.max_query_chars (40)" in result.error.message
+
+
+@pytest.mark.parametrize("shown", [True, False])
+async def test_observed_shapes_and_a_childs_instructions_follow_the_search_section(shown: bool) -> None:
+    tiny = {
+        "command": sys.executable,
+        "args": [str(TINY_SERVER)],
+        "env": {"TINY_PLAIN_ECHO": "1", "TINY_INSTRUCTIONS": "Echo before anything else."},
+    }
+    search = {} if shown else {"observed_shapes": False, "server_instructions_chars": 0}
+    config = parse_config({"mcpServers": {"tiny": tiny}, "search": search}, "test")
+    async with Gateway(config) as gateway:
+        with anyio.fail_after(60):
+            result = await gateway.execute_code("tools.tiny.plain_echo(text='[1, 2]')")
+            listing = await gateway.search_docs(server="tiny")
+    assert result.value == [1, 2]
+    line = next(line for line in listing.split("\n") if line.startswith("tiny.plain_echo("))
+    if shown:
+        assert line.startswith("tiny.plain_echo(*, text: str) -> list[int]  # (observed)")
+        assert listing.endswith("Instructions from the tiny server:\nEcho before anything else.")
+    else:
+        assert line.startswith("tiny.plain_echo(*, text: str) -> Any  # Return the text unchanged")
+        assert "nstructions" not in listing

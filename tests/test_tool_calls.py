@@ -16,7 +16,8 @@ from gateway import _tool_calls as tool_calls_module
 from gateway._redaction import Redactor
 from gateway._tool_calls import PausedCallAnswer, Run, ToolCalls, wire_digest
 from gateway.audit import AuditLog
-from gateway.catalog import Catalog
+from gateway.catalog import Catalog, ObservedShapes
+from gateway.catalog._shapes import MemoryShapeStore
 from gateway.children import ChildPool
 from gateway.errors import ApprovalRequired, ResumeRefused
 from gateway.policy import ApprovalOutcome, Policy, PolicyConfig, no_approver, pause_for_approval
@@ -47,13 +48,13 @@ def _text(text: str, *, error: bool = False) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=text)], is_error=error)
 
 
-def _catalog() -> Catalog:
+def _catalog(shapes: ObservedShapes | None = None) -> Catalog:
     tools = [
         types.Tool(name="get-sum", input_schema=SUM_SCHEMA),
         types.Tool(name="commit", input_schema={"type": "object"}),
         types.Tool(name="create_thing", input_schema={"type": "object"}),
     ]
-    return Catalog({"calc": tools})
+    return Catalog({"calc": tools}, shapes=shapes)
 
 
 class Harness:
@@ -124,6 +125,38 @@ async def test_the_child_gets_wire_names_and_the_snippet_gets_the_redacted_value
     calls = Harness(tmp_path, _text(json.dumps({"token": SECRET, "n": 1})))
     assert await calls.call("calc.get_sum", a=1, b=2) == {"token": "[REDACTED:TOKEN]", "n": 1}
     assert calls.pool.calls == [("calc", "get-sum", {"a": 1, "b": 2})]
+
+
+async def test_a_results_shape_is_kept_once_redacted_so_a_secret_key_never_becomes_a_field_name(
+    tmp_path: Path,
+) -> None:
+    store = MemoryShapeStore()
+    calls = Harness(tmp_path, _text(json.dumps({SECRET: {"n": 1}, "count": 2})))
+    calls.run.catalog = _catalog(ObservedShapes(store))
+    await calls.call("calc.get_sum", a=1, b=2)
+    entry = calls.run.catalog.get("calc.get_sum")
+    assert entry is not None
+    assert calls.run.catalog.observed(entry) == {
+        "type": "object",
+        "additionalProperties": {
+            "anyOf": [
+                {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+                {"type": "integer"},
+            ]
+        },
+    }
+    kept = json.dumps(store._shapes)  # pyright: ignore[reportPrivateUsage]
+    assert SECRET not in kept
+    assert "REDACTED" not in kept
+
+
+async def test_a_failed_call_leaves_no_shape(tmp_path: Path) -> None:
+    store = MemoryShapeStore()
+    calls = Harness(tmp_path, _text("no such repository", error=True))
+    calls.run.catalog = _catalog(ObservedShapes(store))
+    with pytest.raises(ToolCallError):
+        await calls.call("calc.get_sum", a=1, b=2)
+    assert len(store) == 0
 
 
 async def test_a_childs_error_text_is_redacted_and_keeps_its_class(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from gateway.catalog._render import DEFAULT_SEARCH_LIMIT, Detail, render_search
 from gateway.catalog._results import resource_contents_value, tool_result_value
 from gateway.catalog._search import SearchRefused, check_search, warm_search
 from gateway.catalog._semantic import SemanticSearch, semantic_installed, semantic_search
+from gateway.catalog._shapes import ObservedShapes, ShapeStore
 from gateway.catalog._unknown import unknown_tool_message
 from gateway.catalog.config import DEFAULT_MAX_QUERY_CHARS, SearchConfig
 
@@ -41,12 +42,14 @@ __all__ = (
     "Detail",
     "Drift",
     "Finding",
+    "ObservedShapes",
     "Quarantine",
     "SearchCase",
     "SearchConfig",
     "SearchRefused",
     "SearchReport",
     "SemanticSearch",
+    "ShapeStore",
     "ToolLock",
     "check_search",
     "compare_reports",

@@ -17,6 +17,7 @@ from gateway._json import properties_of
 from gateway.catalog._naming import assign_identifiers, first_of_each_name, to_identifier
 from gateway.catalog._quarantine import Quarantine
 from gateway.catalog._semantic import SemanticSearch
+from gateway.catalog._shapes import ObservedShapes
 from gateway.children import ChildState, ChildStatus
 from guest._precheck import MAX_NAME_CHARS
 
@@ -85,6 +86,8 @@ class CatalogServer:
     """Why none of its tools can be reached although it is up (a policy rule that must be fixed)."""
     resources: bool = False
     """It lists resources or resource templates, and the policy hides not all of them."""
+    instructions: str | None = None
+    """How to use the server, in its own words (its `instructions`, redacted and capped)."""
 
     @property
     def name(self) -> str:
@@ -110,6 +113,7 @@ class Catalog:
         "_quarantine",
         "_semantic",
         "_servers",
+        "_shapes",
     )
 
     def __init__(
@@ -119,12 +123,16 @@ class Catalog:
         *,
         reviewed: Mapping[str, Iterable[str]] | None = None,
         semantic: SemanticSearch | None = None,
+        shapes: ObservedShapes | None = None,
+        instructions_chars: int = 0,
     ) -> None:
         """`reviewed` maps server names to the tool names the lockfile holds: those keep the Python
         names they had among themselves when it was written, and tools new since go around them, so
         that a new `fetch_page` cannot take the name of a reviewed `fetch-page` (and move it out of
         the policy rule written for it). `semantic` re-ranks search over it by meaning (the
-        `semantic` extra); catalogs filtered from it keep it."""
+        `semantic` extra); catalogs filtered from it keep it, and `shapes` (what calls of tools
+        without an output schema returned) too. A server's instructions are kept up to
+        `instructions_chars` characters."""
         tools = tools or {}
         given = {status.name: status for status in statuses}
         server_ids = assign_identifiers([*tools, *given], fallback="server")
@@ -141,7 +149,13 @@ class Catalog:
             entries.extend(own)
             by_server[server_id] = own
             status = given.get(server_name) or ChildStatus(server_name, "stdio", ChildState.READY)
-            servers[server_id] = CatalogServer(server_id, status, len(own), resources=status.resources)
+            servers[server_id] = CatalogServer(
+                server_id,
+                status,
+                len(own),
+                resources=status.resources,
+                instructions=_capped(status.instructions, instructions_chars),
+            )
         self._entries = tuple(entries)
         self._by_server = by_server
         self._servers = servers
@@ -150,6 +164,7 @@ class Catalog:
         self._held: dict[str, tuple[CatalogEntry, ...]] = {}
         self._held_names: dict[str, CatalogEntry] = {}
         self._semantic = semantic
+        self._shapes = shapes
 
     @staticmethod
     def _index_names(entries: Sequence[CatalogEntry]) -> dict[str, CatalogEntry]:
@@ -199,6 +214,7 @@ class Catalog:
         `quarantine` holds back tools that differ from the lockfile: they are not listed, but the
         catalog knows them (those the predicates keep, so that it betrays no hidden tool) to say why.
         `describe` gives each kept tool its description (a middleware's `on_search` annotating it).
+        A server keeps its instructions only if it is not blocked and none of its tools is rejected.
         """
         blocked = blocked or {}
         quarantine = quarantine or self._quarantine
@@ -210,9 +226,12 @@ class Catalog:
 
         by_server: dict[str, tuple[CatalogEntry, ...]] = {}
         kept._held = {}
+        hiding: set[str] = set()  # servers some of whose tools the predicates reject
         for k in servers:
             own = () if k in blocked else (*self._by_server.get(k, ()), *self._held.get(k, ()))
             wanted = [entry for entry in own if keep(entry)]
+            if len(wanted) < len(own):
+                hiding.add(k)
             kept._held[k] = tuple(entry for entry in wanted if held(entry))
             by_server[k] = tuple(_noted(entry, access, describe) for entry in wanted if not held(entry))
         kept._by_server = by_server
@@ -224,6 +243,8 @@ class Catalog:
                 tool_count=len(kept._by_server[k]),
                 blocked=blocked.get(k),
                 resources=s.resources and k not in blocked and (resources is None or resources(s)),
+                # A server's own words may name any of its tools: shown only when none is hidden.
+                instructions=None if k in blocked or k in hiding else s.instructions,
             )
             for k, s in servers.items()
         }
@@ -231,12 +252,22 @@ class Catalog:
         kept._quarantine = quarantine
         kept._held_names = self._index_names([entry for own in kept._held.values() for entry in own])
         kept._semantic = self._semantic
+        kept._shapes = self._shapes
         return kept
 
     @property
     def semantic(self) -> SemanticSearch | None:
         """The embedding model that re-ranks search over this catalog, if any (`search.semantic`)."""
         return self._semantic
+
+    @property
+    def shapes(self) -> ObservedShapes | None:
+        """The shapes of what tools without an output schema returned, if they are kept."""
+        return self._shapes
+
+    def observed(self, entry: CatalogEntry) -> dict[str, Any] | None:
+        """The shape of what calls of `entry` returned, if it declares no output schema and was called."""
+        return self._shapes.shape_of(entry) if self._shapes is not None else None
 
     @property
     def quarantine(self) -> Quarantine | None:
@@ -327,6 +358,17 @@ def _noted(
     if note == entry.access and description == entry.description:
         return entry
     return entry.model_copy(update={"access": note, "description": description})
+
+
+def _capped(text: str | None, limit: int) -> str | None:
+    """`text` without blank runs, cut to `limit` characters (saying where the cut is); None if empty."""
+    if not text or limit <= 0:
+        return None
+    lines = [line.rstrip() for line in text.strip().splitlines()]
+    kept = "\n".join(line for i, line in enumerate(lines) if line or (i and lines[i - 1]))
+    if len(kept) <= limit:
+        return kept
+    return kept[:limit].rstrip() + f" ... (cut at {limit} characters: search.server_instructions_chars)"
 
 
 def _ratio(a: str, b: str) -> float:

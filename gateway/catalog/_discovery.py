@@ -27,10 +27,10 @@ __all__ = ["MAX_SEARCH_LIMIT", "read_docs"]
 MAX_SEARCH_LIMIT = 50
 
 
-def _tool_info(entry: CatalogEntry) -> dict[str, Any]:
+def _tool_info(catalog: Catalog, entry: CatalogEntry) -> dict[str, Any]:
     return {
         "name": entry.qualified,
-        "signature": signature(entry),
+        "signature": signature(entry, observed=catalog.observed(entry)),
         "description": first_sentence(entry.description),
         "access": entry.access,
     }
@@ -65,8 +65,8 @@ def _search(catalog: Catalog, payload: dict[str, Any], max_query_chars: int) -> 
         raise ValueError(unknown_server(catalog, server))
     if not query.strip():
         entries = catalog.tools_of(server) if server is not None else catalog.entries
-        return [_tool_info(entry) for entry in entries[:limit]]
-    return [_tool_info(hit.entry) for hit in search(catalog, query, server, limit)]
+        return [_tool_info(catalog, entry) for entry in entries[:limit]]
+    return [_tool_info(catalog, hit.entry) for hit in search(catalog, query, server, limit)]
 
 
 def _docs(catalog: Catalog, payload: dict[str, Any]) -> dict[str, Any]:
@@ -80,7 +80,8 @@ def _docs(catalog: Catalog, payload: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(unknown_server(catalog, server))
     entries = catalog.tools_of(status.identifier)
     if tool is None:
-        doc = server_listing(catalog, status, len(entries), "signatures")
+        # A snippet is already calling tools: search_docs's hint on how to is noise there.
+        doc = server_listing(catalog, status, len(entries), "signatures", call_hint=False)
         return {"names": [entry.python_name for entry in entries], "doc": doc}
     entry = catalog.get(f"{status.identifier}.{tool}")
     if entry is None:
@@ -89,7 +90,7 @@ def _docs(catalog: Catalog, payload: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(
             f"{status.identifier} has no tool {tool!r}.{hint} dir(tools.{status.identifier}) lists them."
         )
-    return {"names": [], "doc": with_access_note(full_doc(entry), entry)}
+    return {"names": [], "doc": with_access_note(full_doc(entry, catalog.observed(entry)), entry)}
 
 
 def read_docs(

@@ -64,8 +64,8 @@ def _state(server: CatalogServer) -> str:
 
 
 def render_overview(catalog: Catalog, loaded: str | None = None) -> str:
-    """Every server with its state and tool names, then how to call them; `loaded` (when the config
-    was loaded) ends it."""
+    """Every server with its state and tool names, then how to call them; `loaded` (that the config
+    was reloaded, and when) ends it."""
     servers = catalog.servers
     if not servers:
         return "\n".join(
@@ -83,8 +83,24 @@ def render_overview(catalog: Catalog, loaded: str | None = None) -> str:
             line += ": " + ", ".join(shown) + (f", ... {more} more" if more else "")
         lines.append(line)
     lines += _resources_note([s for s in servers if s.resources])
+    lines += _instructions_note([s for s in servers if s.instructions])
     lines += [loaded] if loaded else []
     return "\n".join(lines)
+
+
+def _instructions_note(servers: Sequence[CatalogServer]) -> list[str]:
+    """A line naming the servers that gave usage instructions, and where to read them."""
+    if not servers:
+        return []
+    names = ", ".join(s.identifier for s in servers)
+    return [f'Usage instructions from {names}: search_docs(server="<name>") shows them.']
+
+
+def _instructions(server: CatalogServer) -> list[str]:
+    """The server's own instructions, under a line saying whose words they are."""
+    if not server.instructions:
+        return []
+    return [f"Instructions from the {server.identifier} server:", server.instructions]
 
 
 def _resources_note(servers: Sequence[CatalogServer]) -> list[str]:
@@ -117,12 +133,13 @@ def with_access_note(text: str, entry: CatalogEntry) -> str:
     return f"{first}  [{entry.access}]{newline}{rest}"
 
 
-def _render_entries(entries: Sequence[CatalogEntry], detail: Detail) -> list[str]:
+def _render_entries(catalog: Catalog, entries: Sequence[CatalogEntry], detail: Detail) -> list[str]:
     if detail == "names":
         return [with_access_note(entry.qualified, entry) for entry in entries]
     if detail == "full":
-        return "\n\n".join(with_access_note(full_doc(entry), entry) for entry in entries).split("\n")
-    return [with_access_note(signature(entry), entry) for entry in entries]
+        docs = (with_access_note(full_doc(entry, catalog.observed(entry)), entry) for entry in entries)
+        return "\n\n".join(docs).split("\n")
+    return [with_access_note(signature(entry, observed=catalog.observed(entry)), entry) for entry in entries]
 
 
 def unknown_server(catalog: Catalog, server: str) -> str:
@@ -153,17 +170,21 @@ def _not_ready_note(catalog: Catalog, only: str | None) -> str | None:
     return "\n".join(notes) or None
 
 
-def server_listing(catalog: Catalog, status: CatalogServer, limit: int, detail: Detail) -> str:
-    """One server's state, then its first `limit` tools in `detail` and the names of the rest."""
+def server_listing(
+    catalog: Catalog, status: CatalogServer, limit: int, detail: Detail, *, call_hint: bool = True
+) -> str:
+    """One server's state, its first `limit` tools in `detail` and the names of the rest, how to
+    call them (`call_hint`), and the server's own instructions."""
     entries = catalog.tools_of(status.identifier)
     lines = [f"{status.identifier} ({_state(status)})"]
-    lines += _render_entries(entries[:limit], detail)
+    lines += _render_entries(catalog, entries[:limit], detail)
     rest = entries[limit:]
     if rest:
         lines.append(f"{len(rest)} more: " + ", ".join(entry.python_name for entry in rest))
-    if entries:
+    if entries and call_hint:
         lines.append(CALL_HINT)
     lines += _resources_note([status] if status.resources else [])
+    lines += _instructions(status)
     return "\n".join(lines)
 
 
@@ -217,8 +238,8 @@ def render_search(
     max_query_chars: int = DEFAULT_MAX_QUERY_CHARS,
 ) -> str:
     """search_docs's answer: the overview for an empty query, else the best `limit` tools in `detail`;
-    `loaded` (when the config was loaded) ends the overview of every server. SearchRefused for a
-    query past `max_query_chars` (`search.max_query_chars`) or a server name past the name cap."""
+    `loaded` (that the config was reloaded, and when) ends the overview of every server. SearchRefused
+    for a query past `max_query_chars` (`search.max_query_chars`) or a server name past the name cap."""
     check_search(query, server, max_query_chars)
     limit = max(limit, 1)
     status = catalog.server(server) if server is not None else None
@@ -237,6 +258,6 @@ def render_search(
         return f"{text}\n{note}" if note else text
     count = f"{len(hits)} tool{'' if len(hits) == 1 else 's'}"
     lines = [f'{count} for "{query}"{f" on {only}" if only else ""}, best first:']
-    lines += _render_entries([hit.entry for hit in hits], detail)
+    lines += _render_entries(catalog, [hit.entry for hit in hits], detail)
     lines += [text for text in (_weak_note(catalog, query, hits), note) if text]
     return "\n".join(lines)

@@ -1,6 +1,9 @@
 """Python stubs for child tools, rendered from their JSON Schemas, that the model can call as written.
 
-`git.git_log(*, repo_path: str, max_count: int = 10) -> Any  # Shows the commit logs`
+`git.git_log(*, repo_path: str, max_count: int = 10) -> Any  # Shows the commit logs`, and once the
+tool has been called, `-> str  # (observed) Shows the commit logs`: a tool without an output schema
+returns what its child sends (JSON text arrives parsed), so its return type is `Any` until the shape
+of its results is known (`_shapes.py`).
 Parameters are keyword-only because the guest's proxies take keywords only. Untitled objects show
 their keys inline, `{'name': str, 'tags': NotRequired[list[str]]}`: not a type, but valid Python
 that tells the model what JSON to pass; titled objects and `$ref`s show the name.
@@ -16,16 +19,18 @@ from typing import Any
 from gateway._json import as_array, as_object, properties_of
 from gateway.catalog._catalog import CatalogEntry
 from gateway.catalog._naming import to_identifier
+from gateway.catalog._shapes import MAX_SHAPE_KEYS
 
 __all__ = [
     "FULL",
     "MAX_SIGNATURE_CHARS",
+    "OBSERVED",
+    "Shape",
     "Style",
     "compact_json",
     "first_sentence",
     "full_doc",
     "render_type",
-    "return_phrase",
     "return_type",
     "signature",
     "type_name",
@@ -34,23 +39,21 @@ __all__ = [
 MAX_SIGNATURE_CHARS = 200
 """About 50 tokens: the budget of one tool's line in `signatures` mode."""
 
+OBSERVED = "(observed)"
+"""What a signature's comment starts with when its return type is the shape of earlier results."""
+
+Shape = dict[str, Any]
+"""A JSON Schema of what a tool's calls returned (`_shapes.infer_shape`)."""
+
 _MAX_LITERAL_CHARS = 60  # a longer enum reads better as its base type; `full` still lists it
 _MAX_DEFAULT_CHARS = 24  # a longer default is shown as `...`: the tool fills it in anyway
 _MAX_SHAPE_KEYS = 8  # an object with more keys reads as `dict`; `full` shows its schema
+_MAX_WIDE_SHAPE_KEYS = MAX_SHAPE_KEYS
 _MAX_SHAPE_DEPTH = 4
 _MIN_SUMMARY_CHARS = 80  # what the comment keeps before types lose detail
 _JSON_TYPES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
 _ABBREVIATION = re.compile(r"\b(?:e\.g|i\.e|etc|vs|cf|approx|incl)\.$", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?](?=\s)|\n\s*\n")
-# "Returns the sum of two numbers" -> "sum of two numbers": what a tool without an output schema
-# gives back, in the words of its description, cut at the first clause boundary.
-_RETURNS = re.compile(
-    r"(?:\breturns?|(?:^|[.!?]\s+)(?:gets?|lists?|shows?|reads?|retrieves?|fetch(?:es)?|displays?))"
-    r"\s+(?:(?:a|an|the|all|back|up to \w+)\s+)*(?P<what>[A-Za-z0-9][^.;:!?()\n,]*?)"
-    r"(?=\s+(?:that|which|when|if|using|by|with|from|for|so|to)\b|[.;:!?()\n,]|$)",
-    re.IGNORECASE,
-)
-_MAX_RETURN_PHRASE_CHARS = 40
 _SCHEMA_KEYS = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames")
 _SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
 _SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas")
@@ -79,9 +82,12 @@ class Style:
     shapes: bool = True
     return_shapes: bool = True
     optional: bool = True
+    shape_keys: int = _MAX_SHAPE_KEYS
 
 
 FULL = Style()
+_WIDE = Style(shape_keys=_MAX_WIDE_SHAPE_KEYS)
+"""A whole doc's: room for every key an observed shape keeps."""
 _STYLES = (
     FULL,
     Style(return_shapes=False),
@@ -149,7 +155,7 @@ def _object_type(node: dict[str, Any], style: Style, depth: int) -> str:
     if isinstance(title, str) and title.strip():
         return type_name(title)
     properties = properties_of(node)
-    if style.shapes and properties and len(properties) <= _MAX_SHAPE_KEYS and depth < _MAX_SHAPE_DEPTH:
+    if style.shapes and properties and len(properties) <= style.shape_keys and depth < _MAX_SHAPE_DEPTH:
         # The keys the JSON needs, as a dict display: still a Python expression, and the model
         # can build the argument without asking for the full schema.
         required = {str(name) for name in as_array(node.get("required"))}
@@ -195,27 +201,17 @@ def _parameters(entry: CatalogEntry, style: Style) -> str:
     return ", ".join(params) if params[0].startswith("**") else f"*, {', '.join(params)}"
 
 
-def return_phrase(description: str) -> str | None:
-    """What a tool gives back, as its description says it ("Returns the logs" -> "logs"), if it does."""
-    match = _RETURNS.search(" ".join(description.split()[:40]))
-    if match is None:
-        return None
-    what = match.group("what").strip()
-    # A long phrase is a clause the pattern misread, not a name for a value: say nothing then.
-    return what if 3 <= len(what) <= _MAX_RETURN_PHRASE_CHARS else None
+def return_type(entry: CatalogEntry, style: Style = FULL, observed: Shape | None = None) -> str:
+    """The output schema's type (its title, its shape, else `dict`); else the `observed` shape of what
+    calls returned; else `Any` (a text result that is JSON arrives parsed, so nothing narrower holds)."""
+    schema = entry.output_schema if entry.output_schema is not None else observed
+    if schema is None:
+        return "Any"
+    return render_type(schema, replace(style, shapes=style.return_shapes))
 
 
-def return_type(entry: CatalogEntry, style: Style = FULL) -> str:
-    """The output schema's type (its title, its shape, else `dict`); else what the description says
-    comes back, as a string annotation (`-> 'commit logs'`); else `Any`."""
-    if entry.output_schema is None:
-        phrase = return_phrase(entry.description)
-        return repr(phrase) if phrase else "Any"
-    return render_type(entry.output_schema, replace(style, shapes=style.return_shapes))
-
-
-def _head(entry: CatalogEntry, style: Style) -> str:
-    return f"{entry.qualified}({_parameters(entry, style)}) -> {return_type(entry, style)}"
+def _head(entry: CatalogEntry, style: Style, observed: Shape | None = None) -> str:
+    return f"{entry.qualified}({_parameters(entry, style)}) -> {return_type(entry, style, observed)}"
 
 
 def first_sentence(text: str) -> str:
@@ -243,26 +239,25 @@ def _deprecated(entry: CatalogEntry) -> bool:
     return "deprecated" in (entry.title or "").lower()
 
 
-def _says_only(summary: str, returned: str) -> bool:
-    """Whether `summary` is no more than a verb and articles before the return phrase `returned`."""
-    if not returned.startswith("'"):
-        return False
-    phrase = returned.strip("'").lower()
-    text = summary.rstrip(".").lower()
-    return text.endswith(phrase) and len(text[: -len(phrase)].split()) <= 3
+def _is_observed(entry: CatalogEntry, observed: Shape | None) -> bool:
+    return entry.output_schema is None and observed is not None
 
 
-def signature(entry: CatalogEntry, max_chars: int = MAX_SIGNATURE_CHARS) -> str:
-    """One line: `server.tool(*, params) -> Ret  # first sentence`, at most about `max_chars` long."""
+def signature(
+    entry: CatalogEntry, max_chars: int = MAX_SIGNATURE_CHARS, observed: Shape | None = None
+) -> str:
+    """One line: `server.tool(*, params) -> Ret  # first sentence`, at most about `max_chars` long;
+    `observed` (the shape of what calls returned) is the return type of a tool without an output
+    schema, and the comment then starts with OBSERVED."""
     summary = first_sentence(entry.description)
-    if _says_only(summary, return_type(entry)):
-        summary = ""  # "Returns the sum of two numbers" adds nothing to `-> 'sum of two numbers'`
     if _deprecated(entry) and "deprecated" not in summary.lower():
         summary = f"(deprecated) {summary}"
+    if _is_observed(entry, observed):
+        summary = f"{OBSERVED} {summary}".rstrip()
     wanted = min(len(summary), _MIN_SUMMARY_CHARS) + 4 if summary else 0
     head = ""
     for style in _STYLES:
-        head = _head(entry, style)
+        head = _head(entry, style, observed)
         if len(head) + wanted <= max_chars:
             break
     comment = _clip(summary, max_chars - len(head) - 4)
@@ -301,10 +296,11 @@ def compact_json(schema: object) -> str:
     return json.dumps(cleaned, separators=(",", ":"), ensure_ascii=False)
 
 
-def full_doc(entry: CatalogEntry) -> str:
+def full_doc(entry: CatalogEntry, observed: Shape | None = None) -> str:
     """The untruncated signature, hints, whole description, input schema and output schema if any."""
-    lines = [_head(entry, FULL)]
+    lines = [_head(entry, _WIDE, observed)]
     flags = (
+        ("observed return type (not declared)", _is_observed(entry, observed)),
         ("deprecated", _deprecated(entry)),
         ("read-only", entry.read_only),
         ("destructive", entry.destructive),

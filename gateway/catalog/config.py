@@ -1,4 +1,4 @@
-"""The config's `search` section: how search_docs (and a snippet's search()) ranks tools."""
+"""The config's `search` section: how search_docs (and a snippet's search()) ranks and shows tools."""
 
 from __future__ import annotations
 
@@ -6,16 +6,24 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.catalog._semantic import SemanticMode
 
-__all__ = ["DEFAULT_MAX_QUERY_CHARS", "MAX_QUERY_CHARS_CEILING", "SearchConfig"]
+__all__ = [
+    "DEFAULT_MAX_QUERY_CHARS",
+    "DEFAULT_SERVER_INSTRUCTIONS_CHARS",
+    "MAX_QUERY_CHARS_CEILING",
+    "SearchConfig",
+]
 
 DEFAULT_MAX_QUERY_CHARS = 1_000
 MAX_QUERY_CHARS_CEILING = 4_000
 """The most `search.max_query_chars` may be: the sandbox's cap on a question's JSON leaves room for
 a query this long however it is escaped."""
 
+DEFAULT_SERVER_INSTRUCTIONS_CHARS = 2_000
+"""Enough for a server's usage notes (the reference `everything` server's are 1.6 KB)."""
+
 
 class SearchConfig(BaseModel):
-    """How search ranks tools (the config's `search` section)."""
+    """How search ranks and shows tools (the config's `search` section)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, title="Search")
 
@@ -36,4 +44,20 @@ class SearchConfig(BaseModel):
         description="Longest query search_docs and a snippet's search() take, in characters; a longer one "
         "is refused naming this key. A query says what a tool does in a few words: one far longer is a "
         "mistake, or work forced on the gateway.",
+    )
+    server_instructions_chars: int = Field(
+        default=DEFAULT_SERVER_INSTRUCTIONS_CHARS,
+        ge=0,
+        le=100_000,
+        description="The most characters of a child's own `instructions` (its usage notes, sent when it "
+        "connects, redacted like all child text) that `search_docs(server=...)` and a snippet's "
+        "`help(tools.<server>)` show; longer ones are cut, saying so. 0 never shows them.",
+    )
+    observed_shapes: bool = Field(
+        default=True,
+        description="Show, in the signature of a tool without an output schema, the shape of what its calls "
+        "returned so far (types and field names, never values; keys that are data fold into "
+        "`dict[str, ...]`), marked `(observed)`. Kept in memory per gateway process, dropped when the "
+        "tool's schema changes. Turn off where one caller's result field names must not reach another "
+        "caller who may call the same tool.",
     )

@@ -96,6 +96,7 @@ class ChildStatus:
     attempt: int = 0  # while reconnecting: the attempt that is due or under way
     tools_version: int = 0  # bumped whenever the tool list changes, so the catalog is rebuilt
     resources: bool = False  # it lists resources or resource templates (search_docs says so)
+    instructions: str | None = None  # how to use it, as it said when it connected (redacted)
 
 
 def backoff_delay(policy: RestartPolicy, attempt: int, draw: Callable[[], float] = random.random) -> float:
@@ -140,6 +141,7 @@ class Child:
         self.finished = anyio.Event()  # set once `run` has released every connection
         self.tools: list[types.Tool] = []
         self.resources = False  # as last found: it lists resources or resource templates
+        self.instructions: str | None = None  # as it said when it last connected, redacted
         self._reconnect = reconnect
         self._idle_seconds = idle_seconds if lazy else None
         self._draw = draw
@@ -177,6 +179,7 @@ class Child:
             attempt,
             self._tools_version,
             self.resources,
+            self.instructions,
         )
 
     async def wait_changed(self) -> None:
@@ -337,6 +340,9 @@ class Child:
             self.tools = tools
             self._tools_version += 1
         self.resources, self._resources_stale = resources, False
+        instructions = connection.session.instructions if connection.session is not None else None
+        # Child text that reaches the model, as its tool descriptions do: redacted the same way.
+        self.instructions = self._redact(instructions) if instructions else None
         self._connection, self._attempt, self._tools_stale = connection, 0, False
         self._startup_ms = round((time.monotonic() - started) * 1000, 1)
         self._last_used = anyio.current_time()
@@ -455,7 +461,7 @@ class Child:
         self._fail(reason)
 
     def _fail(self, reason: str) -> None:
-        self._connection, self.tools, self.resources = None, [], False
+        self._connection, self.tools, self.resources, self.instructions = None, [], False, None
         self._set(ChildState.FAILED, reason)
         log.warning("child failed", extra={"child": self.name, "error": self._error})
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.catalog import Catalog, read_docs
-from tests.real_servers import snapshot_catalog
+from gateway.catalog import Catalog, ObservedShapes, read_docs
+from gateway.children import ChildState, ChildStatus
+from tests.real_servers import snapshot_catalog, snapshot_tools
 
 
 @pytest.fixture(scope="module")
@@ -80,3 +81,24 @@ def test_help_on_a_tool_carries_the_policys_note(real: Catalog) -> None:
     )
     doc = read_docs(noted, "@docs", {"server": "git", "tool": "git_reset"})["doc"]
     assert doc.splitlines()[0].endswith("  [denied by policy]")
+
+
+def test_help_on_a_server_shows_its_instructions_and_no_search_docs_hint() -> None:
+    statuses = [ChildStatus("time", "stdio", ChildState.READY, instructions="Prefer IANA zone names.")]
+    catalog = Catalog(snapshot_tools(), statuses, instructions_chars=2000)
+    listing = read_docs(catalog, "@docs", {"server": "time"})["doc"]
+    assert listing.splitlines()[-2:] == ["Instructions from the time server:", "Prefer IANA zone names."]
+    assert "search_docs" not in listing
+
+
+def test_search_and_help_show_the_observed_return_type_of_a_tool_called_before() -> None:
+    catalog = Catalog(snapshot_tools(), shapes=ObservedShapes())
+    entry = catalog.get("git.git_log")
+    assert entry is not None
+    assert catalog.shapes is not None
+    catalog.shapes.observe(entry, "Commit history:\nCommit: a8dd92\n")
+    found = read_docs(catalog, "@search", {"query": "commit history", "limit": 1})
+    assert found[0]["signature"].endswith("-> str  # (observed) Shows the commit logs")
+    doc = read_docs(catalog, "@docs", {"server": "git", "tool": "git_log"})["doc"]
+    assert "observed return type (not declared)" in doc
+    assert "a8dd92" not in doc

@@ -119,7 +119,7 @@ def test_no_results_on_one_server_suggest_dropping_the_filter(real: Catalog) -> 
 def test_an_empty_query_on_one_server_lists_its_tools_up_to_the_limit(real: Catalog) -> None:
     lines = render_search(real, "", "git", 2, "signatures").split("\n")
     assert lines[0] == "git (ready, 12 tools)"
-    assert lines[1] == "git.git_status(*, repo_path: str) -> 'working tree status'"
+    assert lines[1] == "git.git_status(*, repo_path: str) -> Any  # Shows the working tree status"
     assert lines[2].startswith("git.git_diff_unstaged(")
     assert lines[3].startswith("10 more: git_diff_staged, git_diff, ")
     assert lines[4] == CALL_HINT
@@ -171,3 +171,68 @@ def test_strong_results_carry_no_hint_and_show_five_tools_by_default(real: Catal
     assert lines[0] == '5 tools for "read a file", best first:'
     assert len(lines) == 6
     assert all(len(line.encode()) <= 210 for line in lines[1:])
+
+
+USAGE = "# Usage\n\n\n- Call `echo` first.\n\n- Then the rest."
+
+
+def _with_instructions(instructions: str = USAGE, chars: int = 2000) -> Catalog:
+    statuses = [
+        ChildStatus("everything", "stdio", ChildState.READY, instructions=instructions),
+        ChildStatus("git", "stdio", ChildState.READY, instructions=instructions),
+    ]
+    catalog = Catalog(snapshot_tools(), statuses, instructions_chars=chars)
+    return catalog.filtered(lambda entry: True, blocked={"git": "a typo"})
+
+
+def test_a_servers_listing_ends_with_its_own_instructions_without_blank_runs() -> None:
+    lines = render_search(_with_instructions(), "", "everything", 2, "signatures").split("\n")
+    assert lines[-6:] == [
+        "Instructions from the everything server:",
+        "# Usage",
+        "",
+        "- Call `echo` first.",
+        "",
+        "- Then the rest.",
+    ]
+
+
+def test_the_overview_names_the_servers_with_instructions_and_a_blocked_server_shows_none() -> None:
+    catalog = _with_instructions()
+    overview = render_overview(catalog).split("\n")
+    assert overview[-1] == 'Usage instructions from everything: search_docs(server="<name>") shows them.'
+    assert "Instructions from" not in render_search(catalog, "", "git", 2, "signatures")
+
+
+def test_instructions_past_the_cap_are_cut_naming_the_limit_and_a_zero_cap_hides_them() -> None:
+    cut = render_search(_with_instructions("word " * 1000, chars=100), "", "everything", 1, "names")
+    shown = cut.split("Instructions from the everything server:\n")[1]
+    assert shown.endswith("... (cut at 100 characters: search.server_instructions_chars)")
+    assert len(shown) < 100 + 70
+    hidden = _with_instructions(chars=0)
+    assert "nstructions" not in render_search(hidden, "", "everything", 1, "names")
+    assert "nstructions" not in render_overview(hidden)
+
+
+def test_a_server_without_instructions_adds_no_line(real: Catalog) -> None:
+    assert "nstructions" not in render_search(real, "", "time", 2, "signatures")
+    assert "nstructions" not in render_overview(real)
+
+
+def test_the_overview_names_a_reload_when_one_is_given_and_says_nothing_of_loading_otherwise(
+    real: Catalog,
+) -> None:
+    assert "Config" not in render_overview(real)
+    note = "Config reloaded 2026-11-27T10:00:00Z (reload 1): tools may differ from earlier searches."
+    assert render_overview(real, note).split("\n")[-1] == note
+
+
+def test_a_server_whose_tools_the_policy_partly_hides_shows_no_instructions_which_could_name_them() -> None:
+    statuses = [ChildStatus("time", "stdio", ChildState.READY, instructions="Use convert_time for zones.")]
+    catalog = Catalog(snapshot_tools(), statuses, instructions_chars=2000)
+    hiding = catalog.filtered(lambda entry: entry.python_name != "convert_time")
+    assert "convert_time" not in render_search(hiding, "", "time", 5, "signatures")
+    assert "nstructions" not in render_overview(hiding)
+    assert "Use convert_time for zones." in render_search(
+        catalog.filtered(lambda _: True), "", "time", 5, "names"
+    )

@@ -17,7 +17,6 @@ from gateway.catalog._signatures import (
     first_sentence,
     full_doc,
     render_type,
-    return_phrase,
     signature,
 )
 from tests.real_servers import snapshot_catalog
@@ -83,9 +82,9 @@ def test_signatures_of_the_real_tools_average_well_under_the_budget() -> None:
         ("time.get_current_time", "time.get_current_time(*, timezone: str) -> TimeResult"),
         (
             "git.git_diff_staged",
-            "git.git_diff_staged(*, repo_path: str, context_lines: int = 3) -> 'changes'",
+            "git.git_diff_staged(*, repo_path: str, context_lines: int = 3) -> Any",
         ),
-        ("everything.get_sum", "everything.get_sum(*, a: float, b: float) -> 'sum of two numbers'"),
+        ("everything.get_sum", "everything.get_sum(*, a: float, b: float) -> Any"),
         ("git.git_commit", "git.git_commit(*, repo_path: str, message: str) -> Any"),
         (
             "memory.create_entities",
@@ -95,7 +94,7 @@ def test_signatures_of_the_real_tools_average_well_under_the_budget() -> None:
         (
             "git.git_log",
             "git.git_log(*, repo_path: str, max_count: int = 10, start_timestamp: str | None = None,"
-            " end_timestamp: str | None = None) -> 'commit logs'",
+            " end_timestamp: str | None = None) -> Any",
         ),
     ],
 )
@@ -270,29 +269,32 @@ def test_a_tool_with_only_many_options_renders_them_as_keyword_options() -> None
     assert line.startswith("srv.tool(**options: Any) -> Any")
 
 
-@pytest.mark.parametrize(
-    ("description", "phrase"),
-    [
-        ("Returns the sum of two numbers", "sum of two numbers"),
-        ("Shows the commit logs", "commit logs"),
-        ("List Git branches", "Git branches"),
-        ("Returns up to ten resource links that reference resources", "resource links"),
-        ("Read the complete contents of a file as text.", "complete contents of a file as text"),
-        ("Creates a new branch", None),  # an action: the description says what it does, not what comes back
-        ("Toggles logging. Gets the level from the environment.", "level"),
-        ("Returns either the compressed data as a gzipped resource or a link to it", None),  # too long
-    ],
-)
-def test_what_a_tool_returns_is_read_from_its_description(description: str, phrase: str | None) -> None:
-    assert return_phrase(description) == phrase
+def test_a_tool_without_output_schema_returns_any_and_keeps_its_descriptions_first_sentence() -> None:
+    assert signature(_real("everything.get_sum")) == (
+        "everything.get_sum(*, a: float, b: float) -> Any  # Returns the sum of two numbers"
+    )
+    assert signature(_real("git.git_log")).endswith("-> Any  # Shows the commit logs")
 
 
-def test_a_tool_without_output_schema_shows_what_comes_back_and_the_comment_does_not_repeat_it() -> None:
-    assert (
-        signature(_real("everything.get_sum"))
-        == "everything.get_sum(*, a: float, b: float) -> 'sum of two numbers'"
-    )
-    assert signature(_real("git.git_show")).endswith(
-        "-> 'contents of a commit'  # Shows the contents of a commit, "
-        "or of a file or directory given as <revision>:<path>"
-    )
+def test_an_observed_shape_is_the_return_type_of_a_tool_without_output_schema_marked_as_observed() -> None:
+    observed = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    line = signature(_entry({"type": "object"}), observed=observed)
+    assert line == "srv.tool() -> {'n': int}  # (observed) Does a thing."
+    assert full_doc(_entry({"type": "object"}), observed).split("\n")[:2] == [
+        "srv.tool() -> {'n': int}",
+        "  observed return type (not declared)",
+    ]
+
+
+def test_a_declared_output_schema_wins_over_an_observed_shape() -> None:
+    entry = _entry({"type": "object"}, output_schema={"type": "object", "title": "Report", "properties": {}})
+    line = signature(entry, observed={"type": "string"})
+    assert line == "srv.tool() -> Report  # Does a thing."
+
+
+def test_a_long_observed_shape_loses_its_keys_before_the_description() -> None:
+    keys = {f"field_number_{i}": {"type": "string"} for i in range(8)}
+    observed = {"type": "object", "properties": keys, "required": list(keys)}
+    line = signature(_entry({"type": "object"}, description="Reads the thing."), observed=observed)
+    assert line == "srv.tool() -> dict  # (observed) Reads the thing."
+    assert "field_number_7" in full_doc(_entry({"type": "object"}), observed)

@@ -400,3 +400,12 @@ async def test_a_secret_in_a_childs_tool_docs_is_redacted_before_anyone_reads_th
     assert lookup.description == "Look something up (key=[REDACTED:API_TOKEN])."
     assert lookup.input_schema["properties"]["key"]["default"] == "key=[REDACTED:API_TOKEN]"
     assert SECRET not in lookup.model_dump_json()
+
+
+async def test_a_childs_instructions_are_kept_redacted_in_its_status(tiny_server: Entry) -> None:
+    entry: Entry = {**tiny_server, "env": {"TINY_INSTRUCTIONS": f"Call echo first.\nUse key={SECRET}."}}
+    with anyio.fail_after(WAIT):
+        async with pool_for(parse_config({"mcpServers": {"tiny": entry}}, "test"), redact=redact) as pool:
+            assert await pool.wait_ready()
+            status = by_name(pool)["tiny"]
+    assert status.instructions == "Call echo first.\nUse key=[REDACTED:API_TOKEN]."

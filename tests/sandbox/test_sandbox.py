@@ -416,7 +416,8 @@ async def test_an_oversized_search_is_refused_before_the_catalog_sees_it(sandbox
         seen.append(service)
         return []
 
-    code = f"try:\n    search('word ' * {MAX_DOCS_ARGS_BYTES // 5})\nexcept ToolError as e:\n    message = str(e)\nmessage"
+    words = MAX_DOCS_ARGS_BYTES // 5
+    code = f"try:\n    search('word ' * {words})\nexcept ToolError as e:\n    message = str(e)\nmessage"
     result = await run(sandbox, code, docs=docs)
     assert f"over the {MAX_DOCS_ARGS_BYTES:,}-byte cap" in str(result.value)
     assert seen == []

@@ -10,8 +10,9 @@ from mcp.server.mcpserver import MCPServer
 
 
 def build() -> MCPServer:
-    """The server: `echo` answers, `env` shows its environment, `die` ends the process mid-call."""
-    server = MCPServer("tiny")
+    """The server: `echo` answers, `env` shows its environment, `die` ends the process mid-call; its
+    instructions are TINY_INSTRUCTIONS, if set; TINY_PLAIN_ECHO adds `plain_echo`."""
+    server = MCPServer("tiny", instructions=os.environ.get("TINY_INSTRUCTIONS"))
 
     @server.tool()
     def echo(text: str) -> str:  # pyright: ignore[reportUnusedFunction]
@@ -29,6 +30,13 @@ def build() -> MCPServer:
         @server.tool(description=f"Look something up ({note}).")
         def lookup(key: str = note) -> str:  # pyright: ignore[reportUnusedFunction]
             return key
+
+    if os.environ.get("TINY_PLAIN_ECHO"):  # a tool without an output schema, as most children's are
+
+        @server.tool(structured_output=False)
+        def plain_echo(text: str) -> str:  # pyright: ignore[reportUnusedFunction]
+            """Return the text unchanged, declaring no output schema."""
+            return text
 
     @server.tool()
     def die() -> str:  # pyright: ignore[reportUnusedFunction]

@@ -1,0 +1,194 @@
+"""What the model reads from search_docs and help(), in the real gateway process over real children:
+honest return types, the shapes of results it has seen, a child's own instructions, and no stamp.
+
+One gateway serves the module: git and time (PyPI), the reference `everything` server (npm), and the
+tiny test server (whose `plain_echo` hands back any JSON the snippet gives it, as text the gateway
+parses, declaring no output schema).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import ClientSession
+
+from tests.e2e.gateway_http import http_client, http_gateway
+from tests.e2e.gateway_process import TINY, environment, execute, search_docs, session, text, write_config
+from tests.real_servers import CATALOG_SERVER, npm_entry_point
+
+pytestmark = pytest.mark.anyio
+
+WAIT = 120  # real child servers start in seconds; this bounds a hang, not a race
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A git repository with one commit."""
+    path = tmp_path_factory.mktemp("repo")
+    git = ["git", "-C", str(path), "-c", "user.name=Test", "-c", "user.email=test@example.com"]
+    subprocess.run(["git", "init", "--quiet", str(path)], check=True, timeout=30)
+    (path / "notes.md").write_text("ship it\n", encoding="utf-8")
+    subprocess.run([*git, "add", "notes.md"], check=True, timeout=30)
+    subprocess.run([*git, "commit", "--quiet", "-m", "first commit"], check=True, timeout=30)
+    return path
+
+
+@pytest.fixture(scope="module")
+async def client(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[ClientSession]:
+    everything = str(npm_entry_point("@modelcontextprotocol/server-everything"))
+    config = {
+        "mcpServers": {
+            "git": {"command": sys.executable, "args": ["-m", "mcp_server_git", "--repository", str(repo)]},
+            "time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]},
+            "everything": {"command": "node", "args": [everything]},
+            "tiny": {**TINY, "env": {"TINY_PLAIN_ECHO": "1"}},
+        }
+    }
+    async with session(write_config(tmp_path_factory.mktemp("config"), config)) as connected:
+        yield connected
+
+
+def _commit_hash(repo: Path) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, timeout=30, capture_output=True
+    )
+    return done.stdout.decode().strip()
+
+
+async def test_the_overview_carries_no_config_stamp_and_names_the_server_with_instructions(
+    client: ClientSession,
+) -> None:
+    overview = await search_docs(client)
+    assert "Config" not in overview
+    assert overview.split("\n")[-1] == (
+        'Usage instructions from everything: search_docs(server="<name>") shows them.'
+    )
+
+
+async def test_a_childs_instructions_are_shown_where_the_model_looks_at_that_server(
+    client: ClientSession,
+) -> None:
+    listing = await search_docs(client, server="everything", limit=1)
+    instructions = listing.split("Instructions from the everything server:\n", 1)[1]
+    assert instructions.startswith("# Everything Server")
+    assert "## Operational Patterns" in instructions
+    outcome = await execute(client, "help(tools.everything)")
+    assert "Instructions from the everything server:\n# Everything Server" in outcome["stdout"]
+    assert "search_docs" not in outcome["stdout"].split("Instructions from")[0]  # no hint to the snippet
+    assert "nstructions" not in await search_docs(client, server="git")  # git gives none
+
+
+async def test_a_tool_without_output_schema_returns_any_until_a_call_shows_its_shape(
+    client: ClientSession, repo: Path
+) -> None:
+    before = (await search_docs(client, "git log", limit=1)).split("\n")[1]
+    assert before.endswith(") -> Any  # Shows the commit logs")
+    outcome = await execute(
+        client, f"log = tools.git.git_log(repo_path={str(repo)!r})\nprint(type(log).__name__)"
+    )
+    assert outcome["stdout"] == "str\n"
+    after = (await search_docs(client, "git log", limit=1)).split("\n")[1]
+    assert after.endswith(") -> str  # (observed) Shows the commit logs")
+    doc = (await execute(client, "help(tools.git.git_log)"))["stdout"]
+    assert "observed return type (not declared)" in doc
+    assert _commit_hash(repo) not in after + doc
+
+
+async def test_an_observed_shape_shows_field_names_and_types_never_values(client: ClientSession) -> None:
+    await execute(client, "tools.everything.get_resource_links(count=2)")
+    doc = (await execute(client, "help(tools.everything.get_resource_links)"))["stdout"]
+    head = doc.split("\n")[0]
+    assert head.endswith(
+        "-> list[str | {'name': str, 'uri': str, 'description': str, 'mimeType': str, 'type': str}]"
+    )
+    assert "demo://" not in doc
+    assert "Resource 1" not in doc
+
+
+async def test_keys_that_are_data_never_reach_a_signature(client: ClientSession) -> None:
+    data = {"ann@example.com": {"balance": 1234567}, "/home/bob/ledger.txt": {"balance": 7654321}}
+    outcome = await execute(client, f"tools.tiny.plain_echo(text={json.dumps(data)!r})")
+    assert outcome["ok"], outcome
+    line = (await search_docs(client, "plain_echo", server="tiny", limit=1)).split("\n")[1]
+    assert line.startswith("tiny.plain_echo(*, text: str) -> dict[str, {'balance': int}]  # (observed)")
+    shown = line + (await execute(client, "help(tools.tiny.plain_echo)"))["stdout"]
+    assert not any(secret in shown for secret in ("ann@example.com", "/home/bob", "1234567", "7654321"))
+    assert (await execute(client, "tools.time.get_current_time(timezone='UTC')"))["ok"]  # still serving
+
+
+async def test_a_tools_schema_change_drops_its_observed_shape(tmp_path: Path) -> None:
+    catalog_file = tmp_path / "tools.json"
+    tool = {"name": "report", "description": "Writes a report.", "inputSchema": {"type": "object"}}
+    catalog_file.write_text(json.dumps([tool]), encoding="utf-8")
+    server = {
+        "command": sys.executable,
+        "args": [str(CATALOG_SERVER)],
+        "env": {"CATALOG_FILE": str(catalog_file)},
+    }
+    async with session(write_config(tmp_path, {"mcpServers": {"catalog": server}})) as connected:
+        assert (await execute(connected, "tools.catalog.report()"))["value"] == "report answered"
+        observed = await search_docs(connected, "report", limit=1)
+        assert "catalog.report() -> str  # (observed) Writes a report." in observed
+        changed = {**tool, "inputSchema": {"type": "object", "properties": {"title": {"type": "string"}}}}
+        catalog_file.write_text(json.dumps([changed]), encoding="utf-8")
+        await execute(connected, "tools.catalog.announce()")
+        with anyio.fail_after(WAIT):
+            while "title" not in (shown := await search_docs(connected, "report", limit=1)):  # noqa: ASYNC110 (another process lists)
+                await anyio.sleep(0.05)
+    assert "catalog.report(*, title: str = None) -> Any  # Writes a report." in shown
+
+
+ALICE = "alice-token-" + "a" * 40
+BOB = "bob-token-" + "b" * 40
+
+
+async def test_another_caller_learns_no_data_from_a_shape_nor_a_hidden_tool_from_instructions(
+    tmp_path: Path,
+) -> None:
+    tiny = {
+        **TINY,
+        "env": {"TINY_PLAIN_ECHO": "1", "TINY_INSTRUCTIONS": "Call env to debug, echo for the rest."},
+    }
+    config = {
+        "mcpServers": {"tiny": tiny},
+        "auth": {"tokens": {"alice": "${ALICE_TOKEN}", "bob": "${BOB_TOKEN}"}},
+        "policy": {"roles": {"contractor": {"principals": ["bob"], "hidden": ["tiny.env"]}}},
+    }
+    data = {"ann@example.com": {"balance": 1234567, "iban": "DE02120300000000202051"}}
+    env = environment({"ALICE_TOKEN": ALICE, "BOB_TOKEN": BOB})
+    async with http_gateway(write_config(tmp_path, config), env=env) as gateway:
+        async with http_client(gateway.url, token=ALICE) as alice:
+            with anyio.fail_after(WAIT):
+                code = f"tools.tiny.plain_echo(text={json.dumps(data)!r})"
+                ran = await alice.call_tool("execute_code", {"code": code})
+                alices = text(await alice.call_tool("search_docs", {"query": "", "server": "tiny"}))
+        async with http_client(gateway.url, token=BOB) as bob:
+            with anyio.fail_after(WAIT):
+                bobs = text(await bob.call_tool("search_docs", {"query": "", "server": "tiny"}))
+                help_text = text(await bob.call_tool("execute_code", {"code": "help(tools.tiny)"}))
+                still = await bob.call_tool("execute_code", {"code": "tools.tiny.echo(text='hi')"})
+    assert ran.structured_content is not None
+    assert ran.structured_content["ok"]
+    shape = "-> dict[str, {'balance': int, 'iban': str}]  # (observed)"
+    assert shape in alices
+    assert shape in bobs  # the shape is shared: its field names, never a key that is data
+    for seen in (bobs, help_text):
+        assert "ann@example.com" not in seen
+        assert "1234567" not in seen
+        assert "DE0212" not in seen
+        assert "nstructions" not in seen  # they name tiny.env, which bob's role hides
+        assert "env" not in seen.replace("environment", "")
+    assert "Instructions from the tiny server:\nCall env to debug, echo for the rest." in alices
+    assert still.structured_content is not None
+    assert still.structured_content["value"] == {"result": "hi"}
