@@ -261,6 +261,7 @@ class AuditLog:
         restart_needed: list[str],
         errors: list[str],
         requested_by: Mapping[str, Any] | None = None,
+        privileged: list[str] | None = None,
     ) -> None:
         """Record one config reload: what triggered it, what changed, and whether it was applied."""
         redact = self.redactor.redact
@@ -276,6 +277,7 @@ class AuditLog:
             "servers": {key: [redact(name) for name in names] for key, names in servers.items()},
             "sections": sections,
             "restart_needed": restart_needed,
+            "privileged": [redact(change) for change in privileged or []],
             "errors": [redact(error) for error in errors],
         }
         self.write(record)

@@ -50,6 +50,7 @@ async def serve_reloads(
     """Reload `gateway`'s config on SIGHUP, and on changes to its file when `options.watch`, until
     cancelled; the pid file is held meanwhile. Started with `task_group.start`, it gives its Reloader."""
     reloader = Reloader(gateway)
+    reloader.pid_file = options.pid_file
     with PidFile(options.pid_file) if options.pid_file else _NoPidFile() as pid_file:
         if isinstance(pid_file, PidFile):
             reloader.listeners.append(pid_file.write_status)
