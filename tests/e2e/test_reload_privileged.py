@@ -55,14 +55,16 @@ def write(path: Path, config: dict[str, Any]) -> Path:
 
 
 @asynccontextmanager
-async def gateway(config: Path, log: Path, *options: str) -> AsyncIterator[ClientSession]:
+async def gateway(
+    config: Path, log: Path, *options: str, env: dict[str, str] | None = None
+) -> AsyncIterator[ClientSession]:
     """`codemode-gateway serve --config CONFIG --pid-file ...` with RT_SECRET set, its stderr to `log`,
     once it watches the file (a change made before would be the content it starts from)."""
     args = ["-m", "gateway", "--log-level", "INFO", "serve", "--config", str(config), "--pid-file"]
     params = StdioServerParameters(
         command=sys.executable,
         args=[*args, str(pid_file(log)), *options],
-        env=environment({"RT_SECRET": SECRET}),
+        env=environment({"RT_SECRET": SECRET, **(env or {})}),
     )
     with log.open("w", encoding="utf-8") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, send), ClientSession(read, send) as client:
@@ -236,3 +238,34 @@ async def test_the_file_watch_still_applies_a_narrowing_change_at_once(tmp_path:
     assert not refused["ok"]
     assert "ledger.append is denied by policy" in refused["error"]["message"]
     assert not gone["ok"]
+
+
+PLANTED = """
+from pathlib import Path
+Path({marker!r}).write_text("imported")
+
+async def hook(call, call_next):
+    return await call_next(call)
+"""
+
+
+async def test_a_middleware_module_a_rewritten_config_names_is_never_imported_by_the_file_watch(
+    tmp_path: Path,
+) -> None:
+    # A module a child could plant where the gateway imports from: its code runs as it is imported.
+    marker, log, hooks = tmp_path / "marker", tmp_path / "gateway.log", tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "planted_hooks.py").write_text(PLANTED.format(marker=str(marker)), encoding="utf-8")
+    audit_path = str(tmp_path / "audit.jsonl")
+    config = write(tmp_path / "team.json", {"mcpServers": {"a": LATCH}, "audit": {"path": audit_path}})
+    async with gateway(config, log, env={"PYTHONPATH": str(hooks)}) as client:
+        write(
+            config,
+            {"mcpServers": {"a": LATCH}, "middleware": ["planted_hooks:hook"], "audit": {"path": audit_path}},
+        )
+        record = await reload_record(tmp_path, 1)
+        still = await execute(client, "tools.a.echo(text='still here')")
+    assert record["outcome"] == "refused"
+    assert record["privileged"] == ["middleware: changed"]
+    assert not marker.exists()
+    assert still["ok"], still
