@@ -143,6 +143,12 @@ async def test_a_snippet_that_rewrites_the_config_through_a_filesystem_child_run
     refusals = logged(log, "config reload refused: the config in force serves on")
     assert refusals
     assert refusals[0]["level"] == "error"
+    warned = [record["warning"] for record in logged(log, "a child may reach the gateway's own files")]
+    assert any(
+        f"child 'filesystem' may write under a path (its argument 2) that holds the gateway's config {config}"
+        in line
+        for line in warned
+    )
     assert SECRET not in log.read_text(encoding="utf-8")
     assert SECRET not in (tmp_path / "audit.jsonl").read_text(encoding="utf-8")
 
