@@ -139,6 +139,7 @@ class AuditLog:
         self._clock = clock
         self._lock = threading.Lock()
         self._needs_newline = False  # the file ends in a torn line (a crash mid-write, a full disk)
+        self._closed = False
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._fd: int | None = self._open(truncate=False)
@@ -169,6 +170,7 @@ class AuditLog:
     def close(self) -> None:
         """Close the file; later records raise ValueError."""
         with self._lock:
+            self._closed = True
             if self._fd is not None:
                 os.close(self._fd)
                 self._fd = None
@@ -297,8 +299,10 @@ class AuditLog:
         line = json.dumps(stamped, separators=(",", ":"), default=str) + "\n"  # ASCII: escapes the rest
         data = line.encode("ascii")
         with self._lock:
-            if self._fd is None:
+            if self._closed:
                 raise ValueError(f"the audit log {self.path} is closed")
+            if self._fd is None:  # its reopen failed (a symlink planted there, a full disk): try again
+                self._fd = self._open(truncate=False)
             if self._size > 0 and self._size + len(data) > self.max_bytes:
                 self._rotate()
             if self._needs_newline:
@@ -321,7 +325,11 @@ class AuditLog:
             view = view[written:]
 
     def _open(self, *, truncate: bool) -> int:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_BINARY", 0)
+        # Never through a symlink: one planted where the log is (a child that can write there) would
+        # send the records, which quote a snippet's arguments, into a file of the attacker's choosing.
+        flags = (
+            os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+        )
         if truncate:
             flags |= os.O_TRUNC
         fd = os.open(self.path, flags, 0o600)  # the log may hold scripts and arguments: owner only
