@@ -22,6 +22,7 @@ import logging
 import os
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
@@ -46,10 +47,16 @@ def _status_path(pid_file: Path) -> Path:
 
 
 def _write_atomically(path: Path, data: dict[str, Any]) -> None:
-    """A reader sees the old content or the new, never part of it."""
-    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    partial.write_text(json.dumps(data), encoding="utf-8")
-    os.replace(partial, path)
+    """A reader sees the old content or the new, never part of it. The partial file has a name
+    nobody can guess and is created anew: a symlink planted beside the pid file is never written through."""
+    fd, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            file.write(json.dumps(data))
+        os.replace(partial, path)
+    except BaseException:
+        Path(partial).unlink(missing_ok=True)
+        raise
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
@@ -69,7 +76,8 @@ class PidFile:
 
     def __enter__(self) -> Self:
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            # Not through a symlink: one planted there would have the gateway truncate its target.
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
         except OSError as exc:
             raise ConfigError(f"cannot write the pid file {self.path}: {exc.strerror or exc}") from None
         try:
