@@ -218,7 +218,9 @@ class Reloader:
         unblocked = [
             f"policy: server {server.name!r} would no longer be blocked"
             for identifier in before
-            if identifier not in after and (server := everything.server(identifier)) is not None
+            if identifier not in after
+            and (server := everything.server(identifier)) is not None
+            and server.name not in diff.removed  # a server going away reaches nothing
         ]
         return problems, unblocked
 

@@ -275,3 +275,23 @@ async def test_a_middleware_module_a_rewritten_config_names_is_never_imported_by
     assert record["privileged"] == ["middleware: changed"]
     assert not marker.exists()
     assert still["ok"], still
+
+
+async def test_a_rule_removed_from_allow_that_would_unblock_a_server_is_privileged(tmp_path: Path) -> None:
+    # A rule naming none of a server's tools blocks the whole server; dropping it reaches every tool.
+    log, audit_path = tmp_path / "gateway.log", str(tmp_path / "audit.jsonl")
+    blocked = {
+        "mcpServers": {"a": LATCH},
+        "policy": {"allow": ["*", "a.typo"]},
+        "audit": {"path": audit_path},
+    }
+    config = write(tmp_path / "team.json", blocked)
+    async with gateway(config, log) as client:
+        before = await execute(client, "tools.a.echo(text='blocked')")
+        write(config, {**blocked, "policy": {"allow": ["*"]}})
+        record = await reload_record(tmp_path, 1)
+        after = await execute(client, "tools.a.echo(text='still blocked')")
+    assert not before["ok"]
+    assert record["outcome"] == "refused"
+    assert record["privileged"] == ["policy: server 'a' would no longer be blocked"]
+    assert not after["ok"]
