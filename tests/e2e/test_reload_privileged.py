@@ -295,3 +295,19 @@ async def test_a_rule_removed_from_allow_that_would_unblock_a_server_is_privileg
     assert record["outcome"] == "refused"
     assert record["privileged"] == ["policy: server 'a' would no longer be blocked"]
     assert not after["ok"]
+
+
+async def test_a_lockfile_removed_beside_a_narrowing_change_is_privileged(tmp_path: Path) -> None:
+    log, audit_path = tmp_path / "gateway.log", str(tmp_path / "audit.jsonl")
+    team = {"mcpServers": {"a": LATCH}, "audit": {"path": audit_path}}
+    config = write(tmp_path / "team.json", team)
+    code, _, err = await cli("lock", "--config", str(config))
+    assert code == 0, err
+    async with gateway(config, log) as client:
+        (tmp_path / "team.lock.json").unlink()
+        write(config, {**team, "policy": {"deny": ["a.pid"]}})
+        record = await reload_record(tmp_path, 1)
+        still = await execute(client, "tools.a.pid()")
+    assert record["outcome"] == "refused"
+    assert record["privileged"] == ["lockfile: removed (every tool would be admitted unreviewed)"]
+    assert still["ok"]  # the narrowing was refused with it: the reload is refused whole
