@@ -186,6 +186,11 @@ class Gateway(AsyncContextManagerMixin):
         self.reloads += 1
         return changes
 
+    @property
+    def catalog_lock(self) -> CatalogLock | None:
+        """The lockfile in force (read at start or by the last reload applied), None without one."""
+        return self._lock
+
     def swap_sandbox(self, sandbox: Sandbox) -> Sandbox | None:
         """Run new executions in `sandbox` (built for a reload's new limits); returns the one it
         replaces, which the executions already in it go on using until they end."""

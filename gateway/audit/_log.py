@@ -181,6 +181,7 @@ class AuditLog:
         self._clock = clock
         self._lock = threading.Lock()
         self._needs_newline = False  # the file ends in a torn line (a crash mid-write, a full disk)
+        self._closed = False
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._fd: int | None = self._open(truncate=False)
@@ -214,10 +215,13 @@ class AuditLog:
     def close(self) -> None:
         """Close the file, after the summaries of suppressed records; later records raise ValueError."""
         with self._lock:
-            if self._fd is not None:
-                try:
-                    self._end_windows(None)
-                finally:
+            if self._closed:
+                return
+            try:
+                self._end_windows(None)
+            finally:
+                self._closed = True
+                if self._fd is not None:
                     os.close(self._fd)
                     self._fd = None
 
@@ -320,6 +324,7 @@ class AuditLog:
         restart_needed: list[str],
         errors: list[str],
         requested_by: Mapping[str, Any] | None = None,
+        privileged: list[str] | None = None,
     ) -> None:
         """Record one config reload: what triggered it, what changed, and whether it was applied."""
         redact = self.redactor.redact
@@ -335,6 +340,7 @@ class AuditLog:
             "servers": {key: [redact(name) for name in names] for key, names in servers.items()},
             "sections": sections,
             "restart_needed": restart_needed,
+            "privileged": [redact(change) for change in privileged or []],
             "errors": [redact(error) for error in errors],
         }
         self.write(record)
@@ -394,8 +400,10 @@ class AuditLog:
 
     def _append(self, data: bytes) -> None:
         """Write one line, rotating first if it would pass max_bytes; the lock is held."""
-        if self._fd is None:
+        if self._closed:
             raise ValueError(f"the audit log {self.path} is closed")
+        if self._fd is None:  # its reopen failed (a symlink planted there, a full disk): try again
+            self._fd = self._open(truncate=False)
         if self._size > 0 and self._size + len(data) > self.max_bytes:
             self._rotate()
         if self._needs_newline:
@@ -418,7 +426,11 @@ class AuditLog:
             view = view[written:]
 
     def _open(self, *, truncate: bool) -> int:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_BINARY", 0)
+        # Never through a symlink: one planted where the log is (a child that can write there) would
+        # send the records, which quote a snippet's arguments, into a file of the attacker's choosing.
+        flags = (
+            os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+        )
         if truncate:
             flags |= os.O_TRUNC
         fd = os.open(self.path, flags, 0o600)  # the log may hold scripts and arguments: owner only

@@ -28,6 +28,7 @@ from gateway.config import (
     read_config_data,
 )
 from gateway.policy import Policy
+from gateway.reload import reach_warnings
 
 __all__ = ["check_children", "check_command", "format_statuses"]
 
@@ -70,6 +71,8 @@ def check_command(args: argparse.Namespace) -> int:
     _print_command_line(config, file_servers)
     lock = config_lock(config)  # before the children start: a malformed lockfile is a config error
     semantic_search(config.search.semantic)  # `on` without the extra is a config error, as for `serve`
+    for line in reach_warnings(config):  # a heuristic: it warns, and the exit code does not change
+        print(f"warning: {line}", file=sys.stderr)
     if not config.mcp_servers and not config.unavailable_servers and lock is None:
         print("no child servers configured (mcpServers is empty)")
         return EXIT_OK

@@ -64,7 +64,12 @@ def _describe(result: dict[str, object]) -> str:
         for key, names in servers.items():  # pyright: ignore[reportUnknownVariableType]
             if names:
                 lines.append(f"  servers {key}: {', '.join(map(str, names))}")  # pyright: ignore[reportUnknownArgumentType]
-    for key, label in (("sections", "changed"), ("restart_needed", "need a restart")):
+    privileged = "privileged changes" + (" applied" if outcome == "applied" else "")
+    for key, label in (
+        ("sections", "changed"),
+        ("restart_needed", "need a restart"),
+        ("privileged", privileged),
+    ):
         value = result.get(key)
         if isinstance(value, list) and value:
             lines.append(f"  {label}: {', '.join(map(str, value))}")  # pyright: ignore[reportUnknownArgumentType]

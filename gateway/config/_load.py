@@ -34,6 +34,7 @@ from gateway.config._model import GatewayConfig
 from gateway.config._policy_servers import unknown_server_exposes, unknown_server_rules
 from gateway.config._variables import VARIABLE_REFERENCE, Expander, Unresolved
 from gateway.errors import ConfigError
+from gateway.middleware import DEFER_IMPORT
 from gateway.policy import PolicyConfig
 
 __all__ = [
@@ -202,6 +203,7 @@ def parse_config(
     config_dir: Path | None = None,
     config_file: Path | None = None,
     command_line: Mapping[str, Any] | None = None,
+    import_middleware: bool = True,
 ) -> GatewayConfig:
     """Validate already-parsed JSON as a config, expanding `${VAR}` in the server entries.
 
@@ -209,13 +211,15 @@ def parse_config(
     relative paths in stdio entries start from `config_dir` when it is given (the file's directory).
     `config_file` is the file it was read from, whose lockfile applies. `command_line` holds the
     `mcpServers` entries given on the command line: each replaces the file's entry of that name.
+    Without `import_middleware` the middleware paths are not imported (a reload imports them only
+    once it may apply them).
     """
     reading = _Reading(os.environ if environ is None else environ)
     top = as_object(data)
     if top is not None and command_line:
         top = _with_command_line(top, command_line, reading)
     if top is None:
-        return _validate(data, source, reading, [])
+        return _validate(data, source, reading, [], import_middleware)
     reading.problems += layout_problems(top)
     top = {key: value for key, value in top.items() if key not in ("servers", "inputs")}
     servers = as_object(top.get("mcpServers"))
@@ -228,7 +232,7 @@ def parse_config(
         top["approvals"] = reading.approvals(approvals)
     if (auth := as_object(top.get("auth"))) is not None:
         top["auth"] = reading.auth(auth)
-    config = _validate(top, source, reading, _policy_problems(top, configured))
+    config = _validate(top, source, reading, _policy_problems(top, configured), import_middleware)
     if config_dir is not None:
         _resolve_paths(config, config_dir)
     config.set_origin(
@@ -254,14 +258,16 @@ def _with_command_line(
     return {**top, "mcpServers": {**servers, **command_line}}
 
 
-def _validate(data: Any, source: str, reading: _Reading, policy_problems: list[str]) -> GatewayConfig:
+def _validate(
+    data: Any, source: str, reading: _Reading, policy_problems: list[str], import_middleware: bool
+) -> GatewayConfig:
     """The config with the unavailable entries left out, or a ConfigError naming every problem.
 
     The entries are validated with the others first, their unexpanded references (kept as written)
     excepted, so that a typo in an entry that is left out still refuses the config.
     """
     problems = list(reading.problems)
-    context = validation_context(data)
+    context = validation_context(data) | {DEFER_IMPORT: not import_middleware}
     unresolved = [item.where for item in reading.unresolved]
     try:
         GatewayConfig.model_validate(data, context=context)
@@ -296,9 +302,11 @@ def load_config(
     environ: Mapping[str, str] | None = None,
     *,
     command_line: Mapping[str, Any] | None = None,
+    import_middleware: bool = True,
 ) -> GatewayConfig:
     """Load the config from `path`, else `$CODEMODE_CONFIG`, else the built-in default; children
-    given on the command line (`command_line`) are added to a file's, and replace the built-in ones."""
+    given on the command line (`command_line`) are added to a file's, and replace the built-in ones
+    (see `parse_config` for `import_middleware`)."""
     file = find_config_file(path, environ)
     if file is None:
         if not command_line:
@@ -307,7 +315,13 @@ def load_config(
     data = read_config_data(file, named_by=None if path else f"${CONFIG_ENV}")
     resolved = file.resolve()
     return parse_config(
-        data, str(file), environ, config_dir=resolved.parent, config_file=resolved, command_line=command_line
+        data,
+        str(file),
+        environ,
+        config_dir=resolved.parent,
+        config_file=resolved,
+        command_line=command_line,
+        import_middleware=import_middleware,
     )
 
 

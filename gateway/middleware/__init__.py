@@ -4,12 +4,14 @@ from gateway.middleware._call import Call, CallNext, Middleware, Refused, Search
 from gateway.middleware._chain import Chain, Innermost, Layer, Passage
 from gateway.middleware.config import (
     DEFAULT_MIDDLEWARE_TIMEOUT_SECONDS,
+    DEFER_IMPORT,
     MAX_MIDDLEWARE_TIMEOUT_SECONDS,
     MiddlewarePath,
 )
 
 __all__ = (
     "DEFAULT_MIDDLEWARE_TIMEOUT_SECONDS",
+    "DEFER_IMPORT",
     "MAX_MIDDLEWARE_TIMEOUT_SECONDS",
     "Call",
     "CallNext",

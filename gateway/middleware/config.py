@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
-from pydantic import AfterValidator
+from pydantic import AfterValidator, ValidationInfo
 
 __all__ = [
     "DEFAULT_MIDDLEWARE_TIMEOUT_SECONDS",
+    "DEFER_IMPORT",
     "MAX_MIDDLEWARE_TIMEOUT_SECONDS",
     "MiddlewarePath",
     "import_middleware",
 ]
+
+DEFER_IMPORT = "defer_middleware_import"
+"""Validation context key: when true, the paths are not imported as the config is validated (a reload
+decides first whether a new path may be imported at all: importing runs the module's code)."""
 
 DEFAULT_MIDDLEWARE_TIMEOUT_SECONDS = 10.0
 MAX_MIDDLEWARE_TIMEOUT_SECONDS = 600.0
@@ -56,8 +61,10 @@ def _is_async(target: Any) -> bool:
     return inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(type(target).__call__)
 
 
-def _importable(path: str) -> str:
-    import_middleware(path)
+def _importable(path: str, info: ValidationInfo) -> str:
+    context: object = info.context
+    if not (isinstance(context, dict) and cast("dict[str, object]", context).get(DEFER_IMPORT)):
+        import_middleware(path)
     return path
 
 

@@ -3,7 +3,10 @@ gateway it reloads, over stdio and HTTP alike, without guessing.
 
 The gateway writes its pid into PATH and holds an exclusive `flock` on it while it serves. `reload`
 sends SIGHUP to that pid only while the lock is held: a pid file left behind by a gateway that died
-is unlocked, so a pid reused by an unrelated process is never signalled. Beside PATH, `reload`
+is unlocked, so a pid reused by an unrelated process is never signalled. A lock does not stop a
+write, so the pid must also be the lock's holder (Linux's /proc/locks; elsewhere, a process whose
+command line names the gateway): a pid written into the file by anything else (a child that can
+write there) is not signalled either. Beside PATH, `reload`
 leaves a request (`PATH.request`, who asked: the gateway's audit record names them) and the gateway
 writes the result of every reload (`PATH.status`), which `reload` waits for and prints.
 """
@@ -18,6 +21,8 @@ import json
 import logging
 import os
 import signal
+import subprocess
+import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
@@ -42,10 +47,16 @@ def _status_path(pid_file: Path) -> Path:
 
 
 def _write_atomically(path: Path, data: dict[str, Any]) -> None:
-    """A reader sees the old content or the new, never part of it."""
-    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    partial.write_text(json.dumps(data), encoding="utf-8")
-    os.replace(partial, path)
+    """A reader sees the old content or the new, never part of it. The partial file has a name
+    nobody can guess and is created anew: a symlink planted beside the pid file is never written through."""
+    fd, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            file.write(json.dumps(data))
+        os.replace(partial, path)
+    except BaseException:
+        Path(partial).unlink(missing_ok=True)
+        raise
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
@@ -65,7 +76,8 @@ class PidFile:
 
     def __enter__(self) -> Self:
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            # Not through a symlink: one planted there would have the gateway truncate its target.
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
         except OSError as exc:
             raise ConfigError(f"cannot write the pid file {self.path}: {exc.strerror or exc}") from None
         try:
@@ -133,7 +145,51 @@ def _running_gateway(pid_file: Path) -> int:
         os.close(fd)
     if not text.isdigit():
         raise GatewayError(f"the pid file {pid_file} holds no pid: {text!r}")
-    return int(text)
+    pid = int(text)
+    if not _is_the_gateway(pid, pid_file):
+        raise GatewayError(
+            f"the pid file {pid_file} names pid {pid}, which is not the gateway holding it: something "
+            "else wrote it, so nothing was signalled; restart the gateway to apply its config"
+        )
+    return pid
+
+
+def _lock_holders(path: Path) -> set[int] | None:
+    """The pids holding a flock on `path` as /proc/locks lists them; None where there is none."""
+    try:
+        locks = Path("/proc/locks").read_text(encoding="ascii", errors="replace")
+        stat = os.stat(path)
+    except OSError:
+        return None
+    # "1: FLOCK  ADVISORY  WRITE 8795 fe:00:2146365 0 EOF": the device in hex, the inode in decimal.
+    inode = f"{os.major(stat.st_dev):02x}:{os.minor(stat.st_dev):02x}:{stat.st_ino}"
+    holders: set[int] = set()
+    for line in locks.splitlines():
+        fields = line.split()
+        if "FLOCK" in fields and "->" not in fields and inode in fields:
+            pid = fields[fields.index(inode) - 1]
+            if pid.isdigit():
+                holders.add(int(pid))
+    return holders
+
+
+def _command_line(pid: int) -> str:
+    try:
+        done = subprocess.run(
+            ["ps", "-o", "command=", "-p", str(pid)], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return done.stdout
+
+
+def _is_the_gateway(pid: int, pid_file: Path) -> bool:
+    """Whether `pid` holds the lock on `pid_file` (where the system lists lock holders), else whether
+    its command line is a gateway's."""
+    holders = _lock_holders(pid_file)
+    if holders is not None:
+        return pid in holders
+    return "gateway" in _command_line(pid)
 
 
 def request_reload(pid_file: Path, timeout: float) -> dict[str, Any]:

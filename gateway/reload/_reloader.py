@@ -19,11 +19,13 @@ from gateway.catalog import Catalog, CatalogLock
 from gateway.children import PoolChanges
 from gateway.config import GatewayConfig, load_config
 from gateway.errors import ConfigError, SandboxUnavailable
+from gateway.middleware import Chain
 from gateway.policy import Policies
 from gateway.reload._diff import ConfigDiff, applicable, diff_configs
+from gateway.reload._privileged import lock_widenings, privileged_changes
 from gateway.sandbox import Sandbox
 
-__all__ = ["Outcome", "ReloadResult", "Reloader", "Trigger"]
+__all__ = ["UNATTENDED_TRIGGERS", "Outcome", "ReloadResult", "Reloader", "Trigger"]
 
 log = logging.getLogger("gateway.reload")
 
@@ -33,6 +35,11 @@ in it at two looks in a row (an execution takes its sandbox and a slot in it wit
 
 Trigger = Literal["signal", "file", "cli"]
 Outcome = Literal["applied", "unchanged", "refused"]
+
+UNATTENDED_TRIGGERS: frozenset[Trigger] = frozenset({"file"})
+"""Triggers anything that can write the config file can pull (a child, a `git checkout`): they apply
+no privileged change (`_privileged.py`). A SIGHUP, and `codemode-gateway reload` which sends one,
+come from the gateway's own OS user or root: an operator."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +53,8 @@ class ReloadResult:
     errors: list[str] = field(default_factory=list[str])
     changes: PoolChanges | None = None
     requested_by: Mapping[str, Any] | None = None
+    privileged: list[str] = field(default_factory=list[str])
+    """The changes only an operator may apply: applied by an operator's reload, else the refusal's cause."""
     at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     def summary(self) -> dict[str, Any]:
@@ -58,6 +67,7 @@ class ReloadResult:
             "servers": self.diff.servers,
             "sections": self.diff.sections,
             "restart_needed": self.diff.restart_needed,
+            "privileged": self.privileged,
             "errors": self.errors,
         }
 
@@ -68,6 +78,7 @@ class Reloader:
     def __init__(self, gateway: Gateway) -> None:
         self.gateway = gateway
         self.config_file: Path | None = gateway.config.config_file  # None: the built-in default
+        self.pid_file: Path | None = None  # named in the refusal of a privileged change, if served with one
         self.attempts = 0
         self.listeners: list[Callable[[ReloadResult], None]] = []  # told of every result, in order
         self._lock = anyio.Lock()
@@ -100,11 +111,30 @@ class Reloader:
         try:
             new, lock = await anyio.to_thread.run_sync(self._read)
             diff = diff_configs(old, new)
-            problems = self._policy_problems(new, diff)
+            problems, unblocked = self._policy_problems(new, diff)
             if problems:
                 raise ConfigError(
                     "\n".join([f"{self.config_file}: {len(problems)} policy problem(s)", *problems])
                 )
+            current = self.gateway.catalog_lock
+            privileged = [
+                *privileged_changes(old, new, diff),
+                *unblocked,
+                *lock_widenings(current.lock if current else None, lock.lock if lock else None),
+            ]
+            if privileged and trigger in UNATTENDED_TRIGGERS:
+                errors = self._unattended_refusal(trigger, privileged)
+                return ReloadResult(
+                    self.attempts,
+                    trigger,
+                    "refused",
+                    diff,
+                    errors,
+                    requested_by=requested_by,
+                    privileged=privileged,
+                )
+            if new.middleware != old.middleware:  # imported only now that it may apply: importing runs it
+                await anyio.to_thread.run_sync(Chain.load, new.middleware, new.middleware_timeout_seconds)
         except ConfigError as exc:
             errors = [line.strip() for line in str(exc).splitlines() if line.strip()]
             return ReloadResult(self.attempts, trigger, "refused", errors=errors, requested_by=requested_by)
@@ -122,8 +152,30 @@ class Reloader:
                 self._retired.send_nowait(replaced)
         # Sections that need a restart keep their old values, so the config in force says what runs.
         changes = self.gateway.apply_config(applicable(old, new, diff), lock)
-        outcome: Outcome = "applied" if diff else "unchanged"
-        return ReloadResult(self.attempts, trigger, outcome, diff, changes=changes, requested_by=requested_by)
+        outcome: Outcome = "applied" if diff or privileged else "unchanged"
+        return ReloadResult(
+            self.attempts,
+            trigger,
+            outcome,
+            diff,
+            changes=changes,
+            requested_by=requested_by,
+            privileged=privileged,
+        )
+
+    def _unattended_refusal(self, trigger: Trigger, privileged: list[str]) -> list[str]:
+        """The refusal's lines: what only an operator may apply, and how the operator applies it."""
+        how = (
+            f"`codemode-gateway reload --pid-file {self.pid_file}`"
+            if self.pid_file is not None
+            else "SIGHUP to the gateway"
+        )
+        return [
+            f"{self.config_file}: {len(privileged)} change(s) that only an operator may apply, and the "
+            f"{'file watch' if trigger == 'file' else trigger} applies none of them:",
+            *privileged,
+            f"if you made these changes, review them and apply them with {how}, or restart the gateway",
+        ]
 
     async def _sandbox_for(self, new: GatewayConfig, diff: ConfigDiff) -> Sandbox | None:
         """A sandbox under the new limits when they changed (ConfigError if it cannot load): the
@@ -138,18 +190,22 @@ class Reloader:
             raise ConfigError(f"sandbox: the sandbox does not load under the new limits: {exc}") from exc
 
     def _read(self) -> tuple[GatewayConfig, CatalogLock | None]:
-        """The config and its lockfile, loaded and checked exactly as at start (ConfigError otherwise)."""
-        config = load_config(self.config_file, command_line=self.gateway.config.command_line)
+        """The config and its lockfile, loaded and checked as at start (ConfigError otherwise), but for
+        the middleware, which is imported only once the reload may apply it."""
+        config = load_config(
+            self.config_file, command_line=self.gateway.config.command_line, import_middleware=False
+        )
         lock = CatalogLock.beside(config.config_file)
         return config, lock
 
-    def _policy_problems(self, new: GatewayConfig, diff: ConfigDiff) -> list[str]:
+    def _policy_problems(self, new: GatewayConfig, diff: ConfigDiff) -> tuple[list[str], list[str]]:
         """Rules of the new policy that match none of the tools a ready server lists now, and did not
         already under the policy in force. At start such a rule blocks its server; a reload, whose
         author is at hand, is refused instead. Servers added or changed are not known yet: a rule
-        matching none of their tools blocks them, as at start."""
+        matching none of their tools blocks them, as at start. Second, the servers blocked now that
+        the new policy would unblock: a privileged change, since their tools become reachable."""
         if new.policy == self.gateway.config.policy:
-            return []
+            return [], []
         pool = self.gateway.pool
         everything = Catalog(pool.tools(), pool.statuses())
         before = self.gateway.policy.unmatched(everything)
@@ -161,7 +217,14 @@ class Reloader:
             if server is None or server.name in fresh or before.get(identifier) == reason:
                 continue
             problems.append(f"policy: server {server.name!r} would be blocked: {reason}")
-        return problems
+        unblocked = [
+            f"policy: server {server.name!r} would no longer be blocked"
+            for identifier in before
+            if identifier not in after
+            and (server := everything.server(identifier)) is not None
+            and server.name not in diff.removed  # a server going away reaches nothing
+        ]
+        return problems, unblocked
 
     def _report(self, result: ReloadResult) -> None:
         """The log line, the audit record, the metric, and the listeners."""
@@ -193,6 +256,7 @@ class Reloader:
                     servers=result.diff.servers,
                     sections=result.diff.sections,
                     restart_needed=result.diff.restart_needed,
+                    privileged=result.privileged,
                     errors=result.errors,
                     requested_by=result.requested_by,
                 )

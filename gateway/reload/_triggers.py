@@ -18,6 +18,7 @@ from watchfiles import awatch  # pyright: ignore[reportUnknownVariableType]
 
 from gateway._gateway import Gateway
 from gateway.reload._pidfile import PidFile
+from gateway.reload._reach import reach_warnings
 from gateway.reload._reloader import Reloader
 
 __all__ = ["ReloadOptions", "serve_reloads"]
@@ -50,6 +51,9 @@ async def serve_reloads(
     """Reload `gateway`'s config on SIGHUP, and on changes to its file when `options.watch`, until
     cancelled; the pid file is held meanwhile. Started with `task_group.start`, it gives its Reloader."""
     reloader = Reloader(gateway)
+    reloader.pid_file = options.pid_file
+    for warning in reach_warnings(gateway.config, options.pid_file):
+        log.warning("a child may reach the gateway's own files", extra={"warning": warning})
     with PidFile(options.pid_file) if options.pid_file else _NoPidFile() as pid_file:
         if isinstance(pid_file, PidFile):
             reloader.listeners.append(pid_file.write_status)

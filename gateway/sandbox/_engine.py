@@ -127,9 +127,26 @@ def _write_atomically(path: Path, data: bytes) -> None:
         raise
 
 
+def _untrusted(path: Path) -> str | None:
+    """Why `path` may have been written by someone else than this user or root; None if it cannot."""
+    info = path.stat()
+    if info.st_uid not in (os.geteuid(), 0):
+        return f"owned by uid {info.st_uid}"
+    if info.st_mode & 0o022:
+        return f"writable by group or others (mode {info.st_mode & 0o777:o})"
+    return None
+
+
 def _load_cached(engine: wasmtime.Engine, artifact: Path, checksum: Path) -> Component | None:
     if not (artifact.exists() and checksum.exists()):
         return None
+    # An artifact is native code: one that another user could have written is never loaded.
+    for path in (artifact.parent, artifact, checksum):
+        if (reason := _untrusted(path)) is not None:
+            log.warning(
+                "cached artifact not trusted, recompiling", extra={"path": str(path), "reason": reason}
+            )
+            return None
     # Deserialising runs native code from the file: verify it is exactly what we wrote.
     if _sha256(artifact) != checksum.read_text().strip():
         log.warning("artifact checksum mismatch, recompiling", extra={"artifact": str(artifact)})
@@ -181,7 +198,7 @@ def load_component(
     log.warning("compiled the sandbox component", extra={"seconds": round(time.monotonic() - started, 1)})
     data = bytes(component.serialize())
     try:
-        cache.mkdir(parents=True, exist_ok=True)
+        cache.mkdir(mode=0o700, parents=True, exist_ok=True)  # the artifacts in it (0600) are native code
         _write_atomically(artifact, data)
         _write_atomically(checksum, (hashlib.sha256(data).hexdigest() + "\n").encode())
         _prune_unused(cache, time.time())

@@ -356,3 +356,27 @@ def test_a_budget_of_zero_writes_every_record(log_path: Path) -> None:
         for _ in range(50):
             log.tool_call("e1", "t.x", {"pad": "x" * 1_000}, ms=1)
     assert len(lines_of(log_path)) == 50
+
+
+def test_a_symlink_planted_where_the_log_starts_over_never_receives_a_record(
+    log_path: Path, tmp_path: Path
+) -> None:
+    victim = tmp_path / "bashrc"
+    victim.write_text("# the user's own file\n", encoding="utf-8")
+    with AuditLog(log_path, max_bytes=4096, backups=0) as log:
+        log_path.unlink()
+        log_path.symlink_to(victim)  # a child that can write the log's directory plants it
+        arguments = {"pad": "$(id)" * 25}
+        for _ in range(100):  # past the cap: the log starts over, where the symlink now is
+            log.record(lambda log_: log_.tool_call("e1", "t.x", arguments, ms=1))
+        log_path.unlink()  # the operator removes it: the log goes on
+        log.tool_call("e2", "t.x", {}, ms=1)
+    assert victim.read_text(encoding="utf-8") == "# the user's own file\n"
+    assert lines_of(log_path)[-1]["execution_id"] == "e2"
+
+
+def test_a_log_path_that_is_a_symlink_is_refused_at_start(log_path: Path, tmp_path: Path) -> None:
+    log_path.symlink_to(tmp_path / "elsewhere.jsonl")
+    with pytest.raises(ConfigError, match="cannot open the audit log"):
+        AuditLog(log_path)
+    assert not (tmp_path / "elsewhere.jsonl").exists()

@@ -157,3 +157,28 @@ async def test_semantic_search_required_without_its_extra_is_a_config_error_nami
     assert "search.semantic is 'on' but the semantic extra is not installed" in err
     assert "pip install 'codemode-gateway[semantic]'" in err
     assert "missing: torch" in err
+
+
+async def test_check_warns_when_a_child_may_write_where_the_gateways_own_files_are(git_repo: Path) -> None:
+    # The team's config in the repository its git child serves: a checkout can rewrite it.
+    config = git_repo / ".mcp.json"
+    servers = {
+        "time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]},
+        "git": {"command": sys.executable, "args": ["-m", "mcp_server_git", "--repository", str(git_repo)]},
+    }
+    config.write_text(
+        json.dumps({"mcpServers": servers, "audit": {"path": "logs/audit.jsonl"}}), encoding="utf-8"
+    )
+    code, _, err = await gateway("check", "--config", str(config))
+    warnings = [line for line in err.splitlines() if line.startswith("warning: child")]
+    resolved = await anyio.Path(git_repo).resolve()
+    assert code == 0, err  # a heuristic warns; it does not fail the check
+    assert warnings == [
+        f"warning: child 'git' may write under a path (its argument 4) that holds the gateway's config "
+        f"{resolved / '.mcp.json'}: a snippet could change what the gateway runs at its next start or "
+        "operator reload",
+        f"warning: child 'git' may write under a path (its argument 4) that holds the lockfile "
+        f"{resolved / '.mcp.lock.json'}: a snippet could admit unreviewed tools at the next start",
+        f"warning: child 'git' may write under a path (its argument 4) that holds the audit log "
+        f"{resolved / 'logs' / 'audit.jsonl'}: a snippet could read or rewrite the audit log",
+    ]

@@ -6,8 +6,10 @@ import fcntl
 import os
 from pathlib import Path
 
+import anyio
 import pytest
 
+from gateway.reload import PidFile
 from tests.cli.command import run_command
 
 pytestmark = pytest.mark.anyio
@@ -40,3 +42,23 @@ async def test_two_gateways_cannot_share_a_pid_file(tmp_path: Path) -> None:
         code, _, err = await run_command("serve", "--config", str(config), "--pid-file", str(held))
     assert code == 2
     assert "held by another running gateway" in err
+
+
+async def test_reload_never_signals_a_pid_written_into_a_held_pid_file_by_something_else(
+    tmp_path: Path,
+) -> None:
+    # A child that can write beside the gateway overwrites the pid of a live, locked pid file.
+    held = tmp_path / "gateway.pid"
+    bystander = await anyio.open_process(["sleep", "600"])
+    try:
+        with PidFile(held):
+            held.write_text(f"{bystander.pid}\n")
+            code, out, err = await run_command("reload", "--pid-file", str(held), "--wait", "5")
+        assert code == 1
+        assert out == ""
+        assert f"names pid {bystander.pid}, which is not the gateway holding it" in err
+        assert bystander.returncode is None  # SIGHUP would have ended it
+    finally:
+        bystander.kill()
+        with anyio.fail_after(30):
+            await bystander.wait()

@@ -268,10 +268,11 @@ async def test_over_http_a_changed_listener_is_reported_as_needing_a_restart_whi
     config = team(tmp_path, {"a": LATCH}, http={"max_sessions": 50})
     async with http_gateway(config) as served:
         team(tmp_path, {"a": LATCH}, http={"max_sessions": 60}, policy={"deny": ["a.pid"]})
+        served.process.send_signal(signal.SIGHUP)  # the listener's settings: an operator's change
         record = await reload_record(tmp_path, 1)
         with anyio.fail_after(WAIT):
             await served.logged("config changes that apply only after a restart")
-    assert record["trigger"] == "file"
+    assert record["trigger"] == "signal"
     assert record["outcome"] == "applied"
     assert record["sections"] == ["policy", "http"]
     assert record["restart_needed"] == ["http"]

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pytest
 
 from gateway.errors import ConfigError, GatewayError
-from gateway.reload import PidFile, request_reload
+from gateway.reload import PidFile, ReloadResult, request_reload
 
 
 def test_a_pid_file_no_gateway_holds_is_refused_and_its_pid_never_signalled(tmp_path: Path) -> None:
@@ -40,3 +41,26 @@ def test_a_request_names_who_asked_and_is_taken_once(tmp_path: Path) -> None:
         (tmp_path / "gateway.pid.request").write_text('{"pid": 42, "user": "ops", "extra": "ignored"}')
         assert pid_file.take_request() == {"pid": 42, "user": "ops"}
         assert pid_file.take_request() is None
+
+
+def test_a_symlink_planted_at_the_pid_file_is_refused_and_its_target_left_alone(tmp_path: Path) -> None:
+    victim = tmp_path / "bashrc"
+    victim.write_text("# the user's own file\n")
+    path = tmp_path / "gateway.pid"
+    path.symlink_to(victim)
+    with pytest.raises(ConfigError, match="cannot write the pid file"), PidFile(path):
+        pass
+    assert victim.read_text() == "# the user's own file\n"
+
+
+def test_a_status_is_never_written_through_a_symlink_planted_beside_the_pid_file(tmp_path: Path) -> None:
+    victim = tmp_path / "bashrc"
+    victim.write_text("# the user's own file\n")
+    path = tmp_path / "gateway.pid"
+    with PidFile(path) as pid_file:
+        # The name the status used to be written under first: the gateway's pid is in the pid file.
+        (tmp_path / f".gateway.pid.status.{os.getpid()}.tmp").symlink_to(victim)
+        pid_file.write_status(ReloadResult(1, "file", "refused", errors=["mcpServers.$(id): added"]))
+        status = json.loads((tmp_path / "gateway.pid.status").read_text())
+    assert victim.read_text() == "# the user's own file\n"
+    assert status["errors"] == ["mcpServers.$(id): added"]

@@ -162,3 +162,30 @@ def test_the_default_component_is_the_build_output() -> None:
     assert COMPONENT_PATH.name == "sandbox.wasm"
     assert COMPONENT_PATH.exists()
     assert isinstance(make_engine(STACK)[0], wasmtime.Engine)
+
+
+def test_the_cache_is_private_to_its_user(tmp_path: Path) -> None:
+    engine, fingerprint = make_engine(STACK)
+    loaded = load_component(engine, fingerprint, path=_other_component(tmp_path), cache_dir=tmp_path / "c")
+    assert (tmp_path / "c").stat().st_mode & 0o777 == 0o700
+    assert loaded.artifact.stat().st_mode & 0o777 == 0o600
+    assert Path(str(loaded.artifact) + ".sha256").stat().st_mode & 0o777 == 0o600
+
+
+@pytest.mark.parametrize("writable", ["artifact", "checksum", "directory"])
+def test_an_artifact_others_could_have_written_is_never_loaded(
+    tmp_path: Path, writable: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    engine, fingerprint = make_engine(STACK)
+    component, cache = _other_component(tmp_path), tmp_path / "c"
+    artifact = load_component(engine, fingerprint, path=component, cache_dir=cache).artifact
+    opened = {"artifact": artifact, "checksum": Path(str(artifact) + ".sha256"), "directory": cache}[writable]
+    opened.chmod(opened.stat().st_mode | 0o022)
+    with caplog.at_level(logging.WARNING, logger="gateway.sandbox"):
+        assert load_component(engine, fingerprint, path=component, cache_dir=cache).compiled is True
+    refused = [
+        record
+        for record in caplog.records
+        if record.getMessage() == "cached artifact not trusted, recompiling"
+    ]
+    assert refused[0].__dict__["reason"].startswith("writable by group or others")
