@@ -152,7 +152,7 @@ class Run:
     span: TraceSpan | None = None  # the execution's span: each tool call's span is its child
 
     def __post_init__(self) -> None:
-        self.quota = self.policy.new_execution(self.caller.principal)
+        self.quota = self.policy.new_execution(self.caller.owner)
 
     async def report(self) -> None:
         """Tell the client how far the execution is (best effort: never fails the run)."""
