@@ -62,12 +62,12 @@ class BackgroundConfig(BaseModel):
         description="Background executions kept at most, running or finished, from every caller; past it "
         "a new one is refused until the oldest result expires (another caller's are never dropped).",
     )
-    max_kept_per_caller: int = Field(
-        default=10,
+    max_kept_per_caller: int | None = Field(
+        default=None,
         ge=1,
         le=10_000,
         description="Background executions kept for one caller, running or finished; past it a new one "
-        "drops that caller's own oldest result.",
+        "drops that caller's own oldest result. Default: a tenth of max_kept, at least 1.",
     )
     max_kept_bytes: int = Field(
         default=128 * _MIB,
@@ -83,3 +83,12 @@ class BackgroundConfig(BaseModel):
         description="Bytes that one caller's finished results hold; a new one drops that caller's own "
         "oldest results to fit, and one larger than this alone is not kept.",
     )
+
+    def kept_per_caller(self) -> int:
+        """The executions one caller may keep: `max_kept_per_caller`, else a tenth of `max_kept`."""
+        share = self.max_kept_per_caller or max(1, self.max_kept // 10)
+        return min(share, self.max_kept)
+
+    def kept_bytes_per_caller(self) -> int:
+        """The bytes one caller's results may hold, never more than all of them may."""
+        return min(self.max_kept_bytes_per_caller, self.max_kept_bytes)

@@ -315,7 +315,7 @@ class BackgroundExecutions:
     def _make_room(self, owner: Owner) -> None:
         """Room for one more of `owner`'s executions: past its share of kept ones (running ones count),
         its own oldest results go; past the total, BackgroundRefused (another's are never dropped)."""
-        share = min(self.config.max_kept_per_caller, self.config.max_kept)
+        share = self.config.kept_per_caller()
         running = sum(1 for e in self._executions.values() if e.owner == owner and not e.finished)
         finished = self._finished_of(owner)
         dropped = finished[: max(0, len(finished) + running + 1 - share)]
@@ -340,7 +340,7 @@ class BackgroundExecutions:
         """`result` as kept within the byte budgets: `owner`'s own oldest results make room for it; a
         result over `owner`'s share, or past the total, is not kept (an error says which limit)."""
         config = self.config
-        share = min(config.max_kept_bytes_per_caller, config.max_kept_bytes)
+        share = config.kept_bytes_per_caller()
         size = kept_bytes(result)
         if size > share:
             return _not_kept(size, "background.max_kept_bytes_per_caller", share)

@@ -5,9 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from gateway.audit import (
-    select_records,
-)
+from gateway.audit import issuers_of, select_records
 
 NOON = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 
@@ -25,3 +23,14 @@ def test_records_are_selected_by_time_and_by_a_tool_glob() -> None:
     assert select_records(records, since=NOON - timedelta(hours=1)) == records[1:]
     assert select_records(records, tool="github.*") == [records[0], records[2]]
     assert select_records(records, since=NOON - timedelta(hours=1), tool="github.*") == [records[2]]
+
+
+def test_a_principal_of_two_issuers_is_two_callers_told_apart_by_the_issuer() -> None:
+    static = {"kind": "execution", "principal": "alice", "issuer": "codemode-gateway:tokens"}
+    jwt = {"kind": "execution", "principal": "alice", "issuer": "https://idp.example.com"}
+    bob = {"kind": "execution", "principal": "bob", "issuer": "codemode-gateway:tokens"}
+    records: list[dict[str, Any]] = [static, jwt, bob]
+    named = select_records(records, principal="alice")
+    assert issuers_of(named) == ["codemode-gateway:tokens", "https://idp.example.com"]
+    assert select_records(records, principal="alice", issuer="https://idp.example.com") == [jwt]
+    assert select_records(records, principal="alice", issuer="codemode-gateway:tokens") == [static]

@@ -80,6 +80,10 @@ def test_binding_every_interface_needs_the_names_clients_use() -> None:
             "max_executions_in_flight_per_caller (3) is above max_executions_in_flight (2)",
         ),
         ({"max_session": 3}, 'http.max_session: unknown key "max_session"; did you mean "max_sessions"?'),
+        (
+            {"max_sessions": 4, "max_sessions_per_caller": 5},
+            "max_sessions_per_caller (5) is above max_sessions (4)",
+        ),
     ],
 )
 def test_a_bad_setting_is_one_line_naming_its_key(section: dict[str, Any], expected: str) -> None:
@@ -90,3 +94,10 @@ def test_mcp_may_not_take_the_metrics_path_unless_metrics_are_left_out() -> None
     assert "path /metrics is where metrics are served" in refusal({"path": "/metrics"})
     assert http({}).metrics is True
     assert http({"path": "/metrics", "metrics": False}).path == "/metrics"
+
+
+def test_each_caller_may_hold_a_quarter_of_the_sessions_unless_the_config_says() -> None:
+    assert http({}).sessions_per_caller() == 25
+    assert http({"max_sessions": 8}).sessions_per_caller() == 2
+    assert http({"max_sessions": 1}).sessions_per_caller() == 1
+    assert http({"max_sessions": 8, "max_sessions_per_caller": 8}).sessions_per_caller() == 8

@@ -169,7 +169,7 @@ async def test_work_that_fails_in_the_host_leaves_a_failed_execution() -> None:
 
 async def test_past_its_share_of_kept_results_a_caller_loses_its_own_oldest() -> None:
     clock = Clock()
-    store = _store(clock, max_kept=2, max_running=5, max_running_per_caller=5)
+    store = _store(clock, max_kept=3, max_kept_per_caller=2, max_running=5, max_running_per_caller=5)
     async with store.running():
         ids: list[str] = []
         for _ in range(3):
