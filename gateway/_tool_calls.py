@@ -296,7 +296,13 @@ class ToolCalls:
 
         caller = run.caller
         seen = Call(
-            entry.qualified, entry.server_name, call.wire, caller.principal, caller.roles, run.execution_id
+            entry.qualified,
+            entry.server_name,
+            call.wire,
+            caller.principal,
+            caller.roles,
+            run.execution_id,
+            caller.issuer,
         )
         passage = Passage()
         try:
