@@ -503,6 +503,7 @@ class Gateway(AsyncContextManagerMixin):
         policy = self.policies.for_caller(identity)
         caller = Caller(
             principal=identity.principal if identity else None,
+            issuer=identity.owner.issuer if identity else None,
             roles=policy.roles,
             oauth_client=identity.client if identity else None,
             client_name=client.name if client else None,

@@ -163,7 +163,7 @@ class Run:
     span: TraceSpan | None = None  # the execution's span: each tool call's span is its child
 
     def __post_init__(self) -> None:
-        self.quota = self.policy.new_execution(self.caller.principal)
+        self.quota = self.policy.new_execution(self.caller.owner)
 
     async def report(self) -> None:
         """Tell the client how far the execution is (best effort: never fails the run)."""
@@ -312,7 +312,13 @@ class ToolCalls:
 
         caller = run.caller
         seen = Call(
-            entry.qualified, entry.server_name, call.wire, caller.principal, caller.roles, run.execution_id
+            entry.qualified,
+            entry.server_name,
+            call.wire,
+            caller.principal,
+            caller.roles,
+            run.execution_id,
+            caller.issuer,
         )
         passage = Passage()
         try:

@@ -51,9 +51,11 @@ def make_call(
     principal: str | None = None,
     roles: Sequence[str] = (),
     execution_id: str = "test-execution",
+    issuer: str | None = None,
 ) -> Call:
     """A Call as a middleware would get it for `tool` ("server.tool"), its server named by the prefix."""
-    return Call(tool, tool.partition(".")[0], dict(arguments or {}), principal, tuple(roles), execution_id)
+    server = tool.partition(".")[0]
+    return Call(tool, server, dict(arguments or {}), principal, tuple(roles), execution_id, issuer)
 
 
 class FakeChild:

@@ -15,11 +15,12 @@ from gateway import PolicyDenied, QuotaExceeded, SecretInArguments, ToolCallErro
 from gateway import _tool_calls as tool_calls_module
 from gateway._redaction import Redactor
 from gateway._tool_calls import PausedCallAnswer, Run, ToolCalls, wire_digest
-from gateway.audit import AuditLog
+from gateway.audit import AuditLog, Caller
 from gateway.catalog import Catalog, ObservedShapes
 from gateway.catalog._shapes import MemoryShapeStore
 from gateway.children import ChildPool
 from gateway.errors import ApprovalRequired, ResumeRefused
+from gateway.middleware import Call, CallNext, Chain, Layer
 from gateway.policy import ApprovalOutcome, Policy, PolicyConfig, no_approver, pause_for_approval
 
 pytestmark = pytest.mark.anyio
@@ -320,3 +321,19 @@ async def test_a_call_to_no_tool_with_huge_arguments_is_recorded_tersely_off_the
         assert "arguments" not in record
         assert len(record["arguments_sha256"]) == 64
     assert calls.audit_path.stat().st_size < 1_024
+
+
+async def test_a_middleware_sees_the_callers_issuer_beside_its_principal(tmp_path: Path) -> None:
+    seen: list[Call] = []
+
+    async def recording(call: Call, call_next: CallNext) -> Any:
+        seen.append(call)
+        return await call_next(call)
+
+    calls = Harness(tmp_path, _text("3"))
+    caller = Caller(principal="alice", issuer="https://idp.example.com")
+    chain = Chain((Layer("recording", recording),))
+    calls.run = Run("exec-3", _catalog(), calls.policy, no_approver, caller=caller, middleware=chain)
+    await calls.call("calc.get_sum", a=1, b=2)
+    [call] = seen
+    assert (call.principal, call.issuer) == ("alice", "https://idp.example.com")

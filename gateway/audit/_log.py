@@ -49,6 +49,7 @@ from typing import Any, Literal, Self
 
 from gateway._redaction import Redactor
 from gateway.audit.config import ArgumentsMode, AuditConfig
+from gateway.auth import STATIC_ISSUER, Owner
 from gateway.errors import ConfigError, ToolCallError
 from gateway.sandbox import ExecutionResult, SandboxLimits
 
@@ -97,6 +98,8 @@ class Caller:
 
     principal: str | None = None
     """The authenticated HTTP caller; None over stdio or HTTP without `auth`."""
+    issuer: str | None = None
+    """Who vouched for the principal: a JWT's `iss`, or the static tokens' own issuer."""
     roles: tuple[str, ...] = ()
     """The `policy.roles` that named the principal."""
     oauth_client: str | None = None
@@ -105,11 +108,20 @@ class Caller:
     """The MCP client, as it named itself (`clientInfo`)."""
     client_version: str | None = None
 
+    @property
+    def owner(self) -> Owner | None:
+        """The key of this caller's per-caller windows: its principal of its issuer; None if unknown."""
+        if self.principal is None:
+            return None
+        return Owner(self.issuer or STATIC_ISSUER, self.principal)
+
     def fields(self, redact: Callable[[str], str]) -> dict[str, Any]:
         """The record's fields for what is known of the caller."""
         found: dict[str, Any] = {}
         if self.principal is not None:
             found["principal"] = redact(self.principal)
+        if self.issuer is not None:
+            found["issuer"] = redact(self.issuer)
         if self.roles:
             found["roles"] = [redact(role) for role in self.roles]
         if self.oauth_client is not None:

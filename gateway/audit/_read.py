@@ -77,12 +77,15 @@ def select_records(
     since: datetime | None = None,
     tool: str | None = None,
     principal: str | None = None,
+    issuer: str | None = None,
 ) -> list[dict[str, Any]]:
     """The records at or after `since`; with `tool` (a glob), only the tool calls it matches; with
-    `principal`, only those of executions that principal asked for."""
+    `principal` and `issuer`, only those of executions that principal (of that issuer) asked for."""
     selected: list[dict[str, Any]] = []
     for record in records:
         if principal is not None and record.get("principal") != principal:
+            continue
+        if issuer is not None and record.get("issuer") != issuer:
             continue
         if since is not None:
             moment = _record_time(record)
@@ -94,6 +97,11 @@ def select_records(
                 continue
         selected.append(record)
     return selected
+
+
+def issuers_of(records: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The issuers the records name (those of callers a token vouched for), sorted."""
+    return sorted({str(record["issuer"]) for record in records if record.get("issuer") is not None})
 
 
 def _cells(record: Mapping[str, Any]) -> tuple[str, ...]:

@@ -7,11 +7,61 @@ from dataclasses import dataclass
 
 from mcp.server.auth.provider import AccessToken
 
-__all__ = ["STATIC_ISSUER", "GatewayAccessToken", "Identity", "identity_of", "token_digest"]
+__all__ = [
+    "STATIC_ISSUER",
+    "UNVERIFIED_ISSUERS",
+    "GatewayAccessToken",
+    "Identity",
+    "Owner",
+    "identity_of",
+    "token_digest",
+]
 
 STATIC_ISSUER = "codemode-gateway:tokens"
 """The `iss` a static token's AccessToken carries, so that the SDK's principal (client, issuer,
 subject) of a static principal never equals that of an OAuth subject with the same name."""
+
+SESSION_ISSUER = "codemode-gateway:session"
+ADDRESS_ISSUER = "codemode-gateway:address"
+STDIO_ISSUER = "codemode-gateway:stdio"
+UNVERIFIED_ISSUERS = frozenset({SESSION_ISSUER, ADDRESS_ISSUER, STDIO_ISSUER})
+"""Who names a caller no token vouched for (no `auth`): its MCP session, its address, or stdio."""
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """Whose a per-caller thing is: background runs, caps, rate windows, audit records.
+
+    The issuer that vouched for the caller and the name it vouched for, as the request-state seal
+    binds them: a JWT whose `sub` is `alice` is not the static token named `alice`. Without `auth`
+    nobody vouches, and the caller is its MCP session, its address, or stdio's one client.
+    """
+
+    issuer: str
+    principal: str
+
+    @classmethod
+    def of_session(cls, session_digest: str) -> Owner:
+        """The handshake-era session a caller without a token speaks in (named by a digest of its id)."""
+        return cls(SESSION_ISSUER, session_digest)
+
+    @classmethod
+    def of_address(cls, address: str) -> Owner:
+        """A caller without a token or a session (2026-07-28), by its client address."""
+        return cls(ADDRESS_ISSUER, address)
+
+    @classmethod
+    def of_stdio(cls) -> Owner:
+        """Stdio's one client."""
+        return cls(STDIO_ISSUER, "stdio")
+
+    @property
+    def verified(self) -> bool:
+        """Whether a token vouched for this caller (so that it, and only it, may reach its things)."""
+        return self.issuer not in UNVERIFIED_ISSUERS
+
+    def __str__(self) -> str:
+        return f"{self.principal} ({self.issuer})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +78,11 @@ class Identity:
     """The JWT's `iss`; None for a static token."""
     expires_at: int | None = None
     """When the token expires (seconds since the epoch); None for a static token."""
+
+    @property
+    def owner(self) -> Owner:
+        """The key of this caller's things: its issuer (a static token's own) and its principal."""
+        return Owner(self.issuer or STATIC_ISSUER, self.principal)
 
 
 class GatewayAccessToken(AccessToken):

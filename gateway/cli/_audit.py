@@ -1,4 +1,4 @@
-"""`codemode-gateway audit`: the audit log as a table or JSON lines, filtered by time and tool."""
+"""`codemode-gateway audit`: the audit log as a table or JSON lines, filtered by time, tool and caller."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from gateway.audit import AuditConfig, format_records, read_audit, select_records
+from gateway.audit import AuditConfig, format_records, issuers_of, read_audit, select_records
 from gateway.cli._exit_codes import EXIT_FAILED, EXIT_OK
 from gateway.config import find_config_file, format_validation_error, read_config_data
 from gateway.errors import ConfigError
@@ -64,7 +64,18 @@ def audit_command(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     if log.malformed:
         print(f"codemode-gateway: skipped {log.malformed} unreadable line(s) in {path}", file=sys.stderr)
-    records = select_records(log.records, since=since, tool=args.tool, principal=args.principal)
+    records = select_records(
+        log.records, since=since, tool=args.tool, principal=args.principal, issuer=args.issuer
+    )
+    issuers = issuers_of(records) if args.principal and not args.issuer else []
+    if len(issuers) > 1:
+        # A JWT's `sub` may equal a static token's name: two callers, never one to mix up.
+        print(
+            f"codemode-gateway: principal {args.principal!r} is named by {len(issuers)} issuers in this "
+            f"log ({', '.join(issuers)}), each a different caller: pass --issuer to choose one",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
     if args.json:
         for record in records:
             print(json.dumps(record, ensure_ascii=False))

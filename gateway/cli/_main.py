@@ -110,6 +110,11 @@ def _parser() -> argparse.ArgumentParser:
     audit.add_argument("--since", help="only records at or after an ISO time or an age (30m, 1h, 2d)")
     audit.add_argument("--tool", help="only the tool calls whose tool matches this glob (github.*)")
     audit.add_argument("--principal", help="only the records of this caller (HTTP with `auth`)")
+    audit.add_argument(
+        "--issuer",
+        help="only the records of callers this issuer vouched for: a JWT's iss, or codemode-gateway:tokens "
+        "for static tokens (needed with --principal when two issuers name it)",
+    )
     audit.add_argument("--json", action="store_true", help="print the records as JSON lines")
 
     add_sandbox_test_arguments(

@@ -10,6 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["BackgroundConfig"]
 
+_MIB = 1024 * 1024
+
 
 class BackgroundConfig(BaseModel):
     """Background executions (`execute_code` as an MCP task, or with `background: true`)."""
@@ -43,7 +45,8 @@ class BackgroundConfig(BaseModel):
         default=1,
         ge=1,
         le=64,
-        description="Background executions running at once for one caller (a principal with `auth`).",
+        description="Background executions running at once for one caller: a principal of one issuer "
+        "with `auth`; without it, a handshake-era session or a client address.",
     )
     keep_seconds: float = Field(
         default=900.0,
@@ -56,5 +59,36 @@ class BackgroundConfig(BaseModel):
         default=100,
         ge=1,
         le=10_000,
-        description="Finished results kept at most, from every caller; past it the oldest is dropped.",
+        description="Background executions kept at most, running or finished, from every caller; past it "
+        "a new one is refused until the oldest result expires (another caller's are never dropped).",
     )
+    max_kept_per_caller: int | None = Field(
+        default=None,
+        ge=1,
+        le=10_000,
+        description="Background executions kept for one caller, running or finished; past it a new one "
+        "drops that caller's own oldest result. Default: a tenth of max_kept, at least 1.",
+    )
+    max_kept_bytes: int = Field(
+        default=128 * _MIB,
+        ge=64 * 1024,
+        le=64 * 1024 * _MIB,
+        description="Bytes that finished results hold, from every caller (text, and what runs showed as "
+        "base64); a result past it is not kept, and collecting it says so.",
+    )
+    max_kept_bytes_per_caller: int = Field(
+        default=32 * _MIB,
+        ge=64 * 1024,
+        le=64 * 1024 * _MIB,
+        description="Bytes that one caller's finished results hold; a new one drops that caller's own "
+        "oldest results to fit, and one larger than this alone is not kept.",
+    )
+
+    def kept_per_caller(self) -> int:
+        """The executions one caller may keep: `max_kept_per_caller`, else a tenth of `max_kept`."""
+        share = self.max_kept_per_caller or max(1, self.max_kept // 10)
+        return min(share, self.max_kept)
+
+    def kept_bytes_per_caller(self) -> int:
+        """The bytes one caller's results may hold, never more than all of them may."""
+        return min(self.max_kept_bytes_per_caller, self.max_kept_bytes)

@@ -116,6 +116,14 @@ class HttpConfig(BaseModel):
         description="Handshake-era sessions open at once (2026-07-28 has none); past it a new one is "
         "refused with 503.",
     )
+    max_sessions_per_caller: int | None = Field(
+        default=None,
+        ge=1,
+        le=100_000,
+        description="Handshake-era sessions one caller may hold open (a principal of one issuer with "
+        "`auth`, else a client address: behind a proxy without `auth` every client shares the proxy's); "
+        "past it a new one is refused with 429. Default: a quarter of max_sessions, at least 1.",
+    )
     session_idle_seconds: float = Field(
         default=1800,
         gt=0,
@@ -211,6 +219,11 @@ class HttpConfig(BaseModel):
             raise ValueError(f"path {self.path} is a health probe's: choose another, such as /mcp")
         if self.metrics and self.path.rstrip("/") == METRICS_PATH:
             raise ValueError(f"path {self.path} is where metrics are served: choose another, such as /mcp")
+        if self.max_sessions_per_caller is not None and self.max_sessions_per_caller > self.max_sessions:
+            raise ValueError(
+                f"max_sessions_per_caller ({self.max_sessions_per_caller}) is above max_sessions "
+                f"({self.max_sessions}): lower it"
+            )
         if self.max_executions_in_flight_per_caller > self.max_executions_in_flight:
             raise ValueError(
                 f"max_executions_in_flight_per_caller ({self.max_executions_in_flight_per_caller}) is "
@@ -237,6 +250,12 @@ class HttpConfig(BaseModel):
         if self.max_requests_in_flight_per_caller is not None:
             return self.max_requests_in_flight_per_caller
         return self._executions_per_caller() + _REQUESTS_BESIDE_EXECUTIONS
+
+    def sessions_per_caller(self) -> int:
+        """The sessions one caller may hold: `max_sessions_per_caller`, else a quarter of `max_sessions`."""
+        if self.max_sessions_per_caller is not None:
+            return self.max_sessions_per_caller
+        return max(1, -(-self.max_sessions // 4))
 
     def hosts(self) -> list[str]:
         """The Host header values accepted: the configured ones, else the bound host's names, any port."""

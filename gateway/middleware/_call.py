@@ -24,6 +24,9 @@ class Call:
     principal: str | None  # the authenticated HTTP caller, None on stdio
     roles: tuple[str, ...]  # the `policy.roles` that caller has
     execution_id: str
+    # Who vouched for the principal: a JWT's `iss`, or `codemode-gateway:tokens` for a static token.
+    # A principal is one caller only together with it: a JWT's `sub` may equal a static token's name.
+    issuer: str | None = None
 
     def replace(self, **changes: Any) -> Call:
         """This call with `changes`; only `arguments` may differ in what reaches `call_next`."""

@@ -31,7 +31,7 @@ log = logging.getLogger("gateway.middleware")
 Innermost = Callable[[Call, "Passage"], Awaitable[Any]]
 """What the chain wraps: the child's call for the final Call (its arguments checked again if changed)."""
 
-_FIXED = ("tool", "server", "principal", "roles", "execution_id")
+_FIXED = ("tool", "server", "principal", "issuer", "roles", "execution_id")
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from gateway._json import as_object
+from gateway.auth import Owner
 from gateway.catalog import Catalog, CatalogEntry, CatalogServer
 from gateway.children import ChildState
 from gateway.errors import PolicyDenied, ToolCallError
@@ -205,9 +206,9 @@ class Policy:
             return True
         return self.config.approve_destructive and is_destructive(entry)
 
-    def new_execution(self, principal: str | None = None) -> ExecutionQuota:
-        """Fresh per-execution counts for `principal`'s execution, sharing this policy's rate windows."""
-        return ExecutionQuota(self.config, self._limiter, principal=principal, sources=self._sources)
+    def new_execution(self, owner: Owner | None = None) -> ExecutionQuota:
+        """Fresh per-execution counts for `owner`'s execution, sharing this policy's rate windows."""
+        return ExecutionQuota(self.config, self._limiter, owner=owner, sources=self._sources)
 
     def execute_code_annotations(
         self, entries: Iterable[CatalogEntry], *, complete: bool = True

@@ -2,7 +2,8 @@
 
 `policy.max_tool_calls` and `policy.tools[name].max_calls` count within one execution;
 `policy.tools[name].rate` is shared by every execution of one gateway, in one window for every
-caller or in one per caller (`per: "principal"`).
+caller or in one per caller (`per: "principal"`): per `Owner`, the principal together with the
+issuer that vouched for it, so that a JWT's `sub` never shares a static token's window of that name.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ import json
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 
+from gateway.auth import Owner
 from gateway.catalog import CatalogEntry
 from gateway.errors import QuotaExceeded
 from gateway.policy.config import PolicyConfig, RateLimit
@@ -34,26 +36,26 @@ class RateLimiter:
 
     def __init__(self, clock: Clock = time.monotonic) -> None:
         self._clock = clock
-        self._calls: dict[str, deque[float]] = {}
+        self._calls: dict[Hashable, deque[float]] = {}
         self._lock = threading.Lock()
 
-    def acquire(self, name: str, rate: RateLimit, where: str, *, shown: str | None = None) -> float:
+    def acquire(self, name: Hashable, rate: RateLimit, where: str, *, shown: str | None = None) -> float:
         """Record a call in window `name` now and return its time, or raise QuotaExceeded (naming the
         tool as `shown`, by default `name`) if the window is full."""
         with self._lock:
             now = self._clock()
-            self._full(name, rate, where, now, shown or name)
+            self._full(name, rate, where, now, shown or str(name))
             self._calls.setdefault(name, deque()).append(now)
             return now
 
-    def release(self, name: str, stamp: float) -> None:
+    def release(self, name: Hashable, stamp: float) -> None:
         """Forget the call of `name` recorded at `stamp` (it never happened)."""
         with self._lock:
             window = self._calls.get(name)
             if window is not None and stamp in window:
                 window.remove(stamp)
 
-    def _full(self, name: str, rate: RateLimit, where: str, now: float, shown: str) -> None:
+    def _full(self, name: Hashable, rate: RateLimit, where: str, now: float, shown: str) -> None:
         window = self._calls.get(name)
         if window is None:
             return
@@ -79,18 +81,18 @@ class ExecutionQuota:
         config: PolicyConfig,
         limiter: RateLimiter,
         *,
-        principal: str | None = None,
+        owner: Owner | None = None,
         sources: Mapping[str, str] | None = None,
     ) -> None:
-        """`principal`: whose execution, for per-caller rates; `sources`: where each tool's rules were
+        """`owner`: whose execution, for per-caller rates; `sources`: where each tool's rules were
         written (`policy.roles[...]`), for the errors that name them."""
         self._config = config
         self._limiter = limiter
-        self._principal = principal
+        self._owner = owner
         self._sources = sources or {}
         self._counts: Counter[str] = Counter()
         # What `release` takes back from the limiter: (tool, window, stamp).
-        self._last_rate: tuple[str, str, float] | None = None
+        self._last_rate: tuple[str, Hashable, float] | None = None
         self._lock = threading.Lock()
 
     @property
@@ -124,7 +126,7 @@ class ExecutionQuota:
                     limit=rules.max_calls,
                 )
             if rules is not None and rules.rate is not None:
-                window = name if rules.rate.per == "gateway" else f"{name} for {self._principal or ''}"
+                window = name if rules.rate.per == "gateway" else (name, self._owner)
                 stamp = self._limiter.acquire(window, rules.rate, f"{source}.rate", shown=name)
                 self._last_rate = (name, window, stamp)
             self._counts[name] += 1

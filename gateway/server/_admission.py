@@ -6,8 +6,8 @@ gateway; with none free it waits in a first-come queue, and past the queue it is
 exchange has ended and the handler serving the call has returned (on the handshake era a call keeps
 running when its response stream closes), so disconnecting never frees a place early.
 
-A caller is an opaque string (`_gate.caller_of`): who the per-caller caps count. When clients are
-authenticated, a principal takes that place and nothing here changes.
+A caller is an `Owner` (`_gate.caller_of`): a principal of one issuer when clients are
+authenticated, else a session or an address.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import anyio
 
+from gateway.auth import Owner
 from gateway.config import HttpConfig
 from gateway.server._refusals import RETRY_AFTER_SECONDS, Refusal
 
@@ -45,7 +46,7 @@ class ExecutionCaps:
 class Ticket:
     """An admitted call's in-flight place: freed when every holder has let go."""
 
-    def __init__(self, admission: Admission, caller: str) -> None:
+    def __init__(self, admission: Admission, caller: Owner) -> None:
         self._admission = admission
         self.caller = caller
         self._holders = 1
@@ -69,7 +70,7 @@ class Ticket:
 class _Waiter:
     __slots__ = ("admitted", "caller", "outcome")
 
-    def __init__(self, caller: str) -> None:
+    def __init__(self, caller: Owner) -> None:
         self.caller = caller
         self.admitted = anyio.Event()
         self.outcome: Ticket | Refusal | None = None
@@ -80,8 +81,8 @@ class Admission:
 
     def __init__(self, caps: ExecutionCaps) -> None:
         self.caps = caps
-        self._running: Counter[str] = Counter()
-        self._waiting: Counter[str] = Counter()
+        self._running: Counter[Owner] = Counter()
+        self._waiting: Counter[Owner] = Counter()
         self._queue: deque[_Waiter] = deque()
         self._in_flight = 0
         self._idle = anyio.Event()
@@ -96,7 +97,7 @@ class Admission:
     def queued(self) -> int:
         return len(self._queue)
 
-    async def admit(self, caller: str) -> Ticket | Refusal:
+    async def admit(self, caller: Owner) -> Ticket | Refusal:
         """An in-flight place for `caller`'s call, at once, after waiting its turn, or a refusal.
 
         Cancelled while waiting (the client went away), the call leaves the queue.
@@ -136,13 +137,13 @@ class Admission:
         while self._in_flight:
             await self._idle.wait()
 
-    def occupy(self, caller: str) -> None:
+    def occupy(self, caller: Owner) -> None:
         if self._in_flight == 0:
             self._idle = anyio.Event()
         self._running[caller] += 1
         self._in_flight += 1
 
-    def vacate(self, caller: str) -> None:
+    def vacate(self, caller: Owner) -> None:
         self._running[caller] -= 1
         if self._running[caller] <= 0:
             del self._running[caller]
@@ -151,7 +152,7 @@ class Admission:
         if self._in_flight == 0:
             self._idle.set()
 
-    def _has_room(self, caller: str) -> bool:
+    def _has_room(self, caller: Owner) -> bool:
         return (
             self._in_flight < self.caps.in_flight and self._running[caller] < self.caps.in_flight_per_caller
         )
@@ -174,7 +175,7 @@ class Admission:
             if self._waiting[waiter.caller] <= 0:
                 del self._waiting[waiter.caller]
 
-    def _queue_full(self, caller: str) -> Refusal | None:
+    def _queue_full(self, caller: Owner) -> Refusal | None:
         caps = self.caps
         running, waiting = self._running[caller], self._waiting[caller]
         caller_full = running >= caps.in_flight_per_caller
@@ -217,9 +218,9 @@ class RequestCounts:
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
-        self._open: Counter[str] = Counter()
+        self._open: Counter[Owner] = Counter()
 
-    def enter(self, caller: str) -> Refusal | None:
+    def enter(self, caller: Owner) -> Refusal | None:
         """Count a request of `caller`'s, or a refusal when `caller` is at the cap."""
         open_now = self._open[caller]
         if open_now >= self.cap:
@@ -234,7 +235,7 @@ class RequestCounts:
         self._open[caller] += 1
         return None
 
-    def leave(self, caller: str) -> None:
+    def leave(self, caller: Owner) -> None:
         """A counted request of `caller`'s has ended."""
         self._open[caller] -= 1
         if self._open[caller] <= 0:

@@ -1,10 +1,18 @@
 """Background executions: `execute_code` runs that outlive the request that started them.
 
 They live in the server's lifespan, not in a request: a client that disconnects, or whose request
-timed out, collects the result later by id, until `background.keep_seconds` after it ended. Each is
-owned by the caller that started it (the principal with `auth`); another caller is told the id is
-unknown, as it is told of an id that never existed or expired. Leaving the lifespan (the gateway
-shutting down) ends those still running, shielded and bounded, each recorded as ended by shutdown.
+timed out, collects the result later by id, until `background.keep_seconds` after it ended. Leaving
+the lifespan (the gateway shutting down) ends those still running, shielded and bounded, each
+recorded as ended by shutdown.
+
+Each is owned by the caller that started it (`Owner`: issuer and principal with `auth`; without it
+the session, address or stdio). A caller a token vouched for alone reaches its runs: another is told
+the id is unknown, as it is told of an id that never existed or expired. Without `auth` the id is the
+capability (a reconnecting client collects with it), and only listing goes by owner.
+
+What finished runs keep is budgeted per owner and in total, by count and by bytes: an owner past its
+own share loses its own oldest results, never another's; past the total, a new run is refused (count)
+or its result is not kept (bytes), saying which limit.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import anyio
 from anyio.abc import TaskGroup
 from mcp import types
 
+from gateway.auth import Owner
 from gateway.config import BackgroundConfig
 from gateway.errors import BackgroundRefused, EndedByShutdown, ExecutionCancelled, ExecutionFailed
 
@@ -31,6 +40,7 @@ __all__ = [
     "BackgroundExecutions",
     "Status",
     "ended_by_shutdown",
+    "kept_bytes",
 ]
 
 log = logging.getLogger("gateway.server.background")
@@ -55,7 +65,7 @@ class BackgroundExecution:
     """One background execution: its status, its progress, and once it ended, its result."""
 
     id: str
-    owner: str | None
+    owner: Owner
     created_at: datetime
     status: Status = "working"
     message: str | None = None
@@ -64,6 +74,7 @@ class BackgroundExecution:
     updated_at: datetime | None = None
     ended_at: float | None = None  # on the store's clock
     ended_by: ExecutionFailed | None = None  # why it was cancelled: the caller, or shutdown
+    size: int = 0  # what its result holds, in bytes (`kept_bytes`), once it ended
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     done: anyio.Event = field(default_factory=anyio.Event)
     input_requests: dict[str, dict[str, Any]] = field(default_factory=dict[str, dict[str, Any]])
@@ -123,6 +134,35 @@ Work = Callable[[BackgroundExecution], Awaitable[types.CallToolResult]]
 """Runs one execution to its result; cancelled through the execution's scope."""
 
 
+def kept_bytes(result: types.CallToolResult | None) -> int:
+    """What a kept result holds, in bytes: its text and what the run showed (base64, as kept)."""
+    if result is None:
+        return 0
+    return sum(_block_bytes(block) for block in result.content)
+
+
+def _block_bytes(block: types.ContentBlock) -> int:
+    if isinstance(block, types.TextContent):
+        return len(block.text.encode("utf-8", "surrogatepass"))
+    if isinstance(block, types.ImageContent | types.AudioContent):
+        return len(block.data)
+    if isinstance(block, types.EmbeddedResource):
+        resource = block.resource
+        if isinstance(resource, types.BlobResourceContents):
+            return len(resource.blob)
+        return len(resource.text.encode("utf-8", "surrogatepass"))
+    return len(block.model_dump_json())
+
+
+def _not_kept(size: int, key: str, limit: int) -> types.CallToolResult:
+    text = (
+        f"the background execution finished, but its result ({size:,} bytes) was not kept: it is over "
+        f"what background results may hold ({key} = {limit:,} bytes). Show or print less, or run the "
+        "snippet without background"
+    )
+    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+
+
 class BackgroundExecutions:
     """The background executions of one server: started, looked up by owner, cancelled, expired."""
 
@@ -155,7 +195,7 @@ class BackgroundExecutions:
         if running:
             log.info("background executions ended by shutdown", extra={"count": len(running)})
 
-    def start(self, owner: str | None, work: Work) -> BackgroundExecution:
+    def start(self, owner: Owner, work: Work) -> BackgroundExecution:
         """Start `work` in the background for `owner`; BackgroundRefused past a `background` limit."""
         self._expire()
         if self._group is None:
@@ -175,6 +215,7 @@ class BackgroundExecutions:
                 f"you have {mine} background execution{'s' if mine != 1 else ''} running, as many as one "
                 "caller may (background.max_running_per_caller): collect or cancel one first"
             )
+        self._make_room(owner)
         now = datetime.now(UTC)
         execution = BackgroundExecution(secrets.token_urlsafe(18), owner, now, updated_at=now)
         self._executions[execution.id] = execution
@@ -206,6 +247,9 @@ class BackgroundExecutions:
         error: str | None = None,
         message: str | None = None,
     ) -> None:
+        if result is not None:
+            result = self._fit(execution.owner, result)
+        execution.size = kept_bytes(result)
         execution.status = status
         execution.result = result
         execution.error = error
@@ -215,13 +259,13 @@ class BackgroundExecutions:
         execution.updated_at = datetime.now(UTC)
         execution.ended_at = self._clock()
         execution.done.set()
-        self._trim()
 
-    def get(self, owner: str | None, execution_id: str) -> BackgroundExecution:
-        """`owner`'s execution `execution_id`, or BackgroundRefused: unknown, expired, or another's."""
+    def get(self, caller: Owner, execution_id: str) -> BackgroundExecution:
+        """The execution `execution_id` if `caller` may reach it, else BackgroundRefused: unknown,
+        expired, or another's. Without `auth` (an owner no token vouched for) the id is enough."""
         self._expire()
         execution = self._executions.get(execution_id)
-        if execution is None or execution.owner != owner:
+        if execution is None or (execution.owner.verified and execution.owner != caller):
             raise BackgroundRefused(
                 f"no background execution {execution_id!r} for you: the id is unknown, its result expired "
                 f"(results are kept {self.config.keep_seconds:g} s after they end, background.keep_seconds), "
@@ -229,23 +273,23 @@ class BackgroundExecutions:
             )
         return execution
 
-    def owned_by(self, owner: str | None) -> list[BackgroundExecution]:
+    def owned_by(self, owner: Owner) -> list[BackgroundExecution]:
         """`owner`'s executions, oldest first."""
         self._expire()
         return [execution for execution in self._executions.values() if execution.owner == owner]
 
-    def cancel(self, owner: str | None, execution_id: str) -> BackgroundExecution:
-        """Cancel `owner`'s execution (the sandbox stops, a tool call in flight is cancelled); a
+    def cancel(self, caller: Owner, execution_id: str) -> BackgroundExecution:
+        """Cancel `caller`'s execution (the sandbox stops, a tool call in flight is cancelled); a
         finished one stays as it ended."""
-        execution = self.get(owner, execution_id)
+        execution = self.get(caller, execution_id)
         if not execution.finished:
             execution.ended_by = _cancelled_by_request()
             execution.scope.cancel()
         return execution
 
-    async def wait(self, owner: str | None, execution_id: str) -> BackgroundExecution:
-        """`owner`'s execution once it has ended."""
-        execution = self.get(owner, execution_id)
+    async def wait(self, caller: Owner, execution_id: str) -> BackgroundExecution:
+        """`caller`'s execution once it has ended."""
+        execution = self.get(caller, execution_id)
         await execution.done.wait()
         return execution
 
@@ -261,10 +305,54 @@ class BackgroundExecutions:
             if execution.ended_at is not None and now - execution.ended_at >= self.config.keep_seconds:
                 del self._executions[execution_id]
 
-    def _trim(self) -> None:
-        """Past `background.max_kept` finished results, the oldest ones go."""
-        ended = sorted(
-            (e for e in self._executions.values() if e.ended_at is not None), key=lambda e: e.ended_at or 0.0
+    def _finished_of(self, owner: Owner | None) -> list[BackgroundExecution]:
+        """The finished executions of `owner` (of every owner if None), oldest first."""
+        return sorted(
+            (e for e in self._executions.values() if e.ended_at is not None and owner in (None, e.owner)),
+            key=lambda e: e.ended_at or 0.0,
         )
-        for execution in ended[: max(0, len(ended) - self.config.max_kept)]:
+
+    def _make_room(self, owner: Owner) -> None:
+        """Room for one more of `owner`'s executions: past its share of kept ones (running ones count),
+        its own oldest results go; past the total, BackgroundRefused (another's are never dropped)."""
+        share = self.config.kept_per_caller()
+        running = sum(1 for e in self._executions.values() if e.owner == owner and not e.finished)
+        finished = self._finished_of(owner)
+        dropped = finished[: max(0, len(finished) + running + 1 - share)]
+        held = len(self._executions) - len(dropped)
+        if held >= self.config.max_kept:
+            raise self._full(held)
+        for execution in dropped:
             del self._executions[execution.id]
+
+    def _full(self, held: int) -> BackgroundRefused:
+        oldest = next(iter(self._finished_of(None)), None)
+        when = "when one of the running ones ends and expires"
+        if oldest is not None:
+            when = f"in {self.expires_in(oldest) or 0:.0f} s, when the oldest result expires"
+        return BackgroundRefused(
+            f"the gateway keeps {held} background executions, as many as it may for every caller "
+            f"together (background.max_kept = {self.config.max_kept}): retry {when}, or run the snippet "
+            "without background"
+        )
+
+    def _fit(self, owner: Owner, result: types.CallToolResult) -> types.CallToolResult:
+        """`result` as kept within the byte budgets: `owner`'s own oldest results make room for it; a
+        result over `owner`'s share, or past the total, is not kept (an error says which limit)."""
+        config = self.config
+        share = config.kept_bytes_per_caller()
+        size = kept_bytes(result)
+        if size > share:
+            return _not_kept(size, "background.max_kept_bytes_per_caller", share)
+        own = self._finished_of(owner)
+        held = sum(e.size for e in own)
+        dropped: list[BackgroundExecution] = []
+        while own and held + size > share:
+            dropped.append(own.pop(0))
+            held -= dropped[-1].size
+        total = sum(e.size for e in self._executions.values()) - sum(e.size for e in dropped)
+        if total + size > config.max_kept_bytes:
+            return _not_kept(size, "background.max_kept_bytes", config.max_kept_bytes)
+        for execution in dropped:
+            del self._executions[execution.id]
+        return result

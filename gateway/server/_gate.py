@@ -32,7 +32,7 @@ from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from gateway.auth import identity_in
+from gateway.auth import Owner, identity_in
 from gateway.config import HttpConfig
 from gateway.server._admission import Admission, RequestCounts, Ticket
 from gateway.server._refusals import RETRY_AFTER_SECONDS, Refusal, Reworded, send_refusal
@@ -54,20 +54,20 @@ def security_settings(http: HttpConfig) -> TransportSecuritySettings:
     )
 
 
-def caller_of(scope: Scope) -> str:
-    """Who the per-caller caps count: the authenticated principal; without `auth`, the MCP session
-    (handshake era), else the client's address.
+def caller_of(scope: Scope) -> Owner:
+    """Who the per-caller caps and stores count: the authenticated principal of its issuer; without
+    `auth`, the MCP session (handshake era), else the client's address.
 
     A session id is a credential for its session: only a digest of it is kept and logged.
     """
     identity = identity_in(scope)
     if identity is not None:
-        return f"principal:{identity.principal}"
+        return identity.owner
     session = Headers(scope=scope).get(MCP_SESSION_ID_HEADER)
     if session:
-        return session_digest(session)
+        return Owner.of_session(session_digest(session))
     client = scope.get("client")
-    return f"address:{client[0]}" if client else "address:unknown"
+    return Owner.of_address(client[0] if client else "unknown")
 
 
 def session_digest(session_id: str) -> str:
@@ -193,7 +193,7 @@ class McpGate:
         if reworded.refusal is not None:
             _log_refusal(reworded.refusal, scope)
 
-    async def _admit(self, caller: str, receive: Receive) -> Ticket | Refusal | None:
+    async def _admit(self, caller: Owner, receive: Receive) -> Ticket | Refusal | None:
         """An in-flight place, or a refusal; None if the client disconnected while its call waited."""
         outcome: list[Ticket | Refusal] = []
         gone = False
@@ -308,5 +308,5 @@ def _log_refusal(refusal: Refusal, scope: Scope) -> None:
     log.log(
         level,
         "HTTP request refused",
-        extra={"status": refusal.status, "key": refusal.key, "caller": caller_of(scope)},
+        extra={"status": refusal.status, "key": refusal.key, "caller": str(caller_of(scope))},
     )

@@ -16,7 +16,6 @@ from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 
 import anyio
-from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from starlette.applications import Starlette
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -25,11 +24,12 @@ from gateway._gateway import Gateway
 from gateway.auth import bearer_middleware, build_verifier, require_token, resource_metadata_routes
 from gateway.config import HEALTH_PATHS, METRICS_PATH, HttpConfig
 from gateway.server._admission import Admission, ExecutionCaps
-from gateway.server._gate import McpGate, hold_ticket, security_settings
+from gateway.server._gate import McpGate, hold_ticket
 from gateway.server._health import Readiness, healthz
 from gateway.server._metrics import metrics_route
 from gateway.server._refusals import RETRY_AFTER_SECONDS, Refusal, send_refusal
 from gateway.server._server import build_server
+from gateway.server._sessions import SharedSessions
 
 __all__ = ["HttpApp"]
 
@@ -49,16 +49,9 @@ class HttpApp:
         self._closed = False
         server = build_server(gateway)
         server.middleware.append(hold_ticket)
-        self.sessions = StreamableHTTPSessionManager(
-            server,
-            security_settings=security_settings(http),
-            max_request_body_size=http.max_body_bytes,
-            max_sessions=http.max_sessions,
-            session_idle_timeout=http.session_idle_seconds,
-        )
-        mcp: ASGIApp = McpGate(
-            StreamableHTTPASGIApp(self.sessions), http, self.admission, self._is_shutting_down
-        )
+        self.sessions = SharedSessions(server, http)
+        # `handle_request`, not the SDK's ASGI wrapper: that one skips it, and with it each caller's share.
+        mcp: ASGIApp = McpGate(self.sessions.handle_request, http, self.admission, self._is_shutting_down)
         auth = gateway.config.auth
         readiness = Readiness(gateway, self._is_shutting_down)
         alive, ready = HEALTH_PATHS

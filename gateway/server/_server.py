@@ -39,6 +39,7 @@ from gateway.server._stdio import StdinLines, cancel_on_signals, pipe_stdin, pip
 from gateway.server._tasks import (
     TASKS_EXTENSION,
     background_reply,
+    caller_of_request,
     cancel_reply,
     collect_reply,
     install_task_methods,
@@ -344,9 +345,9 @@ async def _execute_code_or_background(
     if len(asked) > 1:
         return _text(f"execute_code takes one of {' / '.join(asked)} at a time", is_error=True)
     if run.collect is not None:
-        return await collect_reply(background, run.collect)
+        return await collect_reply(background, caller_of_request(ctx), run.collect)
     if run.cancel is not None:
-        return await cancel_reply(background, run.cancel)
+        return await cancel_reply(background, caller_of_request(ctx), run.cancel)
     if not run.code:
         return _text("invalid arguments for execute_code: code: Field required", is_error=True)
     if not run.background:

@@ -32,9 +32,10 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Field, ValidationError
+from starlette.requests import Request
 
 from gateway._gateway import Gateway
-from gateway.auth import Identity, identity_of
+from gateway.auth import Identity, Owner, identity_of
 from gateway.errors import BackgroundRefused, PolicyDenied
 from gateway.policy import (
     APPROVAL_FORM,
@@ -47,6 +48,7 @@ from gateway.policy import (
 )
 from gateway.sandbox import ErrorInfo, ExecutionResult
 from gateway.server._background import BackgroundExecution, BackgroundExecutions
+from gateway.server._gate import caller_of
 from gateway.server._results import execution_tool_result
 
 __all__ = [
@@ -54,6 +56,7 @@ __all__ = [
     "TASKS_EXTENSION",
     "asks_for_task",
     "background_reply",
+    "caller_of_request",
     "cancel_reply",
     "collect_reply",
     "install_task_methods",
@@ -88,14 +91,19 @@ class TaskUpdateParams(types.RequestParams):
     input_responses: dict[str, Any] = Field(default_factory=dict[str, Any], alias="inputResponses")
 
 
-def owner() -> Identity | None:
+def _identity() -> Identity | None:
     """Who sent the request being served, as the SDK's auth middleware put it in the request."""
     token = get_access_token()
     return None if token is None else identity_of(token)
 
 
-def _principal(identity: Identity | None) -> str | None:
-    return identity.principal if identity is not None else None
+def caller_of_request(ctx: ServerRequestContext[Any]) -> Owner:
+    """Whose background runs this request reaches: its principal and issuer with `auth`; without
+    it its session (handshake era) or address over HTTP, and stdio's one client."""
+    request = ctx.request
+    if isinstance(request, Request):
+        return caller_of(request.scope)
+    return Owner.of_stdio()
 
 
 def _no_one_could_approve(tool: str) -> PolicyDenied:
@@ -173,7 +181,7 @@ def start_background(
 ) -> BackgroundExecution:
     """Start `code` in the background for the caller of this request (as an MCP task if `task`);
     BackgroundRefused past a limit."""
-    identity = owner()
+    identity = _identity()
     client = ctx.session.client_params.client_info if ctx.session.client_params else None
     config = store.config
     limits = gateway.config.sandbox.model_copy(
@@ -194,7 +202,7 @@ def start_background(
         )
         return execution_tool_result(_background_keys(result))
 
-    return store.start(_principal(identity), work)
+    return store.start(caller_of_request(ctx), work)
 
 
 def asks_for_task(ctx: ServerRequestContext[Any]) -> bool:
@@ -244,9 +252,9 @@ def _refused(exc: BackgroundRefused) -> MCPError:
     return MCPError(code=INVALID_PARAMS, message=str(exc))
 
 
-def _lookup(store: BackgroundExecutions, task_id: str) -> BackgroundExecution:
+def _lookup(store: BackgroundExecutions, ctx: ServerRequestContext[Any], task_id: str) -> BackgroundExecution:
     try:
-        return store.get(_principal(owner()), task_id)
+        return store.get(caller_of_request(ctx), task_id)
     except BackgroundRefused as exc:
         raise _refused(exc) from None
 
@@ -282,7 +290,7 @@ def install_task_methods(server: Any, store: BackgroundExecutions) -> None:
 
     async def get(ctx: ServerRequestContext[Any], params: TaskIdParams) -> dict[str, Any]:
         modern = _require_extension(ctx)
-        execution = _lookup(store, params.task_id)
+        execution = _lookup(store, ctx, params.task_id)
         task = _task(store, execution, modern=modern)
         if modern and execution.input_requests:
             task["inputRequests"] = dict(execution.input_requests)
@@ -297,7 +305,7 @@ def install_task_methods(server: Any, store: BackgroundExecutions) -> None:
 
     async def result(ctx: ServerRequestContext[Any], params: TaskIdParams) -> dict[str, Any]:
         _handshake_only(ctx)
-        execution = _lookup(store, params.task_id)
+        execution = _lookup(store, ctx, params.task_id)
         await execution.done.wait()
         if execution.status != "completed":
             raise MCPError(
@@ -309,11 +317,11 @@ def install_task_methods(server: Any, store: BackgroundExecutions) -> None:
 
     async def listing(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams) -> dict[str, Any]:
         _handshake_only(ctx)
-        return {"tasks": [_task(store, e, modern=False) for e in store.owned_by(_principal(owner()))]}
+        return {"tasks": [_task(store, e, modern=False) for e in store.owned_by(caller_of_request(ctx))]}
 
     async def cancel(ctx: ServerRequestContext[Any], params: TaskIdParams) -> dict[str, Any]:
         modern = _require_extension(ctx)
-        execution = _lookup(store, params.task_id)
+        execution = _lookup(store, ctx, params.task_id)
         if execution.finished and not modern:
             raise MCPError(
                 code=INVALID_PARAMS, message=f"task {execution.id} has already ended ({execution.status})"
@@ -328,7 +336,7 @@ def install_task_methods(server: Any, store: BackgroundExecutions) -> None:
     async def update(ctx: ServerRequestContext[Any], params: TaskUpdateParams) -> dict[str, Any]:
         if not _require_extension(ctx):
             raise MCPError(code=METHOD_NOT_FOUND, message="Method not found", data=ctx.method)
-        _lookup(store, params.task_id).answer(params.input_responses)
+        _lookup(store, ctx, params.task_id).answer(params.input_responses)
         return {}
 
     server.add_request_handler("tasks/get", TaskIdParams, get)
@@ -427,10 +435,12 @@ def _status_reply(execution: BackgroundExecution) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=_structured(value))
 
 
-async def collect_reply(store: BackgroundExecutions, execution_id: str) -> types.CallToolResult:
-    """The result of the caller's background execution, waiting up to COLLECT_WAIT_SECONDS; its
+async def collect_reply(
+    store: BackgroundExecutions, caller: Owner, execution_id: str
+) -> types.CallToolResult:
+    """The result of `caller`'s background execution, waiting up to COLLECT_WAIT_SECONDS; its
     progress if it is still running."""
-    execution = store.get(_principal(owner()), execution_id)
+    execution = store.get(caller, execution_id)
     with anyio.move_on_after(COLLECT_WAIT_SECONDS):
         await execution.done.wait()
     if execution.status == "completed" and execution.result is not None:
@@ -443,9 +453,9 @@ async def collect_reply(store: BackgroundExecutions, execution_id: str) -> types
     return _status_reply(execution)
 
 
-async def cancel_reply(store: BackgroundExecutions, execution_id: str) -> types.CallToolResult:
-    """Cancel the caller's background execution; its status once it stopped (or a moment passed)."""
-    execution = store.cancel(_principal(owner()), execution_id)
+async def cancel_reply(store: BackgroundExecutions, caller: Owner, execution_id: str) -> types.CallToolResult:
+    """Cancel `caller`'s background execution; its status once it stopped (or a moment passed)."""
+    execution = store.cancel(caller, execution_id)
     with anyio.move_on_after(CANCEL_WAIT_SECONDS):
         await execution.done.wait()
     return _status_reply(execution)

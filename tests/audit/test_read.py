@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from gateway.audit import format_records, select_records
+from gateway.audit import format_records, issuers_of, select_records
 
 NOON = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 
@@ -32,3 +32,14 @@ def test_a_suppressed_record_reads_as_a_count_in_the_table() -> None:
     assert "42 records past the caller's budget, not written" in row
     assert "counted" in row
     assert "error" not in row
+
+
+def test_a_principal_of_two_issuers_is_two_callers_told_apart_by_the_issuer() -> None:
+    static = {"kind": "execution", "principal": "alice", "issuer": "codemode-gateway:tokens"}
+    jwt = {"kind": "execution", "principal": "alice", "issuer": "https://idp.example.com"}
+    bob = {"kind": "execution", "principal": "bob", "issuer": "codemode-gateway:tokens"}
+    records: list[dict[str, Any]] = [static, jwt, bob]
+    named = select_records(records, principal="alice")
+    assert issuers_of(named) == ["codemode-gateway:tokens", "https://idp.example.com"]
+    assert select_records(records, principal="alice", issuer="https://idp.example.com") == [jwt]
+    assert select_records(records, principal="alice", issuer="codemode-gateway:tokens") == [static]

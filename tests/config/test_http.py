@@ -87,6 +87,10 @@ def test_binding_every_interface_needs_the_names_clients_use() -> None:
         ),
         ({"header_timeout_seconds": 0}, "http.header_timeout_seconds: Input should be greater than 0"),
         ({"max_connections_per_address": 0}, "http.max_connections_per_address: Input should be greater"),
+        (
+            {"max_sessions": 4, "max_sessions_per_caller": 5},
+            "max_sessions_per_caller (5) is above max_sessions (4)",
+        ),
     ],
 )
 def test_a_bad_setting_is_one_line_naming_its_key(section: dict[str, Any], expected: str) -> None:
@@ -111,3 +115,10 @@ def test_slow_clients_are_bounded_by_default() -> None:
     assert defaults.header_timeout_seconds == 10
     assert defaults.body_timeout_seconds == 30
     assert defaults.max_connections_per_address == 64
+
+
+def test_each_caller_may_hold_a_quarter_of_the_sessions_unless_the_config_says() -> None:
+    assert http({}).sessions_per_caller() == 25
+    assert http({"max_sessions": 8}).sessions_per_caller() == 2
+    assert http({"max_sessions": 1}).sessions_per_caller() == 1
+    assert http({"max_sessions": 8, "max_sessions_per_caller": 8}).sessions_per_caller() == 8

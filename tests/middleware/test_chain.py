@@ -185,7 +185,15 @@ async def test_calling_call_next_twice_fails_and_the_child_is_called_once() -> N
     assert len(child.calls) == 1
 
 
-@pytest.mark.parametrize("change", [{"tool": "s.delete_all"}, {"server": "other"}, {"principal": "admin"}])
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"tool": "s.delete_all"},
+        {"server": "other"},
+        {"principal": "admin"},
+        {"issuer": "https://idp.example.com"},
+    ],
+)
 async def test_a_middleware_may_change_only_the_arguments(change: dict[str, Any]) -> None:
     async def redirects(call: Call, call_next: CallNext) -> Any:
         return await call_next(call.replace(**change))

@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from gateway import PolicyDenied, QuotaExceeded
-from gateway.auth import Identity
+from gateway.auth import STATIC_ISSUER, Identity, Owner
 from gateway.catalog import Catalog
 from gateway.policy import Policies, PolicyConfig, roles_of
 from tests.policy.helpers import FakeClock, get, made_up_entry
@@ -139,7 +139,7 @@ def test_a_roles_approve_adds_to_the_policys(real: Catalog) -> None:
 
 def test_a_roles_quota_is_named_in_the_refusal(real: Catalog) -> None:
     rules = policies(max_tool_calls=10, roles={"contractor": {"principals": ["bob"], "max_tool_calls": 1}})
-    quota = rules.for_caller(BOB).new_execution("bob")
+    quota = rules.for_caller(BOB).new_execution(Owner(STATIC_ISSUER, "bob"))
     quota.acquire(get(real, "time.get_current_time"))
     with pytest.raises(QuotaExceeded) as caught:
         quota.acquire(get(real, "time.get_current_time"))
@@ -180,13 +180,15 @@ def test_a_rate_per_principal_gives_each_caller_its_own_window(real: Catalog) ->
     rate = {"calls": 1, "per_seconds": 60, "per": "principal"}
     rules = policies(clock, tools={"time.get_current_time": {"rate": rate}})
     entry = get(real, "time.get_current_time")
-    rules.base.new_execution("alice").acquire(entry)
-    rules.base.new_execution("bob").acquire(entry)  # a window of its own
+    rules.base.new_execution(Owner(STATIC_ISSUER, "alice")).acquire(entry)
+    rules.base.new_execution(Owner(STATIC_ISSUER, "bob")).acquire(entry)  # a window of its own
+    # A JWT whose `sub` is a static token's name is another caller, with a window of its own.
+    rules.base.new_execution(Owner("https://idp.example.com", "alice")).acquire(entry)
     with pytest.raises(QuotaExceeded) as caught:
-        rules.base.new_execution("alice").acquire(entry)
+        rules.base.new_execution(Owner(STATIC_ISSUER, "alice")).acquire(entry)
     assert "for each caller" in str(caught.value)
     clock.now += 61
-    rules.base.new_execution("alice").acquire(entry)
+    rules.base.new_execution(Owner(STATIC_ISSUER, "alice")).acquire(entry)
 
 
 def test_a_gateway_rate_counts_every_callers_calls_whatever_their_roles(real: Catalog) -> None:
@@ -196,10 +198,10 @@ def test_a_gateway_rate_counts_every_callers_calls_whatever_their_roles(real: Ca
         roles={"contractor": {"principals": ["bob"], "deny": ["git.*"]}},
     )
     entry = get(real, "time.get_current_time")
-    rules.base.new_execution("alice").acquire(entry)
-    rules.for_caller(BOB).new_execution("bob").acquire(entry)
+    rules.base.new_execution(Owner(STATIC_ISSUER, "alice")).acquire(entry)
+    rules.for_caller(BOB).new_execution(Owner(STATIC_ISSUER, "bob")).acquire(entry)
     with pytest.raises(QuotaExceeded) as caught:
-        rules.base.new_execution("carol").acquire(entry)
+        rules.base.new_execution(Owner(STATIC_ISSUER, "carol")).acquire(entry)
     assert caught.value.quota == 'policy.tools["time.get_current_time"].rate'
 
 
@@ -210,12 +212,12 @@ def test_a_rate_a_role_sets_is_named_in_the_refusal(real: Catalog) -> None:
     )
     entry = get(real, "time.get_current_time")
     bob = rules.for_caller(BOB)
-    bob.new_execution("bob").acquire(entry)
+    bob.new_execution(Owner(STATIC_ISSUER, "bob")).acquire(entry)
     with pytest.raises(QuotaExceeded) as caught:
-        bob.new_execution("bob").acquire(entry)
+        bob.new_execution(Owner(STATIC_ISSUER, "bob")).acquire(entry)
     assert caught.value.quota == 'policy.roles["contractor"].tools["time.get_current_time"].rate'
-    rules.base.new_execution("alice").acquire(entry)  # no rate without the role
-    rules.base.new_execution("alice").acquire(entry)
+    rules.base.new_execution(Owner(STATIC_ISSUER, "alice")).acquire(entry)  # no rate without the role
+    rules.base.new_execution(Owner(STATIC_ISSUER, "alice")).acquire(entry)
 
 
 # ---- typos --------------------------------------------------------------------------------------

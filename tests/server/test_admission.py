@@ -7,21 +7,23 @@ import anyio.lowlevel
 import pytest
 from anyio.abc import TaskGroup
 
+from gateway.auth import Owner
 from gateway.server._admission import Admission, ExecutionCaps, RequestCounts, Ticket
 from gateway.server._refusals import Refusal
 
 pytestmark = pytest.mark.anyio
 
 WAIT = 5
+A, B, C, D = (Owner("test", name) for name in "abcd")
 
 
-async def admitted(admission: Admission, caller: str) -> Ticket:
+async def admitted(admission: Admission, caller: Owner) -> Ticket:
     outcome = await admission.admit(caller)
     assert isinstance(outcome, Ticket), outcome
     return outcome
 
 
-async def refused(admission: Admission, caller: str) -> Refusal:
+async def refused(admission: Admission, caller: Owner) -> Refusal:
     outcome = await admission.admit(caller)
     assert isinstance(outcome, Refusal), outcome
     return outcome
@@ -30,7 +32,7 @@ async def refused(admission: Admission, caller: str) -> Refusal:
 class Queued:
     """A call waiting in the queue, in a task: what it got, once it got it."""
 
-    def __init__(self, admission: Admission, caller: str) -> None:
+    def __init__(self, admission: Admission, caller: Owner) -> None:
         self.admission = admission
         self.caller = caller
         self.outcome: Ticket | Refusal | None = None
@@ -41,7 +43,7 @@ class Queued:
         self.done.set()
 
 
-async def queue(admission: Admission, task_group: TaskGroup, caller: str) -> Queued:
+async def queue(admission: Admission, task_group: TaskGroup, caller: Owner) -> Queued:
     waiting = Queued(admission, caller)
     before = admission.queued
     task_group.start_soon(waiting)
@@ -53,15 +55,15 @@ async def queue(admission: Admission, task_group: TaskGroup, caller: str) -> Que
 async def test_a_caller_past_its_in_flight_and_queue_caps_is_told_429_naming_the_key() -> None:
     admission = Admission(ExecutionCaps(in_flight=10, queued=10, in_flight_per_caller=1, queued_per_caller=1))
     with anyio.fail_after(WAIT):
-        first = await admitted(admission, "a")
+        first = await admitted(admission, A)
         async with anyio.create_task_group() as tg:
-            waiting = await queue(admission, tg, "a")
-            refusal = await refused(admission, "a")
+            waiting = await queue(admission, tg, A)
+            refusal = await refused(admission, A)
             assert refusal.status == 429
             assert refusal.key == "http.max_executions_queued_per_caller"
             assert refusal.retry_after
             assert "1 in flight and 1 queued" in refusal.message
-            assert isinstance(await admission.admit("b"), Ticket)  # another caller is not held up
+            assert isinstance(await admission.admit(B), Ticket)  # another caller is not held up
             first.release()
             await waiting.done.wait()
             assert isinstance(waiting.outcome, Ticket)
@@ -70,11 +72,11 @@ async def test_a_caller_past_its_in_flight_and_queue_caps_is_told_429_naming_the
 async def test_the_gateway_past_its_total_caps_answers_503_naming_the_key() -> None:
     admission = Admission(ExecutionCaps(in_flight=2, queued=1, in_flight_per_caller=2, queued_per_caller=5))
     with anyio.fail_after(WAIT):
-        await admitted(admission, "a")
-        await admitted(admission, "b")
+        await admitted(admission, A)
+        await admitted(admission, B)
         async with anyio.create_task_group() as tg:
-            await queue(admission, tg, "c")
-            refusal = await refused(admission, "d")
+            await queue(admission, tg, C)
+            refusal = await refused(admission, D)
             assert (refusal.status, refusal.key, refusal.value) == (503, "http.max_executions_queued", 1)
             assert refusal.retry_after
             tg.cancel_scope.cancel()
@@ -83,9 +85,9 @@ async def test_the_gateway_past_its_total_caps_answers_503_naming_the_key() -> N
 async def test_without_a_queue_the_in_flight_key_is_named() -> None:
     admission = Admission(ExecutionCaps(in_flight=1, queued=0, in_flight_per_caller=1, queued_per_caller=0))
     with anyio.fail_after(WAIT):
-        await admitted(admission, "a")
-        same = await refused(admission, "a")
-        other = await refused(admission, "b")
+        await admitted(admission, A)
+        same = await refused(admission, A)
+        other = await refused(admission, B)
     assert (same.status, same.key) == (429, "http.max_executions_in_flight_per_caller")
     assert (other.status, other.key) == (503, "http.max_executions_in_flight")
 
@@ -93,11 +95,11 @@ async def test_without_a_queue_the_in_flight_key_is_named() -> None:
 async def test_freed_places_go_to_the_oldest_waiting_call_whose_caller_has_room() -> None:
     admission = Admission(ExecutionCaps(in_flight=2, queued=10, in_flight_per_caller=1, queued_per_caller=5))
     with anyio.fail_after(WAIT):
-        a = await admitted(admission, "a")
-        b = await admitted(admission, "b")
+        a = await admitted(admission, A)
+        b = await admitted(admission, B)
         async with anyio.create_task_group() as tg:
-            a2 = await queue(admission, tg, "a")
-            c = await queue(admission, tg, "c")
+            a2 = await queue(admission, tg, A)
+            c = await queue(admission, tg, C)
             b.release()  # a place, but a is still full: c gets it although a2 came first
             await c.done.wait()
             assert not a2.done.is_set()
@@ -110,28 +112,28 @@ async def test_freed_places_go_to_the_oldest_waiting_call_whose_caller_has_room(
 async def test_a_call_cancelled_while_queued_leaves_the_queue() -> None:
     admission = Admission(ExecutionCaps(in_flight=1, queued=1, in_flight_per_caller=1, queued_per_caller=1))
     with anyio.fail_after(WAIT):
-        first = await admitted(admission, "a")
+        first = await admitted(admission, A)
         async with anyio.create_task_group() as tg:
-            await queue(admission, tg, "b")
+            await queue(admission, tg, B)
             tg.cancel_scope.cancel()
         assert admission.queued == 0
         first.release()
-        await admitted(admission, "c")  # the place went to nobody who had left
+        await admitted(admission, C)  # the place went to nobody who had left
 
 
 async def test_a_place_is_freed_only_when_the_exchange_and_the_handler_have_both_let_go() -> None:
     admission = Admission(ExecutionCaps(in_flight=1, queued=0, in_flight_per_caller=1, queued_per_caller=0))
     with anyio.fail_after(WAIT):
-        ticket = await admitted(admission, "a")
+        ticket = await admitted(admission, A)
         ticket.hold()  # the handler serving the call
         ticket.release()  # the HTTP exchange ended (a handshake-era client closed its stream)
         assert admission.in_flight == 1
-        await refused(admission, "b")
+        await refused(admission, B)
         ticket.release()
         assert admission.in_flight == 0
         ticket.release()  # once too often: no effect
         assert admission.in_flight == 0
-        late = await admitted(admission, "b")
+        late = await admitted(admission, B)
         late.release()
         late.hold()  # a handler starting after its exchange ended still counts
         assert admission.in_flight == 1
@@ -140,14 +142,14 @@ async def test_a_place_is_freed_only_when_the_exchange_and_the_handler_have_both
 async def test_shutting_down_refuses_waiting_and_new_calls_and_waits_for_those_in_flight() -> None:
     admission = Admission(ExecutionCaps(in_flight=1, queued=5, in_flight_per_caller=1, queued_per_caller=5))
     with anyio.fail_after(WAIT):
-        running = await admitted(admission, "a")
+        running = await admitted(admission, A)
         async with anyio.create_task_group() as tg:
-            waiting = await queue(admission, tg, "a")
+            waiting = await queue(admission, tg, A)
             admission.stop_admitting()
             await waiting.done.wait()
             assert isinstance(waiting.outcome, Refusal)
             assert waiting.outcome.status == 503
-            assert "shutting down" in (await refused(admission, "b")).message
+            assert "shutting down" in (await refused(admission, B)).message
 
             idle = anyio.Event()
 
@@ -166,14 +168,14 @@ def test_a_caller_past_its_open_requests_is_refused_429_naming_the_limit_and_oth
     None
 ):
     requests = RequestCounts(2)
-    assert requests.enter("principal:alice") is None
-    assert requests.enter("principal:alice") is None
-    refusal = requests.enter("principal:alice")
+    assert requests.enter(A) is None
+    assert requests.enter(A) is None
+    refusal = requests.enter(A)
     assert refusal is not None
     assert refusal.status == 429
     assert refusal.retry_after is not None
     assert "http.max_requests_in_flight_per_caller = 2" in refusal.message
     assert (refusal.key, refusal.value) == ("http.max_requests_in_flight_per_caller", 2)
-    assert requests.enter("principal:bob") is None
-    requests.leave("principal:alice")
-    assert requests.enter("principal:alice") is None
+    assert requests.enter(B) is None
+    requests.leave(A)
+    assert requests.enter(A) is None

@@ -7,6 +7,7 @@ import anyio
 import pytest
 from mcp import types
 
+from gateway.auth import STATIC_ISSUER, Owner
 from gateway.config import BackgroundConfig
 from gateway.errors import BackgroundRefused
 from gateway.server._background import BackgroundExecution, BackgroundExecutions
@@ -14,6 +15,12 @@ from gateway.server._background import BackgroundExecution, BackgroundExecutions
 pytestmark = pytest.mark.anyio
 
 WAIT = 10.0
+
+ALICE = Owner(STATIC_ISSUER, "alice")
+BOB = Owner(STATIC_ISSUER, "bob")
+CAROL = Owner(STATIC_ISSUER, "carol")
+STDIO = Owner.of_stdio()
+JWT_ALICE = Owner("https://idp.example.com", "alice")  # a JWT whose `sub` is a static token's name
 
 
 class Clock:
@@ -59,70 +66,70 @@ async def test_a_finished_result_is_kept_for_keep_seconds_and_then_its_id_is_unk
     clock = Clock()
     store = _store(clock, keep_seconds=60)
     async with store.running():
-        execution = store.start("alice", _quick)
+        execution = store.start(ALICE, _quick)
         with anyio.fail_after(WAIT):
-            done = await store.wait("alice", execution.id)
+            done = await store.wait(ALICE, execution.id)
         assert done.status == "completed"
         assert done.result == _result("done")
         clock.now += 59
-        assert store.get("alice", execution.id) is execution
+        assert store.get(ALICE, execution.id) is execution
         assert store.expires_in(execution) == pytest.approx(1)
         clock.now += 1
         with pytest.raises(BackgroundRefused, match=r"unknown, its result expired .*background.keep_seconds"):
-            store.get("alice", execution.id)
+            store.get(ALICE, execution.id)
 
 
 async def test_a_caller_past_its_own_limit_is_refused_while_another_caller_may_start() -> None:
     store = _store(max_running=3, max_running_per_caller=1)
     async with store.running():
         first = Forever()
-        store.start("alice", first)
+        store.start(ALICE, first)
         with pytest.raises(BackgroundRefused, match=r"background.max_running_per_caller"):
-            store.start("alice", Forever())
-        store.start("bob", Forever())
-        store.start(None, Forever())  # an unidentified caller counts as one caller of its own
-        assert len(store.owned_by("alice")) == 1
+            store.start(ALICE, Forever())
+        store.start(BOB, Forever())
+        store.start(STDIO, Forever())  # stdio's client is a caller of its own
+        assert len(store.owned_by(ALICE)) == 1
 
 
 async def test_the_total_limit_refuses_every_caller_and_frees_a_place_when_one_ends() -> None:
     store = _store(max_running=2, max_running_per_caller=2)
     async with store.running():
         work = Forever()
-        running = store.start("alice", work)
-        store.start("bob", Forever())
+        running = store.start(ALICE, work)
+        store.start(BOB, Forever())
         with pytest.raises(
             BackgroundRefused, match=r"2 background executions are running, .*\(background.max_running\)"
         ):
-            store.start("carol", Forever())
-        store.cancel("alice", running.id)
+            store.start(CAROL, Forever())
+        store.cancel(ALICE, running.id)
         with anyio.fail_after(WAIT):
             await running.done.wait()
-        store.start("carol", Forever())
+        store.start(CAROL, Forever())
 
 
 async def test_another_caller_is_told_the_id_is_unknown_and_cannot_cancel_it() -> None:
     store = _store()
     async with store.running():
         work = Forever()
-        execution = store.start("alice", work)
-        for stranger in ("mallory", None):
+        execution = store.start(ALICE, work)
+        for stranger in (Owner(STATIC_ISSUER, "mallory"), JWT_ALICE, STDIO):
             with pytest.raises(BackgroundRefused, match="another caller started it"):
                 store.get(stranger, execution.id)
             with pytest.raises(BackgroundRefused):
                 store.cancel(stranger, execution.id)
-        assert store.owned_by("mallory") == []
+        assert store.owned_by(JWT_ALICE) == []
         assert not execution.finished
-        store.cancel("alice", execution.id)
+        store.cancel(ALICE, execution.id)
 
 
 async def test_cancelling_stops_the_work_and_the_execution_says_it_was_cancelled() -> None:
     store = _store()
     async with store.running():
         work = Forever()
-        execution = store.start("alice", work)
+        execution = store.start(ALICE, work)
         with anyio.fail_after(WAIT):
             await work.started.wait()
-        store.cancel("alice", execution.id)
+        store.cancel(ALICE, execution.id)
         with anyio.fail_after(WAIT):
             await execution.done.wait()
     assert work.cancelled
@@ -136,7 +143,7 @@ async def test_leaving_the_lifespan_ends_running_executions_as_ended_by_shutdown
     store = _store()
     work = Forever()
     async with store.running():
-        execution = store.start("alice", work)
+        execution = store.start(ALICE, work)
         with anyio.fail_after(WAIT):
             await work.started.wait()
     assert work.cancelled
@@ -144,7 +151,7 @@ async def test_leaving_the_lifespan_ends_running_executions_as_ended_by_shutdown
     assert execution.status == "cancelled"
     assert execution.message == work.why
     with pytest.raises(BackgroundRefused, match="not being served"):
-        store.start("alice", _quick)
+        store.start(ALICE, _quick)
 
 
 async def test_work_that_fails_in_the_host_leaves_a_failed_execution() -> None:
@@ -153,27 +160,27 @@ async def test_work_that_fails_in_the_host_leaves_a_failed_execution() -> None:
 
     store = _store()
     async with store.running():
-        execution = store.start(None, broken)
+        execution = store.start(STDIO, broken)
         with anyio.fail_after(WAIT):
-            await store.wait(None, execution.id)
+            await store.wait(STDIO, execution.id)
     assert execution.status == "failed"
     assert execution.error == "the gateway failed to run it: RuntimeError"
 
 
-async def test_past_max_kept_the_oldest_finished_result_is_dropped() -> None:
+async def test_past_its_share_of_kept_results_a_caller_loses_its_own_oldest() -> None:
     clock = Clock()
-    store = _store(clock, max_kept=2, max_running=5, max_running_per_caller=5)
+    store = _store(clock, max_kept=3, max_kept_per_caller=2, max_running=5, max_running_per_caller=5)
     async with store.running():
         ids: list[str] = []
         for _ in range(3):
-            execution = store.start("alice", _quick)
+            execution = store.start(ALICE, _quick)
             with anyio.fail_after(WAIT):
                 await execution.done.wait()
             ids.append(execution.id)
             clock.now += 1
     with pytest.raises(BackgroundRefused):
-        store.get("alice", ids[0])
-    assert [e.id for e in store.owned_by("alice")] == ids[1:]
+        store.get(ALICE, ids[0])
+    assert [e.id for e in store.owned_by(ALICE)] == ids[1:]
 
 
 async def test_progress_shows_as_the_status_message_while_it_runs() -> None:
@@ -187,7 +194,7 @@ async def test_progress_shows_as_the_status_message_while_it_runs() -> None:
         return _result("done")
 
     async with store.running():
-        execution = store.start(None, reporting)
+        execution = store.start(STDIO, reporting)
         with anyio.fail_after(WAIT):
             await reported.wait()
         assert execution.status == "working"
@@ -208,7 +215,7 @@ async def test_asking_puts_the_execution_in_input_required_until_its_key_is_answ
         return _result("done")
 
     async with store.running():
-        execution = store.start(None, asking)
+        execution = store.start(STDIO, asking)
         with anyio.fail_after(WAIT):
             await asked.wait()
             while execution.status != "input_required":  # noqa: ASYNC110 (the coroutine runs on its own)
@@ -226,3 +233,89 @@ async def test_asking_puts_the_execution_in_input_required_until_its_key_is_answ
     assert responses == [{"action": "accept"}]
     assert execution.status == "completed"
     assert execution.input_requests == {}
+
+
+def _blob(size: int) -> types.CallToolResult:
+    """A result that showed `size` bytes (as base64 text, the way a shown image is kept)."""
+    image = types.ImageContent(data="A" * size, mime_type="image/png")
+    return types.CallToolResult(content=[types.TextContent(text="shown"), image])
+
+
+async def _finish(
+    store: BackgroundExecutions, owner: Owner, result: types.CallToolResult
+) -> BackgroundExecution:
+    async def work(execution: BackgroundExecution) -> types.CallToolResult:
+        return result
+
+    execution = store.start(owner, work)
+    with anyio.fail_after(WAIT):
+        await execution.done.wait()
+    return execution
+
+
+async def test_one_callers_runs_never_drop_another_callers_result_and_past_the_total_a_start_is_refused() -> (
+    None
+):
+    clock = Clock()
+    store = _store(clock, max_kept=3, max_kept_per_caller=2, max_running=5, max_running_per_caller=5)
+    async with store.running():
+        alices = await _finish(store, ALICE, _result("alice's"))
+        for _ in range(5):  # bob's own share is two: each new run drops his own oldest
+            await _finish(store, BOB, _result("bob's"))
+            clock.now += 1
+        assert store.get(ALICE, alices.id).result == _result("alice's")
+        assert len(store.owned_by(BOB)) == 2
+        with pytest.raises(BackgroundRefused, match=r"background.max_kept = 3\): retry in \d+ s"):
+            store.start(CAROL, _quick)  # the total is full: refused, and nobody's result dropped
+        assert store.get(ALICE, alices.id).status == "completed"
+        assert len(store.owned_by(BOB)) == 2
+
+
+async def test_a_callers_results_are_kept_within_its_byte_share_dropping_only_its_own_oldest() -> None:
+    share = 200 * 1024
+    store = _store(
+        max_kept_bytes=2 * share, max_kept_bytes_per_caller=share, max_running=5, max_running_per_caller=5
+    )
+    async with store.running():
+        alices = await _finish(store, ALICE, _blob(share // 2))
+        first = await _finish(store, BOB, _blob(share // 2))
+        second = await _finish(store, BOB, _blob(share // 2))
+        assert [e.id for e in store.owned_by(BOB)] == [second.id]  # his first made room for it
+        assert first.id not in [e.id for e in store.owned_by(BOB)]
+        assert store.get(ALICE, alices.id).result == _blob(share // 2)
+        too_large = await _finish(store, BOB, _blob(share + 1))
+        assert too_large.result is not None
+        assert too_large.result.is_error
+        [block] = too_large.result.content
+        assert isinstance(block, types.TextContent)
+        assert f"background.max_kept_bytes_per_caller = {share:,} bytes" in block.text
+        assert too_large.size < 1024
+        assert store.get(BOB, second.id).result == _blob(share // 2)
+
+
+async def test_past_the_total_byte_budget_a_new_result_is_not_kept_and_nobody_elses_is_dropped() -> None:
+    share = 128 * 1024
+    store = _store(
+        max_kept_bytes=2 * share, max_kept_bytes_per_caller=share, max_running=5, max_running_per_caller=5
+    )
+    async with store.running():
+        alices = await _finish(store, ALICE, _blob(share - 100))
+        bobs = await _finish(store, BOB, _blob(share - 100))
+        carols = await _finish(store, CAROL, _blob(share // 2))
+        assert carols.result is not None
+        assert carols.result.is_error
+        assert "background.max_kept_bytes = 262,144 bytes" in str(carols.result.content[0])
+        assert store.get(ALICE, alices.id).result == _blob(share - 100)
+        assert store.get(BOB, bobs.id).result == _blob(share - 100)
+
+
+async def test_without_auth_the_id_reaches_a_run_but_a_listing_names_only_the_callers_own() -> None:
+    store = _store(max_running=5, max_running_per_caller=5)
+    session = Owner.of_session("session:0123456789abcdef")
+    stateless = Owner.of_address("127.0.0.1")
+    async with store.running():
+        theirs = await _finish(store, stateless, _result("private"))
+        assert store.owned_by(session) == []  # another caller's ids are not handed out
+        assert store.get(session, theirs.id) is theirs  # the id itself is the capability
+        mine = await _finish(store, session, _result("mine"))
+        assert [e.id for e in store.owned_by(session)] == [mine.id]

@@ -1,0 +1,282 @@
+"""One caller never reaches another's, through the real gateway process over HTTP with the SDK's own
+clients: static tokens beside JWTs from a loopback issuer, callers without `auth`, and the budgets
+one caller could otherwise spend for everyone (kept background results, sessions)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import types
+from mcp.shared.exceptions import MCPError
+
+from tests.auth.issuer import AUDIENCE, Keys, LocalIssuer
+from tests.e2e.gateway_http import HttpGateway, http_client, http_gateway
+from tests.e2e.gateway_process import (
+    WAIT,
+    cli,
+    environment,
+    ledger_entries,
+    ledger_server,
+    text,
+    write_config,
+)
+from tests.e2e.test_background import (
+    ALICE,
+    APPROVED,
+    BOB,
+    TaskUpdate,
+    UpdateTask,
+    client_of,
+    ended,
+    get_task,
+    start_task,
+    task_until,
+)
+from tests.real_servers import serve_asgi_app
+
+pytestmark = pytest.mark.anyio
+
+HANDSHAKE = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def issuer_keys() -> Keys:
+    return Keys.make()
+
+
+@pytest.fixture
+async def issuer(issuer_keys: Keys) -> AsyncIterator[LocalIssuer]:
+    """An OAuth issuer whose JWKS is served on 127.0.0.1 for the test's duration."""
+    local = LocalIssuer(issuer_keys)
+    async with serve_asgi_app(local.app()) as (port, _):
+        local.port = port
+        yield local
+
+
+@asynccontextmanager
+async def gateway_with(
+    tmp_path: Path, issuer: LocalIssuer | None, **sections: Any
+) -> AsyncIterator[HttpGateway]:
+    """The gateway over a ledger child; with `issuer`, static tokens for alice and bob beside its JWTs."""
+    config: dict[str, Any] = {
+        "mcpServers": {"ledger": ledger_server(tmp_path)},
+        "audit": {"path": str(tmp_path / "audit.jsonl")},
+        **sections,
+    }
+    if issuer is not None:
+        oauth = {"issuer": issuer.url, "audience": AUDIENCE, "jwks_uri": issuer.jwks_uri}
+        config["auth"] = {"tokens": {"alice": "${ALICE_TOKEN}", "bob": "${BOB_TOKEN}"}, "oauth": oauth}
+    env = environment({"ALICE_TOKEN": ALICE, "BOB_TOKEN": BOB})
+    async with http_gateway(write_config(tmp_path, config), env=env) as gateway:
+        yield gateway
+
+
+async def test_a_jwt_whose_sub_is_a_static_tokens_name_cannot_approve_read_or_list_that_callers_task(
+    tmp_path: Path, issuer: LocalIssuer
+) -> None:
+    mallory = issuer.mint(sub="alice", client_id="mallory-app")
+    sections = {"policy": {"approve": ["ledger.append"]}, "background": {"max_running": 2}}
+    async with (
+        gateway_with(tmp_path, issuer, **sections) as gateway,
+        client_of(gateway, tasks=True) as alice,
+        client_of(gateway, tasks=True, token=mallory) as as_jwt,
+        client_of(gateway, "legacy", token=mallory) as as_jwt_in_a_session,
+    ):
+        with anyio.fail_after(WAIT):
+            handle = await start_task(alice, APPROVED)
+            asking = await task_until(alice, handle.task_id, lambda s: s.status == "input_required")
+            assert asking.input_requests is not None
+            [key] = asking.input_requests
+            accept = TaskUpdate(
+                task_id=handle.task_id, input_responses={key: {"action": "accept", "content": {}}}
+            )
+            with pytest.raises(MCPError, match="another caller started it"):
+                await as_jwt.session.send_request(UpdateTask(params=accept), types.EmptyResult)
+            with pytest.raises(MCPError, match="another caller started it"):
+                await get_task(as_jwt, handle.task_id)
+            collected = await as_jwt.call_tool("execute_code", {"collect": handle.task_id})
+            listed = await as_jwt_in_a_session.session.send_request(
+                types.ListTasksRequest(), types.ListTasksResult
+            )
+            still = await get_task(alice, handle.task_id)
+            assert ledger_entries(tmp_path) == []  # the write was not made
+            # The gateway still serves its caller: alice approves, and the write is made once.
+            await alice.session.send_request(UpdateTask(params=accept), types.EmptyResult)
+            done = await task_until(alice, handle.task_id, ended)
+    assert collected.is_error
+    assert "another caller started it" in text(collected)
+    assert listed.tasks == []
+    assert still.status == "input_required"
+    assert done.status == "completed"
+    assert ledger_entries(tmp_path) == ["approved"]
+
+
+async def test_the_audit_log_tells_a_jwt_caller_from_the_static_token_of_the_same_name(
+    tmp_path: Path, issuer: LocalIssuer
+) -> None:
+    mallory = issuer.mint(sub="alice", client_id="mallory-app")
+    async with gateway_with(tmp_path, issuer) as gateway:
+        for token in (ALICE, mallory):
+            async with http_client(gateway.url, token=token) as client:
+                with anyio.fail_after(WAIT):
+                    await client.call_tool("execute_code", {"code": "1"})
+    env = environment({"ALICE_TOKEN": ALICE, "BOB_TOKEN": BOB})
+    config = str(tmp_path / "team.json")
+    mixed = await cli("audit", "--config", config, "--principal", "alice", "--json", env=env)
+    static = await cli(
+        "audit",
+        "--config",
+        config,
+        "--principal",
+        "alice",
+        "--issuer",
+        "codemode-gateway:tokens",
+        "--json",
+        env=env,
+    )
+    assert mixed[0] != 0
+    assert "pass --issuer" in mixed[2]
+    assert issuer.url in mixed[2]
+    assert static[0] == 0, static[2]
+    [record] = [json.loads(line) for line in static[1].splitlines()]
+    assert record["issuer"] == "codemode-gateway:tokens"
+    assert "oauth_client" not in record
+
+
+async def test_without_auth_a_listing_never_names_another_clients_background_run(tmp_path: Path) -> None:
+    async with gateway_with(tmp_path, None) as gateway:
+        async with http_client(gateway.url) as victim:
+            with anyio.fail_after(WAIT):
+                started = await victim.call_tool(
+                    "execute_code", {"code": "'victim private result'", "background": True}
+                )
+        assert started.structured_content is not None
+        victims = started.structured_content["value"]["background"]
+        async with http_client(gateway.url, "legacy") as other:
+            with anyio.fail_after(WAIT):
+                listed = await other.session.send_request(types.ListTasksRequest(), types.ListTasksResult)
+                assert victims not in [task.task_id for task in listed.tasks]
+                mine = await other.call_tool("execute_code", {"code": "'mine'", "background": True})
+                assert mine.structured_content is not None, text(mine)
+                own = mine.structured_content["value"]["background"]
+                listed_after = await other.session.send_request(
+                    types.ListTasksRequest(), types.ListTasksResult
+                )
+                # The id itself stays the capability: whoever holds it collects (a reconnecting client).
+                held = await other.call_tool("execute_code", {"collect": victims}, read_timeout_seconds=WAIT)
+    assert [task.task_id for task in listed_after.tasks] == [own]
+    assert held.structured_content is not None, text(held)
+    assert held.structured_content["value"] == "victim private result"
+
+
+async def test_one_callers_background_runs_never_push_out_another_callers_result(
+    tmp_path: Path, issuer: LocalIssuer
+) -> None:
+    background = {"max_kept": 3, "max_running": 1, "max_running_per_caller": 1}
+    async with (
+        gateway_with(tmp_path, issuer, background=background) as gateway,
+        client_of(gateway) as alice,
+        client_of(gateway, token=BOB) as bob,
+    ):
+        with anyio.fail_after(WAIT):
+            started = await alice.call_tool("execute_code", {"code": "'alice result'", "background": True})
+            assert started.structured_content is not None
+            alices = started.structured_content["value"]["background"]
+            await alice.call_tool("execute_code", {"collect": alices}, read_timeout_seconds=WAIT)
+            for n in range(4):
+                run = await bob.call_tool("execute_code", {"code": f"'bob {n}'", "background": True})
+                assert run.structured_content is not None, text(run)
+                bobs = run.structured_content["value"]["background"]
+                await bob.call_tool("execute_code", {"collect": bobs}, read_timeout_seconds=WAIT)
+            collected = await alice.call_tool("execute_code", {"collect": alices}, read_timeout_seconds=WAIT)
+    assert not collected.is_error, text(collected)
+    assert collected.structured_content is not None
+    assert collected.structured_content["value"] == "alice result"
+
+
+SHOW_4_MIB = "import os\nshow(Blob(os.urandom(4 * 2**20 - 64), mime_type='image/png'))\n'shown'"
+
+
+async def test_what_finished_runs_showed_is_kept_within_the_callers_byte_share(
+    tmp_path: Path, issuer: LocalIssuer
+) -> None:
+    background = {"max_running": 1, "max_running_per_caller": 1}
+    ids: list[str] = []
+    async with gateway_with(tmp_path, issuer, background=background) as gateway, client_of(gateway) as alice:
+        with anyio.fail_after(WAIT * 3):
+            for _ in range(
+                7
+            ):  # 7 x 5.6 MB of base64: past the 32 MiB of background.max_kept_bytes_per_caller
+                run = await alice.call_tool("execute_code", {"code": SHOW_4_MIB, "background": True})
+                assert run.structured_content is not None, text(run)
+                ids.append(run.structured_content["value"]["background"])
+                done = await alice.call_tool("execute_code", {"collect": ids[-1]}, read_timeout_seconds=WAIT)
+                assert not done.is_error, text(done)
+            oldest = await alice.call_tool("execute_code", {"collect": ids[0]})
+            newest = await alice.call_tool("execute_code", {"collect": ids[-1]}, read_timeout_seconds=WAIT)
+    assert oldest.is_error
+    assert "the id is unknown" in text(oldest)
+    assert [block.type for block in newest.content] == ["text", "image"]
+
+
+async def test_one_caller_cannot_take_every_session_and_another_still_opens_one(
+    tmp_path: Path, issuer: LocalIssuer
+) -> None:
+    async with gateway_with(tmp_path, issuer, http={"max_sessions": 8}) as gateway:
+        async with httpx2.AsyncClient(timeout=WAIT) as http:
+
+            async def initialize(token: str) -> httpx2.Response:
+                headers = HANDSHAKE | {"authorization": f"Bearer {token}"}
+                return await http.post(gateway.url, json=INITIALIZE, headers=headers)
+
+            bobs: list[httpx2.Response] = []
+
+            async def bob_opens() -> None:
+                bobs.append(await initialize(BOB))
+
+            with anyio.fail_after(WAIT):
+                async with anyio.create_task_group() as at_once:  # all at once: none slips past the share
+                    for _ in range(8):
+                        at_once.start_soon(bob_opens)
+                alices = await initialize(ALICE)
+                jwt_alices = await initialize(issuer.mint(sub="alice"))
+                opened = [r for r in bobs if r.status_code == 200]
+                closed = await http.delete(
+                    gateway.url,
+                    headers={
+                        "authorization": f"Bearer {BOB}",
+                        "mcp-session-id": opened[0].headers["mcp-session-id"],
+                    },
+                )
+                reopened = await initialize(BOB)
+        async with http_client(gateway.url, "legacy", token=ALICE) as client:
+            with anyio.fail_after(WAIT):
+                served = await client.call_tool("execute_code", {"code": "'still serving'"})
+    assert len(opened) == 2, [r.status_code for r in bobs]  # a quarter of max_sessions
+    refusals = [r for r in bobs if r.status_code != 200]
+    assert [r.status_code for r in refusals] == [429] * 6
+    refused = refusals[0]
+    assert refused.json()["error"]["data"] == {"key": "http.max_sessions_per_caller", "value": 2}
+    assert "this caller has 2 sessions open" in refused.json()["error"]["message"]
+    assert alices.status_code == 200
+    assert jwt_alices.status_code == 200
+    assert closed.status_code == 200
+    assert reopened.status_code == 200
+    assert not served.is_error, text(served)
