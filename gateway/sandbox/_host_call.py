@@ -454,7 +454,7 @@ class Execution:
         return encoded
 
 
-_RECORDED_MESSAGE_CHARS = 300
+_RECORDED_MESSAGE_CHARS = 200
 
 
 def _summary_line(message: str) -> str:
