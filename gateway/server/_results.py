@@ -74,19 +74,22 @@ def model_text(result: ExecutionResult) -> str:
 
 
 def failed_call_lines(calls: list[ToolCallRecord], *, told: str = "") -> list[str]:
-    """One short line per failed or refused call, up to FAILED_CALL_LINES, then a count of the rest;
-    a call that `told` (the error that ended the run) already names with its message is not repeated."""
+    """One short line per failed or refused call, up to FAILED_CALL_LINES, then a count of the rest.
+    What `told` (the error that ended the run) already says is not said again: a call it names with
+    its message gets no line, one whose message it carries only its name."""
     told = " ".join(told.split())  # as a record keeps a message: on one line
-    failed = [call for call in calls if not call.ok and not _named_in(call, told)]
-    lines = [f"[{call.tool} failed: {call.message or call.error or 'no answer'}]" for call in failed]
+    lines = [_failed_call_line(call, told) for call in calls if not call.ok]
+    lines = [line for line in lines if line]
     if len(lines) <= FAILED_CALL_LINES:
         return lines
     more = len(lines) - FAILED_CALL_LINES
     return [*lines[:FAILED_CALL_LINES], f"[{more} more failed calls: details=true lists every call]"]
 
 
-def _named_in(call: ToolCallRecord, told: str) -> bool:
-    return bool(call.message) and call.message in told and call.tool in told
+def _failed_call_line(call: ToolCallRecord, told: str) -> str:
+    if call.message and call.message in told:
+        return "" if call.tool in told else f"[{call.tool} failed]"
+    return f"[{call.tool} failed: {call.message or call.error or 'no answer'}]"
 
 
 def shown_block(item: ShownItem) -> types.ContentBlock:

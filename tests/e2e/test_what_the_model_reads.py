@@ -80,7 +80,7 @@ async def test_an_uncaught_error_names_the_tool_the_childs_message_and_the_snipp
     assert 'File "<snippet>", line 4' in shown
     assert "ToolError: this tool always fails" in shown
     # The call's own line names the tool that the source line and the child's message leave unnamed.
-    assert shown.endswith("[trace.fail failed: this tool always fails]")
+    assert shown.endswith("ToolError: this tool always fails\n[trace.fail failed]")
     assert "^^" not in shown  # Python's position markers repeat the line above them
 
 

@@ -158,3 +158,12 @@ def test_an_error_drops_the_tracebacks_position_markers_and_names_the_other_fail
         "ToolError: tiny.die: connection lost\n"
         "[tiny.echo failed: invalid arguments]"
     )
+
+
+def test_an_error_whose_message_leaves_its_tool_unnamed_gets_the_tools_name_alone() -> None:
+    error = ErrorInfo(type="ToolError", category="snippet", message="this tool always fails")
+    call = ToolCallRecord(
+        tool="trace.fail", ms=1.0, ok=False, error="ToolError", message="this tool always fails"
+    )
+    text = text_of(execution_tool_result(ExecutionResult(ok=False, error=error, tool_calls=[call])))
+    assert text == "ToolError: this tool always fails\n[trace.fail failed]"
