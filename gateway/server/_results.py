@@ -61,10 +61,10 @@ def model_text(result: ExecutionResult) -> str:
     """A successful execution's text: stdout, stderr under a marker, the last expression's repr (when
     there is one), and one line per failed call; empty only when the snippet showed something."""
     parts: list[str] = []
-    if result.stdout:
-        parts.append(result.stdout.rstrip("\n"))
-    if result.stderr:
-        parts.append("[stderr]\n" + result.stderr.rstrip("\n"))
+    if stdout := result.stdout.rstrip("\n"):
+        parts.append(stdout)
+    if stderr := result.stderr.rstrip("\n"):
+        parts.append("[stderr]\n" + stderr)
     if result.value_repr is not None:
         parts.append(result.value_repr)
     parts.extend(failed_call_lines(result.tool_calls))

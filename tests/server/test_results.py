@@ -167,3 +167,7 @@ def test_an_error_whose_message_leaves_its_tool_unnamed_gets_the_tools_name_alon
     )
     text = text_of(execution_tool_result(ExecutionResult(ok=False, error=error, tool_calls=[call])))
     assert text == "ToolError: this tool always fails\n[trace.fail failed]"
+
+
+def test_blank_output_alone_says_there_was_none() -> None:
+    assert text_of(execution_tool_result(ExecutionResult(ok=True, stdout="\n\n", stderr="\n"))) == NO_OUTPUT
