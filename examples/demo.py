@@ -73,11 +73,14 @@ async def main() -> None:
         result = await call(
             session, "execute_code (time + git in one snippet)", "execute_code", {"code": snippet}
         )
-        structured = result.structured_content or {}
-        calls = ", ".join(f"{c['tool']} {c['ms']:.1f} ms" for c in structured.get("tool_calls", []))
+        print(f"   the model reads {len(text_of(result).encode())} bytes")
+        # The same snippet again with details=true: the full record a model asks for when it needs it.
+        detailed = await session.call_tool("execute_code", {"code": snippet, "details": True})
+        record = detailed.structured_content or {}
+        calls = ", ".join(f"{c['tool']} {c['ms']:.1f} ms" for c in record.get("tool_calls", []))
         print(
-            f"   tool calls: {calls}; fuel {structured.get('fuel', 0):,}; "
-            f"{structured.get('ms', 0):.1f} ms in the sandbox"
+            f"   with details=true: tool calls: {calls}; fuel {record.get('fuel', 0):,}; "
+            f"{record.get('ms', 0):.1f} ms in the sandbox"
         )
 
 

@@ -218,6 +218,7 @@ class Redactor:
                 update={
                     "tool": text(call.tool, "tool name"),
                     "error": text(call.error, "error") if call.error else call.error,
+                    "message": text(call.message, "error") if call.message else call.message,
                 }
             )
             for call in result.tool_calls

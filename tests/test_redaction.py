@@ -86,7 +86,9 @@ def test_an_execution_result_is_redacted_everywhere_a_client_reads_it(redactor: 
             type="ToolError", category="snippet", message=f"bad {TOKEN}", traceback=f"Traceback...{TOKEN}"
         ),
         tool_calls=[
-            ToolCallRecord(tool="github.search", ms=1.0, ok=False, error=f"refused {TOKEN}"),
+            ToolCallRecord(
+                tool="github.search", ms=1.0, ok=False, error=f"refused {TOKEN}", message=f"told {TOKEN}"
+            ),
             ToolCallRecord(tool="time.now", ms=1.0, ok=True),
         ],
         fuel=10,
@@ -99,6 +101,7 @@ def test_an_execution_result_is_redacted_everywhere_a_client_reads_it(redactor: 
     assert redacted.value == {"token": "[REDACTED:GITHUB_TOKEN]"}
     assert redacted.error is not None
     assert redacted.error.message == "bad [REDACTED:GITHUB_TOKEN]"
+    assert redacted.tool_calls[0].message == "told [REDACTED:GITHUB_TOKEN]"
     assert redacted.tool_calls[1] == result.tool_calls[1]
     assert (redacted.fuel, redacted.ms, redacted.ok) == (10, 2.0, False)
 

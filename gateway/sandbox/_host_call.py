@@ -429,11 +429,11 @@ class Execution:
             record.error = "timeout"
             if timeout < limits.tool_call_timeout_seconds:
                 raise self._budget_error(f"waiting for {name}") from None
-            raise _Refused(
-                "ToolError", f"{name} timed out after {timeout:g} s (sandbox.tool_call_timeout_seconds)"
-            ) from None
+            message = f"{name} timed out after {timeout:g} s (sandbox.tool_call_timeout_seconds)"
+            record.message = _summary_line(message)
+            raise _Refused("ToolError", message) from None
         if isinstance(error, ToolCallError):
-            record.error = error.kind
+            record.error, record.message = error.kind, _summary_line(str(error))
             raise _Refused(error.kind, str(error)) from None
         if error is not None:
             raise error
@@ -453,6 +453,17 @@ class Execution:
             )
         record.ok = True
         return encoded
+
+
+_RECORDED_MESSAGE_CHARS = 200
+
+
+def _summary_line(message: str) -> str:
+    """A failed call's message as its record keeps it: one line, its start only."""
+    line = " ".join(message.split())
+    if len(line) <= _RECORDED_MESSAGE_CHARS:
+        return line
+    return line[: _RECORDED_MESSAGE_CHARS - 3] + "..."
 
 
 _SHOWN_KINDS = {"image": "image/", "audio": "audio/", "resource": ""}

@@ -1,4 +1,4 @@
-"""What one execution returns: the wire shape of `exec --json` and of execute_code's structuredContent."""
+"""What one execution returns: the full record (`exec --json`, and execute_code with `details`)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,13 @@ __all__ = ["ErrorInfo", "ExecutionResult", "ShownItem", "ToolCallRecord"]
 
 
 class ToolCallRecord(BaseModel):
-    """One tool call the snippet made."""
+    """One tool call the snippet made: `error` is the kind of failure, `message` what the snippet was told."""
 
     tool: str
     ms: float
     ok: bool
     error: str | None = None
+    message: str | None = None
 
 
 class ShownItem(BaseModel):

@@ -2,6 +2,6 @@
 or streamable HTTP."""
 
 from gateway.server._http import run_http, serve_http
-from gateway.server._server import OUTPUT_SCHEMA, build_server, run_stdio, serve_stdio
+from gateway.server._server import build_server, run_stdio, serve_stdio
 
-__all__ = ("OUTPUT_SCHEMA", "build_server", "run_http", "run_stdio", "serve_http", "serve_stdio")
+__all__ = ("build_server", "run_http", "run_stdio", "serve_http", "serve_stdio")

@@ -1,26 +1,35 @@
-"""execute_code's result as clients take it: each output once, within the sizes they keep.
+"""execute_code's result as the model reads it: what the snippet printed and its value, and nothing
+that says nothing.
 
-Clients differ in what they give the model. Claude Code and VS Code give it a successful result's
-`structuredContent` alone (as JSON) and an error result's text alone; other clients read the text.
-So the structured content carries each output once (the value, not also its repr), the text
-carries each once, and an error's text stays under the 11,000 or so characters past which Claude
-Code cuts it, keeping the error itself whole before the output that led to it.
+What clients hand the model (docs/results.md): Claude Code and Codex a result's `structuredContent`
+as JSON when it has one, Cursor, VS Code and the Inspector its text. So a result carries text only:
+every client shows the model the same bytes. The full record (every call, its time, the fuel) is
+what `details` asks for; then the text and `structuredContent` are that record, the same in every
+client. An error's text stays under the 11,000 or so characters past which Claude Code cuts it,
+keeping the error itself whole before the output that led to it.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 from mcp import types
 
-from gateway.sandbox import ExecutionResult, SandboxLimits, ShownItem
+from gateway.sandbox import ExecutionResult, SandboxLimits, ShownItem, ToolCallRecord
 
-__all__ = ["ERROR_TEXT_CHARS", "execution_tool_result", "max_result_chars"]
+__all__ = ["ERROR_TEXT_CHARS", "execution_tool_result", "full_record", "max_result_chars", "model_text"]
 
 ERROR_TEXT_CHARS = 10_000
 """An error result's text, at most: Claude Code truncates error text past about 11k characters."""
 _ERROR_CHARS = 6_000  # of which the traceback (or error message) may take this much
 _OTHER_FIELDS_CHARS = 8_192  # a result's fields besides its three outputs, JSON-encoded
+FAILED_CALL_LINES = 5
+"""Failed calls named one line each; past these, one line counts the rest."""
+NO_OUTPUT = "(no output)"
+# Python's position markers under a traceback's source line: they repeat what the line shows.
+_CARET_LINE = re.compile(r"^[ ~^]*[~^][ ~^]*$\n?", re.MULTILINE)
 
 
 def max_result_chars(limits: SandboxLimits) -> int:
@@ -28,16 +37,59 @@ def max_result_chars(limits: SandboxLimits) -> int:
     return limits.max_stdout_bytes + limits.max_stderr_bytes + limits.max_value_bytes + _OTHER_FIELDS_CHARS
 
 
-def execution_tool_result(result: ExecutionResult) -> types.CallToolResult:
-    """The MCP result of one execution: text for those who read text, structured content for the rest,
-    and what the snippet showed as image, audio and embedded-resource blocks (never base64 text)."""
-    structured: dict[str, Any] = result.model_dump(mode="json", exclude={"value_repr"})
-    text = result.summary() if result.ok else error_text(result)
-    return types.CallToolResult(
-        content=[types.TextContent(text=text), *map(shown_block, result.shown)],
-        structured_content=structured,
-        is_error=not result.ok,
-    )
+def execution_tool_result(result: ExecutionResult, *, details: bool = False) -> types.CallToolResult:
+    """The MCP result of one execution: its text (or, with `details`, its full record as text and
+    structured content), then what the snippet showed as image, audio and embedded-resource blocks."""
+    shown = [shown_block(item) for item in result.shown]
+    if details:
+        record = full_record(result)
+        text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+        return types.CallToolResult(
+            content=[types.TextContent(text=text), *shown], structured_content=record, is_error=not result.ok
+        )
+    text = model_text(result) if result.ok else error_text(result)
+    blocks: list[types.ContentBlock] = [types.TextContent(text=text)] if text or not shown else []
+    return types.CallToolResult(content=[*blocks, *shown], is_error=not result.ok)
+
+
+def full_record(result: ExecutionResult) -> dict[str, Any]:
+    """Everything about one execution as JSON: outputs, value, error, every call, fuel and time."""
+    return result.model_dump(mode="json", exclude={"value_repr"})
+
+
+def model_text(result: ExecutionResult) -> str:
+    """A successful execution's text: stdout, stderr under a marker, the last expression's repr (when
+    there is one), and one line per failed call; empty only when the snippet showed something."""
+    parts: list[str] = []
+    if stdout := result.stdout.rstrip("\n"):
+        parts.append(stdout)
+    if stderr := result.stderr.rstrip("\n"):
+        parts.append("[stderr]\n" + stderr)
+    if result.value_repr is not None:
+        parts.append(result.value_repr)
+    parts.extend(failed_call_lines(result.tool_calls))
+    if not parts:
+        return "" if result.shown else NO_OUTPUT
+    return "\n".join(parts)
+
+
+def failed_call_lines(calls: list[ToolCallRecord], *, told: str = "") -> list[str]:
+    """One short line per failed or refused call, up to FAILED_CALL_LINES, then a count of the rest.
+    What `told` (the error that ended the run) already says is not said again: a call it names with
+    its message gets no line, one whose message it carries only its name."""
+    told = " ".join(told.split())  # as a record keeps a message: on one line
+    lines = [_failed_call_line(call, told) for call in calls if not call.ok]
+    lines = [line for line in lines if line]
+    if len(lines) <= FAILED_CALL_LINES:
+        return lines
+    more = len(lines) - FAILED_CALL_LINES
+    return [*lines[:FAILED_CALL_LINES], f"[{more} more failed calls: details=true lists every call]"]
+
+
+def _failed_call_line(call: ToolCallRecord, told: str) -> str:
+    if call.message and call.message in told:
+        return "" if call.tool in told else f"[{call.tool} failed]"
+    return f"[{call.tool} failed: {call.message or call.error or 'no answer'}]"
 
 
 def shown_block(item: ShownItem) -> types.ContentBlock:
@@ -53,11 +105,13 @@ def shown_block(item: ShownItem) -> types.ContentBlock:
 
 
 def error_text(result: ExecutionResult) -> str:
-    """A failed execution's text within ERROR_TEXT_CHARS: the error first in line for room, then its
-    stderr and stdout sharing the rest (each cut in the middle, saying so)."""
+    """A failed execution's text within ERROR_TEXT_CHARS: the error (its traceback without position
+    markers) and the other failed calls first in line for room, then its stderr and stdout sharing
+    the rest (each cut in the middle, saying so)."""
     error = result.error
     assert error is not None
-    failure = (error.traceback or f"{error.type}: {error.message}").rstrip("\n")
+    failure = _CARET_LINE.sub("", error.traceback) if error.traceback else f"{error.type}: {error.message}"
+    failure = "\n".join([failure.rstrip("\n"), *failed_call_lines(result.tool_calls, told=error.message)])
     failure = _cut(failure, _ERROR_CHARS, "the traceback" if error.traceback else "the error message")
     outputs = [
         ("stdout", result.stdout.rstrip("\n"), ""),

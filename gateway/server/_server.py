@@ -8,7 +8,7 @@ import logging
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager, nullcontext
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 from mcp import types
@@ -18,19 +18,27 @@ from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.stdio import stdio_server
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import ValidationError
 
 from gateway._exposed import ExposedTool
 from gateway._gateway import ApprovalNeeded, Gateway, Progress
 from gateway._logging import redact_logs
 from gateway._version import PACKAGE_NAME, package_version
 from gateway.auth import Identity, identity_of
-from gateway.catalog import DEFAULT_SEARCH_LIMIT, SearchRefused
+from gateway.catalog import SearchRefused
 from gateway.config import GatewayConfig
 from gateway.errors import GatewayError
 from gateway.policy import can_elicit, elicitation_approver, no_approver
 from gateway.reload import ReloadOptions, serve_reloads
 from gateway.server._approvals import approval_request, asks_in_rounds, request_state_boundary, resume_of
+from gateway.server._arguments import (
+    BackgroundExecuteCodeArgs,
+    ExecuteCodeArgs,
+    SearchDocsArgs,
+    bad_arguments,
+    execute_code_arguments,
+    input_schema,
+)
 from gateway.server._background import BackgroundExecutions
 from gateway.server._metrics import RefusedStates
 from gateway.server._results import execution_tool_result, max_result_chars
@@ -74,94 +82,6 @@ BACKGROUND_SENTENCE = (
 )
 
 
-class SearchDocsArgs(BaseModel):
-    query: str = Field(default="", description="What the tool should do; empty for an overview.")
-    server: str | None = Field(default=None, description="Only this server's tools.")
-    limit: int = Field(default=DEFAULT_SEARCH_LIMIT, ge=1, le=50, description="How many tools to show.")
-    detail: Literal["names", "signatures", "full"] = Field(
-        default="signatures", description="full adds each tool's JSON Schema."
-    )
-
-
-class ExecuteCodeArgs(BaseModel):
-    code: str = Field(
-        default="",
-        description="Python source; top-level await is allowed. Not needed with collect or cancel.",
-    )
-    timeout: float | None = Field(default=None, gt=0, description="Seconds; capped by the gateway's limit.")
-    background: bool = Field(default=False, description="Run in the background; answers an id at once.")
-    collect: str | None = Field(default=None, description="A background run's id: its result, once it ends.")
-    cancel: str | None = Field(default=None, description="A background run's id: cancel it.")
-
-
-class _PlainExecuteCodeArgs(BaseModel):
-    """execute_code's arguments when background executions are off."""
-
-    code: str = Field(description="Python source; top-level await is allowed.")
-    timeout: float | None = Field(default=None, gt=0, description="Seconds; capped by the gateway's limit.")
-
-
-def _compact_schema(model: type[BaseModel]) -> dict[str, Any]:
-    schema = model.model_json_schema()
-    schema.pop("title", None)
-    for prop in schema.get("properties", {}).values():
-        prop.pop("title", None)
-    return schema
-
-
-_NULLABLE_STRING: dict[str, Any] = {"type": ["string", "null"]}
-# execute_code's structuredContent, written flat (no $ref, no anyOf): clients validate every result
-# against it, and jsonschema is many times slower on the shape pydantic generates for ExecutionResult.
-OUTPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "ok": {"type": "boolean"},
-        "stdout": {"type": "string"},
-        "stderr": {"type": "string"},
-        "stdout_truncated": {"type": "boolean"},
-        "stderr_truncated": {"type": "boolean"},
-        "value": {"description": "The last expression's value as JSON (its repr if not JSON)."},
-        "error": {
-            "type": ["object", "null"],
-            "properties": {
-                "type": {"type": "string"},
-                "category": {"type": "string"},
-                "message": {"type": "string"},
-                "traceback": _NULLABLE_STRING,
-            },
-        },
-        "tool_calls": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "tool": {"type": "string"},
-                    "ms": {"type": "number"},
-                    "ok": {"type": "boolean"},
-                    "error": _NULLABLE_STRING,
-                },
-            },
-        },
-        "shown": {
-            "description": "Images, audio and files the snippet showed: each is a content block too.",
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "kind": {"enum": ["image", "audio", "resource"]},
-                    "mime_type": {"type": "string"},
-                    "size": {"type": "integer"},
-                    "uri": _NULLABLE_STRING,
-                },
-            },
-        },
-        "fuel": {"type": "integer"},
-        "ms": {"type": "number"},
-    },
-    "required": ["ok", "stdout", "stderr", "value", "error", "tool_calls", "fuel", "ms"],
-}
-
-
 RESULT_SIZE_HINT = "anthropic/maxResultSizeChars"
 """Where Claude Code reads how large a tool's results may be before it moves them into a file."""
 
@@ -175,14 +95,13 @@ def _tools(
         types.Tool(
             name="search_docs",
             description=SEARCH_DOCS_DESCRIPTION,
-            input_schema=_compact_schema(SearchDocsArgs),
+            input_schema=input_schema(SearchDocsArgs),
             annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
         ),
         types.Tool(
             name="execute_code",
             description=EXECUTE_CODE_DESCRIPTION + (BACKGROUND_SENTENCE if background else ""),
-            input_schema=_compact_schema(ExecuteCodeArgs if background else _PlainExecuteCodeArgs),
-            output_schema=OUTPUT_SCHEMA,
+            input_schema=input_schema(BackgroundExecuteCodeArgs if background else ExecuteCodeArgs),
             # Handshake-era clients with tasks may call it as one (2026-07-28 negotiates per request).
             execution=types.ToolExecution(task_support="optional") if background else None,
             _meta={RESULT_SIZE_HINT: result_chars},
@@ -196,13 +115,6 @@ def _tools(
 
 def _text(text: str, *, is_error: bool = False) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=text)], is_error=is_error)
-
-
-def _bad_arguments(tool: str, exc: ValidationError) -> types.CallToolResult:
-    problems = "; ".join(
-        f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
-    )
-    return _text(f"invalid arguments for {tool}: {problems}", is_error=True)
 
 
 class _Server(Server[Any]):
@@ -268,7 +180,7 @@ def build_server(gateway: Gateway) -> Server[Any]:
             try:
                 search = SearchDocsArgs.model_validate(arguments)
             except ValidationError as exc:
-                return _bad_arguments("search_docs", exc)
+                return _text(bad_arguments("search_docs", exc, SearchDocsArgs), is_error=True)
             try:
                 text = await gateway.search_docs(
                     search.query, search.server, search.limit, search.detail, identity=caller_identity()
@@ -277,16 +189,13 @@ def build_server(gateway: Gateway) -> Server[Any]:
                 return _text(f"search_docs refused: {exc}", is_error=True)
             return _text(text)
         if params.name == "execute_code":
+            run = execute_code_arguments(arguments, background=serves_background)
+            if isinstance(run, str):
+                return _text(run, is_error=True)
             try:
-                run = (ExecuteCodeArgs if serves_background else _PlainExecuteCodeArgs).model_validate(
-                    arguments
-                )
-            except ValidationError as exc:
-                return _bad_arguments("execute_code", exc)
-            try:
-                if isinstance(run, ExecuteCodeArgs):
+                if isinstance(run, BackgroundExecuteCodeArgs):
                     return await _execute_code_or_background(gateway, background, ctx, params, run)
-                return await _execute_code(gateway, ctx, params, run.code, run.timeout)
+                return await _execute_code(gateway, ctx, params, run)
             except GatewayError as exc:
                 return _text(f"execute_code failed: {exc}", is_error=True)
         exposed = await gateway.exposed_tool(params.name)
@@ -337,22 +246,21 @@ async def _execute_code_or_background(
     background: BackgroundExecutions,
     ctx: ServerRequestContext[Any],
     params: types.CallToolRequestParams,
-    run: ExecuteCodeArgs,
+    run: BackgroundExecuteCodeArgs,
 ) -> types.CallToolResult | types.InputRequiredResult:
-    """execute_code with its background arguments: start (answering an id; an MCP task is answered
-    by `task_middleware` before this), collect or cancel; without them, a run in the foreground."""
-    asked = [name for name in ("background", "collect", "cancel") if getattr(run, name)]
-    if len(asked) > 1:
-        return _text(f"execute_code takes one of {' / '.join(asked)} at a time", is_error=True)
+    """execute_code with its background arguments (checked to go together): start (answering an id;
+    an MCP task is answered by `task_middleware` before this), collect or cancel; without them, a run
+    in the foreground."""
     if run.collect is not None:
         return await collect_reply(background, caller_of_request(ctx), run.collect)
     if run.cancel is not None:
         return await cancel_reply(background, caller_of_request(ctx), run.cancel)
-    if not run.code:
-        return _text("invalid arguments for execute_code: code: Field required", is_error=True)
+    assert run.code is not None  # execute_code_arguments refuses a call with none of the three
     if not run.background:
-        return await _execute_code(gateway, ctx, params, run.code, run.timeout)
-    execution = start_background(gateway, background, ctx, run.code, run.timeout)
+        return await _execute_code(
+            gateway, ctx, params, ExecuteCodeArgs(code=run.code, timeout=run.timeout, details=run.details)
+        )
+    execution = start_background(gateway, background, ctx, run.code, run.timeout, details=run.details)
     return background_reply(background, execution)
 
 
@@ -360,10 +268,10 @@ async def _execute_code(
     gateway: Gateway,
     ctx: ServerRequestContext[Any],
     params: types.CallToolRequestParams,
-    code: str,
-    timeout: float | None,
+    run: ExecuteCodeArgs,
 ) -> types.CallToolResult | types.InputRequiredResult:
     """Run the snippet with approvals asked the way this request's protocol era asks them."""
+    code, timeout = run.code, run.timeout
     client = ctx.session.client_params.client_info if ctx.session.client_params else None
     progress = _progress(ctx)
     if asks_in_rounds(ctx) and can_elicit(ctx.session):
@@ -372,11 +280,12 @@ async def _execute_code(
         )
         if isinstance(outcome, ApprovalNeeded):
             return approval_request(outcome)
-        return execution_tool_result(outcome)
+        return execution_tool_result(outcome, details=run.details)
     # Handshake era: asked inline. A client that cannot be asked at all gets the refusal that says so.
     approver = no_approver if asks_in_rounds(ctx) else elicitation_approver(ctx.session, ctx.request_id)
     return execution_tool_result(
-        await gateway.execute_code(code, timeout, approver, client, progress, caller_identity())
+        await gateway.execute_code(code, timeout, approver, client, progress, caller_identity()),
+        details=run.details,
     )
 
 

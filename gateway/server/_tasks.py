@@ -47,6 +47,7 @@ from gateway.policy import (
     outcome_of,
 )
 from gateway.sandbox import ErrorInfo, ExecutionResult
+from gateway.server._arguments import BackgroundExecuteCodeArgs, execute_code_arguments
 from gateway.server._background import BackgroundExecution, BackgroundExecutions
 from gateway.server._gate import caller_of
 from gateway.server._results import execution_tool_result
@@ -177,10 +178,11 @@ def start_background(
     code: str,
     timeout: float | None,
     *,
+    details: bool = False,
     task: bool = False,
 ) -> BackgroundExecution:
-    """Start `code` in the background for the caller of this request (as an MCP task if `task`);
-    BackgroundRefused past a limit."""
+    """Start `code` in the background for the caller of this request (as an MCP task if `task`), its
+    result to be the full record if `details`; BackgroundRefused past a limit."""
     identity = _identity()
     client = ctx.session.client_params.client_info if ctx.session.client_params else None
     config = store.config
@@ -200,7 +202,7 @@ def start_background(
             limits=limits,
             cancelled_as=execution.cancelled_as,
         )
-        return execution_tool_result(_background_keys(result))
+        return execution_tool_result(_background_keys(result), details=details)
 
     return store.start(caller_of_request(ctx), work)
 
@@ -357,32 +359,25 @@ def tasks_capability() -> types.ServerTasksCapability:
     )
 
 
-def _task_call(ctx: ServerRequestContext[Any]) -> tuple[str, float | None] | None:
-    """The code and timeout of an execute_code call to run as an MCP task, if this is one: on
-    2025-11-25 a call carrying `task`; on 2026-07-28 one asking `background: true` from a client that
-    declared the tasks extension on this request."""
+def _task_call(ctx: ServerRequestContext[Any]) -> BackgroundExecuteCodeArgs | None:
+    """The arguments of an execute_code call to run as an MCP task, if this is one: on 2025-11-25 a
+    call carrying `task`; on 2026-07-28 one asking `background: true` from a client that declared the
+    tasks extension on this request. Arguments the handler would refuse are left to it to refuse."""
     params = ctx.params
     if ctx.method != "tools/call" or not isinstance(params, Mapping) or params.get("name") != "execute_code":
         return None
     raw = params.get("arguments")
     if not isinstance(raw, dict):
         return None
-    arguments = cast("dict[str, Any]", raw)
-    if not isinstance(code := arguments.get("code"), str) or not code:
-        return None  # answered by the handler, as any call without code is
-    if any(arguments.get(key) is not None for key in ("collect", "cancel")):
-        return None
+    run = execute_code_arguments(cast("dict[str, Any]", raw), background=True)
+    if not isinstance(run, BackgroundExecuteCodeArgs) or run.code is None:
+        return None  # refused by the handler, or a collect or cancel it answers
     if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-        if arguments.get("background") is not True or not asks_for_task(ctx):
+        if not run.background or not asks_for_task(ctx):
             return None
     elif params.get("task") is None:
         return None
-    timeout = arguments.get("timeout")
-    if timeout is not None and (
-        not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0
-    ):
-        return None  # the handler says what is wrong with it
-    return code, None if timeout is None else float(timeout)
+    return run
 
 
 def task_middleware(gateway: Gateway, store: BackgroundExecutions) -> ServerMiddleware[Any]:
@@ -391,30 +386,18 @@ def task_middleware(gateway: Gateway, store: BackgroundExecutions) -> ServerMidd
     `CallToolResult`, and trusts a middleware's answer as written."""
 
     async def middleware(ctx: ServerRequestContext[Any], call_next: CallNext) -> HandlerResult:
-        call = _task_call(ctx)
-        if call is None:
+        run = _task_call(ctx)
+        if run is None or run.code is None:
             return await call_next(ctx)
         try:
-            execution = start_background(gateway, store, ctx, *call, task=True)
+            execution = start_background(
+                gateway, store, ctx, run.code, run.timeout, details=run.details, task=True
+            )
         except BackgroundRefused as exc:
             raise _refused(exc) from None
         return task_handle(store, execution, modern=ctx.protocol_version in MODERN_PROTOCOL_VERSIONS)
 
     return middleware
-
-
-def _structured(value: dict[str, Any]) -> dict[str, Any]:
-    """execute_code's structured result (its output schema) for a reply about a background run."""
-    return {
-        "ok": True,
-        "stdout": "",
-        "stderr": "",
-        "value": value,
-        "error": None,
-        "tool_calls": [],
-        "fuel": 0,
-        "ms": 0,
-    }
 
 
 def background_reply(store: BackgroundExecutions, execution: BackgroundExecution) -> types.CallToolResult:
@@ -423,16 +406,14 @@ def background_reply(store: BackgroundExecutions, execution: BackgroundExecution
         f'Started in the background as "{execution.id}". Call execute_code with collect="{execution.id}" '
         f'for its result (kept {store.config.keep_seconds:g} s after it ends), or cancel="{execution.id}".'
     )
-    value = {"background": execution.id, "status": execution.status}
-    return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=_structured(value))
+    return types.CallToolResult(content=[types.TextContent(text=text)])
 
 
 def _status_reply(execution: BackgroundExecution) -> types.CallToolResult:
     text = f'Background execution "{execution.id}" is {execution.status}: {execution.message}.'
     if not execution.finished:
         text += " Collect it again later."
-    value = {"background": execution.id, "status": execution.status, "message": execution.message}
-    return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=_structured(value))
+    return types.CallToolResult(content=[types.TextContent(text=text)])
 
 
 async def collect_reply(

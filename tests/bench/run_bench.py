@@ -1248,7 +1248,7 @@ def text_of(result: types.CallToolResult) -> str:
 async def run_snippet(session: ClientSession, code: str) -> tuple[float, dict[str, Any]]:
     """Wall time of one `execute_code` through the gateway, and its structuredContent."""
     started = time.perf_counter_ns()
-    result = await session.call_tool("execute_code", {"code": code})
+    result = await session.call_tool("execute_code", {"code": code, "details": True})
     took = elapsed_ms(started)
     outcome = result.structured_content
     if result.is_error or outcome is None or not outcome.get("ok"):

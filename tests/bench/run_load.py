@@ -93,7 +93,7 @@ class Budget:
 async def one_call(client: Client, text: str) -> str | None:
     """One execute_code call; None if it answered with its own text, else what went wrong."""
     try:
-        result = await client.call_tool("execute_code", {"code": SNIPPET.format(text=text)})
+        result = await client.call_tool("execute_code", {"code": SNIPPET.format(text=text), "details": True})
     except Exception as exc:  # a refusal (MCPError) or a transport failure: counted, the run goes on
         return type(exc).__name__
     if result.is_error or result.structured_content is None:

@@ -122,8 +122,15 @@ async def search_docs(client: ClientSession, query: str = "", **arguments: Any) 
 
 
 async def execute(client: ClientSession, code: str) -> dict[str, Any]:
-    """execute_code's structured result."""
+    """execute_code's full record (asked for with `details`)."""
     with anyio.fail_after(WAIT):
-        result = await client.call_tool("execute_code", {"code": code})
+        result = await client.call_tool("execute_code", {"code": code, "details": True})
+    return full_record(result)
+
+
+def full_record(result: types.CallToolResult) -> dict[str, Any]:
+    """The full record of an execute_code result that asked for `details`: its structured content,
+    and its text says the same."""
     assert isinstance(result.structured_content, dict), text(result)
+    assert json.loads(text(result)) == result.structured_content
     return result.structured_content

@@ -79,7 +79,7 @@ class User:
 
 async def execute(client: Client, code: str) -> types.CallToolResult:
     with anyio.fail_after(WAIT):
-        return await client.call_tool("execute_code", {"code": code})
+        return await client.call_tool("execute_code", {"code": code, "details": True})
 
 
 @ERAS
@@ -148,7 +148,9 @@ async def test_a_client_that_cannot_ask_gets_a_refusal_that_says_what_to_do(
 
 async def first_round(client: Client, code: str) -> types.InputRequiredResult:
     with anyio.fail_after(WAIT):
-        paused = await client.session.call_tool("execute_code", {"code": code}, allow_input_required=True)
+        paused = await client.session.call_tool(
+            "execute_code", {"code": code, "details": True}, allow_input_required=True
+        )
     assert isinstance(paused, types.InputRequiredResult), paused
     return paused
 
@@ -159,7 +161,7 @@ async def retry(
     with anyio.fail_after(WAIT):
         return await client.session.call_tool(
             "execute_code",
-            {"code": code},
+            {"code": code, "details": True},
             input_responses={"approval": answer},
             request_state=state,
             allow_input_required=True,

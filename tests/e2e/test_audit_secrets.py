@@ -48,7 +48,7 @@ async def test_expanded_secrets_never_reach_the_model_or_the_audit_log(tmp_path:
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         with anyio.fail_after(120):
             await session.initialize()
-            result = await session.call_tool("execute_code", {"code": code})
+            result = await session.call_tool("execute_code", {"code": code, "details": True})
     outcome: dict[str, Any] = result.structured_content or {}
     assert outcome["ok"], outcome
     assert outcome["value"] == {"child_has_token": True, "unrelated_leaked": False}

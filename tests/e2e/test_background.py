@@ -5,6 +5,7 @@ MCP tasks on 2026-07-28 (the `io.modelcontextprotocol/tasks` extension), and wit
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -21,7 +22,15 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from tests.e2e.gateway_http import HttpGateway, User, http_client, http_gateway
-from tests.e2e.gateway_process import WAIT, environment, ledger_entries, ledger_server, text, write_config
+from tests.e2e.gateway_process import (
+    WAIT,
+    environment,
+    full_record,
+    ledger_entries,
+    ledger_server,
+    text,
+    write_config,
+)
 from tests.e2e.ts_client import node
 from tests.real_servers import NPM_MODULES, REPO
 
@@ -158,6 +167,13 @@ async def ledger_reads(tmp_path: Path, entries: list[str]) -> None:
         await anyio.sleep(0.1)
 
 
+def started_id(result: types.CallToolResult) -> str:
+    """The id a `background: true` answer gives, from its text (the model reads the same)."""
+    found = re.search(r'Started in the background as "([^"]+)"', text(result))
+    assert found is not None, text(result)
+    return found.group(1)
+
+
 def ended(state: TaskState) -> bool:
     return state.status in ("completed", "failed", "cancelled")
 
@@ -193,7 +209,8 @@ async def test_a_task_outlives_the_clients_request_timeout_shows_progress_and_is
             done = await task_until(client, handle.task_id, ended)
     assert done.status == "completed", done
     assert done.result is not None
-    assert done.result["structuredContent"]["value"] == "finished"
+    assert done.result["content"] == [{"type": "text", "text": "'finished'"}]
+    assert "structuredContent" not in done.result
     assert done.result["isError"] is False
     [*_, background] = executions(tmp_path)
     assert background["ok"] is True
@@ -210,17 +227,16 @@ async def test_background_true_answers_an_id_at_once_and_a_new_session_collects_
             async with client_of(gateway, mode) as first:
                 started = await first.call_tool("execute_code", {"code": SLOW, "background": True})
             assert not started.is_error, text(started)
-            assert started.structured_content is not None
-            execution_id = started.structured_content["value"]["background"]
+            execution_id = started_id(started)
             assert f'collect="{execution_id}"' in text(started)
+            assert started.structured_content is None
             # The first client is gone (its session closed); a new one collects, waiting for the end.
             async with client_of(gateway, mode) as second:
                 collected = await second.call_tool(
                     "execute_code", {"collect": execution_id}, read_timeout_seconds=WAIT
                 )
     assert not collected.is_error, text(collected)
-    assert collected.structured_content is not None
-    assert collected.structured_content["value"] == "finished"
+    assert text(collected) == "'finished'"
     assert ledger_entries(tmp_path) == ["started"]
 
 
@@ -237,8 +253,7 @@ async def test_cancelling_a_task_stops_its_child_call_and_frees_the_slot(tmp_pat
             # One slot: this runs only if the cancelled snippet really stopped.
             after = await client.call_tool("execute_code", {"code": "'next'"})
     assert cancelled.status == "cancelled"
-    assert after.structured_content is not None
-    assert after.structured_content["value"] == "next"
+    assert text(after) == "'next'"
     assert ledger_entries(tmp_path) == ["started"]  # never reached the call after the child call
     cancelled_record = next(r for r in executions(tmp_path) if r["error_category"] == "cancelled")
     assert cancelled_record["error"] == "ExecutionCancelled"
@@ -252,16 +267,14 @@ async def test_cancel_argument_stops_a_background_execution_without_tasks(
     async with gateway_at(tmp_path) as gateway, client_of(gateway, mode) as client:
         with anyio.fail_after(WAIT):
             started = await client.call_tool("execute_code", {"code": FOREVER, "background": True})
-            assert started.structured_content is not None
-            execution_id = started.structured_content["value"]["background"]
+            execution_id = started_id(started)
             await ledger_reads(tmp_path, ["started"])  # the snippet is in its 600 s child call
             stopped = await client.call_tool(
                 "execute_code", {"cancel": execution_id}, read_timeout_seconds=WAIT
             )
             after = await client.call_tool("execute_code", {"code": "'next'"})
     assert "is cancelled" in text(stopped), text(stopped)
-    assert after.structured_content is not None
-    assert after.structured_content["value"] == "next"
+    assert text(after) == "'next'"
     assert ledger_entries(tmp_path) == ["started"]
 
 
@@ -369,7 +382,7 @@ async def test_the_typescript_sdk_runs_execute_code_as_a_2025_11_25_task(tmp_pat
     assert slow["error"] is None, slow
     assert slow["messages"][0]["type"] == "taskCreated"
     assert slow["messages"][-1]["type"] == "result"
-    assert slow["result"]["structuredContent"]["value"] == "finished"
+    assert slow["result"]["content"] == [{"type": "text", "text": "'finished'"}]
     forever = report["forever"]
     assert forever["working"]["status"] == "working"
     assert forever["working"]["statusMessage"].startswith("running: ")
@@ -388,8 +401,7 @@ async def test_a_background_run_past_its_own_wall_time_ends_naming_the_backgroun
             started = await client.call_tool(
                 "execute_code", {"code": "while True:\n    pass", "background": True}
             )
-            assert started.structured_content is not None
-            execution_id = started.structured_content["value"]["background"]
+            execution_id = started_id(started)
             collected = await client.call_tool(
                 "execute_code", {"collect": execution_id}, read_timeout_seconds=WAIT
             )
@@ -438,11 +450,11 @@ async def test_an_approval_inside_a_task_is_asked_through_its_status_and_answere
     assert done.status == "completed"
     assert done.result is not None
     if action == "accept":
-        assert done.result["structuredContent"]["value"] == "appended"
+        assert done.result["content"] == [{"type": "text", "text": "'appended'"}]
         assert ledger_entries(tmp_path) == ["approved"]
     else:
         assert done.result["isError"] is True
-        assert "the user declined" in done.result["structuredContent"]["error"]["message"]
+        assert "the user declined" in done.result["content"][0]["text"]
         assert ledger_entries(tmp_path) == []
 
 
@@ -457,8 +469,7 @@ async def test_a_background_run_on_the_handshake_era_asks_over_the_session_while
     ):
         with anyio.fail_after(WAIT):
             started = await client.call_tool("execute_code", {"code": APPROVED, "background": True})
-            assert started.structured_content is not None
-            execution_id = started.structured_content["value"]["background"]
+            execution_id = started_id(started)
             collected = await client.call_tool("execute_code", {"collect": execution_id})
     assert not collected.is_error, text(collected)
     assert len(user.prompts) == 1
@@ -475,17 +486,18 @@ async def test_a_call_needing_approval_in_the_background_is_refused_when_no_one_
         client_of(gateway) as client,  # 2026-07-28 without tasks: nothing to carry the question
     ):
         with anyio.fail_after(WAIT):
-            started = await client.call_tool("execute_code", {"code": code, "background": True})
-            assert started.structured_content is not None
-            execution_id = started.structured_content["value"]["background"]
+            started = await client.call_tool(
+                "execute_code", {"code": code, "background": True, "details": True}
+            )
+            execution_id = started_id(started)
             done = await client.call_tool(
                 "execute_code", {"collect": execution_id}, read_timeout_seconds=WAIT
             )
     assert not done.is_error, text(done)
-    structured = done.structured_content
-    assert structured is not None
-    assert structured["value"] == "handled"
-    assert "runs in the background and no one could approve it" in structured["stdout"]
+    full = full_record(done)  # details given at the start shape the collected result
+    assert full["value"] == "handled"
+    assert "runs in the background and no one could approve it" in full["stdout"]
+    assert [(call["tool"], call["ok"]) for call in full["tool_calls"]] == [("ledger.append", False)]
     assert ledger_entries(tmp_path) == []
     [call] = [record for record in audit_records(tmp_path) if record["kind"] == "tool_call"]
     assert call["tool"] == "ledger.append"

@@ -68,7 +68,7 @@ def text(result: types.CallToolResult) -> str:
 
 async def run(session: ClientSession, code: str) -> dict[str, Any]:
     with anyio.fail_after(WAIT):
-        result = await session.call_tool("execute_code", {"code": code})
+        result = await session.call_tool("execute_code", {"code": code, "details": True})
     assert isinstance(result.structured_content, dict), text(result)
     return result.structured_content
 

@@ -96,12 +96,16 @@ async def everything_the_gateway_does(gateway: HttpGateway, mode: str, era: str)
         declared = client.server_capabilities.tools
         with anyio.fail_after(WAIT):
             found = text(await client.call_tool("search_docs", {"query": "echo"}))
-            echoed = await client.call_tool("execute_code", {"code": "tools.tiny.echo(text='http')"})
+            echoed = await client.call_tool(
+                "execute_code", {"code": "tools.tiny.echo(text='http')", "details": True}
+            )
             approved = await client.call_tool(
-                "execute_code", {"code": f"tools.ledger.append(entry='{mode}')"}
+                "execute_code", {"code": f"tools.ledger.append(entry='{mode}')", "details": True}
             )
             slow = await client.call_tool(
-                "execute_code", {"code": "tools.ledger.slow(seconds=1.5)"}, progress_callback=heard
+                "execute_code",
+                {"code": "tools.ledger.slow(seconds=1.5)", "details": True},
+                progress_callback=heard,
             )
             if mode == "auto":  # 2026-07-28: change notifications come on a stream the client opens
                 async with client.listen(tools_list_changed=True) as changes:
@@ -172,7 +176,9 @@ async def test_body_host_origin_session_and_idle_caps_refuse_with_their_status_a
 async def echo(gateway: HttpGateway, mode: str) -> Any:
     async with http_client(gateway.url, mode) as client:
         with anyio.fail_after(WAIT):
-            result = await client.call_tool("execute_code", {"code": "tools.tiny.echo(text='ok')"})
+            result = await client.call_tool(
+                "execute_code", {"code": "tools.tiny.echo(text='ok')", "details": True}
+            )
     assert result.structured_content is not None
     return result.structured_content["value"]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
@@ -56,7 +57,9 @@ async def test_only_a_configured_token_reaches_the_gateway_on_both_eras(tmp_path
         for mode in modes:
             async with http_client(gateway.url, mode, token=ALICE) as client:
                 with anyio.fail_after(WAIT):
-                    result = await client.call_tool("execute_code", {"code": "tools.tiny.echo(text='hi')"})
+                    result = await client.call_tool(
+                        "execute_code", {"code": "tools.tiny.echo(text='hi')", "details": True}
+                    )
             assert result.structured_content is not None
             assert result.structured_content["value"] == {"result": "hi"}
         assert not any(ALICE in str(record) for record in gateway.logs)
@@ -64,10 +67,10 @@ async def test_only_a_configured_token_reaches_the_gateway_on_both_eras(tmp_path
 
 async def test_the_per_caller_cap_counts_each_principal_apart(tmp_path: Path) -> None:
     env = environment({"ALICE_TOKEN": ALICE, "BOB_TOKEN": BOB})
-    slow = {"code": "import time\ntime.sleep(2)\n'slept'"}
+    slow = {"code": "import time\ntime.sleep(2)\n'slept'", "details": True}
     outcomes: dict[str, types.CallToolResult | Exception] = {}
 
-    async def run(name: str, client: Client, code: dict[str, str]) -> None:
+    async def run(name: str, client: Client, code: dict[str, Any]) -> None:
         try:
             outcomes[name] = await client.call_tool("execute_code", code)
         except Exception as exc:  # a refusal arrives as the request's error
@@ -83,7 +86,7 @@ async def test_the_per_caller_cap_counts_each_principal_apart(tmp_path: Path) ->
                 tg.start_soon(run, "alice-first", alice, slow)
                 await anyio.sleep(0.5)  # alice's first run holds her one place
                 tg.start_soon(run, "alice-second", alice, slow)
-                tg.start_soon(run, "bob", bob, {"code": "'bob ran'"})
+                tg.start_soon(run, "bob", bob, {"code": "'bob ran'", "details": True})
     assert isinstance(outcomes["alice-second"], Exception)
     assert "max_executions_in_flight_per_caller" in str(outcomes["alice-second"])
     for name, value in (("bob", "bob ran"), ("alice-first", "slept")):
@@ -125,7 +128,7 @@ async def test_a_role_gives_its_principal_less_reach_and_the_audit_names_it(tmp_
             },
         },
     )
-    echo = {"code": "tools.tiny.echo(text='hi')"}
+    echo = {"code": "tools.tiny.echo(text='hi')", "details": True}
     modes: tuple[ConnectMode, ...] = ("auto", "legacy")
     async with http_gateway(path, env=env) as gateway:
         for mode in modes:

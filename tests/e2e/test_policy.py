@@ -76,7 +76,7 @@ async def gateway(config: Path, approvals: Approvals | None = None) -> AsyncIter
 
 async def run(session: ClientSession, code: str) -> dict[str, Any]:
     with anyio.fail_after(120):
-        result = await session.call_tool("execute_code", {"code": code})
+        result = await session.call_tool("execute_code", {"code": code, "details": True})
     assert isinstance(result.structured_content, dict)
     return result.structured_content
 

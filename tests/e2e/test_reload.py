@@ -98,7 +98,7 @@ async def reload_record(tmp_path: Path, number: int) -> dict[str, Any]:
 
 async def execute(client: Client, code: str) -> dict[str, Any]:
     with anyio.fail_after(WAIT):
-        result = await client.call_tool("execute_code", {"code": code})
+        result = await client.call_tool("execute_code", {"code": code, "details": True})
     assert isinstance(result.structured_content, dict), text(result)
     return result.structured_content
 

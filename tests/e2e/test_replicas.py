@@ -102,14 +102,16 @@ class Answers:
     async def approved(self, url: str, name: str, code: str) -> None:
         user = User()
         async with http_client(url, "auto", elicitation=user) as client:
-            result = await client.call_tool("execute_code", {"code": code})
+            result = await client.call_tool("execute_code", {"code": code, "details": True})
         assert not result.is_error, text(result)
         assert result.structured_content is not None
         self.of[name] = (len(user.prompts), result.structured_content["value"])
 
 
 async def echo(client: Client, name: str) -> Any:
-    result = await client.call_tool("execute_code", {"code": f"tools.tiny.echo(text={name!r})"})
+    result = await client.call_tool(
+        "execute_code", {"code": f"tools.tiny.echo(text={name!r})", "details": True}
+    )
     assert result.structured_content is not None, text(result)
     return result.structured_content["value"]
 

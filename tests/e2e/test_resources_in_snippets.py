@@ -49,7 +49,7 @@ async def test_a_snippet_lists_and_reads_resources_as_text_and_blobs(tmp_path: P
     env = environment({"RESOURCE_TOKEN": TOKEN})
     async with sdk_client(config(tmp_path), env=env) as client:
         with anyio.fail_after(WAIT):
-            result = await client.call_tool("execute_code", {"code": code})
+            result = await client.call_tool("execute_code", {"code": code, "details": True})
     assert not result.is_error, result.content
     assert isinstance(result.structured_content, dict)
     listed, templates, readme, pixel, secret = result.structured_content["value"]

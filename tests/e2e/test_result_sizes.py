@@ -1,13 +1,12 @@
 """execute_code's results fit what clients keep, through the real gateway process and the SDK client.
 
-Claude Code gives the model a successful result's structuredContent (as JSON) and an error result's
-text; it warns past 10k tokens, cuts at 25k, moves results past 50,000 characters into a file and
-cuts error text past about 11,000 characters.
+A result is text (structured content only with `details`); Claude Code warns past 10k tokens, cuts
+at 25k, moves results past 50,000 characters (or the size a tool announces) into a file and cuts
+error text past about 11,000 characters.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import anyio
@@ -37,17 +36,15 @@ async def test_a_flood_of_output_comes_back_under_claude_codes_limits_saying_whe
         with anyio.fail_after(WAIT):
             [execute] = [t for t in (await client.list_tools()).tools if t.name == "execute_code"]
     assert not result.is_error
-    structured = json.dumps(result.structured_content, ensure_ascii=False)
+    assert result.structured_content is None
     hint = (execute.meta or {})["anthropic/maxResultSizeChars"]
-    assert len(structured) < hint < 50_000
-    assert len(text(result)) < hint
-    assert result.structured_content is not None
-    stdout = result.structured_content["stdout"]
+    shown = text(result)
+    assert len(shown) < hint < 50_000
+    stdout, stderr = shown.split("\n[stderr]\n")
     assert "[stdout cut here: " in stdout
     assert "(sandbox.max_stdout_bytes). Print less" in stdout
-    assert "stderr cut here" in result.structured_content["stderr"]
-    assert "value cut here at 8,192 bytes (sandbox.max_value_bytes)" in result.structured_content["value"]
-    assert "value_repr" not in result.structured_content
+    assert "stderr cut here" in stderr
+    assert "value cut here at 8,192 bytes (sandbox.max_value_bytes)" in stderr.splitlines()[-1]
 
 
 async def test_a_failed_flood_keeps_its_error_whole_within_claude_codes_error_limit(tmp_path: Path) -> None:
@@ -67,6 +64,5 @@ async def test_raising_the_caps_raises_the_size_the_gateway_announces(tmp_path: 
         with anyio.fail_after(WAIT):
             [execute] = [t for t in (await client.list_tools()).tools if t.name == "execute_code"]
     hint = (execute.meta or {})["anthropic/maxResultSizeChars"]
-    assert result.structured_content is not None
-    assert result.structured_content["stdout"] == "x" * 131_000 + "\n"
-    assert len(json.dumps(result.structured_content)) < hint
+    assert text(result) == "x" * 131_000
+    assert len(text(result)) < hint

@@ -48,7 +48,9 @@ async def test_progress_strictly_increases_and_keeps_coming_during_a_long_child_
     code = "tools.ledger.entries()\ntools.ledger.slow(seconds=3.5)\n'done'"
     async with sdk_client(config(tmp_path), mode) as client:
         with anyio.fail_after(WAIT):
-            result = await client.call_tool("execute_code", {"code": code}, progress_callback=heard)
+            result = await client.call_tool(
+                "execute_code", {"code": code, "details": True}, progress_callback=heard
+            )
     assert not result.is_error
     assert all(b > a for a, b in zip(heard.values, heard.values[1:], strict=False)), heard.values
     # A heartbeat at least every few seconds while the child works: clients reset their idle timeout on it.
@@ -68,12 +70,14 @@ async def test_cancelling_a_running_execution_stops_it_and_the_gateway_serves_th
             async with anyio.create_task_group() as tg:
 
                 async def call() -> None:
-                    await client.call_tool("execute_code", {"code": spin}, progress_callback=heard)
+                    await client.call_tool(
+                        "execute_code", {"code": spin, "details": True}, progress_callback=heard
+                    )
 
                 tg.start_soon(call)
                 await heard.arrived.wait()  # the snippet is past its tool call, spinning
                 tg.cancel_scope.cancel()  # the SDK tells the server the request is cancelled
             # With one slot, this runs only if the spinning snippet was really stopped.
-            result = await client.call_tool("execute_code", {"code": "'next'"})
+            result = await client.call_tool("execute_code", {"code": "'next'", "details": True})
     assert result.structured_content is not None
     assert result.structured_content["value"] == "next"

@@ -12,7 +12,7 @@ import pytest
 from mcp import types
 from mcp.client.client import ConnectMode
 
-from tests.e2e.gateway_process import WAIT, sdk_client, write_config
+from tests.e2e.gateway_process import WAIT, full_record, sdk_client, write_config
 from tests.real_servers import SCREEN_SERVER
 from tests.servers.screen_server import SCREENSHOT
 
@@ -33,6 +33,7 @@ async def test_a_screenshot_shown_by_a_snippet_arrives_as_an_image_block(
     async with sdk_client(config, mode) as client:
         with anyio.fail_after(WAIT):
             result = await client.call_tool("execute_code", {"code": code})
+            detailed = await client.call_tool("execute_code", {"code": code, "details": True})
     assert not result.is_error, result.content
     text, image, table = result.content
     assert isinstance(text, types.TextContent)
@@ -42,7 +43,8 @@ async def test_a_screenshot_shown_by_a_snippet_arrives_as_an_image_block(
     assert isinstance(table, types.EmbeddedResource)
     assert isinstance(table.resource, types.BlobResourceContents)
     assert base64.b64decode(table.resource.blob) == b"a,b\n1,2\n"
-    assert isinstance(result.structured_content, dict)
-    shown = result.structured_content["shown"]
+    assert result.structured_content is None
+    assert "iVBOR" not in text.text  # the PNG's base64 is the image block alone, not text too
+    shown = full_record(detailed)["shown"]
     assert [item["kind"] for item in shown] == ["image", "resource"]
-    assert all("data" not in item for item in shown)  # no base64 in the structured result
+    assert all("data" not in item for item in shown)  # no base64 in the full record either

@@ -20,8 +20,6 @@ from tests.e2e.gateway_process import WAIT, environment
 from tests.real_servers import NPM_MODULES, REPO
 
 CLIENT = Path(__file__).parent / "ts_client" / "client.mjs"
-MISMATCH_SERVER = Path(__file__).parent / "ts_client" / "mismatch_server.mjs"
-"""A stdio server whose tool's structuredContent breaks its own outputSchema (shows the check works)."""
 SDK = NPM_MODULES / "@modelcontextprotocol" / "sdk"
 
 Elicitation = Literal["accept", "decline", "cancel", "none"]

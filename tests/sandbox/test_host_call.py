@@ -186,8 +186,23 @@ async def test_a_tool_call_past_its_own_timeout_is_a_catchable_error() -> None:
     execution = run(SandboxLimits(tool_call_timeout_seconds=0.05), InProcessTools({"m.hang": hang}))
     error = refusal(await call(execution, "m.hang"))
     assert error["message"] == "m.hang timed out after 0.05 s (sandbox.tool_call_timeout_seconds)"
-    assert [(r.ok, r.error) for r in execution.tool_calls] == [(False, "timeout")]
+    assert [(r.ok, r.error, r.message) for r in execution.tool_calls] == [
+        (False, "timeout", error["message"])
+    ]
     assert execution.ended_by is None
+
+
+async def test_a_refused_calls_record_keeps_what_the_snippet_was_told_on_one_short_line() -> None:
+    async def refuse() -> None:
+        raise PolicyDenied("not this one:\n" + "because " * 100, rule="policy.deny")
+
+    execution = run(tools=InProcessTools({"m.refuse": refuse}))
+    told = refusal(await call(execution, "m.refuse"))["message"]
+    [record] = execution.tool_calls
+    assert record.message is not None
+    assert record.message.startswith("not this one: because because")
+    assert "\n" not in record.message
+    assert len(record.message) == 200 < len(told)
 
 
 async def test_a_tool_call_past_the_wall_clock_budget_ends_the_execution() -> None:

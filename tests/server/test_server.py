@@ -8,42 +8,36 @@ import logging
 import jsonschema
 import pytest
 
-from gateway import ErrorInfo, ExecutionResult, SandboxLimits, ToolCallRecord
+from gateway import ExecutionResult, SandboxLimits
 from gateway.config import parse_config
-from gateway.server._results import execution_tool_result, max_result_chars
-from gateway.server._server import OUTPUT_SCHEMA, RESULT_SIZE_HINT, _tools, warn_of_unidentified_callers
+from gateway.server._results import execution_tool_result as execute_code_result
+from gateway.server._results import max_result_chars
+from gateway.server._server import RESULT_SIZE_HINT, _tools, warn_of_unidentified_callers
 
 RESULT_CHARS = max_result_chars(SandboxLimits())
 
 
-def test_the_output_schema_names_every_field_of_the_structured_content() -> None:
-    structured = execution_tool_result(ExecutionResult(ok=True)).structured_content
-    assert structured is not None
-    assert set(OUTPUT_SCHEMA["properties"]) == set(structured)
+@pytest.mark.parametrize("background", [False, True])
+def test_execute_code_declares_no_output_schema_and_its_results_carry_no_structured_content(
+    background: bool,
+) -> None:
+    _, execute = _tools(False, True, RESULT_CHARS, background)
+    assert execute.output_schema is None
+    assert execute_code_result(ExecutionResult(ok=True, stdout="1\n")).structured_content is None
 
 
-@pytest.mark.parametrize(
-    "result",
-    [
-        ExecutionResult(ok=True, stdout="x\n", value={"a": [1]}, value_repr="{'a': [1]}", fuel=5, ms=1.5),
-        ExecutionResult(
-            ok=False,
-            error=ErrorInfo(
-                type="ZeroDivisionError", category="snippet", message="division by zero", traceback="tb"
-            ),
-            tool_calls=[ToolCallRecord(tool="t.x", ms=0.5, ok=False, error="ToolError")],
-        ),
-    ],
-)
-def test_every_execution_result_validates_against_the_declared_output_schema(result: ExecutionResult) -> None:
-    jsonschema.validate(execution_tool_result(result).structured_content, OUTPUT_SCHEMA)
-
-
-def test_a_result_missing_a_field_does_not_validate() -> None:
-    dumped = ExecutionResult(ok=True).model_dump(mode="json")
-    del dumped["tool_calls"]
-    with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(dumped, OUTPUT_SCHEMA)
+@pytest.mark.parametrize("background", [False, True])
+def test_execute_codes_input_schema_offers_no_default_code_and_no_top_level_combinator(
+    background: bool,
+) -> None:
+    _, execute = _tools(False, True, RESULT_CHARS, background)
+    schema = execute.input_schema
+    assert "default" not in schema["properties"]["code"]
+    assert schema["properties"]["code"]["type"] == "string"
+    assert not {"anyOf", "oneOf", "allOf"} & set(schema)  # the Anthropic API refuses them there
+    assert schema["additionalProperties"] is False
+    assert ("code" in schema.get("required", [])) is not background
+    jsonschema.Draft202012Validator.check_schema(schema)
 
 
 @pytest.mark.parametrize(("read_only", "destructive"), [(True, False), (False, True)])

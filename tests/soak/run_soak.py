@@ -96,7 +96,7 @@ async def _one(session: ClientSession, n: int, tally: Tally) -> None:
     started = time.perf_counter()
     try:
         with anyio.fail_after(120):
-            result = await session.call_tool("execute_code", {"code": snippet(kind, n)})
+            result = await session.call_tool("execute_code", {"code": snippet(kind, n), "details": True})
     except Exception as exc:
         tally.failed.append(f"{n}: {type(exc).__name__}: {exc}")
         return
