@@ -97,7 +97,7 @@ def main(argv: list[str]) -> int:
     """Write the worksheet, or check a labelled file; exit 1 on unknown names."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("writers", nargs="*", type=Path, help="the writers' JSONL files")
-    parser.add_argument("--out", type=Path, default=Path("blind-worksheet"), help="folder to write into")
+    parser.add_argument("--out", type=Path, help="folder to write the worksheet into (outside the repo)")
     parser.add_argument("--check", type=Path, help="a labelled queries.jsonl to check against the catalog")
     args = parser.parse_args(argv)
     catalog = blind_catalog()
@@ -106,8 +106,8 @@ def main(argv: list[str]) -> int:
         for name, close in unknown.items():
             print(f"unknown tool {name!r}; close: {', '.join(close) or 'none'}")
         return 1 if unknown else 0
-    if not args.writers:
-        parser.error("name the writers' files, or --check a labelled file")
+    if not args.writers or args.out is None:
+        parser.error("name the writers' files and --out, or --check a labelled file")
     queries = [query for path in args.writers for query in read_writer_file(path)]
     write_worksheet(queries, catalog, args.out)
     print(f"{len(queries)} queries, {len(catalog)} tools: {args.out / 'worksheet.md'}")
