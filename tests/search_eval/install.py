@@ -4,6 +4,10 @@ Not run in CI or by the tests (they read the committed catalog/ snapshots). Usag
 
     python tests/search_eval/install.py           # no-op when the pins have not changed
     python tests/search_eval/install.py --force   # reinstall anyway
+    python tests/search_eval/install.py redis     # only these PyPI venvs (npm is always installed whole)
+
+Both manifests are read: servers.json and blind/servers.json (the blind set's servers, see
+blind/README.md); each server keeps its manifest's catalog folder when captured.
 
 npm packages go into one prefix, .cache/search-eval/npm. Each PyPI package gets its own venv,
 .cache/search-eval/venvs/<name>: their dependencies clash with each other (mcp-atlassian and
@@ -22,7 +26,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-MANIFEST = HERE / "servers.json"
+MANIFESTS = (HERE / "servers.json", HERE / "blind" / "servers.json")
 CACHE = REPO / ".cache" / "search-eval"
 NPM_PREFIX = CACHE / "npm"
 VENVS = CACHE / "venvs"
@@ -32,8 +36,8 @@ NPM_FLAGS = ("--save-exact", "--no-audit", "--no-fund", "--ignore-scripts")
 
 
 def _load_servers() -> list[dict[str, Any]]:
-    """The manifest's server entries, snapshot-only ones included."""
-    return json.loads(MANIFEST.read_text(encoding="utf-8"))["servers"]
+    """Every manifest's server entries, snapshot-only ones included."""
+    return [s for m in MANIFESTS for s in json.loads(m.read_text(encoding="utf-8"))["servers"]]
 
 
 def _installable(servers: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -43,7 +47,7 @@ def _installable(servers: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _pins_hash(servers: list[dict[str, Any]]) -> str:
     # Only what decides the install goes in, so capture.py updating tool counts forces no reinstall.
-    keys = ("name", "registry", "package", "version", "requires")
+    keys = ("name", "registry", "package", "version", "requires", "python")
     pins = [{k: s.get(k) for k in keys} for s in _installable(servers)]
     return hashlib.sha256(json.dumps(pins, sort_keys=True).encode()).hexdigest()
 
@@ -63,11 +67,23 @@ def _install_npm(servers: list[dict[str, Any]]) -> None:
     _run(npm, "install", "--prefix", str(NPM_PREFIX), *NPM_FLAGS)
 
 
+def _python(version: str | None) -> str:
+    """The interpreter for a server's venv: this one, or the `python` version its entry asks for."""
+    if version is None:
+        return sys.executable
+    # A pyenv shim exists for every installed version but runs only the selected one, so look past it.
+    installed = sorted((Path.home() / ".pyenv" / "versions").glob(f"{version}.*/bin/python{version}"))
+    found = str(installed[-1]) if installed else shutil.which(f"python{version}")
+    if found is None:
+        sys.exit(f"python{version} is not installed, and a server in the manifests needs it")
+    return found
+
+
 def _install_pypi(server: dict[str, Any]) -> None:
     venv = VENVS / server["name"]
     if venv.exists():
         shutil.rmtree(venv)  # a fresh venv, so an old pin's leftovers cannot linger
-    _run(sys.executable, "-m", "venv", str(venv))
+    _run(_python(server.get("python")), "-m", "venv", str(venv))
     pip = str(venv / "bin" / "pip")
     _run(pip, "install", "--quiet", f"{server['package']}=={server['version']}", *server.get("requires", []))
 
@@ -75,17 +91,20 @@ def _install_pypi(server: dict[str, Any]) -> None:
 def main(argv: list[str]) -> None:
     """Install every non-snapshot server unless the stamp says these pins are already installed."""
     servers = _load_servers()
+    only = {a for a in argv if not a.startswith("--")}
     digest = _pins_hash(servers)
-    if "--force" not in argv and STAMP.exists() and STAMP.read_text().strip() == digest:
-        print(f"search-eval servers already installed ({STAMP.relative_to(REPO)} matches servers.json)")
+    if not only and "--force" not in argv and STAMP.exists() and STAMP.read_text().strip() == digest:
+        print(f"search-eval servers already installed ({STAMP.relative_to(REPO)} matches the manifests)")
         return
     todo = _installable(servers)
-    _install_npm(todo)
-    for server in todo:
-        if server["registry"] == "pypi":
-            _install_pypi(server)
-    STAMP.write_text(digest + "\n")
-    print(f"installed {len(todo)} servers under {CACHE.relative_to(REPO)}")
+    _install_npm(todo)  # one prefix for all, so installing some must not prune the others
+    venvs = [s for s in todo if s["registry"] == "pypi" and (not only or s["name"] in only)]
+    for server in venvs:
+        _install_pypi(server)
+    if not only:  # a partial install leaves the stamp alone, so the next full run does the rest
+        STAMP.write_text(digest + "\n")
+    npm = sum(1 for s in todo if s["registry"] == "npm")
+    print(f"installed {npm} npm servers and {len(venvs)} PyPI venvs under {CACHE.relative_to(REPO)}")
 
 
 if __name__ == "__main__":
