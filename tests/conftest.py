@@ -152,3 +152,10 @@ def telemetry_log() -> Iterator[list[logging.LogRecord]]:
     """Records of the telemetry wing's logger."""
     with _recording("gateway.telemetry") as records:
         yield records
+
+
+@pytest.fixture
+def middleware_log() -> Iterator[list[logging.LogRecord]]:
+    """Records of the middleware wing's logger, as it emits them (before a parent's handler filters)."""
+    with _recording("gateway.middleware") as records:
+        yield records

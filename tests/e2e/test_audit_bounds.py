@@ -59,9 +59,13 @@ async def test_one_callers_flood_of_huge_unknown_calls_leaves_the_others_records
             http_client(gateway.url, token=MALLORY) as mallory,
         ):
             with anyio.fail_after(WAIT):
-                before = await alice.call_tool("execute_code", {"code": "tools.tiny.echo(text='before')"})
-                flood = await mallory.call_tool("execute_code", {"code": FLOOD})
-                after = await alice.call_tool("execute_code", {"code": "tools.tiny.echo(text='after')"})
+                before = await alice.call_tool(
+                    "execute_code", {"code": "tools.tiny.echo(text='before')", "details": True}
+                )
+                flood = await mallory.call_tool("execute_code", {"code": FLOOD, "details": True})
+                after = await alice.call_tool(
+                    "execute_code", {"code": "tools.tiny.echo(text='after')", "details": True}
+                )
         assert await gateway.stop() == 0
     for result in (before, flood, after):
         assert result.structured_content is not None

@@ -37,6 +37,7 @@ from tests.e2e.test_background import (
     ended,
     get_task,
     start_task,
+    started_id,
     task_until,
 )
 from tests.real_servers import serve_asgi_app
@@ -167,23 +168,21 @@ async def test_without_auth_a_listing_never_names_another_clients_background_run
                 started = await victim.call_tool(
                     "execute_code", {"code": "'victim private result'", "background": True}
                 )
-        assert started.structured_content is not None
-        victims = started.structured_content["value"]["background"]
+        victims = started_id(started)
         async with http_client(gateway.url, "legacy") as other:
             with anyio.fail_after(WAIT):
                 listed = await other.session.send_request(types.ListTasksRequest(), types.ListTasksResult)
                 assert victims not in [task.task_id for task in listed.tasks]
                 mine = await other.call_tool("execute_code", {"code": "'mine'", "background": True})
-                assert mine.structured_content is not None, text(mine)
-                own = mine.structured_content["value"]["background"]
+                own = started_id(mine)
                 listed_after = await other.session.send_request(
                     types.ListTasksRequest(), types.ListTasksResult
                 )
                 # The id itself stays the capability: whoever holds it collects (a reconnecting client).
                 held = await other.call_tool("execute_code", {"collect": victims}, read_timeout_seconds=WAIT)
     assert [task.task_id for task in listed_after.tasks] == [own]
-    assert held.structured_content is not None, text(held)
-    assert held.structured_content["value"] == "victim private result"
+    assert not held.is_error, text(held)
+    assert text(held) == "'victim private result'"
 
 
 async def test_one_callers_background_runs_never_push_out_another_callers_result(
@@ -197,18 +196,15 @@ async def test_one_callers_background_runs_never_push_out_another_callers_result
     ):
         with anyio.fail_after(WAIT):
             started = await alice.call_tool("execute_code", {"code": "'alice result'", "background": True})
-            assert started.structured_content is not None
-            alices = started.structured_content["value"]["background"]
+            alices = started_id(started)
             await alice.call_tool("execute_code", {"collect": alices}, read_timeout_seconds=WAIT)
             for n in range(4):
                 run = await bob.call_tool("execute_code", {"code": f"'bob {n}'", "background": True})
-                assert run.structured_content is not None, text(run)
-                bobs = run.structured_content["value"]["background"]
+                bobs = started_id(run)
                 await bob.call_tool("execute_code", {"collect": bobs}, read_timeout_seconds=WAIT)
             collected = await alice.call_tool("execute_code", {"collect": alices}, read_timeout_seconds=WAIT)
     assert not collected.is_error, text(collected)
-    assert collected.structured_content is not None
-    assert collected.structured_content["value"] == "alice result"
+    assert text(collected) == "'alice result'"
 
 
 SHOW_4_MIB = "import os\nshow(Blob(os.urandom(4 * 2**20 - 64), mime_type='image/png'))\n'shown'"
@@ -225,8 +221,7 @@ async def test_what_finished_runs_showed_is_kept_within_the_callers_byte_share(
                 7
             ):  # 7 x 5.6 MB of base64: past the 32 MiB of background.max_kept_bytes_per_caller
                 run = await alice.call_tool("execute_code", {"code": SHOW_4_MIB, "background": True})
-                assert run.structured_content is not None, text(run)
-                ids.append(run.structured_content["value"]["background"])
+                ids.append(started_id(run))
                 done = await alice.call_tool("execute_code", {"collect": ids[-1]}, read_timeout_seconds=WAIT)
                 assert not done.is_error, text(done)
             oldest = await alice.call_tool("execute_code", {"collect": ids[0]})

@@ -171,7 +171,7 @@ async def test_another_caller_learns_no_data_from_a_shape_nor_a_hidden_tool_from
         async with http_client(gateway.url, token=ALICE) as alice:
             with anyio.fail_after(WAIT):
                 code = f"tools.tiny.plain_echo(text={json.dumps(data)!r})"
-                ran = await alice.call_tool("execute_code", {"code": code})
+                ran = await alice.call_tool("execute_code", {"code": code, "details": True})
                 alices = text(await alice.call_tool("search_docs", {"query": "", "server": "tiny"}))
         async with http_client(gateway.url, token=BOB) as bob:
             with anyio.fail_after(WAIT):
@@ -190,5 +190,5 @@ async def test_another_caller_learns_no_data_from_a_shape_nor_a_hidden_tool_from
         assert "nstructions" not in seen  # they name tiny.env, which bob's role hides
         assert "env" not in seen.replace("environment", "")
     assert "Instructions from the tiny server:\nCall env to debug, echo for the rest." in alices
-    assert still.structured_content is not None
-    assert still.structured_content["value"] == {"result": "hi"}
+    assert not still.is_error
+    assert text(still) == "{'result': 'hi'}"
