@@ -8,7 +8,7 @@ import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ from mcp.server.mcpserver import MCPServer
 from starlette.types import ASGIApp
 
 from gateway import Sandbox, SandboxLimits
+from tests.auth.issuer import Keys, LocalIssuer
 from tests.real_servers import TINY_SERVER, Served, npm_entry_point, serve_asgi_app
 
 Entry = dict[str, Any]
@@ -159,3 +160,18 @@ def middleware_log() -> Iterator[list[logging.LogRecord]]:
     """Records of the middleware wing's logger, as it emits them (before a parent's handler filters)."""
     with _recording("gateway.middleware") as records:
         yield records
+
+
+@pytest.fixture(scope="session")
+def issuer_keys() -> Keys:
+    """RSA and EC signing keys, made once: RSA key generation takes a while."""
+    return Keys.make()
+
+
+@pytest.fixture
+async def issuer(issuer_keys: Keys) -> AsyncIterator[LocalIssuer]:
+    """An OAuth issuer whose JWKS is served on 127.0.0.1 for the test's duration."""
+    local = LocalIssuer(issuer_keys)
+    async with serve_asgi_app(local.app()) as (port, _):
+        local.port = port
+        yield local

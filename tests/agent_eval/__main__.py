@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from string import Template
 
-from tests.agent_eval.layout import INTERFACES, REPO
+from tests.agent_eval.layout import INTERFACES, REPO, cli_command
 from tests.agent_eval.scorer import load_trial, report, trial_dirs
 from tests.agent_eval.tasks import TASKS, prompts
 from tests.agent_eval.world import DEFAULT_SEED, build
@@ -29,17 +29,7 @@ PROMPT_TEMPLATE = Path(__file__).with_name("AGENT_PROMPT.md")
 
 
 def _tool_script(trial: Path, interface: str) -> Path:
-    command = [
-        sys.executable,
-        "-m",
-        "tests.agent_eval.cli",
-        "--interface",
-        interface,
-        "--world",
-        str(trial / "world"),
-        "--log",
-        str(trial / "calls.jsonl"),
-    ]
+    command = cli_command(interface, trial / "world", "--log", str(trial / "calls.jsonl"))
     script = trial / "tool"
     script.write_text(
         f'#!/bin/sh\ncd {shlex.quote(str(REPO))} && exec {shlex.join(command)} "$@"\n', encoding="utf-8"

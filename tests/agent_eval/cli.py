@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tests.agent_eval.layout import INTERFACES, REPO, Interface, socket_path, state_dir
+from tests.agent_eval.layout import INTERFACES, REPO, Interface, cli_command, socket_path, state_dir
 
 __all__ = ["main"]
 
@@ -54,16 +54,7 @@ def _ask(path: Path, request: dict[str, Any]) -> dict[str, Any]:
 
 def _start_server(interface: Interface, world: Path) -> None:
     log = (state_dir(world) / f"{interface}.daemon.log").open("ab")
-    command = [
-        sys.executable,
-        "-m",
-        "tests.agent_eval.cli",
-        "--interface",
-        interface,
-        "--world",
-        str(world),
-        "serve",
-    ]
+    command = cli_command(interface, world, "serve")
     env = os.environ | {"PYTHONPATH": str(REPO)}
     subprocess.Popen(
         command, cwd=REPO, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, env=env

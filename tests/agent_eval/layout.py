@@ -3,10 +3,11 @@ and the servers' side: the interfaces, the repository root, a world's state dire
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["INTERFACES", "REPO", "Interface", "socket_path", "state_dir"]
+__all__ = ["INTERFACES", "REPO", "Interface", "cli_command", "socket_path", "state_dir"]
 
 Interface = Literal["direct", "gateway", "peer"]
 INTERFACES: tuple[Interface, ...] = ("direct", "gateway", "peer")
@@ -24,3 +25,17 @@ def state_dir(world: Path) -> Path:
 def socket_path(world: Path, interface: Interface) -> Path:
     """The unix socket of the background server of `interface` for `world`."""
     return state_dir(world) / f"{interface}.sock"
+
+
+def cli_command(interface: str, world: Path, *rest: str) -> list[str]:
+    """The agent's CLI for `interface` over `world`, followed by `rest` (its options and subcommand)."""
+    return [
+        sys.executable,
+        "-m",
+        "tests.agent_eval.cli",
+        "--interface",
+        interface,
+        "--world",
+        str(world),
+        *rest,
+    ]

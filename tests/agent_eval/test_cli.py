@@ -5,31 +5,19 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 from mcp import types
 
 from tests.agent_eval.daemon import render
-from tests.agent_eval.layout import REPO, socket_path
+from tests.agent_eval.layout import REPO, cli_command, socket_path
 from tests.agent_eval.world import Plan
 
 WAIT = 180  # seconds: the gateway starts five children; this bounds a hang
 
 
 def cli(world: Path, log: Path, interface: str, *args: str) -> subprocess.CompletedProcess[bytes]:
-    command = [
-        sys.executable,
-        "-m",
-        "tests.agent_eval.cli",
-        "--interface",
-        interface,
-        "--world",
-        str(world),
-        "--log",
-        str(log),
-        *args,
-    ]
+    command = cli_command(interface, world, "--log", str(log), *args)
     return subprocess.run(command, cwd=REPO, capture_output=True, timeout=WAIT, check=False)
 
 

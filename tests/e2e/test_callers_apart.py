@@ -16,7 +16,7 @@ import pytest
 from mcp import types
 from mcp.shared.exceptions import MCPError
 
-from tests.auth.issuer import AUDIENCE, Keys, LocalIssuer
+from tests.auth.issuer import AUDIENCE, LocalIssuer
 from tests.e2e.gateway_http import HttpGateway, http_client, http_gateway
 from tests.e2e.gateway_process import (
     WAIT,
@@ -40,35 +40,9 @@ from tests.e2e.test_background import (
     started_id,
     task_until,
 )
-from tests.real_servers import serve_asgi_app
+from tests.e2e.test_http import HANDSHAKE_HEADERS, INITIALIZE
 
 pytestmark = pytest.mark.anyio
-
-HANDSHAKE = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "0"},
-    },
-}
-
-
-@pytest.fixture(scope="module")
-def issuer_keys() -> Keys:
-    return Keys.make()
-
-
-@pytest.fixture
-async def issuer(issuer_keys: Keys) -> AsyncIterator[LocalIssuer]:
-    """An OAuth issuer whose JWKS is served on 127.0.0.1 for the test's duration."""
-    local = LocalIssuer(issuer_keys)
-    async with serve_asgi_app(local.app()) as (port, _):
-        local.port = port
-        yield local
 
 
 @asynccontextmanager
@@ -238,7 +212,7 @@ async def test_one_caller_cannot_take_every_session_and_another_still_opens_one(
         async with httpx2.AsyncClient(timeout=WAIT) as http:
 
             async def initialize(token: str) -> httpx2.Response:
-                headers = HANDSHAKE | {"authorization": f"Bearer {token}"}
+                headers = HANDSHAKE_HEADERS | {"authorization": f"Bearer {token}"}
                 return await http.post(gateway.url, json=INITIALIZE, headers=headers)
 
             bobs: list[httpx2.Response] = []
