@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 import runpy
 import shutil
@@ -96,7 +97,8 @@ class _Recorder(logging.Handler):
         self.records: list[logging.LogRecord] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
+        # A copy: a parent logger's handler filters the same record next (redaction takes exc_info off).
+        self.records.append(copy.copy(record))
 
 
 @contextmanager

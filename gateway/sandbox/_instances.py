@@ -40,7 +40,8 @@ milliseconds, so this bounds a bug, not a normal wait."""
 
 class InstancePool(Generic[T]):
     """Keeps up to `size` unused instances ready and frees retired ones; `take` waits for the pool's
-    thread only while it is freeing and the engine holds `capacity` instances (None: no bound).
+    thread only while it is freeing or making one and the engine holds `capacity` instances (None: no
+    bound).
 
     With a capacity, `key(item)` is the object whose freeing frees the instance (the item itself by
     default): it must take weak references."""
@@ -58,6 +59,7 @@ class InstancePool(Generic[T]):
         self._key = key
         self._live = 0  # with a capacity: made (or being made) and not yet freed, wherever they are
         self._freeing = 0  # handed to `_free` and not yet dropped
+        self._making = 0  # being made by the pool's thread, to be ready soon
         self._ready: deque[T] = deque()
         self._retired: list[T] = []
         self._changed = threading.Condition()
@@ -75,7 +77,7 @@ class InstancePool(Generic[T]):
                 return self._ready.popleft()
             if self._full():
                 retired, self._retired = self._retired, []
-                if not retired:  # the thread may be freeing them (milliseconds)
+                if not retired:  # the thread may be freeing them, or making one (milliseconds)
                     self._changed.wait_for(self._ready_room_or_idle, _ROOM_WAIT_SECONDS)
                     if self._ready:
                         return self._ready.popleft()
@@ -127,7 +129,7 @@ class InstancePool(Generic[T]):
         return self._capacity is not None and self._live >= self._capacity
 
     def _ready_room_or_idle(self) -> bool:
-        return bool(self._ready) or not self._full() or not self._freeing
+        return bool(self._ready) or not self._full() or not (self._freeing or self._making)
 
     def _can_prewarm(self) -> bool:
         return len(self._ready) < self._size and not self._full()
@@ -159,6 +161,7 @@ class InstancePool(Generic[T]):
                 if not self._can_prewarm():
                     continue
                 self._reserve()
+                self._making += 1
             self._add_one()
 
     def _add_one(self) -> None:
@@ -167,12 +170,15 @@ class InstancePool(Generic[T]):
         except Exception:
             log.exception("prewarming an instance failed; executions will instantiate inline")
             with self._changed:
+                self._making -= 1
+                self._changed.notify_all()
                 self._changed.wait_for(lambda: self._stopped, _RETRY_SECONDS)
             return
         with self._changed:
+            self._making -= 1
             if not self._stopped:
                 self._ready.append(item)
-                self._changed.notify_all()  # a `take` may be waiting for it
+            self._changed.notify_all()  # a `take` may be waiting for it
 
     def close(self) -> None:
         """Stop the pool's thread and drop the instances never used or not yet freed."""

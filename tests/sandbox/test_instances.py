@@ -316,6 +316,31 @@ def test_the_filler_makes_nothing_while_the_engine_is_full_and_fills_again_once_
     assert [r.getMessage() for r in sandbox_log] == []
 
 
+def test_take_waits_for_the_instance_the_thread_is_making_when_that_fills_the_engine() -> None:
+    engine = Engine(capacity=1)
+    making, release = threading.Event(), threading.Event()
+    real = engine.__call__
+
+    def slow_make() -> _Used:  # the pool's thread instantiating: the engine's room is already taken
+        making.set()
+        assert release.wait(WAIT)
+        return real()
+
+    pool: InstancePool[_Used] = InstancePool(slow_make, 1, capacity=1)
+    taken: list[_Used] = []
+    try:
+        assert making.wait(WAIT)
+        taker = threading.Thread(target=lambda: taken.append(pool.take()))
+        taker.start()
+        release.set()
+        taker.join(WAIT)
+        assert len(taken) == 1
+    finally:
+        pool.close()
+    assert engine.refused == []  # the prewarmed one was handed over, none made into a full engine
+    assert engine.made == 1
+
+
 def test_take_waits_for_a_free_already_under_way_when_the_engine_is_full() -> None:
     engine = Engine(capacity=1)
     pool: InstancePool[_Used] = InstancePool(engine, 1, capacity=1)
