@@ -161,8 +161,10 @@ CASES: tuple[EscapeCase, ...] = (
         "import sys\nsys.modules['componentize_py_runtime'].drop_resource(1, 12345)",
         crash(ok=True),
     ),
-    _case("intro-bogus-bytecode-const", _BYTECODE.format(op="LOAD_CONST", arg=200), crash()),
-    _case("intro-bogus-bytecode-local", _BYTECODE.format(op="LOAD_FAST", arg=250), crash()),
+    # Reading past the frame is undefined inside the guest: a trap, or CPython tripping over what it
+    # read (the heap differs with each run's seed); either is contained.
+    _case("intro-bogus-bytecode-const", _BYTECODE.format(op="LOAD_CONST", arg=200), crash("SystemError")),
+    _case("intro-bogus-bytecode-local", _BYTECODE.format(op="LOAD_FAST", arg=250), crash("SystemError")),
     _case(
         "intro-marshal-garbage",
         "import marshal\nmarshal.loads(b'\\xff' * 100)",
