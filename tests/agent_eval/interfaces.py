@@ -28,6 +28,7 @@ from mcp import Client, StdioServerParameters, types
 from mcp.client.stdio import get_default_environment
 
 from tests.agent_eval.layout import REPO, Interface, state_dir
+from tests.real_servers import npm_entry_point
 
 __all__ = ["Connections", "children", "connect", "ensure_peer_venv"]
 
@@ -35,15 +36,6 @@ NPM_MODULES = REPO / ".cache" / "npm" / "node_modules"
 PEER_SERVER = Path(__file__).with_name("peer_server.py")
 PEER_PINS = ["fastmcp[code-mode]==4.2.3", "pydantic-monty==1.4.0"]
 WAIT_SECONDS = 180.0  # a child's first start (and a long snippet) may take this long; it bounds a hang
-
-
-def _npm_script(package: str) -> str:
-    manifest = NPM_MODULES / package / "package.json"
-    if not manifest.exists():
-        raise SystemExit(f"{package} is not installed under {NPM_MODULES}: run `make setup`")
-    bin_field: str | dict[str, str] = json.loads(manifest.read_text(encoding="utf-8"))["bin"]
-    script = bin_field if isinstance(bin_field, str) else next(iter(bin_field.values()))
-    return str(manifest.parent / script)
 
 
 def children(world: Path) -> dict[str, dict[str, Any]]:
@@ -59,16 +51,16 @@ def children(world: Path) -> dict[str, dict[str, Any]]:
         },
         "memory": {
             "command": node,
-            "args": [_npm_script("@modelcontextprotocol/server-memory")],
+            "args": [str(npm_entry_point("@modelcontextprotocol/server-memory"))],
             "env": {"MEMORY_FILE_PATH": str(world / "memory.jsonl")},
         },
         "filesystem": {
             "command": node,
-            "args": [_npm_script("@modelcontextprotocol/server-filesystem"), str(world / "data")],
+            "args": [str(npm_entry_point("@modelcontextprotocol/server-filesystem")), str(world / "data")],
         },
         "everything": {
             "command": node,
-            "args": [_npm_script("@modelcontextprotocol/server-everything"), "stdio"],
+            "args": [str(npm_entry_point("@modelcontextprotocol/server-everything")), "stdio"],
             "env": {"SUPPORT_TZ": support_tz},
         },
     }

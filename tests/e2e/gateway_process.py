@@ -134,3 +134,13 @@ def full_record(result: types.CallToolResult) -> dict[str, Any]:
     assert isinstance(result.structured_content, dict), text(result)
     assert json.loads(text(result)) == result.structured_content
     return result.structured_content
+
+
+async def overview_once(client: ClientSession, wanted: str) -> str:
+    """The search_docs overview, once it holds `wanted` (a child's catalog changes asynchronously)."""
+    with anyio.fail_after(WAIT):
+        while True:  # the client has no other way to see a child's tools change
+            overview = await search_docs(client)
+            if wanted in overview:
+                return overview
+            await anyio.sleep(0.1)

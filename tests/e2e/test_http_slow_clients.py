@@ -18,6 +18,7 @@ from anyio.abc import SocketStream
 from tests.e2e.client_views import text_view
 from tests.e2e.gateway_http import WAIT, HttpGateway, http_client, http_gateway
 from tests.e2e.gateway_process import environment, write_config
+from tests.e2e.test_http import INITIALIZE as HANDSHAKE_INITIALIZE
 from tests.real_servers import TINY_SERVER
 
 pytestmark = pytest.mark.anyio
@@ -26,18 +27,7 @@ ALICE = "alice-token-" + "a" * 40
 BOB = "bob-token-" + "b" * 40
 ATTACKER_HOST = "127.0.0.2"  # loopback too, but another client address than the callers' 127.0.0.1
 HALF_HEAD = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-INITIALIZE = json.dumps(
-    {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
-).encode()
+INITIALIZE = json.dumps(HANDSHAKE_INITIALIZE).encode()
 
 
 def config(tmp_path: Path, http: dict[str, Any]) -> Path:

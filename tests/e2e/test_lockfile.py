@@ -8,12 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
-from mcp import ClientSession
 
 from gateway.catalog import lock_path
-from tests.e2e.gateway_process import WAIT, cli, execute, search_docs, session, write_config
+from tests.e2e.gateway_process import cli, execute, overview_once, search_docs, session, write_config
 from tests.real_servers import CATALOG_SERVER
 
 pytestmark = pytest.mark.anyio
@@ -52,16 +50,6 @@ async def _locked(directory: Path) -> tuple[Path, Path]:
     code, _, err = await cli("lock", "--config", str(config))
     assert code == 0, err
     return config, spec
-
-
-async def _overview_once(client: ClientSession, wanted: str) -> str:
-    """The search_docs overview, once it holds `wanted` (a child's catalog changes asynchronously)."""
-    with anyio.fail_after(WAIT):
-        while True:  # the client has no other way to see a child's tools change
-            overview = await search_docs(client)
-            if wanted in overview:
-                return overview
-            await anyio.sleep(0.1)
 
 
 def _refusal(config: Path, tool: str, what: str) -> str:
@@ -108,12 +96,12 @@ async def test_a_rug_pull_while_serving_is_quarantined_after_list_changed_and_af
         # The child changes fetch's description and says so (tools/list_changed).
         _list(spec, RUG_PULLED, SEARCH)
         assert (await execute(client, "tools.web.announce()"))["value"] == "announced"
-        await _overview_once(client, "1 tool quarantined")
+        await overview_once(client, "1 tool quarantined")
         after_list_changed = await execute(client, "tools.web.fetch(url='x')")
         # The child adds a tool and restarts: the gateway reconnects and lists the new catalog.
         _list(spec, RUG_PULLED, SEARCH, UPLOAD)
         await execute(client, "tools.web.leave()")
-        overview = await _overview_once(client, "2 tools quarantined")
+        overview = await overview_once(client, "2 tools quarantined")
         after_reconnect = await execute(client, "tools.web.upload(url='x')")
         still = await execute(client, "tools.web.search(url='x')")
     assert _refusal(config, "fetch", "changed") in after_list_changed["error"]["message"]

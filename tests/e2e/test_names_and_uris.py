@@ -7,11 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
-from mcp import ClientSession
 
-from tests.e2e.gateway_process import WAIT, execute, search_docs, session, write_config
+from tests.e2e.gateway_process import execute, overview_once, session, write_config
 
 pytestmark = pytest.mark.anyio
 
@@ -64,16 +62,6 @@ async def test_a_percent_escaped_uri_is_judged_in_the_form_the_child_reads(tmp_p
     assert serves["value"] == "contents of acme/public/next"
 
 
-async def _overview_once(client: ClientSession, wanted: str) -> str:
-    """The search_docs overview, once it holds `wanted` (a child's catalog changes asynchronously)."""
-    with anyio.fail_after(WAIT):
-        while True:  # the client has no other way to see a child's tools change
-            overview = await search_docs(client)
-            if wanted in overview:
-                return overview
-            await anyio.sleep(0.1)
-
-
 _EVERY_NAME = """
 answers = []
 for name in ('shift.drop-all', 'shift.drop_all_2', 'shift.drop_all'):
@@ -94,7 +82,7 @@ async def test_a_tool_list_change_that_would_move_a_deny_blocks_the_server_sayin
     async with session(config) as client:
         before = await execute(client, "call_tool('shift.drop-all')")
         grown = await execute(client, "tools.shift.grow()")
-        overview = await _overview_once(client, "shift (blocked")
+        overview = await overview_once(client, "shift (blocked")
         after = (await execute(client, _EVERY_NAME))["value"]
         serves = await execute(client, "tools.probe.echo(text='still here')")
     assert 'denied by policy (deny: "shift.drop_all")' in before["error"]["message"]
@@ -112,7 +100,7 @@ async def test_rules_that_treat_both_alike_keep_the_server_reachable_after_the_c
     config = write_config(tmp_path, {"mcpServers": {"shift": SHIFT}, "policy": {"deny": ["shift.drop_all*"]}})
     async with session(config) as client:
         await execute(client, "tools.shift.grow()")
-        await _overview_once(client, "shift (ready, 3 tools)")
+        await overview_once(client, "shift (ready, 3 tools)")
         after = (await execute(client, _EVERY_NAME))["value"]
         grow = await execute(client, "tools.shift.grow()")
     assert len(after) == 3
