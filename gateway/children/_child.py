@@ -307,9 +307,7 @@ class Child:
                     self._set(self._state, f"{self._error}; stderr: {tail}")
             return
         self._startup_ms = round((time.monotonic() - started) * 1000, 1)
-        tail = await connection.stderr_tail()  # drained: the relay's report of a command it cannot start too
-        if connection.spawn_failure is not None:
-            failure = SpawnFailed(connection.spawn_failure)
+        tail = await connection.stderr_tail()
         if failure is None:
             reason = f"did not connect within {self.startup_timeout:g} s (startup_timeout_seconds)"
         elif not isinstance(self.server, StdioServer) and isinstance(

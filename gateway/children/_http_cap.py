@@ -1,4 +1,4 @@
-"""What an HTTP child's responses may hold: each message capped as it is read, as the relay caps stdio.
+"""What an HTTP child's responses may hold: each message capped as it is read, as a stdio child's are.
 
 A streamable HTTP child answers a request with one JSON body or with a stream of server-sent events
 (so do its GET stream and every message of a legacy SSE child). `AnswerCap`'s response hook swaps
@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator
 import httpx2
 
 from gateway._json import as_object
-from gateway.children._relay import ANSWER_TOO_LARGE_CODE, EDGE_BYTES, error_reply, message_kind
+from gateway.children._message_cap import ANSWER_TOO_LARGE_CODE, EDGE_BYTES, error_reply, message_kind
 
 __all__ = ["LEGACY_SSE_EVENT_BYTES", "AnswerCap", "EventCap"]
 

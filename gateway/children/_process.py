@@ -1,11 +1,9 @@
 """The operating-system side of a stdio child: its stderr and its process group.
 
 `StderrPump` forwards what a child writes to stderr into the gateway's log through a pipe that a
-daemon thread drains, keeping a short tail to quote when the child fails (and noting the relay's
-report of a command that could not be started). The SDK does not expose the process it spawns, so
-`find_process_group` recognises the child by that pipe in /proc (the relay in front of the child
-holds it too, and leads the group), and `signal_process_group` / `end_process_group` stop whatever
-the child leaves behind (grandchildren included) once its connection ends.
+daemon thread drains, keeping a short tail to quote when the child fails. A child leads its own
+process group (`_stdio` spawns it in a new session), so `signal_process_group` / `end_process_group`
+stop whatever it leaves behind (grandchildren included) once its connection ends.
 """
 
 from __future__ import annotations
@@ -22,9 +20,7 @@ from typing import TextIO
 import anyio
 import anyio.to_thread
 
-from gateway.children._relay import RELAY_PREFIX, SPAWN_FAILED
-
-__all__ = ["StderrPump", "end_process_group", "find_process_group", "signal_process_group"]
+__all__ = ["StderrPump", "end_process_group", "signal_process_group"]
 
 log = logging.getLogger("gateway.children")
 
@@ -48,12 +44,8 @@ class StderrPump:
 
     def __init__(self, child: str) -> None:
         read_fd, write_fd = os.pipe()
-        info = os.fstat(write_fd)
-        self.pipe_id = (info.st_dev, info.st_ino)  # how /proc shows this pipe in the child's fd table
         self.writer: TextIO = os.fdopen(write_fd, "w", encoding="utf-8")
         self.tail: deque[str] = deque(maxlen=_STDERR_TAIL_LINES)
-        self.spawn_failure: str | None = None  # the relay's report that the command cannot be started
-        self._lines = 0
         self._child = child
         self._window = 0.0
         self._logged = 0
@@ -75,10 +67,6 @@ class StderrPump:
     def _line(self, text: str) -> None:
         line = text.rstrip()[:_STDERR_LINE_CHARS]
         if not line:
-            return
-        self._lines += 1
-        if self._lines == 1 and line.startswith(SPAWN_FAILED):  # the relay's, before the child ever ran
-            self.spawn_failure = line.removeprefix(RELAY_PREFIX)
             return
         self.tail.append(line)
         now = time.monotonic()
@@ -111,30 +99,6 @@ class StderrPump:
         """The last lines, after waiting briefly for a dead child's final output to be read."""
         await anyio.to_thread.run_sync(self._thread.join, _STDERR_JOIN_SECONDS)
         return " | ".join(self.tail)
-
-
-def find_process_group(pipe_id: tuple[int, int]) -> int | None:
-    """The process group of our child whose stderr is the pipe `pipe_id`; None off Linux."""
-    # The SDK starts each stdio child in a new session (its pid is the group id) but does not
-    # expose the process; its stderr is a pipe that only that child's tree holds.
-    me = os.getpid()
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return None
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            fields = _proc_stat(entry)
-            if int(fields[1]) != me:
-                continue
-            fd2 = os.stat(f"/proc/{entry}/fd/2")
-        except (OSError, ValueError, IndexError):
-            continue
-        if (fd2.st_dev, fd2.st_ino) == pipe_id:
-            return int(fields[2])
-    return None
 
 
 def _proc_stat(pid: str) -> list[bytes]:

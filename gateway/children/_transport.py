@@ -1,6 +1,6 @@
 """One connection to a child server over the SDK's client transports, and the translation of its errors.
 
-`open_session` spawns a stdio child behind the relay that caps its messages (`_relay`), or opens its
+`open_session` spawns a stdio child and reads its messages with a cap (`_stdio`), or opens its
 streamable HTTP or SSE transport with the same cap (`_http_cap`), and initializes an MCP session
 over it; `ChildConnection` holds that connection's resources and records the first reason it must
 end, noticed by the watched read stream or by an HTTP response. `describe_error`,
@@ -34,8 +34,8 @@ from gateway._exception_groups import leaf_error
 from gateway._version import PACKAGE_NAME, package_version
 from gateway.children._env import child_environment
 from gateway.children._http_cap import LEGACY_SSE_EVENT_BYTES, AnswerCap
-from gateway.children._process import StderrPump, end_process_group, find_process_group, signal_process_group
-from gateway.children._relay import relay_command
+from gateway.children._process import StderrPump, end_process_group, signal_process_group
+from gateway.children._stdio import open_stdio_child
 from gateway.children.config import HttpServer, ServerConfig, StdioServer
 from gateway.telemetry import inject_trace_headers
 
@@ -60,9 +60,9 @@ _GARBAGE_CHARS = 200
 # The SDK's defaults for streamable HTTP: a server may hold a response stream open for minutes.
 _HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
 _SDK_PARSE_ERROR = "Failed to parse JSONRPC message from server"
-# The relay needs a Python to run it and POSIX process calls; elsewhere a stdio child's lines are
-# read uncapped, as the SDK reads them.
-_RELAY = sys.platform != "win32" and bool(sys.executable)
+# The gateway reads a stdio child itself with POSIX process groups; on Windows the SDK's transport
+# spawns it (in a job object) and reads its lines uncapped.
+_SDK_STDIO = sys.platform == "win32"
 _CLOSED = "closed the connection"
 
 
@@ -85,6 +85,8 @@ def _unparsed_text(exc: Exception) -> str:
     if isinstance(exc, pydantic.ValidationError):
         errors = exc.errors(include_url=False)
         text = errors[0].get("input") if errors else None
+    if isinstance(text, bytes):  # a line the gateway's own reader could not parse as JSON
+        text = text.decode("utf-8", "replace")
     if not isinstance(text, str):
         text = f"{type(exc).__name__}: {exc}"
     return text if len(text) <= _GARBAGE_CHARS else text[: _GARBAGE_CHARS - 3] + "..."
@@ -146,15 +148,24 @@ class ChildConnection:
     async def stderr_tail(self) -> str:
         return await self.pump.drained_tail() if self.pump is not None else ""
 
-    @property
-    def spawn_failure(self) -> str | None:
-        """Why the relay could not start the child's command (known once `stderr_tail` has drained)."""
-        return self.pump.spawn_failure if self.pump is not None else None
-
 
 class _Receiver(Protocol):
     async def receive(self) -> SessionMessage | Exception: ...
     async def aclose(self) -> None: ...
+
+
+class _Sender(Protocol):
+    """What a `ClientSession` writes to (the SDK's write-stream protocol, which it does not export)."""
+
+    async def send(self, item: SessionMessage, /) -> None: ...
+    async def aclose(self) -> None: ...
+    async def __aenter__(self) -> Self: ...
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> bool | None: ...
 
 
 class _Watched:
@@ -284,6 +295,37 @@ async def offers_resources(session: ClientSession) -> bool:
     return bool(templates.resource_templates or templates.next_cursor)
 
 
+async def _open_stdio(
+    stack: AsyncExitStack, name: str, server: StdioServer, connection: ChildConnection, max_message_bytes: int
+) -> tuple[_Receiver, _Sender]:
+    """Spawn the child, entered on `stack`: its stderr to the log, its process group on `connection`."""
+    pump = connection.pump = StderrPump(name)
+    # Built, not inherited: the gateway's own tokens reach only the children they are named for.
+    env = child_environment(server.env, server.env_passthrough)
+    try:
+        if _SDK_STDIO:
+            params = StdioServerParameters(command=server.command, args=server.args, env=env, cwd=server.cwd)
+            return await stack.enter_async_context(stdio_client(params, errlog=pump.writer))
+        child = await stack.enter_async_context(
+            open_stdio_child(
+                server.command,
+                server.args,
+                env=env,
+                cwd=server.cwd,
+                errlog=pump.writer,
+                max_message_bytes=max_message_bytes,
+                child=name,
+            )
+        )
+    except (OSError, ValueError) as exc:
+        detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise SpawnFailed(f"cannot start {server.command!r}: {detail}") from exc
+    finally:
+        pump.close_writer()
+    connection.pgid = child.pid
+    return child.read, child.write
+
+
 async def open_session(
     stack: AsyncExitStack,
     name: str,
@@ -298,21 +340,7 @@ async def open_session(
     replaced by a JSON-RPC error naming the cap, anything else is dropped.
     """
     if isinstance(server, StdioServer):
-        pump = connection.pump = StderrPump(name)
-        # Built, not inherited: the gateway's own tokens reach only the children they are named for.
-        env = child_environment(server.env, server.env_passthrough)
-        command, args = server.command, server.args
-        if _RELAY:
-            command, args = relay_command(command, args, max_message_bytes, env)
-        params = StdioServerParameters(command=command, args=args, env=env, cwd=server.cwd)
-        try:
-            read, write = await stack.enter_async_context(stdio_client(params, errlog=pump.writer))
-        except (OSError, ValueError) as exc:
-            detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-            raise SpawnFailed(f"cannot start {server.command!r}: {detail}") from exc
-        finally:
-            pump.close_writer()
-        connection.pgid = find_process_group(pump.pipe_id)
+        read, write = await _open_stdio(stack, name, server, connection, max_message_bytes)
     elif isinstance(server, HttpServer):
         cap = AnswerCap(name, max_message_bytes)
         http = await stack.enter_async_context(

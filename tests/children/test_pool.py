@@ -294,11 +294,17 @@ async def test_a_stdio_childs_answer_past_the_cap_fails_that_call_at_once_and_th
     with anyio.fail_after(WAIT):
         async with pool_of({"probe": PROBE}, max_message_bytes=CAP) as pool:
             await answers_capped(pool)
-    notes = [str(getattr(r, "line", "")) for r in child_log if r.getMessage() == "child stderr"]
-    dropped = [line for line in notes if line.startswith("codemode-gateway relay: dropped a message")]
-    assert len(dropped) == 3  # the notifications, each described in a line the relay wrote to stderr
+    dropped = [
+        (getattr(r, "child", None), str(getattr(r, "detail", "")))
+        for r in child_log
+        if r.getMessage() == "child message dropped"
+    ]
+    assert len(dropped) == 3  # the notifications, each described in a warning naming the child
     assert all(
-        "(notification)" in line and CAP_NAMED.removeprefix("over the ")[:10] in line for line in dropped
+        child == "probe"
+        and detail.startswith("dropped a message (notification) of ")
+        and detail.endswith(f"over the {CAP}-byte cap (max_message_bytes)")
+        for child, detail in dropped
     )
 
 

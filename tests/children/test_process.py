@@ -1,4 +1,4 @@
-"""A stdio child's stderr forwarded to the log with bounded memory, and its process group found and ended."""
+"""A stdio child's stderr forwarded to the log with bounded memory, and its process group ended."""
 
 from __future__ import annotations
 
@@ -14,8 +14,7 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from gateway.children._process import StderrPump, end_process_group, find_process_group
-from gateway.children._relay import SPAWN_FAILED
+from gateway.children._process import StderrPump, end_process_group
 
 pytestmark = pytest.mark.anyio
 
@@ -76,21 +75,6 @@ async def test_a_flood_of_lines_is_counted_not_logged(child_log: list[logging.Lo
     assert len(logged) + sum(r.__dict__["lines"] for r in counted) == 250
 
 
-async def test_the_relays_report_of_a_command_it_cannot_start_is_kept_apart_from_the_tail(
-    child_log: list[logging.LogRecord],
-) -> None:
-    pump, tail = await pumped(f"{SPAWN_FAILED}'nope': No such file or directory\n")
-    assert pump.spawn_failure == "cannot start 'nope': No such file or directory"
-    assert tail == ""
-    assert logged_lines(child_log) == []
-
-
-async def test_a_child_writing_the_relays_words_after_its_first_line_is_only_quoted() -> None:
-    pump, tail = await pumped(f"starting\n{SPAWN_FAILED}'x': nothing\n")
-    assert pump.spawn_failure is None
-    assert tail == f"starting | {SPAWN_FAILED}'x': nothing"
-
-
 @contextmanager
 def child(pump: StderrPump, script: str) -> Iterator[subprocess.Popen[str]]:
     """A shell in a new session (as the SDK starts a child), its stderr the pump's pipe, its stdout ours."""
@@ -117,15 +101,6 @@ def is_gone(pid: int) -> bool:
             return file.read().rpartition(b")")[2].split()[0] in (b"Z", b"X")
     except FileNotFoundError:
         return True
-
-
-@linux_only
-async def test_the_process_group_of_a_child_is_found_by_its_stderr_pipe() -> None:
-    pump = StderrPump("kid")
-    with child(pump, "echo ready; exec sleep 60") as process, anyio.fail_after(10):
-        assert await ready(process) == "ready"
-        assert find_process_group(pump.pipe_id) == process.pid
-        assert find_process_group((pump.pipe_id[0], pump.pipe_id[1] + 1)) is None
 
 
 @linux_only

@@ -15,7 +15,7 @@ from mcp import types
 from mcp.shared.exceptions import MCPError
 
 from gateway.children._http_cap import AnswerCap, EventCap
-from gateway.children._relay import too_large
+from gateway.children._message_cap import too_large
 from gateway.children._transport import (
     ChildConnection,
     QuietSdkParseErrors,
