@@ -163,6 +163,25 @@ async def test_shutdown_stops_every_child_process_group_grandchildren_included(
     assert any(record["msg"] == "gateway stopped" for record in records)
     if how != "stdin closed":
         assert [r.get("signal") for r in records if r["msg"] == "shutting down"] == [how]
-    # The gateway, the relay that caps the child's answers (the child's parent), the child, its child.
+    # The gateway (the child's parent), the child, its child.
     for pid in (started["gateway"], started["ppid"], started["pid"], started["grandchild"]):
         assert gone(pid)
+
+
+def child_processes(pid: int) -> set[int]:
+    """The processes `pid` started that are still running (from /proc: every thread's children)."""
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found.update(int(child) for child in (task / "children").read_text().split())
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+async def test_each_stdio_child_is_one_process_the_gateway_started_itself(tmp_path: Path) -> None:
+    async with gateway(tmp_path, {"a": fault(), "b": fault()}) as session:
+        started = [(await run(session, f"tools.{name}.pids()"))["value"] for name in ("a", "b")]
+        gateway_pid = started[0]["gateway"]
+        # Nothing between the gateway and a child: it leads its own process group, the gateway's child.
+        for child in started:
+            assert (child["ppid"], child["pgid"], child["grandchild"]) == (gateway_pid, child["pid"], None)
+        assert child_processes(gateway_pid) == {child["pid"] for child in started}
