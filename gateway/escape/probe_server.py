@@ -172,6 +172,16 @@ def build() -> MCPServer:
                 await ctx.log("info", "n" * size)  # pyright: ignore[reportDeprecated]
         return "done"
 
+    @server.tool(annotations=_READ)
+    def flood_stdout(size: int) -> str:  # pyright: ignore[reportUnusedFunction]
+        """Write a line of `size` bytes to stdout outside the protocol, then answer (a flooding child)."""
+        block = memoryview(b"x" * min(size, 1 << 20))
+        left = size
+        while left > 0:
+            left -= os.write(1, block[: min(left, len(block))])
+        os.write(1, b"\n")
+        return "flooded"
+
     # Resources the suite reads through `resources.probe`: a public note, one that quotes the probe's
     # token (redaction), one the suite's policy denies and one it hides.
     @server.resource("note://public", mime_type="text/plain")

@@ -3,8 +3,10 @@
 Through a whole Gateway in front of the probe MCP server, at the default `max_message_bytes`. An
 answer past the cap must fail its call at once with a ToolError naming the cap and the key (not
 stall the gateway while the SDK reads it), and leave the child serving; one within the cap must
-arrive whole. A call cut short by the run's budget is not the child's timeout, so it never counts
-toward restarting a healthy child.
+arrive whole. A child flooding its stdout with one line far past the cap (no message at all) is read
+in bounded memory and linear time: the line is dropped and the call's answer after it arrives. A
+call cut short by the run's budget is not the child's timeout, so it never counts toward restarting
+a healthy child.
 """
 
 from __future__ import annotations
@@ -147,6 +149,16 @@ CASES: tuple[EscapeCase, ...] = (
                 and values[1] < limits.tool_call_timeout_seconds
             ),
             "the notifications are dropped as they are read, the answer arrives in time",
+        ),
+        needs=_time_for_a_huge_answer,
+    ),
+    _case(
+        # A line the reader must drop in bounded memory as it reads it: none of it is a message.
+        "children-stdout-flood-of-one-line-past-the-cap-is-dropped-and-the-answer-arrives",
+        f"[tools.probe.flood_stdout(size={4 * _CAP}), tools.probe.echo(text='next')]",
+        succeeds(
+            lambda r, _: r.value == [{"result": "flooded"}, {"result": "next"}],
+            "the line is dropped as it is read; that call's answer and the next call arrive",
         ),
         needs=_time_for_a_huge_answer,
     ),
