@@ -26,7 +26,7 @@ import tempfile
 import time
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
@@ -56,7 +56,7 @@ from gateway.catalog import (
 )
 from gateway.catalog._search import BASELINE
 from gateway.children import DEFAULT_MAX_MESSAGE_BYTES, ChildPool
-from gateway.children._relay import relay_command
+from gateway.children._stdio import open_stdio_child
 from gateway.children._transport import list_all_tools as gateway_list_all_tools
 from gateway.policy import Policy, PolicyConfig, no_approver
 from gateway.sandbox import HOST_INTERFACE, HostJournal
@@ -1046,12 +1046,6 @@ class ChildServer:
         """The same command, for the bench's own SDK client to spawn."""
         return StdioServerParameters(command=self.command, args=list(self.args), env=dict(self.env))
 
-    def relayed_params(self) -> StdioServerParameters:
-        """The same command behind the relay that caps each line, as the gateway spawns a stdio child."""
-        env = dict(self.env)
-        command, args = relay_command(self.command, list(self.args), DEFAULT_MAX_MESSAGE_BYTES, env)
-        return StdioServerParameters(command=command, args=args, env=env)
-
 
 @dataclass(frozen=True)
 class ChildTool:
@@ -1093,14 +1087,14 @@ class ChildToolOverhead:
     tool: ChildTool
     overhead: ToolOverhead
     recorded_call_ms: float
-    relayed_ms: float  # the direct calls, made to a copy of the child behind the gateway's relay
+    relayed_ms: float  # the direct calls, made to a copy of the child the gateway's own stdio reader reads
     gateway_cpu_ms_per_call: float = math.nan  # the gateway process's CPU per call (its children apart)
     client_cpu_ms_per_call: float = math.nan  # this process's CPU per direct call
     pipeline_ms_per_call: float = math.nan  # the gateway's checks alone, over a pool that answers at once
 
     @property
     def relay_ms_per_call(self) -> float:
-        """What the relay in front of a stdio child adds to a call."""
+        """What the gateway's stdio reader (its line cap) adds to a call, against the SDK's reader."""
         return (self.relayed_ms - self.overhead.direct_ms) / self.overhead.calls
 
 
@@ -1145,6 +1139,7 @@ class GatewayFigures:
     startup: Startup
     children_initialize_ms: Mapping[str, float]
     throughput: Throughput
+    processes_per_child: float = math.nan  # the gateway's processes below it, over its stdio children
 
 
 def approx_tokens(size: int) -> int:
@@ -1215,15 +1210,38 @@ async def connect(params: StdioServerParameters, errlog: TextIO) -> AsyncIterato
 
 
 @asynccontextmanager
+async def connect_capped(params: StdioServerParameters, errlog: TextIO) -> AsyncIterator[Connection]:
+    """Spawn a server as the gateway spawns a stdio child (read by its own capped reader), and initialize."""
+    started = time.perf_counter_ns()
+    async with (
+        open_stdio_child(
+            params.command,
+            params.args,
+            env=get_default_environment() | (params.env or {}),
+            cwd=params.cwd,
+            errlog=errlog,
+            max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES,
+            child=params.command,
+        ) as child,
+        ClientSession(child.read, child.write) as session,
+    ):
+        with anyio.fail_after(GATEWAY_WAIT_SECONDS):
+            info = await session.initialize()
+        yield Connection(session, info.server_info.name, started, elapsed_ms(started))
+
+
+@asynccontextmanager
 async def connect_all(
-    servers: Mapping[str, StdioServerParameters], errlog: TextIO
+    servers: Mapping[str, StdioServerParameters],
+    errlog: TextIO,
+    opener: Callable[[StdioServerParameters, TextIO], AbstractAsyncContextManager[Connection]] = connect,
 ) -> AsyncIterator[dict[str, Connection]]:
     """Spawn and initialize every server at once; the connections last until the block ends."""
     connections: dict[str, Connection] = {}
     release = anyio.Event()
 
     async def hold(params: StdioServerParameters, *, task_status: anyio.abc.TaskStatus[Connection]) -> None:
-        async with connect(params, errlog) as connection:
+        async with opener(params, errlog) as connection:
             task_status.started(connection)
             await release.wait()
 
@@ -1352,7 +1370,7 @@ async def measure_gateway_tool_overhead(
     repeats: int,
 ) -> ChildToolOverhead:
     """Medians of the snippet with calls, the same snippet with none, and the calls made directly,
-    to the child and to a copy of it behind the relay."""
+    to the child and to a copy of it read by the gateway's capped stdio reader."""
     with_calls: list[float] = []
     without_calls: list[float] = []
     direct_ms: list[float] = []
@@ -1462,6 +1480,11 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+def count_processes_per_child(children: int) -> float:
+    """The processes below the gateway (each child a single process when run on its own), per child."""
+    return len(descendants(gateway_pid())) / children
+
+
 async def wait_exited(pids: Sequence[int]) -> None:
     """Wait until every one of these processes has ended (a pidfd turns readable when it does).
 
@@ -1553,13 +1576,14 @@ async def measure_gateway(plan: Plan) -> GatewayFigures:
                 async with AsyncExitStack() as stack:
                     connection = await stack.enter_async_context(connect(params, errlog))
                     first = (connection.initialize_ms, await wait_for_children(connection, len(servers)))
+                    processes_per_child = count_processes_per_child(len(servers))
                     gateway = connection.session
                     direct = await stack.enter_async_context(
                         connect_all({server.name: server.params() for server in servers}, errlog)
                     )
                     context = await measure_context(gateway, {name: c.session for name, c in direct.items()})
-                    behind_relay = {s.name: s.relayed_params() for s in servers if s.name in TOOL_SERVERS}
-                    relayed = await stack.enter_async_context(connect_all(behind_relay, errlog))
+                    capped = {s.name: s.params() for s in servers if s.name in TOOL_SERVERS}
+                    relayed = await stack.enter_async_context(connect_all(capped, errlog, connect_capped))
                     minimal = await stack.enter_async_context(connect(minimal_server_params(), errlog))
                     execute, sdk_floor = await measure_gateway_execute(
                         gateway, minimal.session, plan.gateway_runs, plan.warmup
@@ -1596,6 +1620,7 @@ async def measure_gateway(plan: Plan) -> GatewayFigures:
         startup,
         {name: child.initialize_ms for name, child in direct.items()},
         throughput,
+        processes_per_child=processes_per_child,
     )
 
 
@@ -1900,8 +1925,8 @@ def gateway_tool_row(figures: ChildToolOverhead, host_call: ToolOverhead) -> Row
         f"{overhead.calls} calls: snippet {fmt(overhead.snippet_ms)} ms - same snippet with 0 calls "
         f"{fmt(overhead.empty_snippet_ms)} ms - {overhead.calls} direct SDK calls {fmt(overhead.direct_ms)} "
         f"ms; the gateway records a median {fmt(figures.recorded_call_ms)} ms per call; the same direct "
-        f"calls to a copy of the child behind the gateway's line-capping relay took "
-        f"{fmt(figures.relayed_ms)} ms, so the relay alone adds {fmt(figures.relay_ms_per_call)} ms/call; "
+        f"calls to a copy of the child read by the gateway's line-capping stdio reader took "
+        f"{fmt(figures.relayed_ms)} ms, so that reader adds {fmt(figures.relay_ms_per_call)} ms/call; "
         f"with a host-import call (its row: {fmt(host_call.added_ms_per_call)} ms) that is "
         f"{fmt(before_checks)} ms/call before any of the gateway's own checks, which take "
         f"{fmt(figures.pipeline_ms_per_call)} ms/call on their own (over a pool answering at once, in "
@@ -1969,6 +1994,19 @@ def startup_rows(startup: Startup, children_initialize_ms: Mapping[str, float]) 
             f"{fmt(startup.import_floor.p50 - startup.sdk_floor.p50)} ms at p50",
         ),
     ]
+
+
+def processes_row(figures: GatewayFigures, children: int) -> Row:
+    """Processes per stdio child: the child alone, the gateway reading its stdout itself."""
+    return Row(
+        "gateway_processes_per_child",
+        "processes per stdio child under a running gateway",
+        figures.processes_per_child,
+        "",
+        f"the processes below the gateway's own (from /proc), once its {children} stdio children are "
+        "connected, over that count; each child's command is a single process when run on its own",
+        Target(1.0),
+    )
 
 
 @dataclass(frozen=True)
@@ -2122,6 +2160,7 @@ def gateway_rows(figures: GatewayFigures, sandbox_alone: Samples, host_call: Too
         gateway_throughput_row(figures.throughput),
         *context_rows(figures.context),
         *startup_rows(figures.startup, figures.children_initialize_ms),
+        processes_row(figures, len(figures.children_initialize_ms)),
     ]
 
 
@@ -2364,18 +2403,19 @@ def render_method(report: Report) -> str:
             "(py-spy `--gil` on the gateway while a snippet calls a minimal Python child 100 times): the "
             "SDK client's `call_tool` and its stdout reader hold the event loop about a quarter of the time, "
             "admission and policy 12%, argument validation 6%, telemetry 2%, the rest spread over "
-            "asyncio and anyio; no one part would bring the call to +0.3 ms. The gateway runs each stdio "
-            "child behind a relay that caps every line it sends (`gateway/children/_relay.py`: the SDK's "
-            "reader costs the square of a line's length, so an unbounded line could hold the event loop "
-            "for seconds); the client makes the same direct calls to a third copy of the child started "
-            "behind that relay, interleaved, and the row names what the relay alone adds per call, a "
-            "floor under any stdio child's row. The row also gives the CPU the gateway's process spends "
+            "asyncio and anyio; no one part would bring the call to +0.3 ms. The gateway reads each stdio "
+            "child's stdout with its own reader, which caps every line as it reads it "
+            "(`gateway/children/_stdio.py`: the SDK's reader costs the square of a line's length, so an "
+            "unbounded line could hold the event loop for seconds); the client makes the same direct calls "
+            "to a third copy of the child spawned and read that way, interleaved, and the row names what "
+            "that reader adds per call against the SDK's, a floor under any stdio child's row. The row "
+            "also gives the CPU the gateway's process spends "
             "per call (from /proc, 10 ms ticks: the snippet with its calls less the one without, over "
             "the calls), against what this client spends per direct call: the calls run one after "
             "another, so the gateway's extra CPU per call is wall time no overlap can hide. And it times "
             "the gateway's checks alone, interleaved: `ToolCalls.call` (secret scan, schema and policy "
             "checks, quota, conversion, redaction, telemetry) with default settings, in this process, "
-            "over a pool that answers at once with the child's real answer. The relay, a host-import "
+            "over a pool that answers at once with the child's real answer. That reader, a host-import "
             "call and those checks together are the floor of a child call through the gateway.",
             "- Context: `tools/list` (every page) as compact UTF-8 JSON of the tools array, from the gateway "
             "and from each child on the bench's own connection; tokens are estimated as bytes / 4.",

@@ -113,7 +113,7 @@ def cpu_seconds(pid: int) -> float:
 
 
 def with_descendants(pid: int) -> list[int]:
-    """`pid` and every process below it (a replica's children: the relay, the child server)."""
+    """`pid` and every process below it (a replica's children: the child server)."""
     found, index = [pid], 0
     while index < len(found):
         try:
@@ -313,7 +313,7 @@ def render_section(report: Report, command: str) -> str:
             "settings (4 execution slots each) and per-caller caps raised to admit every client "
             "(without `auth` every client behind HAProxy is HAProxy's address). CPU (cores) is the CPU "
             "time each side used in the timed window over its length, from /proc: the clients (this "
-            "Python process), the replicas with the processes they started (relay, child server), "
+            "Python process), the replicas with the processes they started (the child server), "
             f"HAProxy. All of them share this machine's {os.cpu_count()} cores, with whatever else runs "
             "on it (the load average above), so a second replica here adds no CPU: the 2-vs-1 ratio "
             "shows what balancing costs or gains on one machine, not what a second machine would add. "

@@ -171,13 +171,14 @@ def test_the_gateway_rows_name_what_they_compared(quick_report: run_bench.Report
         assert f"{child} " in rows["gateway_initialize"].detail
     for key in ("gateway_tool_time", "gateway_tool_everything"):
         assert f"{run_bench.QUICK.gateway_tool_calls} direct SDK calls" in rows[key].detail
-        assert "behind the gateway's line-capping relay took" in rows[key].detail
+        assert "read by the gateway's line-capping stdio reader took" in rows[key].detail
         assert "with a host-import call (its row: " in rows[key].detail
         assert "the gateway's process spent " in rows[key].detail
         assert "on their own (over a pool answering at once" in rows[key].detail
     for key in ("throughput", "throughput_inline", "gateway_throughput"):
         assert " ms of CPU, so at most " in rows[key].detail
     assert rows["context_bytes"].value > 0
+    assert rows["gateway_processes_per_child"].value == 1  # no process between the gateway and a child
     assert rows["context_ratio"].value > 0
     assert rows["gateway_import"].value > 0
 

@@ -32,7 +32,7 @@ KUSTOMIZATION = K8S / "kustomization.yaml"
 KUBERNETES_VERSIONS = ("1.30", kubernetes_validate.latest_version())
 MIB = 1024 * 1024
 # The gateway with the shipped config, measured idle (deployment.yaml's comment): interpreter,
-# wasmtime, the sandbox and its prewarmed instances, the time child and its relay.
+# wasmtime, the sandbox and its prewarmed instances, the time child.
 BASELINE_BYTES = 250 * MIB
 ManifestList = list[tuple[str, dict[str, Any]]]
 
