@@ -160,7 +160,7 @@ def _spell_out_commands(query: str) -> str:
         return query
     if command in _ENGLISH_COMMANDS and not _COMMAND_SYNTAX.search(" ".join(rest)):
         return query
-    return _FLAG.sub("", " ".join([action, *rest])).strip() or action
+    return " ".join(_FLAG.sub("", " ".join([action, *rest])).split()) or action
 
 
 def _entities(query: str, known: frozenset[str]) -> tuple[str, ...]:

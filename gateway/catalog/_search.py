@@ -431,11 +431,11 @@ def search(
     embedder = _embedder(catalog.semantic)
     if embedder is not None and catalog.semantic is not None:
         similarities = embedder.similarities(intent.embedded, _tool_rows(catalog, embedder))
-        similarities = [
+        leaning = [
             s + _lean(i, intent, index, tuning.write_similarity, tuning.knowledge_similarity, multiply=False)
             for i, s in enumerate(similarities)
         ]
-        return _fused(index.entries, ranked, similarities, server_id, catalog.semantic, limit)
+        return _fused(index.entries, ranked, (similarities, leaning), server_id, catalog.semantic, limit)
     # A tool named exactly is what the query asked for, whatever the words around it matched.
     return [
         Hit(index.entries[i], round(-negative, 4), coverage if inexact else 1.0)
@@ -462,22 +462,24 @@ def _lean(
 def _fused(
     entries: tuple[CatalogEntry, ...],
     ranked: list[tuple[bool, float, int, float]],
-    similarities: Sequence[float],
+    similarities: tuple[Sequence[float], Sequence[float]],
     server_id: str | None,
     semantic: SemanticSearch,
     limit: int,
 ) -> list[Hit]:
+    # Ranked on the similarities leaning with the query's intent; each hit shows the model's own.
+    shown, leaning = similarities
     exact = {i for inexact, _, i, _ in ranked if not inexact}
     coverage = {i: (1.0 if i in exact else c) for _, _, i, c in ranked}
     scored = fuse(
         [(i, -negative) for _, negative, i, _ in ranked],
-        similarities,
+        leaning,
         lambda i: server_id is None or entries[i].server_id == server_id,
         semantic.weights,
     )
     scored.sort(key=lambda item: item[0] not in exact)  # stable: a tool named exactly still comes first
     return [
-        Hit(entries[i], round(score, 4), coverage.get(i, 0.0), round(similarities[i], 4))
+        Hit(entries[i], round(score, 4), coverage.get(i, 0.0), round(shown[i], 4))
         for i, score in scored[: max(limit, 0)]
     ]
 
