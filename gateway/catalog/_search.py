@@ -355,14 +355,25 @@ def _index(catalog: Catalog, tuning: Tuning) -> _Index:
         return index
 
 
-def tool_text(entry: CatalogEntry) -> str:
-    """What the semantic re-rank embeds for a tool: name words, server, title, what it does, parameters."""
+PURPOSE_WORDS = 24
+"""Words of a server's instructions that say what it is for, embedded with each of its tools; more
+would outweigh what the tool itself does in a mean of token vectors."""
+
+
+def tool_text(entry: CatalogEntry, purpose: str | None = None) -> str:
+    """What search by meaning embeds for a tool: name words, server, title, what it does, parameters,
+    and the first words of its server's own instructions (`purpose`), if it gave any."""
     name = " ".join(words(entry.tool_name))
     parameters = ", ".join(" ".join(words(p)) for p in properties_of(entry.input_schema))
     title = f"{entry.title} " if entry.title else ""
-    return (
-        f"{name} ({entry.server_name}). {title}{first_sentence(entry.description)} Parameters: {parameters}"
-    )
+    server = entry.server_name
+    if purpose:
+        server += ": " + " ".join(first_sentence(purpose).split()[:PURPOSE_WORDS])
+    return f"{name} ({server}). {title}{first_sentence(entry.description)} Parameters: {parameters}"
+
+
+def _purposes(catalog: Catalog) -> dict[str, str | None]:
+    return {status.identifier: status.instructions for status in catalog.servers}
 
 
 _rows: weakref.WeakKeyDictionary[Catalog, tuple[Embedder, Any]] = weakref.WeakKeyDictionary()
@@ -373,10 +384,9 @@ def _tool_rows(catalog: Catalog, embedder: Embedder) -> Any:
     with _rows_lock:
         built = _rows.get(catalog)
         if built is None or built[0] is not embedder:
-            built = _rows[catalog] = (
-                embedder,
-                embedder.encode([tool_text(entry) for entry in catalog.entries]),
-            )
+            purposes = _purposes(catalog)
+            texts = [tool_text(entry, purposes.get(entry.server_id)) for entry in catalog.entries]
+            built = _rows[catalog] = (embedder, embedder.encode(texts))
         return built[1]
 
 

@@ -17,6 +17,7 @@ from gateway.catalog import _semantic
 from gateway.catalog._catalog import Catalog
 from gateway.catalog._search import search, tool_text, warm_search
 from gateway.catalog._semantic import Fusion, SemanticSearch, fuse, semantic_search
+from gateway.children import ChildState, ChildStatus
 from gateway.config import parse_config
 from gateway.errors import ConfigError
 from tests.catalog.fake_embedder import FakeEmbedder
@@ -204,3 +205,16 @@ def test_on_without_the_extra_refuses_to_start_naming_the_extra(monkeypatch: pyt
 def test_an_unknown_semantic_mode_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match=r"search\.semantic"):
         parse_config({"mcpServers": {}, "search": {"semantic": "yes"}}, "t")
+
+
+def test_a_servers_own_words_on_what_it_is_for_are_embedded_with_each_of_its_tools() -> None:
+    purpose = "Forecasts for any city on Earth. " + "More usage notes follow. " * 20
+    status = ChildStatus("meteo", "stdio", ChildState.READY, instructions=purpose)
+    embedder = FakeEmbedder()
+    catalog = Catalog(
+        {"meteo": TOOLS["meteo"]}, [status], semantic=loaded(embedder), instructions_chars=2_000
+    )
+    warm_search(catalog)
+    assert embedder.encoded == [
+        ["get forecast (meteo: Forecasts for any city on Earth.). The forecast for a city. Parameters: city"]
+    ]
