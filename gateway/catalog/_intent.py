@@ -142,6 +142,11 @@ class QueryIntent:
     entities: tuple[str, ...]  # names of people or things it asks about
 
     @property
+    def leans(self) -> bool:
+        """Whether it leans toward some tools whatever its words: writers, readers, knowledge keepers."""
+        return self.saves or self.asks or bool(self.entities)
+
+    @property
     def embedded(self) -> str:
         """The text the embedding model reads: about an entity, say that it is one."""
         return f"{self.text} (what is known about them)" if self.entities else self.text

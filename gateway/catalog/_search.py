@@ -435,16 +435,19 @@ def search(
         score = totals.get(i, 0.0) * coverage**tuning.coverage_power
         if entry.server_id in named:
             score *= 1 + tuning.server_boost
-        score *= _lean(i, intent, index, tuning.write_boost, tuning.knowledge_boost, multiply=True)
+        if intent.leans:
+            score *= _lean(i, intent, index, tuning.write_boost, tuning.knowledge_boost, multiply=True)
         ranked.append((i not in exact, -score, i, min(coverage, 1.0)))
     ranked.sort()
     embedder = _embedder(catalog.semantic)
     if embedder is not None and catalog.semantic is not None:
         similarities = embedder.similarities(intent.embedded, _tool_rows(catalog, embedder))
-        leaning = [
-            s + _lean(i, intent, index, tuning.write_similarity, tuning.knowledge_similarity, multiply=False)
-            for i, s in enumerate(similarities)
-        ]
+        leaning = list(similarities)
+        if intent.leans:
+            for i in index.writes | index.keeps:
+                leaning[i] += _lean(
+                    i, intent, index, tuning.write_similarity, tuning.knowledge_similarity, multiply=False
+                )
         return _fused(index.entries, ranked, (similarities, leaning), server_id, catalog.semantic, limit)
     # A tool named exactly is what the query asked for, whatever the words around it matched.
     return [
@@ -484,8 +487,9 @@ def _fused(
     scored = fuse(
         [(i, -negative) for _, negative, i, _ in ranked],
         leaning,
-        lambda i: server_id is None or entries[i].server_id == server_id,
+        None if server_id is None else lambda i: entries[i].server_id == server_id,
         semantic.weights,
+        max(limit, 0) + len(exact),
     )
     scored.sort(key=lambda item: item[0] not in exact)  # stable: a tool named exactly still comes first
     return [

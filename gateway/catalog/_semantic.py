@@ -13,6 +13,7 @@ This module is plain Python: the blend, the switch and the model's lifecycle. Th
 
 from __future__ import annotations
 
+import heapq
 import importlib
 import importlib.util
 import logging
@@ -89,19 +90,24 @@ def _reciprocal_ranks(order: Sequence[int], k: int) -> dict[int, float]:
 def fuse(
     lexical: Sequence[tuple[int, float]],
     similarities: Sequence[float],
-    allowed: Callable[[int], bool] = lambda _: True,
+    allowed: Callable[[int], bool] | None = None,
     weights: Fusion = FUSION,
+    limit: int | None = None,
 ) -> list[tuple[int, float]]:
-    """Every allowed tool as (tool index, fused score), best first.
+    """The best `limit` allowed tools (all without a limit) as (tool index, fused score), best first.
 
     `lexical` is the lexical ranking, best first, as (tool index, score); `similarities` has one
     cosine per tool of the catalog; `allowed` keeps the tools a server filter leaves. Meaning is
     weighed over the whole catalog, so a tool sharing no word with the query can still come first.
     """
-    tools = [i for i in range(len(similarities)) if allowed(i)]
+    tools = (
+        range(len(similarities)) if allowed is None else [i for i in range(len(similarities)) if allowed(i)]
+    )
     if weights.method == "ranks":
         by_meaning = sorted(tools, key=lambda i: (-similarities[i], i))
-        words = _reciprocal_ranks([i for i, _ in lexical if allowed(i)], weights.rank_constant)
+        words = _reciprocal_ranks(
+            [i for i, _ in lexical if allowed is None or allowed(i)], weights.rank_constant
+        )
         meaning = _reciprocal_ranks(by_meaning, weights.rank_constant)
         scored = {i: weights.lexical * words.get(i, 0.0) + (1 - weights.lexical) * meaning[i] for i in tools}
     else:
@@ -110,7 +116,13 @@ def fuse(
         scored = {
             i: weights.lexical * share.get(i, 0.0) + (1 - weights.lexical) * similarities[i] for i in tools
         }
-    return sorted(scored.items(), key=lambda item: (-item[1], item[0]))
+
+    def order(item: tuple[int, float]) -> tuple[float, int]:
+        return (-item[1], item[0])  # ties to the tool listed first
+
+    if limit is None:
+        return sorted(scored.items(), key=order)
+    return heapq.nsmallest(limit, scored.items(), key=order)
 
 
 def _missing_modules() -> list[str]:
