@@ -151,7 +151,7 @@ def test_ten_signatures_fit_in_a_few_kilobytes(real: Catalog) -> None:
 
 def test_when_no_tool_fits_the_answer_says_so_first_with_the_nearest_three_as_hints(real: Catalog) -> None:
     lines = render_search(real, "comit zebra giraffe elephant").splitlines()
-    assert lines[0] == 'No tool fits "comit zebra giraffe elephant"; the nearest 3:'
+    assert lines[0] == 'No tool clearly fits "comit zebra giraffe elephant"; the nearest:'
     assert lines[1].startswith("git.git_commit(")
     assert len(lines) == 5
     assert lines[-1] == (
