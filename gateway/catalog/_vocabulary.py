@@ -36,7 +36,7 @@ SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
     ("pull request", "pr", "prs", "merge request", "mr"),
     ("repository", "repo", "repos", "project"),
     ("github", "gh"),
-    ("issue", "ticket", "bug"),
+    ("issue", "ticket", "bug", "defect", "issue tracker", "tracker"),
     ("commit", "changeset"),
     ("review", "approve"),
     ("fork", "clone"),
@@ -140,7 +140,7 @@ SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
     ("api resources", "kinds of objects", "resource types"),
     ("describe", "why", "troubleshoot", "diagnose"),
     # generic actions worth bridging
-    ("create", "make", "new", "add", "open", "spin up", "start"),
+    ("create", "make", "new", "add", "open", "spin up", "start", "raise"),
     ("update", "edit", "modify", "set"),
     ("get", "show", "view", "display", "retrieve"),
     ("close", "dismiss"),

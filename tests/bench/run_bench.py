@@ -46,6 +46,7 @@ from gateway._redaction import Redactor
 from gateway._tool_calls import Run, ToolCalls
 from gateway.catalog import (
     Catalog,
+    SearchCase,
     SearchReport,
     SemanticSearch,
     evaluate_search,
@@ -89,6 +90,9 @@ SEARCH_QUERY_SETS = {
     "dev": REPO / "tests" / "search_eval" / "queries.json",
     "held-out": REPO / "tests" / "search_eval" / "holdout.json",
 }
+# The blind set (tests/search_eval/blind): queries never tuned on, over those servers and 9 more.
+BLIND_CATALOG_DIRS = (*SEARCH_CATALOG_DIRS, REPO / "tests" / "search_eval" / "blind" / "catalog")
+BLIND_QUERIES = REPO / "tests" / "search_eval" / "blind" / "queries.jsonl"
 GATEWAY_IMPORT = "import gateway.server"
 # What any server built on the Python SDK imports before it can answer `initialize` over stdio.
 SDK_IMPORT = "import mcp.server.lowlevel, mcp.server.stdio"
@@ -2020,6 +2024,7 @@ class SearchFigures:
     index_ms: float
     semantic: SearchReport | None = None
     embed_ms: float = 0.0
+    servers: int = 22
 
 
 @dataclass
@@ -2042,24 +2047,40 @@ def load_semantic_model() -> SemanticModel | None:
 
 
 def measure_search(name: str, queries: Path, model: SemanticModel | None = None) -> SearchFigures:
+    """Both tunings over one query set of the evaluation set's 22 servers (`measure_cases`)."""
+    return measure_cases(
+        name, load_tool_snapshots(list(SEARCH_CATALOG_DIRS)), load_search_cases(queries), model
+    )
+
+
+def measure_blind_search(model: SemanticModel | None = None) -> SearchFigures:
+    """The blind set's queries over its whole catalog (`measure_cases`); never tuned on."""
+    lines = [
+        json.loads(line) for line in BLIND_QUERIES.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
+    cases = [SearchCase(query=line["query"], accept=line["accept"], kind=line["kind"]) for line in lines]
+    return measure_cases("blind", load_tool_snapshots(list(BLIND_CATALOG_DIRS)), cases, model)
+
+
+def measure_cases(
+    name: str, tools: dict[str, list[types.Tool]], cases: list[SearchCase], model: SemanticModel | None
+) -> SearchFigures:
     """Both tunings over one query set; the index is built on a fresh catalog, timed once. With the
-    model, the same queries re-ranked semantically, on a catalog of their own (its tools embedded
+    model, the same queries searched by meaning too, on a catalog of their own (its tools embedded
     once, timed)."""
-    tools = load_tool_snapshots(list(SEARCH_CATALOG_DIRS))
     catalog = Catalog(tools)
-    cases = load_search_cases(queries)
     started = time.perf_counter_ns()
     evaluate_search(catalog, cases[:1], repeats=1)  # the first search builds the index
     index_ms = elapsed_ms(started)
     tuned, baseline = evaluate_search(catalog, cases), evaluate_search(catalog, cases, tuning=BASELINE)
     if model is None:
-        return SearchFigures(name, tuned, baseline, index_ms)
+        return SearchFigures(name, tuned, baseline, index_ms, servers=len(tools))
     semantic_catalog = Catalog(tools, semantic=model.search)
     started = time.perf_counter_ns()
     warm_search(semantic_catalog)
     embed_ms = elapsed_ms(started)
     semantic = evaluate_search(semantic_catalog, cases)
-    return SearchFigures(name, tuned, baseline, index_ms, semantic, embed_ms)
+    return SearchFigures(name, tuned, baseline, index_ms, semantic, embed_ms, servers=len(tools))
 
 
 def per_kind(report: SearchReport) -> str:
@@ -2067,10 +2088,15 @@ def per_kind(report: SearchReport) -> str:
     return ", ".join(f"{kind} {rate:.0%}" for kind, rate in sorted(report.by_kind.items()))
 
 
+def _top3_target(figures: SearchFigures) -> float:
+    # Issue 30 holds the blind set to a higher top-3 than the sets search was tuned on.
+    return 92.0 if figures.name == "blind" else 90.0
+
+
 def search_rows(figures: SearchFigures) -> list[Row]:
     """Row 8: top-3 and top-5 over one query set, against plain BM25 on the same documents."""
     tuned, plain = figures.tuned, figures.baseline
-    about = f"{tuned.tools} tools of 22 servers, {tuned.answerable} answerable queries"
+    about = f"{tuned.tools} tools of {figures.servers} servers, {tuned.answerable} answerable queries"
     return [
         Row(
             f"search_top3_{figures.name}",
@@ -2079,7 +2105,7 @@ def search_rows(figures: SearchFigures) -> list[Row]:
             "%",
             f"{about}; top-1 {tuned.top1:.1%}, MRR@5 {tuned.mrr:.3f}; plain BM25 top-3 {plain.top3:.1%} "
             f"({fmt(tuned.top3 / plain.top3)}x); per kind: " + per_kind(tuned),
-            Target(90.0, at_least=True),
+            Target(_top3_target(figures), at_least=True),
         ),
         Row(
             f"search_top5_{figures.name}",
@@ -2121,7 +2147,7 @@ def semantic_search_rows(figures: SearchFigures) -> list[Row]:
             f"top-1 {semantic.top1:.1%}, MRR@5 {semantic.mrr:.3f}; lexical top-3 {lexical.top3:.1%} "
             f"({fmt(semantic.top3 / lexical.top3)}x), top-1 {lexical.top1:.1%}; per kind: "
             + per_kind(semantic),
-            Target(90.0, at_least=True),
+            Target(_top3_target(figures), at_least=True),
         ),
         Row(
             f"search_top5_{figures.name}_semantic",
@@ -2235,6 +2261,7 @@ async def collect(plan: Plan) -> Report:
     report.rows.extend(gateway_rows(await measure_gateway(plan), paced, host_call))
     model = load_semantic_model()
     searches = [measure_search(name, path, model) for name, path in SEARCH_QUERY_SETS.items()]
+    searches.append(measure_blind_search(model))
     for figures in searches:
         report.rows.extend(search_rows(figures))
     report.rows.append(search_latency_row(searches[0]))

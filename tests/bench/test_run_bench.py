@@ -54,6 +54,8 @@ EXPECTED_ROWS = [
     "search_top5_dev",
     "search_top3_held-out",
     "search_top5_held-out",
+    "search_top3_blind",
+    "search_top5_blind",
     "search_p50",
 ]
 # With the `semantic` extra installed, the re-rank's rows follow the lexical ones.
@@ -63,6 +65,8 @@ if semantic_installed():
         "search_top5_dev_semantic",
         "search_top3_held-out_semantic",
         "search_top5_held-out_semantic",
+        "search_top3_blind_semantic",
+        "search_top5_blind_semantic",
         "search_p50_semantic",
     ]
 GATEWAY_CHILDREN = ["time", "git", "everything", "memory", "filesystem"]

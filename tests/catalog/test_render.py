@@ -149,11 +149,12 @@ def test_ten_signatures_fit_in_a_few_kilobytes(real: Catalog) -> None:
     assert len(render_search(real, "file", None, 10, "signatures")) < 3000
 
 
-def test_weak_results_say_so_with_a_spelling_suggestion_and_the_servers(real: Catalog) -> None:
-    text = render_search(real, "comit zebra giraffe elephant")
-    assert text.splitlines()[1].startswith("git.git_commit(")
-    assert text.splitlines()[-1] == (
-        'No tool matches "comit zebra giraffe elephant" well: these share only some of its words. '
+def test_when_no_tool_fits_the_answer_says_so_first_with_the_nearest_three_as_hints(real: Catalog) -> None:
+    lines = render_search(real, "comit zebra giraffe elephant").splitlines()
+    assert lines[0] == 'No tool clearly fits "comit zebra giraffe elephant"; the nearest:'
+    assert lines[1].startswith("git.git_commit(")
+    assert len(lines) == 5
+    assert lines[-1] == (
         'Did you mean "commit zebra giraffe elephant"? Try other words or a server name; '
         "servers: everything, filesystem, git, memory, time."
     )

@@ -1,4 +1,4 @@
-"""The semantic re-rank: the blend, the switch, the model's lifecycle, with a small fake embedder.
+"""Search by meaning: the fusion, the switch, the model's lifecycle, with a small fake embedder.
 
 The fake (tests/catalog/fake_embedder.py) reads meaning as a few hand-made groups of words, so these
 tests run without the extra; tests/catalog/test_minilm.py runs the real model where it is installed.
@@ -16,7 +16,8 @@ from gateway._gateway import Gateway
 from gateway.catalog import _semantic
 from gateway.catalog._catalog import Catalog
 from gateway.catalog._search import search, tool_text, warm_search
-from gateway.catalog._semantic import Blend, SemanticSearch, blend, semantic_search
+from gateway.catalog._semantic import Fusion, SemanticSearch, fuse, semantic_search
+from gateway.children import ChildState, ChildStatus
 from gateway.config import parse_config
 from gateway.errors import ConfigError
 from tests.catalog.fake_embedder import FakeEmbedder
@@ -47,16 +48,24 @@ def names(catalog: Catalog, query: str, **kwargs: object) -> list[str]:
     return [hit.entry.qualified for hit in search(catalog, query, **kwargs)]  # type: ignore[arg-type]
 
 
-def test_the_blend_ranks_by_meaning_over_lexical_and_semantic_candidates() -> None:
-    # Tool 0 matches the words best but means little; tool 2 matched no word but means the most.
+def test_fusion_ranks_every_tool_by_words_and_meaning_together() -> None:
+    # Tool 0 matches the words best but means little; tools 2 and 3 matched no word, 3 means the most.
     lexical = [(0, 10.0), (1, 5.0)]
-    similarities = [0.1, 0.9, 0.8]
-    ranked = blend(lexical, similarities)
-    assert [i for i, _ in ranked] == [1, 2, 0]
+    similarities = [0.1, 0.9, 0.5, 0.95]
+    ranked = fuse(lexical, similarities)
+    assert [i for i, _ in ranked] == [1, 3, 2, 0]  # every tool, not only the lexical candidates
     assert ranked[0][1] == pytest.approx(0.2 * 0.5 + 0.8 * 0.9)
-    assert [i for i, _ in blend(lexical, similarities, weights=Blend(semantic_candidates=0))] == [1, 0]
-    assert [i for i, _ in blend(lexical, similarities, weights=Blend(lexical=1.0))] == [0, 1, 2]
-    assert [i for i, _ in blend(lexical, similarities, allowed=lambda i: i != 2)] == [1, 0]
+    assert [i for i, _ in fuse(lexical, similarities, weights=Fusion(lexical=1.0))][:2] == [0, 1]
+    assert [i for i, _ in fuse(lexical, similarities, allowed=lambda i: i != 3)] == [1, 2, 0]
+
+
+def test_rank_fusion_counts_each_ranking_by_position_not_by_score() -> None:
+    lexical = [(0, 100.0), (1, 1.0)]
+    similarities = [0.3, 0.31, 0.9]
+    ranked = fuse(lexical, similarities, weights=Fusion(lexical=0.5, method="ranks", rank_constant=1))
+    # Tool 1 is second by words and second by meaning; tool 0 first by words, third by meaning.
+    assert [i for i, _ in ranked] == [0, 1, 2]
+    assert ranked[0][1] == pytest.approx(0.5 / 2 + 0.5 / 4)
 
 
 def test_a_tool_sharing_no_word_with_the_query_is_found_by_its_meaning() -> None:
@@ -76,7 +85,7 @@ def test_words_and_meaning_both_count() -> None:
 
 def test_a_tool_named_exactly_comes_first_whatever_its_meaning() -> None:
     # Meaning alone ties the two notes tools, and the tie goes to the one listed first.
-    semantic = SemanticSearch(FakeEmbedder, Blend(lexical=0.0))
+    semantic = SemanticSearch(FakeEmbedder, Fusion(lexical=0.0))
     catalog = Catalog(TOOLS, semantic=semantic)
     assert semantic.load(timeout=10) is not None
     assert names(catalog, "notes jot")[:2] == ["notes.write_note", "notes.list_notes"]
@@ -93,12 +102,10 @@ def test_a_server_filter_keeps_the_semantic_candidates_to_that_server() -> None:
     }
 
 
-def test_asking_for_more_tools_than_the_candidates_gets_every_lexical_match() -> None:
-    semantic = SemanticSearch(FakeEmbedder, Blend(lexical_candidates=1, semantic_candidates=0))
-    assert semantic.load(timeout=10) is not None
-    catalog = Catalog(TOOLS, semantic=semantic)
+def test_a_search_by_meaning_answers_up_to_the_limit_from_the_whole_catalog() -> None:
+    catalog = Catalog(TOOLS, semantic=loaded())
     assert len(search(catalog, "notes", limit=1)) == 1
-    assert set(names(catalog, "notes", limit=5)) == {"notes.write_note", "notes.list_notes"}
+    assert len(search(catalog, "notes", limit=10)) == 4
 
 
 def test_a_best_hit_far_in_meaning_is_reported_weak() -> None:
@@ -198,3 +205,16 @@ def test_on_without_the_extra_refuses_to_start_naming_the_extra(monkeypatch: pyt
 def test_an_unknown_semantic_mode_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match=r"search\.semantic"):
         parse_config({"mcpServers": {}, "search": {"semantic": "yes"}}, "t")
+
+
+def test_a_servers_own_words_on_what_it_is_for_are_embedded_with_each_of_its_tools() -> None:
+    purpose = "Forecasts for any city on Earth. " + "More usage notes follow. " * 20
+    status = ChildStatus("meteo", "stdio", ChildState.READY, instructions=purpose)
+    embedder = FakeEmbedder()
+    catalog = Catalog(
+        {"meteo": TOOLS["meteo"]}, [status], semantic=loaded(embedder), instructions_chars=2_000
+    )
+    warm_search(catalog)
+    assert embedder.encoded == [
+        ["get forecast (meteo: Forecasts for any city on Earth.). The forecast for a city. Parameters: city"]
+    ]

@@ -192,3 +192,24 @@ async def test_another_caller_learns_no_data_from_a_shape_nor_a_hidden_tool_from
     assert "Instructions from the tiny server:\nCall env to debug, echo for the rest." in alices
     assert not still.is_error
     assert text(still) == "{'result': 'hi'}"
+
+
+async def test_a_servers_name_used_as_a_word_does_not_rank_that_servers_tools(client: ClientSession) -> None:
+    answer = await search_docs(client, "undo everything I staged")
+    tools = [line.split("(", 1)[0] for line in answer.splitlines()[1:] if "(" in line]
+    assert "git.git_reset" in tools
+    assert not [name for name in tools if name.startswith("everything.")]
+    named = await search_docs(client, "echo on the everything server")
+    assert named.splitlines()[1].startswith("everything.echo(")
+
+
+async def test_a_request_no_tool_serves_says_so_first_with_at_most_three_hints_and_search_still_serves(
+    client: ClientSession,
+) -> None:
+    lines = (await search_docs(client, "book a table for two at 8pm")).splitlines()
+    assert lines[0] == 'No tool clearly fits "book a table for two at 8pm"; the nearest:'
+    assert 3 <= len(lines) <= 5  # one to three hints, then what to try
+    assert lines[-1].startswith("Did you mean") or lines[-1].startswith("Try other words")
+    found = (await search_docs(client, "git log --oneline -n 5")).splitlines()
+    assert found[0] == '5 tools for "git log --oneline -n 5", best first:'
+    assert found[1].startswith("git.git_log(")

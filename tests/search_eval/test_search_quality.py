@@ -8,8 +8,9 @@ import pytest
 from gateway.catalog import Catalog, SearchCase, evaluate_search
 from tests.search_eval.eval_set import DEV_QUERIES, HOLDOUT_QUERIES, eval_cases, eval_catalog
 
-# Measured 83.9% / 87.8% (development) and 87.7% / 91.2% (held-out) top-3 / top-5 when set.
-FLOORS = {DEV_QUERIES.name: (0.82, 0.86), HOLDOUT_QUERIES.name: (0.86, 0.90)}
+# Lexical search, measured 79.8% / 85.2% (development, with the failure-class queries) and 86.0% /
+# 91.2% (held-out) top-3 / top-5 when set.
+FLOORS = {DEV_QUERIES.name: (0.78, 0.84), HOLDOUT_QUERIES.name: (0.85, 0.90)}
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,187 @@
+"""What a query means beyond its words: shell commands read as the actions they name, a wish to save
+something, a question about a person or thing, and whether a server's name is used as a name.
+
+People ask agents in command lines ("rm -rf the tmp folder"), by outcome ("keep in mind that Dan
+likes tea") and about entities ("what have we noted about Carol"); a tool's description says none
+of those words. This module turns such cues into words and flags that search weighs
+(`_search`); it knows general English and common command lines, never a particular catalog.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["ENTITY_WORDS", "KNOWLEDGE_WORDS", "QueryIntent", "read_intent", "tool_writes"]
+
+# A Unix command names an action; its words are what tool descriptions say instead.
+SHELL_COMMANDS: dict[str, str] = {
+    "rm": "delete remove file",
+    "rmdir": "delete remove directory",
+    "mkdir": "create directory",
+    "ls": "list directory",
+    "ll": "list directory",
+    "dir": "list directory",
+    "tree": "directory tree",
+    "cat": "read file contents",
+    "head": "read first lines of file",
+    "tail": "read last lines of file",
+    "less": "read file",
+    "grep": "search text in files",
+    "rg": "search text in files",
+    "find": "search files by name",
+    "mv": "move rename file",
+    "cp": "copy file",
+    "touch": "create empty file",
+    "echo": "write text to file",
+    "tee": "write file",
+    "stat": "file info metadata",
+    "du": "disk usage size",
+    "df": "disk space",
+    "ps": "list processes",
+    "top": "list processes",
+    "kill": "kill terminate process",
+    "pkill": "kill terminate process",
+    "curl": "fetch url http request",
+    "wget": "download fetch url",
+    "sed": "edit replace text in file",
+    "chmod": "change file permissions",
+    "diff": "compare differences",
+    "tar": "archive compress files",
+    "zip": "compress files",
+    "sudo": "",
+}
+# These are also English words ("find the user", "tail of the list"): read as commands only when
+# the query looks like a command line (a flag, a path, a redirection).
+_ENGLISH_COMMANDS = frozenset(
+    {
+        "cat",
+        "head",
+        "tail",
+        "less",
+        "find",
+        "touch",
+        "echo",
+        "stat",
+        "top",
+        "kill",
+        "tree",
+        "dir",
+        "diff",
+        "tee",
+    }
+)
+_FLAG = re.compile(r"(?<!\S)--?[A-Za-z][\w-]*")
+_COMMAND_SYNTAX = re.compile(r"(?<!\S)(--?[A-Za-z]|[~./][\w./~-]*|\S+/\S*|\S+\.[A-Za-z0-9]{1,5}(?!\S))|[|>]")
+
+# Saying to keep something for later: the tool that writes it, not the one that reads it.
+_SAVE = re.compile(
+    r"\b(remember|memori[sz]e|jot|note (that|down|it)|make a note|keep in mind|store (that|this|it)|"
+    r"save (that|this|it)|record (that|this)|don'?t forget|for future reference|keep track)\b",
+    re.IGNORECASE,
+)
+_QUESTION = re.compile(
+    r"^\s*(what|who|whom|which|where|when|how|why|do|does|did|is|are|have|has|can)\b|\?\s*$", re.I
+)
+# Verbs that start the name of a tool that changes something.
+WRITE_VERBS = frozenset(
+    {
+        "create",
+        "add",
+        "write",
+        "insert",
+        "append",
+        "save",
+        "put",
+        "post",
+        "set",
+        "update",
+        "store",
+        "record",
+        "push",
+        "upsert",
+    }
+)
+
+# A question about someone or something named: what memory and knowledge tools keep.
+_ABOUT = re.compile(r"\b(about|on|regarding|know|knows|noted|notes|related|connected|who)\b", re.IGNORECASE)
+_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+\b")
+ENTITY_WORDS = "entity person knowledge"
+# What a tool that keeps knowledge says in its name or first sentence.
+KNOWLEDGE_WORDS = "knowledge memory entity entities observation observations fact facts"
+
+# Words that use a server's name as an ordinary word ("undo everything"): indefinite pronouns.
+INDEFINITE_PRONOUNS = frozenset(
+    {
+        "everything",
+        "anything",
+        "nothing",
+        "something",
+        "everyone",
+        "anyone",
+        "someone",
+        "everybody",
+        "anybody",
+        "somebody",
+        "all",
+        "none",
+    }
+)
+# A server is named as a server after these words ("on github", "in mongo") or before these ("slack server").
+SERVER_BEFORE = frozenset({"on", "in", "from", "via", "using", "with", "to", "into", "through", "at", "use"})
+SERVER_AFTER = frozenset({"server", "servers", "mcp", "tool", "tools", "api", "workspace", "instance"})
+
+
+@dataclass(frozen=True)
+class QueryIntent:
+    """A query read for what its words alone do not say."""
+
+    text: str  # the query with shell commands spelled out as actions and flags dropped
+    saves: bool  # it asks to keep something for later, not to read it
+    asks: bool  # it is a question: tools that read answer it, not tools that write
+    entities: tuple[str, ...]  # names of people or things it asks about
+
+    @property
+    def leans(self) -> bool:
+        """Whether it leans toward some tools whatever its words: writers, readers, knowledge keepers."""
+        return self.saves or self.asks or bool(self.entities)
+
+    @property
+    def embedded(self) -> str:
+        """The text the embedding model reads: about an entity, say that it is one."""
+        return f"{self.text} (what is known about them)" if self.entities else self.text
+
+
+def _spell_out_commands(query: str) -> str:
+    tokens = query.split()
+    if not tokens:
+        return query
+    command = tokens[0].lower()
+    rest = tokens[1:]
+    if command == "sudo" and rest:
+        command, rest = rest[0].lower(), rest[1:]
+    action = SHELL_COMMANDS.get(command)
+    if action is None:
+        return query
+    if command in _ENGLISH_COMMANDS and not _COMMAND_SYNTAX.search(" ".join(rest)):
+        return query
+    return " ".join(_FLAG.sub("", " ".join([action, *rest])).split()) or action
+
+
+def _entities(query: str, known: frozenset[str]) -> tuple[str, ...]:
+    if _SAVE.search(query) is None and _ABOUT.search(query) is None:
+        return ()
+    return tuple(name for name in _NAME.findall(query) if name.lower() not in known)
+
+
+def read_intent(query: str, known: frozenset[str] = frozenset()) -> QueryIntent:
+    """What `query` asks beyond its words; `known` holds words the catalog uses (not names of people)."""
+    text = _spell_out_commands(query)
+    asks = _QUESTION.search(query) is not None
+    saves = _SAVE.search(query) is not None and not asks
+    return QueryIntent(text, saves, asks, _entities(query, known))
+
+
+def tool_writes(name_words: list[str]) -> bool:
+    """Whether a tool's name says it changes something (`create_entities`, `slack_post_message`)."""
+    return any(word in WRITE_VERBS for word in name_words)

@@ -1,0 +1,157 @@
+"""What a query means beyond its words, read alone and as search weighs it, on small made-up catalogs.
+
+Search runs lexical here (no embedding model), so each mechanism is seen on its own; the fused
+ranking with the real model is measured by the search evaluation (tests/search_eval).
+"""
+
+from __future__ import annotations
+
+import pytest
+from mcp.types import Tool
+
+from gateway.catalog._catalog import Catalog
+from gateway.catalog._intent import read_intent, tool_writes
+from gateway.catalog._search import search
+from gateway.catalog._semantic import SemanticSearch
+from tests.catalog.fake_embedder import FakeEmbedder
+
+
+def tool(name: str, description: str) -> Tool:
+    return Tool(name=name, description=description, input_schema={"type": "object"})
+
+
+FILES = [
+    tool("delete_file", "Delete a file or directory from disk."),
+    tool("create_directory", "Create a new directory, with its parents."),
+    tool("list_directory", "List the entries of a directory."),
+    tool("read_file", "Read the contents of a text file."),
+    tool("search_files", "Search the text of files for a pattern."),
+]
+GIT = [
+    tool("git_reset", "Unstage all staged changes."),
+    tool("git_show", "Show the contents of a commit."),
+]
+EVERYTHING = [tool("echo", "Echo back the input."), tool("get_sum", "Add two numbers.")]
+CLUSTER = [tool("kubectl_patch", "Patch a Kubernetes resource with a strategic merge.")]
+MEMORY = [
+    tool("create_entities", "Create entities in the knowledge graph."),
+    tool("add_observations", "Add observations about entities to the knowledge graph."),
+    tool("search_nodes", "Search for nodes in the knowledge graph."),
+]
+NOTES = [
+    tool("get_note", "Get a note about a topic by its title."),
+    tool("update_note", "Update the text of a note about a topic."),
+]
+DOCS = [tool("get_page", "Get a wiki page about a topic.")]
+
+
+def first(catalog: Catalog, query: str) -> str:
+    return search(catalog, query, limit=1)[0].entry.qualified
+
+
+@pytest.mark.parametrize(
+    ("query", "text"),
+    [
+        ("rm -rf the tmp folder", "delete remove file the tmp folder"),
+        ("sudo mkdir -p out/logs", "create directory out/logs"),
+        ("cat README.md", "read file contents README.md"),
+        ("find the slack profile of Jordan", "find the slack profile of Jordan"),  # English, not a command
+        ("find . -name '*.py'", "search files by name . '*.py'"),
+    ],
+)
+def test_a_shell_command_is_spelled_out_as_the_action_it_names(query: str, text: str) -> None:
+    assert read_intent(query).text == text
+
+
+@pytest.mark.parametrize(
+    ("query", "tool_name"),
+    [
+        ("rm -rf the tmp folder", "files.delete_file"),
+        ("mkdir -p out/logs", "files.create_directory"),
+        ("ls -la ~/projects", "files.list_directory"),
+        ("cat notes.txt", "files.read_file"),
+        ("grep -r TODO src/", "files.search_files"),
+    ],
+)
+def test_a_shell_command_finds_the_file_tool_that_does_it(query: str, tool_name: str) -> None:
+    assert first(Catalog({"files": FILES, "git": GIT}), query) == tool_name
+
+
+def test_a_server_named_by_an_ordinary_word_counts_only_when_named_as_a_server() -> None:
+    catalog = Catalog({"everything": EVERYTHING, "git": GIT})
+    assert first(catalog, "undo everything in the staging area") == "git.git_reset"
+    # Said as a server, the name still finds the server's tools.
+    assert {hit.entry.server_name for hit in search(catalog, "tools on everything", limit=2)} == {
+        "everything"
+    }
+    assert {hit.entry.server_name for hit in search(catalog, "everything server", limit=2)} == {"everything"}
+
+
+def test_a_distinctive_server_name_counts_wherever_it_is_in_the_query() -> None:
+    catalog = Catalog({"kubernetes": CLUSTER, "git": GIT})
+    assert first(catalog, "kubernetes resource") == "kubernetes.kubectl_patch"
+
+
+def test_a_generic_verb_does_not_pull_a_tool_from_another_domain_over_the_query_domain() -> None:
+    catalog = Catalog({"kubernetes": CLUSTER, "git": GIT})
+    assert first(catalog, "show the diff of that commit as a patch") == "git.git_show"
+
+
+@pytest.mark.parametrize(
+    ("query", "saves", "asks"),
+    [
+        ("keep in mind that Dan likes tea", True, False),
+        ("remember that the build moved to Friday", True, False),
+        ("note that Alice prefers email", True, False),
+        ("what do you remember about Dan", False, True),
+        ("read the deploy notes", False, False),
+    ],
+)
+def test_saving_is_told_apart_from_asking(query: str, saves: bool, asks: bool) -> None:
+    intent = read_intent(query)
+    assert (intent.saves, intent.asks) == (saves, asks)
+
+
+def test_saving_something_ranks_the_tool_that_writes_before_the_one_that_reads() -> None:
+    catalog = Catalog({"notes": NOTES})
+    assert first(catalog, "get this note about the topic") == "notes.get_note"
+    assert first(catalog, "remember this note about the topic") == "notes.update_note"
+
+
+def test_a_question_ranks_the_tool_that_reads_before_the_one_that_writes() -> None:
+    assert first(Catalog({"notes": NOTES}), "what is in the note about the topic?") == "notes.get_note"
+
+
+def test_keep_in_mind_finds_a_memory_tool_that_writes() -> None:
+    catalog = Catalog({"memory": MEMORY, "notes": NOTES, "docs": DOCS})
+    assert first(catalog, "keep in mind that Dan likes tea") in {
+        "memory.add_observations",
+        "memory.create_entities",
+    }
+
+
+def test_a_question_about_a_person_finds_the_knowledge_tools() -> None:
+    catalog = Catalog({"memory": MEMORY, "docs": DOCS})
+    assert read_intent("what have we noted about Carol").entities == ("Carol",)
+    assert first(catalog, "what have we noted about Carol") == "memory.search_nodes"
+
+
+def test_a_capitalised_word_the_catalog_uses_is_not_a_person() -> None:
+    assert read_intent("what do we know about Kubernetes", frozenset({"kubernetes"})).entities == ()
+    assert read_intent("Deploy the app").entities == ()  # the first word of a sentence
+
+
+def test_a_tool_writes_when_a_word_of_its_name_is_a_writing_verb() -> None:
+    assert tool_writes(["slack", "post", "message"])
+    assert tool_writes(["create", "entities"])
+    assert not tool_writes(["search", "nodes"])
+
+
+def test_meaning_leans_the_same_way_as_words_for_a_query_saving_something() -> None:
+    # The fake model reads "note" and "remember" as one meaning: both notes tools tie on it.
+    semantic = SemanticSearch(FakeEmbedder)
+    assert semantic.load(timeout=10) is not None
+    catalog = Catalog({"notes": NOTES}, semantic=semantic)
+    hits = search(catalog, "remember it for me", limit=2)
+    assert [hit.entry.qualified for hit in hits] == ["notes.update_note", "notes.get_note"]
+    assert hits[0].similarity == hits[1].similarity  # the lean is in the score, not the similarity shown
