@@ -98,8 +98,8 @@ demo: runtime ## A real MCP client drives the gateway on its built-in config: se
 dist: setup ## Build the sdist and the wheel (with the sandbox component inside) into dist/
 	$(PY) -m build --outdir dist .
 
-clean: ## Remove the venv, the sandbox build, dist/ and caches
-	rm -rf $(VENV) runtime-wasm/build dist .cache .pytest_cache .ruff_cache
+clean: ## Remove the venv, the sandbox build, the search model, dist/ and caches
+	rm -rf $(VENV) runtime-wasm/build gateway/catalog/model dist .cache .pytest_cache .ruff_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
 .PHONY: help runtime setup test sandbox-test bench soak load lint format run demo dist clean

@@ -39,7 +39,9 @@ class BuildPyWithComponent(build_py):
         for name in SHIPPED:
             shutil.copyfile(BUILT / name, target / name)
         model = Path(self.build_lib) / "gateway" / "catalog" / "model"
-        subprocess.run([sys.executable, str(MODEL_SCRIPT), str(model), "--cache", str(MODEL_CACHE)], check=True)
+        subprocess.run(
+            [sys.executable, str(MODEL_SCRIPT), str(model), "--cache", str(MODEL_CACHE)], check=True
+        )
 
 
 setup(cmdclass={"build_py": BuildPyWithComponent})
