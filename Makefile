@@ -33,17 +33,15 @@ LOAD_SECONDS ?= 15
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
-# The product, its built-in config's Python children and the sandbox's build tool: no torch, no test tools.
+# The product with its semantic search, its built-in config's Python children, and what builds the
+# sandbox component and the search model: no test tools.
 $(RUNTIME_STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[build,defaults]"
+	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[build,defaults,semantic]"
 	touch $(RUNTIME_STAMP)
 
-# torch first, pinned exactly: 2.13.0 is the CPU build these machines carry; the `semantic` extra's
-# requirement is then met, where a looser one would fetch a multi-GB CUDA build from the registry.
 $(STAMP): $(RUNTIME_STAMP)
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install --quiet --disable-pip-version-check "torch==2.13.0"
 	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[build,test,bench,lint,semantic]"
 	touch $(STAMP)
 
@@ -51,11 +49,12 @@ $(NPM_STAMP): Makefile
 	npm install --prefix $(NPM_DIR) --save-exact --no-audit --no-fund --loglevel=error $(NPM_PACKAGES)
 	touch $(NPM_STAMP)
 
-runtime: $(RUNTIME_STAMP) ## Install only what the product runs on, build and precompile the sandbox (idempotent)
+runtime: $(RUNTIME_STAMP) ## Install only what the product runs on, build the search model, build and precompile the sandbox (idempotent)
 	$(PY) runtime-wasm/build.py
+	$(PY) gateway/catalog/_minilm_build.py gateway/catalog/model
 	$(PY) -m gateway precompile
 
-setup: $(STAMP) $(NPM_STAMP) runtime ## runtime, plus the test, bench and lint tools, the npm test servers and the search model (idempotent)
+setup: $(STAMP) $(NPM_STAMP) runtime ## runtime, plus the test, bench and lint tools and the npm test servers (idempotent)
 # HAProxy, the real load balancer of tests/e2e/test_replicas.py and `make load`: installed where apt-get runs as root.
 	@command -v haproxy >/dev/null || test -x /usr/sbin/haproxy || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
@@ -99,8 +98,8 @@ demo: runtime ## A real MCP client drives the gateway on its built-in config: se
 dist: setup ## Build the sdist and the wheel (with the sandbox component inside) into dist/
 	$(PY) -m build --outdir dist .
 
-clean: ## Remove the venv, the sandbox build, dist/ and caches
-	rm -rf $(VENV) runtime-wasm/build dist .cache .pytest_cache .ruff_cache
+clean: ## Remove the venv, the sandbox build, the search model, dist/ and caches
+	rm -rf $(VENV) runtime-wasm/build gateway/catalog/model dist .cache .pytest_cache .ruff_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
 .PHONY: help runtime setup test sandbox-test bench soak load lint format run demo dist clean

