@@ -19,6 +19,10 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 __all__ = ["build", "build_shift"]
 
+# The pipe the protocol runs on: the SDK's stdio server moves it off fd 1 (pointing fd 1 at stderr,
+# so stray prints stay off the wire), and `flood_stdout` must reach the wire as a rogue child would.
+_wire = [1]
+
 _READ = ToolAnnotations(read_only_hint=True)
 _WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=True)
 
@@ -174,12 +178,12 @@ def build() -> MCPServer:
 
     @server.tool(annotations=_READ)
     def flood_stdout(size: int) -> str:  # pyright: ignore[reportUnusedFunction]
-        """Write a line of `size` bytes to stdout outside the protocol, then answer (a flooding child)."""
+        """Write a line of `size` bytes to the wire outside the protocol, then answer (a flooding child)."""
         block = memoryview(b"x" * min(size, 1 << 20))
         left = size
         while left > 0:
-            left -= os.write(1, block[: min(left, len(block))])
-        os.write(1, b"\n")
+            left -= os.write(_wire[0], block[: min(left, len(block))])
+        os.write(_wire[0], b"\n")
         return "flooded"
 
     # Resources the suite reads through `resources.probe`: a public note, one that quotes the probe's
@@ -239,4 +243,5 @@ def build_shift() -> MCPServer:
 
 
 if __name__ == "__main__":
+    _wire[0] = os.dup(1)
     (build_shift() if sys.argv[1:] == ["shift"] else build()).run()

@@ -50,6 +50,7 @@ EXPECTED_ROWS = [
     "gateway_initialize",
     "gateway_import",
     "sdk_import",
+    "gateway_processes_per_child",
     "search_top3_dev",
     "search_top5_dev",
     "search_top3_held-out",
