@@ -1,0 +1,25 @@
+"""The stores in both kinds, for behaviour tests that each must pass: in this process, and on Redis."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+
+from gateway.state import SharedState, StateConfig, Stores
+
+KINDS = ("local", "redis")
+WAIT = 20  # every store operation answers in milliseconds: this bounds a hang
+
+
+@asynccontextmanager
+async def stores_of(url: str | None) -> AsyncIterator[Stores]:
+    """`Stores()` without a URL; with one, the stores on a SharedState connected to it."""
+    if url is None:
+        yield Stores()
+        return
+    with anyio.fail_after(WAIT):
+        async with SharedState.connected(StateConfig(url=url)) as state:
+            assert state.healthy
+            yield Stores.on(state)
