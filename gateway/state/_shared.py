@@ -53,17 +53,23 @@ class SharedState:
     async def connected(cls, config: StateConfig) -> AsyncGenerator[SharedState]:
         """A handle for the gateway's lifetime: a store that is down at start is reported, not fatal."""
         state = cls(config)
-        await state._reach()
-        if not state.healthy:
-            log.warning("state store %s unavailable at start (%s); retrying", state.where, state._reason)
+        async with state.serving():
+            yield state
+
+    @asynccontextmanager
+    async def serving(self) -> AsyncGenerator[None]:
+        """Reach the store, keep reaching it again whenever it is down, and close the client at the end."""
+        await self._reach()
+        if not self.healthy:
+            log.warning("state store %s unavailable at start (%s); retrying", self.where, self._reason)
         try:
             async with anyio.create_task_group() as tasks:
-                tasks.start_soon(state._reconnect)
-                yield state
+                tasks.start_soon(self._reconnect)
+                yield
                 tasks.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
-                await state._client.aclose()
+                await self._client.aclose()
 
     @property
     def client(self) -> Redis:
@@ -150,4 +156,4 @@ class SharedState:
 def _reason(exc: BaseException) -> str:
     """A short reason from a client error, without addresses the URL does not already show."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return text[:160]
+    return text.split(". ", 1)[0].rstrip(".")[:160]  # the client's first sentence says it
