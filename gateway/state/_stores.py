@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import anyio
 
 from gateway.state._approvals import LocalSpentApprovals, RedisSpentApprovals, SpentApprovals
+from gateway.state._caps import CallerCaps, LocalCallerCaps, RedisCallerCaps
 from gateway.state._rates import LocalRateWindows, RateWindows, RedisRateWindows
 from gateway.state._shapes import RedisShapeStore
 from gateway.state._shared import SharedState
@@ -23,6 +24,7 @@ class Stores:
 
     approvals: SpentApprovals = field(default_factory=LocalSpentApprovals)
     rates: RateWindows = field(default_factory=LocalRateWindows)
+    caps: CallerCaps = field(default_factory=LocalCallerCaps)
     shapes: RedisShapeStore | None = None  # None: the catalog's own in-memory shapes
     shared: SharedState | None = None
 
@@ -40,6 +42,8 @@ class Stores:
         async with self.shared.serving(), anyio.create_task_group() as tasks:
             if self.shapes is not None:
                 tasks.start_soon(self.shapes.sync)
+            if isinstance(self.caps, RedisCallerCaps):
+                tasks.start_soon(self.caps.renew)
             yield
             tasks.cancel_scope.cancel()
 
@@ -56,6 +60,7 @@ class Stores:
         return cls(
             approvals=RedisSpentApprovals(state),
             rates=RedisRateWindows(state),
+            caps=RedisCallerCaps(state),
             shapes=RedisShapeStore(state),
             shared=state,
         )

@@ -43,6 +43,13 @@ class StateConfig(BaseModel):
         description="How long one round trip to the store may take; past it the call that needed it "
         "fails closed (approvals, rates, caps), and the store counts as unavailable until it answers again.",
     )
+    lease_seconds: float = Field(
+        default=30.0,
+        ge=1,
+        le=600,
+        description="How long a replica's hold on a caller's execution place lasts unless renewed (a third "
+        "of it before it lapses): when a replica dies, its places free themselves after this long.",
+    )
     reconnect_max_seconds: float = Field(
         default=5.0,
         gt=0,

@@ -7,7 +7,7 @@ from contextlib import asynccontextmanager
 
 import anyio
 
-from gateway.state import SharedState, StateConfig, Stores
+from gateway.state import StateConfig, Stores
 
 KINDS = ("local", "redis")
 WAIT = 20  # every store operation answers in milliseconds: this bounds a hang
@@ -19,7 +19,8 @@ async def stores_of(url: str | None) -> AsyncIterator[Stores]:
     if url is None:
         yield Stores()
         return
+    stores = Stores.of(StateConfig(url=url))
     with anyio.fail_after(WAIT):
-        async with SharedState.connected(StateConfig(url=url)) as state:
-            assert state.healthy
-            yield Stores.on(state)
+        async with stores.serving():
+            assert stores.health == "ok"
+            yield stores
