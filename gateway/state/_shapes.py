@@ -75,7 +75,12 @@ class RedisShapeStore:
                     self._writes = {**writes, **self._writes}
                 raise
         if fetches:
-            await self._fetch(fetches)
+            try:
+                await self._fetch(fetches)
+            except StateUnavailable:
+                with self._lock:
+                    self._fetches.update(fetches)
+                raise
 
     async def _write(self, writes: dict[str, str]) -> None:
         async def run(redis: object) -> None:
