@@ -31,6 +31,10 @@ from gateway.state import CallerCaps
 
 __all__ = ["Admission", "ExecutionCaps", "RequestCounts", "Ticket"]
 
+# A place freed on a replica reaches the store just after that call's answer: a caller at its cap
+# that calls again at once is asked again briefly before it is refused.
+_SHARED_RETRIES = (0.0, 0.05, 0.1, 0.2)
+
 
 @dataclass(frozen=True, slots=True)
 class ExecutionCaps:
@@ -144,14 +148,16 @@ class Admission:
             return ticket
         cap = self.caps.in_flight_per_caller
         try:
-            ticket.lease = await self._shared.enter(_shared_key(ticket.caller), cap)
+            for wait in _SHARED_RETRIES:
+                await anyio.sleep(wait)
+                ticket.lease = await self._shared.enter(_shared_key(ticket.caller), cap)
+                if ticket.lease is not None:
+                    return ticket
         except StateUnavailable:
             return ticket  # the store cannot say: this replica's own cap holds meanwhile
         except BaseException:
             ticket.release()
             raise
-        if ticket.lease is not None:
-            return ticket
         ticket.release()
         return Refusal(
             429,

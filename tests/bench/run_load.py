@@ -5,7 +5,7 @@ Usage: python -m tests.bench.run_load [--clients 16] [--seconds 15 | --requests 
 Two more rows give the cost of shared state: two replicas behind HAProxy with a rate on the tool
 (so every call takes a rate slot), without `state` and then with it on a local `redis-server`
 (skipped where it is not installed), with the store's round trips per tool call counted by the
-store itself (`INFO stats` total_commands_processed before and after).
+store itself (`INFO commandstats` before and after, not counting what a script runs inside one call).
 
 Each client is the MCP SDK's `Client` over streamable HTTP on 2026-07-28 (a request of its own per
 call, so a balancer spreads them), making `execute_code` calls whose snippet calls a child tool
@@ -63,7 +63,7 @@ class Phase:
     errors: Counter[str] = field(default_factory=Counter[str])
     seconds: float = 0.0
     cores: dict[str, float] = field(default_factory=dict[str, float])  # CPU used while timed, by whom
-    store_commands: int | None = None  # what the state store ran meanwhile (warm-up calls included)
+    store_commands: int | None = None  # round trips to the state store meanwhile (warm-up included)
     calls: int = 0  # every call made, warm-up included, for the store's round trips per call
 
     @property
@@ -282,10 +282,10 @@ async def measure_state(work: Path, clients: int, run: Runner, phases: list[Phas
                 [front] = free_ports(1)
                 async with haproxy(home, [Frontend("rated", front, addresses)]) as proxy:
                     pids = {"replicas": [gateway.process.pid for gateway in gateways], "haproxy": [proxy.pid]}
-                    before = store.commands_processed()
+                    before = store.round_trips()
                     await run(f"http://127.0.0.1:{front}/mcp", balancer, pids)
                     if url is not None:
-                        phases[-1].store_commands = store.commands_processed() - before - 1  # not INFO
+                        phases[-1].store_commands = store.round_trips() - before
     finally:
         store.stop()
 
@@ -336,8 +336,8 @@ def state_line(phases: Sequence[Phase]) -> str:
     trips = (on.store_commands or 0) / on.calls if on.calls else math.nan
     return (
         f"State on vs off (2 replicas, a rate on the tool): throughput x{throughput:.2f}, p99 x{p99:.2f}; "
-        f"the store ran {trips:.2f} commands per tool call ({on.store_commands} for {on.calls} calls, "
-        "warm-up included; INFO stats total_commands_processed)."
+        f"{trips:.2f} round trips to the store per tool call ({on.store_commands} for {on.calls} calls, "
+        "warm-up included; INFO commandstats, a script's inner commands not counted)."
     )
 
 

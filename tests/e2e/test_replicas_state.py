@@ -28,7 +28,7 @@ from tests.e2e.gateway_process import (
     write_config,
 )
 from tests.e2e.load_balancer import HAPROXY, NOT_INSTALLED, Frontend, free_ports, haproxy, replicas
-from tests.state.redis_server import RedisServer
+from tests.state.redis_server import PATIENT, RedisServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(HAPROXY is None, reason=NOT_INSTALLED)]
 
@@ -51,7 +51,7 @@ def replica_config(directory: Path, ledger_dir: Path, redis_url: str) -> Path:
                 "tools": {"ledger.note": {"rate": {"calls": RATE, "per_seconds": 60}}},
             },
             "approvals": {"key": "${" + KEY_VAR + "}"},
-            "state": {"url": redis_url},
+            "state": {"url": redis_url, **PATIENT},
             "audit": {"path": "audit.jsonl"},
             "http": {  # every caller is the balancer's address: caps as high as the calls
                 "max_executions_in_flight": 16,

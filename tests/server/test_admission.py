@@ -10,8 +10,8 @@ from anyio.abc import TaskGroup
 from gateway.auth import Owner
 from gateway.server._admission import Admission, ExecutionCaps, RequestCounts, Ticket
 from gateway.server._refusals import Refusal
-from gateway.state import StateConfig, Stores
-from tests.state.redis_server import RedisServer
+from gateway.state import Stores
+from tests.state.redis_server import RedisServer, patient
 
 pytestmark = pytest.mark.anyio
 
@@ -187,7 +187,7 @@ async def test_with_shared_state_a_callers_cap_counts_its_calls_on_every_replica
     redis_url: str,
 ) -> None:
     caps = ExecutionCaps(in_flight=8, queued=8, in_flight_per_caller=2, queued_per_caller=2)
-    stores = [Stores.of(StateConfig(url=redis_url)) for _ in range(2)]
+    stores = [Stores.of(patient(redis_url)) for _ in range(2)]
     with anyio.fail_after(WAIT):
         async with stores[0].serving(), stores[1].serving():
             one, two = (Admission(caps, replica.caps) for replica in stores)
@@ -210,7 +210,7 @@ async def test_with_the_shared_store_down_each_replicas_own_cap_still_holds(
     redis_server: RedisServer, redis_url: str
 ) -> None:
     caps = ExecutionCaps(in_flight=8, queued=0, in_flight_per_caller=1, queued_per_caller=0)
-    stores = Stores.of(StateConfig(url=redis_url))
+    stores = Stores.of(patient(redis_url))
     with anyio.fail_after(WAIT):
         async with stores.serving():
             admission = Admission(caps, stores.caps)

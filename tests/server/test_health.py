@@ -9,7 +9,7 @@ from gateway import Gateway
 from gateway.config import parse_config
 from gateway.errors import StateUnavailable
 from gateway.server._health import Readiness
-from tests.state.redis_server import RedisServer
+from tests.state.redis_server import PATIENT, RedisServer
 
 pytestmark = pytest.mark.anyio
 
@@ -43,7 +43,7 @@ async def test_readyz_says_when_the_shared_store_is_down_and_back_while_the_gate
     redis_server: RedisServer, redis_url: str
 ) -> None:
     says: list[tuple[bool, str]] = []
-    async with Gateway(parse_config({"state": {"url": redis_url}}, "team.json", {})) as gateway:
+    async with Gateway(parse_config({"state": {"url": redis_url, **PATIENT}}, "team.json", {})) as gateway:
         readiness = Readiness(gateway, lambda: False)
         with anyio.fail_after(60):
             await gateway.sandbox()

@@ -15,7 +15,9 @@ from collections.abc import Iterator
 
 import pytest
 
-__all__ = ["NOT_INSTALLED", "REDIS_SERVER", "RedisServer", "redis_server", "redis_url"]
+from gateway.state import StateConfig
+
+__all__ = ["NOT_INSTALLED", "PATIENT", "REDIS_SERVER", "RedisServer", "patient", "redis_server", "redis_url"]
 
 # Debian installs it in /usr/bin; a source build in /usr/local/bin.
 REDIS_SERVER = shutil.which("redis-server") or shutil.which("redis-server", path="/usr/bin:/usr/local/bin")
@@ -23,7 +25,19 @@ NOT_INSTALLED = (
     "redis-server is not installed, and this needs a real store: `make setup` installs it where "
     "apt-get runs as root, else `apt-get install redis-server`"
 )
+# What the gateway's Lua scripts run inside one EVALSHA (gateway/state/_rates.py, _caps.py); and INFO.
+_INSIDE_SCRIPTS = frozenset({"time", "zremrangebyscore", "zcard", "zadd", "zrange", "pexpire", "info"})
 START_SECONDS = 20.0  # redis-server answers PING within milliseconds: this bounds a hang
+# A store's timeouts for tests that are not about them: an answer slowed by a busy machine must not
+# turn into a refusal (the failure tests stop the store, which fails at once).
+PATIENT = {"connect_timeout_seconds": 20.0, "command_timeout_seconds": 20.0}
+
+
+def patient(url: str, *, lease_seconds: float = 30.0) -> StateConfig:
+    """A `state` section for `url` with the PATIENT timeouts."""
+    return StateConfig(
+        url=url, connect_timeout_seconds=20.0, command_timeout_seconds=20.0, lease_seconds=lease_seconds
+    )
 
 
 def _free_port() -> int:
@@ -97,16 +111,29 @@ class RedisServer:
         assert _send(self.port, b"FLUSHALL") == b"+OK"
 
     def commands_processed(self) -> int:
-        """`INFO stats` total_commands_processed: the store's count of the commands it has run."""
-        with socket.create_connection(("127.0.0.1", self.port), timeout=2) as conn:
-            conn.sendall(b"INFO stats\r\n")
-            reader = conn.makefile("rb")
-            size = int(reader.readline()[1:])
-            body = reader.read(size + 2).decode()
-        for line in body.splitlines():
+        """`INFO stats` total_commands_processed: every command run, those inside scripts included."""
+        for line in self._info(b"stats").splitlines():
             if line.startswith("total_commands_processed:"):
                 return int(line.split(":", 1)[1])
         raise AssertionError("INFO stats has no total_commands_processed")
+
+    def round_trips(self) -> int:
+        """Commands clients sent (`INFO commandstats`), not counting those the gateway's scripts run
+        inside one EVALSHA, nor INFO itself: one each is a round trip."""
+        total = 0
+        for line in self._info(b"commandstats").splitlines():
+            if line.startswith("cmdstat_"):
+                name, _, stats = line[len("cmdstat_") :].partition(":")
+                calls = int(stats.split(",", 1)[0].removeprefix("calls="))
+                total += 0 if name in _INSIDE_SCRIPTS else calls
+        return total
+
+    def _info(self, section: bytes) -> str:
+        with socket.create_connection(("127.0.0.1", self.port), timeout=2) as conn:
+            conn.sendall(b"INFO " + section + b"\r\n")
+            reader = conn.makefile("rb")
+            size = int(reader.readline()[1:])
+            return reader.read(size + 2).decode()
 
 
 @pytest.fixture(scope="session")

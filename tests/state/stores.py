@@ -7,7 +7,8 @@ from contextlib import asynccontextmanager
 
 import anyio
 
-from gateway.state import StateConfig, Stores
+from gateway.state import Stores
+from tests.state.redis_server import patient
 
 KINDS = ("local", "redis")
 WAIT = 20  # every store operation answers in milliseconds: this bounds a hang
@@ -19,7 +20,7 @@ async def stores_of(url: str | None) -> AsyncIterator[Stores]:
     if url is None:
         yield Stores()
         return
-    stores = Stores.of(StateConfig(url=url))
+    stores = Stores.of(patient(url))
     with anyio.fail_after(WAIT):
         async with stores.serving():
             assert stores.health == "ok"

@@ -5,7 +5,8 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from gateway.state import RedisSpentApprovals, SharedState, StateConfig
+from gateway.state import RedisSpentApprovals, SharedState
+from tests.state.redis_server import patient
 from tests.state.stores import WAIT, stores_of
 
 pytestmark = pytest.mark.anyio
@@ -30,7 +31,7 @@ async def test_a_spent_nonce_is_forgotten_once_its_state_would_have_expired(stor
 async def test_two_processes_on_one_store_spend_a_nonce_once_between_them_even_at_the_same_moment(
     redis_url: str,
 ) -> None:
-    config = StateConfig(url=redis_url)
+    config = patient(redis_url)
     outcomes: list[bool] = []
     with anyio.fail_after(WAIT):
         async with SharedState.connected(config) as one, SharedState.connected(config) as two:

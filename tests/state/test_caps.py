@@ -5,8 +5,8 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from gateway.state import RedisCallerCaps, SharedState, StateConfig
-from tests.state.redis_server import RedisServer
+from gateway.state import RedisCallerCaps, SharedState
+from tests.state.redis_server import RedisServer, patient
 from tests.state.stores import WAIT, stores_of
 
 pytestmark = pytest.mark.anyio
@@ -26,7 +26,7 @@ async def test_a_caller_gets_its_cap_of_places_and_one_freed_is_free_again(store
 
 
 async def test_replicas_on_one_store_share_a_callers_cap(redis_url: str) -> None:
-    config = StateConfig(url=redis_url)
+    config = patient(redis_url)
     taken: list[bool] = []
     with anyio.fail_after(WAIT):
         async with SharedState.connected(config) as one, SharedState.connected(config) as two:
@@ -44,7 +44,7 @@ async def test_replicas_on_one_store_share_a_callers_cap(redis_url: str) -> None
 async def test_a_dead_replicas_places_free_themselves_once_its_leases_lapse(
     redis_server: RedisServer, redis_url: str
 ) -> None:
-    config = StateConfig(url=redis_url, lease_seconds=1)
+    config = patient(redis_url, lease_seconds=1)
     with anyio.fail_after(WAIT):
         async with SharedState.connected(config) as dead, SharedState.connected(config) as alive:
             assert await RedisCallerCaps(dead).enter("alice", 1) is not None  # never renewed, never left
@@ -57,7 +57,7 @@ async def test_a_dead_replicas_places_free_themselves_once_its_leases_lapse(
 async def test_renewing_pushes_the_leases_a_replica_holds_forward_and_not_the_ones_it_left(
     redis_url: str,
 ) -> None:
-    config = StateConfig(url=redis_url, lease_seconds=60)
+    config = patient(redis_url, lease_seconds=60)
     with anyio.fail_after(WAIT):
         async with SharedState.connected(config) as state:
             caps = RedisCallerCaps(state)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from gateway.state import RedisRateWindows, SharedState, StateConfig
+from gateway.state import RedisRateWindows, SharedState
+from tests.state.redis_server import patient
 from tests.state.stores import WAIT, stores_of
 
 pytestmark = pytest.mark.anyio
@@ -50,7 +51,7 @@ async def test_a_call_leaves_the_window_once_its_time_has_passed(store_url: str 
 
 
 async def test_processes_on_one_store_never_take_more_than_the_rate_between_them(redis_url: str) -> None:
-    config = StateConfig(url=redis_url)
+    config = patient(redis_url)
     taken: list[bool] = []
     with anyio.fail_after(WAIT):
         async with (

@@ -7,15 +7,15 @@ import anyio
 import pytest
 
 from gateway.catalog._shapes import MemoryShapeStore
-from gateway.state import RedisShapeStore, SharedState, StateConfig, StateUnavailable
-from tests.state.redis_server import RedisServer
+from gateway.state import RedisShapeStore, SharedState, StateUnavailable
+from tests.state.redis_server import RedisServer, patient
 from tests.state.stores import WAIT
 
 pytestmark = pytest.mark.anyio
 
 
 async def test_a_shape_kept_is_read_back_at_once_in_both_kinds(redis_url: str) -> None:
-    async with SharedState.connected(StateConfig(url=redis_url)) as state:
+    async with SharedState.connected(patient(redis_url)) as state:
         for store in (MemoryShapeStore(), RedisShapeStore(state)):
             assert store.get("k") is None
             store.put("k", '{"type":"object"}')
@@ -23,7 +23,7 @@ async def test_a_shape_kept_is_read_back_at_once_in_both_kinds(redis_url: str) -
 
 
 async def test_a_shape_learned_on_one_replica_is_read_on_another_from_its_next_look(redis_url: str) -> None:
-    config = StateConfig(url=redis_url)
+    config = patient(redis_url)
     with anyio.fail_after(WAIT):
         async with SharedState.connected(config) as one, SharedState.connected(config) as two:
             learner, reader = RedisShapeStore(one), RedisShapeStore(two)
@@ -39,7 +39,7 @@ async def test_a_shape_learned_on_one_replica_is_read_on_another_from_its_next_l
 async def test_shapes_learned_while_the_store_is_down_are_written_once_it_is_back(
     redis_server: RedisServer, redis_url: str
 ) -> None:
-    config = StateConfig(url=redis_url)
+    config = patient(redis_url)
     with anyio.fail_after(WAIT):
         async with SharedState.connected(config) as one, SharedState.connected(config) as two:
             learner = RedisShapeStore(one)
