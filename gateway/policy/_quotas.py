@@ -8,6 +8,7 @@ issuer that vouched for it, so that a JWT's `sub` never shares a static token's 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -144,7 +145,8 @@ class ExecutionQuota:
                 self._counts[name] -= 1
             last, self._last_rate = self._last_rate, None
         if last is not None and last[0] == name:
-            await self._limiter.release(last[1], last[2])
+            with contextlib.suppress(StateUnavailable):  # the slot stays taken until it leaves its window
+                await self._limiter.release(last[1], last[2])
         elif last is not None:
             self._last_rate = last
 
