@@ -203,12 +203,12 @@ def replica_config(directory: Path, clients: int, *, rate: bool = False, state: 
     the per-caller caps would throttle them all as one caller.
     """
     directory.mkdir()
-    places = max(16, clients)
+    # Twice the clients: with `state` the caller's count spans the replicas, and a place freed on one
+    # reaches the store just after its answer, so a cap of exactly the clients would refuse some.
+    places = max(16, clients) * 2
     http = {
         "max_executions_in_flight": places,
-        # Twice the clients: with `state` the caller's count spans the replicas, and a place freed on
-        # one reaches the store just after its answer, so a cap of exactly the clients refuses some.
-        "max_executions_in_flight_per_caller": places * 2,
+        "max_executions_in_flight_per_caller": places,
         "max_executions_queued": places * 2,
         "max_executions_queued_per_caller": places * 2,
     }
