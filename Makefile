@@ -63,6 +63,14 @@ setup: $(STAMP) $(NPM_STAMP) runtime ## runtime, plus the test, bench and lint t
 	      && echo "installed haproxy (the replica test's load balancer)" \
 	      || echo "could not install haproxy: tests/e2e/test_replicas.py will skip"; \
 	  else echo "haproxy is not installed (apt-get install haproxy, as root): tests/e2e/test_replicas.py will skip"; fi; }
+# redis-server, the real shared store (`state`) of tests/state, tests/e2e/test_replicas_state.py and `make load`.
+	@command -v redis-server >/dev/null || test -x /usr/bin/redis-server || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null 2>&1 \
+	      || { apt-get update -qq >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null 2>&1; }; } \
+	      && echo "installed redis-server (the shared state store of the tests)" \
+	      || echo "could not install redis-server: the tests of shared state will skip"; \
+	  else echo "redis-server is not installed (apt-get install redis-server, as root): the tests of shared state will skip"; fi; }
 
 test: setup ## Run the whole test suite (escape suite included), on TEST_WORKERS processes (3)
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)

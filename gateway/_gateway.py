@@ -25,6 +25,7 @@ from gateway._resume import (
     PausedRun,
     Resume,
     SpentStates,
+    as_refusal,
     paused_run,
 )
 from gateway._tool_calls import AdmittedCall, PausedCallAnswer, Progress, Run, ToolCalls, wire_digest
@@ -51,11 +52,13 @@ from gateway.errors import (
     GuestCrashed,
     ResumeRefused,
     SandboxUnavailable,
+    StateUnavailable,
     ToolCallError,
 )
 from gateway.middleware import Chain, Search, SearchEntry
 from gateway.policy import Approver, Policies, Policy, no_approver, pause_for_approval
 from gateway.sandbox import ErrorInfo, ExecutionResult, HostJournal, Sandbox, SandboxLimits, cancelled_error
+from gateway.state import Stores
 from gateway.telemetry import Telemetry
 
 __all__ = ["Gateway"]
@@ -76,7 +79,9 @@ class Gateway(AsyncContextManagerMixin):
         """`telemetry`: where its metrics and spans go (a registry of its own, the global tracer)."""
         self.config: GatewayConfig = config
         self.telemetry = telemetry or Telemetry()
-        self.policies = Policies(config.policy)
+        # What replicas share with `state` set (spent approvals, rate windows, shapes), else this process.
+        self.stores = Stores.of(config.state)
+        self.policies = Policies(config.policy, windows=self.stores.rates)
         self.policy = self.policies.base  # the policy of a caller no role names
         # The team's middleware (imported as the config was validated); each run takes the current one.
         self.middleware = Chain.load(config.middleware, config.middleware_timeout_seconds)
@@ -100,8 +105,8 @@ class Gateway(AsyncContextManagerMixin):
         self._lock = CatalogLock.beside(config.config_file)
         # `search.semantic`: ConfigError if it is "on" and the extra is not installed.
         self._semantic = semantic_search(config.search.semantic)
-        self._shapes = ObservedShapes()  # of what tools without an output schema returned
-        self._spent_states = SpentStates(config.approvals.ttl_seconds)
+        self._shapes = ObservedShapes(self.stores.shapes)  # of what tools without an output schema returned
+        self._spent_states = SpentStates(config.approvals.ttl_seconds, self.stores.approvals)
         self._exposure = Exposure()
         self._exposure_of: Catalog | None = None  # the catalog `_exposure` was computed from
         self._unlisted: dict[str, str] = {}  # expose entries logged as not listed, with the reason
@@ -118,6 +123,7 @@ class Gateway(AsyncContextManagerMixin):
                     self._pool, self.redactor, self._audit, self.catalog, self.telemetry
                 )
                 self._resources = ResourceReads(self._pool, self.redactor, self._audit)
+            await stack.enter_async_context(self.stores.serving())
             await stack.enter_async_context(self._pool)
             self._start_exposed_servers()
             stack.callback(self._close_sandbox)
@@ -168,7 +174,8 @@ class Gateway(AsyncContextManagerMixin):
         started with (its Run holds them). Children are started, stopped or replaced one by one."""
         self.redactor.add(gateway_secrets(config))  # first: a new child's secret is never shown
         if config.policy != self.config.policy:
-            self.policies = Policies(config.policy)  # its rate windows start over
+            shared = self.stores.rates if self.stores.shared is not None else None  # local ones start over
+            self.policies = Policies(config.policy, windows=shared)
             self.policy = self.policies.base
         if (config.middleware, config.middleware_timeout_seconds) != (
             self.config.middleware,
@@ -344,7 +351,7 @@ class Gateway(AsyncContextManagerMixin):
         else:
             paused = PausedToolCall.load(resume.state)
             try:
-                self._spent_states.spend(paused.nonce)
+                await self._spent_states.spend(paused.nonce)
             except ResumeRefused:
                 self.telemetry.approval_refused()
                 raise ResumeRefused(
@@ -467,10 +474,10 @@ class Gateway(AsyncContextManagerMixin):
             try:
                 paused = PausedRun.load(resume.state)
                 paused.check(code, sandbox.component_sha256)
-                self._spent_states.spend(paused.nonce)
-            except ResumeRefused as exc:
+                await self._spent_states.spend(paused.nonce)
+            except (ResumeRefused, StateUnavailable) as exc:
                 self.telemetry.approval_refused()
-                refused = ExecutionResult(ok=False, error=ErrorInfo.from_exception(exc))
+                refused = ExecutionResult(ok=False, error=ErrorInfo.from_exception(as_refusal(exc)))
                 run = self._new_run(new_execution_id(), no_approver, None, identity, client)
                 self._record_execution(run, code, refused, sandbox, timeout)
                 return refused

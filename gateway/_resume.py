@@ -20,15 +20,14 @@ import binascii
 import hashlib
 import json
 import secrets
-import threading
-import time
 import zlib
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.errors import ApprovalLimitExceeded, GuestCrashed, ResumeRefused
+from gateway.errors import ApprovalLimitExceeded, GuestCrashed, ResumeRefused, StateUnavailable
 from gateway.policy import ApprovalOutcome, ApprovalsConfig
 from gateway.sandbox import HostAnswer, HostJournal, PausedCall
+from gateway.state import LocalSpentApprovals, SpentApprovals
 
 __all__ = [
     "JOURNAL_BYTES_PER_STATE_BYTE",
@@ -36,6 +35,7 @@ __all__ = [
     "PausedRun",
     "Resume",
     "SpentStates",
+    "as_refusal",
     "code_sha256",
     "paused_run",
     "state_too_large",
@@ -203,26 +203,24 @@ def state_too_large(tool: str, size: int, cap: int) -> ApprovalLimitExceeded:
     )
 
 
+def as_refusal(exc: ResumeRefused | StateUnavailable) -> ResumeRefused:
+    """A refused resume as the model reads it: a store that could not say refuses with its own message."""
+    return exc if isinstance(exc, ResumeRefused) else ResumeRefused(str(exc))
+
+
 class SpentStates:
-    """The states this process has resumed, each kept until it would have expired anyway."""
+    """The states resumed so far, each kept until it would have expired anyway: in this process, or
+    with `state` set, in the store every replica checks."""
 
-    def __init__(self, ttl_seconds: float) -> None:
+    def __init__(self, ttl_seconds: float, store: SpentApprovals | None = None) -> None:
         self._ttl = ttl_seconds
-        self._spent: dict[str, float] = {}
-        self._lock = threading.Lock()
+        self._store: SpentApprovals = store if store is not None else LocalSpentApprovals()
 
-    def spend(self, nonce: str) -> None:
-        """Mark a state used, or ResumeRefused if it was used before."""
-        now = time.monotonic()
-        with self._lock:
-            while self._spent:  # in order of expiry: every state lives as long
-                oldest = next(iter(self._spent))
-                if self._spent[oldest] > now:
-                    break
-                del self._spent[oldest]
-            if nonce in self._spent:
-                raise ResumeRefused(
-                    "this approval was already used: a paused run resumes once. Run the snippet again "
-                    "to be asked again"
-                )
-            self._spent[nonce] = now + self._ttl
+    async def spend(self, nonce: str) -> None:
+        """Mark a state used, or ResumeRefused if it was used before (StateUnavailable if the shared
+        store cannot say: the state is then not spent, and may be sent again)."""
+        if not await self._store.spend(nonce, self._ttl):
+            raise ResumeRefused(
+                "this approval was already used: a paused run resumes once. Run the snippet again "
+                "to be asked again"
+            )

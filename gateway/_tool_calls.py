@@ -222,14 +222,14 @@ class ToolCalls:
             call.wire = await _bounded_work(
                 arguments, self._checked_arguments, run.policy, call.entry, arguments
             )
-            run.quota.acquire(call.entry)
+            await run.quota.acquire(call.entry)
             if run.policy.needs_approval(call.entry):
                 if answer is not None:
                     call.approval = _answer_for(answer, call.entry, call.wire)
                 else:
                     call.approval = await run.approver(call.entry.qualified, call.wire)
                 if call.approval == "pending":
-                    run.quota.release(call.entry)  # asked again when the run resumes
+                    await run.quota.release(call.entry)  # asked again when the run resumes
                     run.paused = ApprovalRequired(call.entry.qualified, call.wire, callee_of(call.entry))
                     raise run.paused
                 _raise_unless_approved(call.entry.qualified, call.approval)

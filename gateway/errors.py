@@ -9,6 +9,7 @@
     │   ├── ChildUnavailable      the child server is unknown, failed to start, or its connection was lost
     │   ├── PolicyDenied          the policy refuses the call (deny, allow, read_only, argument constraints)
     │   ├── QuotaExceeded         a policy quota or rate limit refuses the call
+    │   ├── StateUnavailable      the shared state store (`state`) cannot be reached: fails closed
     │   └── MiddlewareFailed      a team's middleware raised, timed out or misused the call: failed closed
     └── ExecutionFailed           one execution did not succeed; the gateway keeps serving
         ├── SnippetError          the snippet raised (its own traceback is attached)
@@ -60,6 +61,7 @@ __all__ = [
     "ShownTooMany",
     "SnippetError",
     "StackExhausted",
+    "StateUnavailable",
     "TokenRefused",
     "ToolCallError",
     "ToolCallLimitExceeded",
@@ -127,6 +129,12 @@ class QuotaExceeded(ToolCallError):
         self.quota = quota
         self.limit = limit
         self.retry_after = retry_after  # None for per-execution quotas: waiting frees nothing
+
+
+class StateUnavailable(ToolCallError):
+    """The state store replicas share (`state`) cannot be reached or did not answer in time: what needs
+    it (approvals, rate windows, per-caller caps) fails closed; the message names the store, never a
+    credential, and what to check."""
 
 
 class MiddlewareFailed(ToolCallError):

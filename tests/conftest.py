@@ -21,6 +21,7 @@ from starlette.types import ASGIApp
 from gateway import Sandbox, SandboxLimits
 from tests.auth.issuer import Keys, LocalIssuer
 from tests.real_servers import TINY_SERVER, Served, npm_entry_point, serve_asgi_app
+from tests.state.redis_server import redis_server, redis_url  # noqa: F401  (fixtures, for every test)
 
 Entry = dict[str, Any]
 

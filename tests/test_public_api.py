@@ -25,6 +25,7 @@ WINGS = (
     "policy",
     "sandbox",
     "server",
+    "state",
     "telemetry",
 )
 
@@ -71,6 +72,7 @@ PUBLIC = (
     "ResumeRefused",
     "SandboxUnavailable",
     "SecretInArguments",
+    "StateUnavailable",
     "ShownTooLarge",
     "ShownTooMany",
     "SnippetError",

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-import time
 
+import anyio
 import pytest
 
 from gateway._resume import PausedRun, SpentStates, code_sha256, paused_run
@@ -69,20 +69,22 @@ def test_a_state_from_another_build_of_the_sandbox_is_refused() -> None:
         pause(journal_paused_at()).check(CODE, "component-b")
 
 
-def test_a_state_resumes_once() -> None:
+@pytest.mark.anyio
+async def test_a_state_resumes_once() -> None:
     spent = SpentStates(ttl_seconds=600)
-    spent.spend("nonce-1")
+    await spent.spend("nonce-1")
     with pytest.raises(ResumeRefused, match="already used"):
-        spent.spend("nonce-1")
-    spent.spend("nonce-2")
+        await spent.spend("nonce-1")
+    await spent.spend("nonce-2")
 
 
-def test_a_spent_state_is_forgotten_once_it_would_have_expired_anyway() -> None:
+@pytest.mark.anyio
+async def test_a_spent_state_is_forgotten_once_it_would_have_expired_anyway() -> None:
     spent = SpentStates(ttl_seconds=0.01)
-    spent.spend("nonce-1")
-    time.sleep(0.05)
-    spent.spend("nonce-2")  # prunes the first
-    spent.spend("nonce-1")  # its state has expired: the boundary refuses it before it gets here
+    await spent.spend("nonce-1")
+    await anyio.sleep(0.05)
+    await spent.spend("nonce-2")  # prunes the first
+    await spent.spend("nonce-1")  # its state has expired: the boundary refuses it before it gets here
 
 
 def test_every_pause_gets_its_own_nonce() -> None:

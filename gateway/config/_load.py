@@ -36,6 +36,7 @@ from gateway.config._variables import VARIABLE_REFERENCE, Expander, Unresolved
 from gateway.errors import ConfigError
 from gateway.middleware import DEFER_IMPORT
 from gateway.policy import PolicyConfig
+from gateway.state import literal_password
 
 __all__ = [
     "CONFIG_ENV",
@@ -121,6 +122,24 @@ class _Reading:
             )
             return {name: value for name, value in section.items() if name != "key"}
         return {**section, "key": expanded}
+
+    def state(self, section: dict[str, Any]) -> dict[str, Any]:
+        """The `state` section with its URL's `${VAR}` expanded; a password written into it refuses the
+        config, as does a variable that is not set (replicas would not agree on anything)."""
+        url = section.get("url")
+        if not isinstance(url, str):
+            return section  # validation says what is wrong with it
+        where = "state.url"
+        if literal_password(url):
+            self.problems.append(
+                f'{where}: write the password as "${{NAME}}" ("redis://:${{REDIS_PASSWORD}}@host:6379/0"), '
+                "naming an environment variable that holds it; a password written into a shared config is "
+                "no secret"
+            )
+            return {name: value for name, value in section.items() if name != "url"}
+        expanded, unresolved = self.expander.one(url, where)
+        self.problems += [item.line for item in unresolved]
+        return {**section, "url": expanded}
 
     def auth(self, section: dict[str, Any]) -> dict[str, Any]:
         """The `auth` section with each static token read from the environment variable it names.
@@ -232,6 +251,8 @@ def parse_config(
         top["approvals"] = reading.approvals(approvals)
     if (auth := as_object(top.get("auth"))) is not None:
         top["auth"] = reading.auth(auth)
+    if (state := as_object(top.get("state"))) is not None:
+        top["state"] = reading.state(state)
     config = _validate(top, source, reading, _policy_problems(top, configured), import_middleware)
     if config_dir is not None:
         _resolve_paths(config, config_dir)

@@ -8,16 +8,18 @@ issuer that vouched for it, so that a JWT's `sub` never shares a static token's 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
-from collections import Counter, deque
-from collections.abc import Callable, Hashable, Mapping
+from collections import Counter
+from collections.abc import Callable, Mapping
 
 from gateway.auth import Owner
 from gateway.catalog import CatalogEntry
-from gateway.errors import QuotaExceeded
-from gateway.policy.config import PolicyConfig, RateLimit
+from gateway.errors import QuotaExceeded, StateUnavailable
+from gateway.policy.config import PolicyConfig, RateLimit, ToolPolicy
+from gateway.state import LocalRateWindows, RateWindows
 
 __all__ = ["MAX_TOOL_CALLS", "Clock", "ExecutionQuota", "RateLimiter"]
 
@@ -32,45 +34,33 @@ def _seconds(value: float) -> str:
 
 
 class RateLimiter:
-    """Sliding-window call counts per tool, shared by every execution of one gateway."""
+    """Sliding-window call counts per tool, in the rate windows every execution shares: this
+    process's, or with `state` set, the ones every replica shares."""
 
-    def __init__(self, clock: Clock = time.monotonic) -> None:
-        self._clock = clock
-        self._calls: dict[Hashable, deque[float]] = {}
-        self._lock = threading.Lock()
+    def __init__(self, clock: Clock = time.monotonic, windows: RateWindows | None = None) -> None:
+        self._windows: RateWindows = windows if windows is not None else LocalRateWindows(clock)
 
-    def acquire(self, name: Hashable, rate: RateLimit, where: str, *, shown: str | None = None) -> float:
-        """Record a call in window `name` now and return its time, or raise QuotaExceeded (naming the
-        tool as `shown`, by default `name`) if the window is full."""
-        with self._lock:
-            now = self._clock()
-            self._full(name, rate, where, now, shown or str(name))
-            self._calls.setdefault(name, deque()).append(now)
-            return now
-
-    def release(self, name: Hashable, stamp: float) -> None:
-        """Forget the call of `name` recorded at `stamp` (it never happened)."""
-        with self._lock:
-            window = self._calls.get(name)
-            if window is not None and stamp in window:
-                window.remove(stamp)
-
-    def _full(self, name: Hashable, rate: RateLimit, where: str, now: float, shown: str) -> None:
-        window = self._calls.get(name)
-        if window is None:
-            return
-        while window and window[0] <= now - rate.per_seconds:
-            window.popleft()
-        if len(window) >= rate.calls:
-            wait = window[0] + rate.per_seconds - now
+    async def acquire(self, window: str, rate: RateLimit, where: str, *, shown: str) -> str:
+        """Take a slot in `window` now and return its stamp, or raise QuotaExceeded (naming the tool
+        as `shown`) if the window is full, or StateUnavailable if the shared store cannot say."""
+        try:
+            slot = await self._windows.take(window, rate.calls, rate.per_seconds)
+        except StateUnavailable as exc:
+            raise StateUnavailable(f"{shown}: {exc}") from None
+        if slot.stamp is None:
             whose = " for each caller" if rate.per == "principal" else ""
             raise QuotaExceeded(
                 f"{shown}: rate limit of {rate.calls} calls per {_seconds(rate.per_seconds)} seconds"
-                f"{whose} reached ({where}); try again in {wait:.1f} s",
+                f"{whose} reached ({where}); try again in {slot.retry_after:.1f} s",
                 quota=where,
                 limit=rate.calls,
-                retry_after=wait,
+                retry_after=slot.retry_after,
             )
+        return slot.stamp
+
+    async def release(self, window: str, stamp: str) -> None:
+        """Give back the slot taken as `stamp` (its call never happened)."""
+        await self._windows.give_back(window, stamp)
 
 
 class ExecutionQuota:
@@ -92,7 +82,7 @@ class ExecutionQuota:
         self._sources = sources or {}
         self._counts: Counter[str] = Counter()
         # What `release` takes back from the limiter: (tool, window, stamp).
-        self._last_rate: tuple[str, Hashable, float] | None = None
+        self._last_rate: tuple[str, str, str] | None = None
         self._lock = threading.Lock()
 
     @property
@@ -100,46 +90,65 @@ class ExecutionQuota:
         """Calls acquired so far in this execution."""
         return self._counts.total()
 
-    def acquire(self, entry: CatalogEntry) -> None:
-        """Count a call of `entry`, or raise QuotaExceeded and count nothing."""
-        self.acquire_name(entry.qualified)
-
-    def acquire_name(self, name: str) -> None:
-        """Count a call by name: a tool's qualified name, or what else a snippet asks of a child (a
-        resource read, `server:uri`), which only `policy.max_tool_calls` limits."""
+    async def acquire(self, entry: CatalogEntry) -> None:
+        """Count a call of `entry`, taking its rate slot, or raise QuotaExceeded and count nothing."""
+        name = entry.qualified
         rules = self._config.tools.get(name)
         with self._lock:
-            total = self._config.max_tool_calls
-            if total is not None and self._counts.total() >= total:
-                where = self._sources.get(MAX_TOOL_CALLS, "policy.max_tool_calls")
-                raise QuotaExceeded(
-                    f"{name}: quota of {total} tool calls per execution reached ({where})",
-                    quota=where,
-                    limit=total,
-                )
-            source = self._sources.get(name) or f"policy.tools[{json.dumps(name)}]"
-            if rules is not None and rules.max_calls is not None and self._counts[name] >= rules.max_calls:
-                where = f"{source}.max_calls"
-                raise QuotaExceeded(
-                    f"{name}: quota of {rules.max_calls} calls per execution reached ({where})",
-                    quota=where,
-                    limit=rules.max_calls,
-                )
-            if rules is not None and rules.rate is not None:
-                window = name if rules.rate.per == "gateway" else (name, self._owner)
-                stamp = self._limiter.acquire(window, rules.rate, f"{source}.rate", shown=name)
-                self._last_rate = (name, window, stamp)
+            source = self._check(name, rules)
+        if rules is not None and rules.rate is not None:
+            window = self._window(name, rules.rate)
+            stamp = await self._limiter.acquire(window, rules.rate, f"{source}.rate", shown=name)
+            self._last_rate = (name, window, stamp)
+        with self._lock:
             self._counts[name] += 1
 
-    def release(self, entry: CatalogEntry) -> None:
+    def acquire_name(self, name: str) -> None:
+        """Count what else a snippet asks of a child (a resource read, `server:uri`), which only
+        `policy.max_tool_calls` limits."""
+        with self._lock:
+            self._check(name, None)
+            self._counts[name] += 1
+
+    def _check(self, name: str, rules: ToolPolicy | None) -> str:
+        """Raise QuotaExceeded if a per-execution quota is full; return where `name`'s rules were written."""
+        total = self._config.max_tool_calls
+        if total is not None and self._counts.total() >= total:
+            where = self._sources.get(MAX_TOOL_CALLS, "policy.max_tool_calls")
+            raise QuotaExceeded(
+                f"{name}: quota of {total} tool calls per execution reached ({where})",
+                quota=where,
+                limit=total,
+            )
+        source = self._sources.get(name) or f"policy.tools[{json.dumps(name)}]"
+        if rules is not None and rules.max_calls is not None and self._counts[name] >= rules.max_calls:
+            where = f"{source}.max_calls"
+            raise QuotaExceeded(
+                f"{name}: quota of {rules.max_calls} calls per execution reached ({where})",
+                quota=where,
+                limit=rules.max_calls,
+            )
+        return source
+
+    def _window(self, name: str, rate: RateLimit) -> str:
+        """The rate window a call of `name` counts in: the tool's, or the tool's for this caller."""
+        if rate.per == "gateway":
+            return json.dumps([name])
+        owner = self._owner
+        return json.dumps([name, None if owner is None else [owner.issuer, owner.principal]])
+
+    async def release(self, entry: CatalogEntry) -> None:
         """Take back the last `acquire` of `entry`: the call did not happen (its run paused before it)."""
         name = entry.qualified
         with self._lock:
             if self._counts[name] > 0:
                 self._counts[name] -= 1
-            if self._last_rate is not None and self._last_rate[0] == name:
-                self._limiter.release(*self._last_rate[1:])
-                self._last_rate = None
+            last, self._last_rate = self._last_rate, None
+        if last is not None and last[0] == name:
+            with contextlib.suppress(StateUnavailable):  # the slot stays taken until it leaves its window
+                await self._limiter.release(last[1], last[2])
+        elif last is not None:
+            self._last_rate = last
 
     def counts(self) -> dict[str, int]:
         """Calls per tool so far, for a paused run to carry into the round that resumes it."""

@@ -17,6 +17,7 @@ from gateway.auth import Identity
 from gateway.policy._policy import Policy, rule_source
 from gateway.policy._quotas import MAX_TOOL_CALLS, Clock, RateLimiter
 from gateway.policy.config import RULE_LISTS, PolicyConfig, RateLimit, ToolPolicy
+from gateway.state import RateWindows
 
 __all__ = ["Policies", "overlay", "roles_of"]
 
@@ -101,8 +102,15 @@ def _slower(first: RateLimit | None, second: RateLimit | None) -> RateLimit | No
 class Policies:
     """The compiled policy for each set of roles a caller has, sharing one set of rate windows."""
 
-    def __init__(self, config: PolicyConfig | None = None, *, clock: Clock = time.monotonic) -> None:
-        self._limiter = RateLimiter(clock)
+    def __init__(
+        self,
+        config: PolicyConfig | None = None,
+        *,
+        clock: Clock = time.monotonic,
+        windows: RateWindows | None = None,
+    ) -> None:
+        """`windows`: where the rate windows are kept (the ones replicas share, with `state`)."""
+        self._limiter = RateLimiter(clock, windows)
         self.base = Policy(config, limiter=self._limiter)
         self._compiled: dict[tuple[str, ...], Policy] = {(): self.base}
         self._lock = threading.Lock()

@@ -8,10 +8,16 @@ running when its response stream closes), so disconnecting never frees a place e
 
 A caller is an `Owner` (`_gate.caller_of`): a principal of one issuer when clients are
 authenticated, else a session or an address.
+
+With `state` set, a call admitted here also takes a place in its caller's count across replicas
+(`CallerCaps`, a lease renewed while it runs); when the caller's places are all taken on the
+replicas together, the call is refused with 429 rather than queued, since the place that frees may
+be on another replica. A store that cannot say leaves each replica's own cap in force.
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter, deque
 from dataclasses import dataclass
 
@@ -19,9 +25,15 @@ import anyio
 
 from gateway.auth import Owner
 from gateway.config import HttpConfig
+from gateway.errors import StateUnavailable
 from gateway.server._refusals import RETRY_AFTER_SECONDS, Refusal
+from gateway.state import CallerCaps
 
 __all__ = ["Admission", "ExecutionCaps", "RequestCounts", "Ticket"]
+
+# A place freed on a replica reaches the store just after that call's answer: a caller at its cap
+# that calls again at once is asked again briefly before it is refused.
+_SHARED_RETRIES = (0.0, 0.05, 0.1, 0.2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +62,7 @@ class Ticket:
         self._admission = admission
         self.caller = caller
         self._holders = 1
+        self.lease: str | None = None  # its place in the caller's count across replicas, if taken
 
     def hold(self) -> None:
         """One more holder (the handler serving the call). A place already freed is taken again,
@@ -65,6 +78,9 @@ class Ticket:
         self._holders -= 1
         if self._holders == 0:
             self._admission.vacate(self.caller)
+            if self.lease is not None:
+                self._admission.leave_shared(self.caller, self.lease)
+                self.lease = None
 
 
 class _Waiter:
@@ -79,8 +95,10 @@ class _Waiter:
 class Admission:
     """In-flight places and the queue in front of them, per caller and in total."""
 
-    def __init__(self, caps: ExecutionCaps) -> None:
+    def __init__(self, caps: ExecutionCaps, shared: CallerCaps | None = None) -> None:
+        """`shared`: the per-caller counts replicas share (with `state`), None for this replica's alone."""
         self.caps = caps
+        self._shared = shared
         self._running: Counter[Owner] = Counter()
         self._waiting: Counter[Owner] = Counter()
         self._queue: deque[_Waiter] = deque()
@@ -106,7 +124,7 @@ class Admission:
             return _shutting_down()
         if self._has_room(caller):
             self.occupy(caller)
-            return Ticket(self, caller)
+            return await self._take_shared(Ticket(self, caller))
         refusal = self._queue_full(caller)
         if refusal is not None:
             return refusal
@@ -121,7 +139,40 @@ class Admission:
             elif waiter.outcome is None:
                 self._leave_queue(waiter)
             raise
-        return waiter.outcome or _shutting_down()  # set before `admitted` is
+        outcome = waiter.outcome or _shutting_down()  # set before `admitted` is
+        return await self._take_shared(outcome) if isinstance(outcome, Ticket) else outcome
+
+    async def _take_shared(self, ticket: Ticket) -> Ticket | Refusal:
+        """`ticket` once its caller's count across replicas has room too, else a 429 (and the place freed)."""
+        if self._shared is None:
+            return ticket
+        cap = self.caps.in_flight_per_caller
+        try:
+            for wait in _SHARED_RETRIES:
+                await anyio.sleep(wait)
+                ticket.lease = await self._shared.enter(_shared_key(ticket.caller), cap)
+                if ticket.lease is not None:
+                    return ticket
+        except StateUnavailable:
+            return ticket  # the store cannot say: this replica's own cap holds meanwhile
+        except BaseException:
+            ticket.release()
+            raise
+        ticket.release()
+        return Refusal(
+            429,
+            f"too many calls from this caller across the replicas: {cap} in flight "
+            f"(http.max_executions_in_flight_per_caller = {cap}, counted together through `state`); retry "
+            "when one of them has finished",
+            "http.max_executions_in_flight_per_caller",
+            cap,
+            RETRY_AFTER_SECONDS,
+        )
+
+    def leave_shared(self, caller: Owner, lease: str) -> None:
+        """Free `caller`'s place across replicas taken as `lease`."""
+        if self._shared is not None:
+            self._shared.leave(_shared_key(caller), lease)
 
     def stop_admitting(self) -> None:
         """For shutdown: refuse every waiting call and every new one; those in flight go on."""
@@ -240,6 +291,10 @@ class RequestCounts:
         self._open[caller] -= 1
         if self._open[caller] <= 0:
             del self._open[caller]
+
+
+def _shared_key(caller: Owner) -> str:
+    return json.dumps([caller.issuer, caller.principal])
 
 
 def _shutting_down() -> Refusal:

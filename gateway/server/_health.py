@@ -5,6 +5,10 @@ child has connected or reported why not (ready, failed, reconnecting: none is st
 start). A child starting lazily later does not make the gateway unready again. While shutting down
 the gateway is not ready, so a load balancer sends new work elsewhere. The answers carry counts, not
 child names: probes are not authenticated.
+
+With `state` set the answer says whether the shared store answers (`"state": "unavailable"`), but a
+store that is down leaves the gateway ready: every replica shares it, so taking them all out of the
+balancer would stop the calls that need no store too (approvals and rates fail closed on their own).
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ class Readiness:
             "sandbox": sandbox,
             "children": dict(sorted(states.items())),
             "shutting_down": shutting_down,
+            "state": self._gateway.stores.health,
         }
 
     async def readyz(self, request: Request) -> Response:

@@ -42,7 +42,8 @@ class HttpApp:
 
     def __init__(self, gateway: Gateway, http: HttpConfig) -> None:
         self.http = http
-        self.admission = Admission(ExecutionCaps.of(http))
+        shared = gateway.stores.caps if gateway.stores.shared is not None else None
+        self.admission = Admission(ExecutionCaps.of(http), shared)
         gateway.telemetry.metrics.watch_admission(self.admission)
         self.shutting_down = False
         self._open: set[anyio.CancelScope] = set()

@@ -2,6 +2,11 @@
 
 Usage: python -m tests.bench.run_load [--clients 16] [--seconds 15 | --requests N] [--write PATH]
 
+Two more rows give the cost of shared state: two replicas behind HAProxy with a rate on the tool
+(so every call takes a rate slot), without `state` and then with it on a local `redis-server`
+(skipped where it is not installed), with the store's round trips per tool call counted by the
+store itself (`INFO commandstats` before and after, not counting what a script runs inside one call).
+
 Each client is the MCP SDK's `Client` over streamable HTTP on 2026-07-28 (a request of its own per
 call, so a balancer spreads them), making `execute_code` calls whose snippet calls a child tool
 (`tools.tiny.echo`) and checking each answer is its own. The same run measures one replica reached
@@ -21,7 +26,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,10 +38,18 @@ from mcp import Client
 from tests.e2e.gateway_http import http_client
 from tests.e2e.gateway_process import TINY, WAIT, environment, write_config
 from tests.e2e.load_balancer import HAPROXY, NOT_INSTALLED, Frontend, free_ports, haproxy, replicas
+from tests.state.redis_server import NOT_INSTALLED as NO_REDIS
+from tests.state.redis_server import REDIS_SERVER, RedisServer
 
 LOAD_MARKER = "<!-- load -->"  # where this section starts in docs/benchmarks.md
 SOAK_MARKER = "<!-- soak -->"  # run_soak.py's section, kept after this one
 SNIPPET = "tools.tiny.echo(text={text!r})"
+# A rate no run reaches: every call takes (and keeps) a slot in its window, as a rated call does.
+RATE = {"tools": {"tiny.echo": {"rate": {"calls": 1_000_000, "per_seconds": 60}}}}
+RATED = "HAProxy, round robin, rate"
+Runner = Callable[[str, str, dict[str, list[int]]], Awaitable[None]]
+"""Measures one row: (url, balancer, the server-side pids by role)."""
+SHARED = "HAProxy, round robin, rate, state"
 
 
 @dataclass
@@ -50,6 +63,8 @@ class Phase:
     errors: Counter[str] = field(default_factory=Counter[str])
     seconds: float = 0.0
     cores: dict[str, float] = field(default_factory=dict[str, float])  # CPU used while timed, by whom
+    store_commands: int | None = None  # round trips to the state store meanwhile (warm-up included)
+    calls: int = 0  # every call made, warm-up included, for the store's round trips per call
 
     @property
     def requests(self) -> int:
@@ -156,12 +171,14 @@ async def drive(
                 problem = await one_call(client, f"warm-{number}-{call}")
                 if problem is not None:
                     raise RuntimeError(f"a warm-up call failed ({problem}): the gateway is not serving")
+            phase.calls += warmup
             task_status.started()
             await go.wait()
             call = 0
             while budget.take():
                 started = time.perf_counter()
                 problem = await one_call(client, f"{number}-{call}")
+                phase.calls += 1
                 if problem is None:
                     phase.latencies_ms.append((time.perf_counter() - started) * 1000)
                 else:
@@ -178,23 +195,29 @@ async def drive(
             go.set()
 
 
-def replica_config(directory: Path, clients: int) -> Path:
-    """A replica's config: the tiny child, and caps that admit every client at once.
+def replica_config(directory: Path, clients: int, *, rate: bool = False, state: str | None = None) -> Path:
+    """A replica's config: the tiny child, and caps that admit every client at once; with `rate`, a
+    rate on its tool, and with `state`, the store at that URL.
 
     Without `auth`, every 2026-07-28 client reaching a replica through HAProxy is HAProxy's address:
     the per-caller caps would throttle them all as one caller.
     """
     directory.mkdir()
-    places = max(16, clients)
+    # Twice the clients: with `state` the caller's count spans the replicas, and a place freed on one
+    # reaches the store just after its answer, so a cap of exactly the clients would refuse some.
+    places = max(16, clients) * 2
     http = {
         "max_executions_in_flight": places,
         "max_executions_in_flight_per_caller": places,
         "max_executions_queued": places * 2,
         "max_executions_queued_per_caller": places * 2,
     }
-    return write_config(
-        directory, {"mcpServers": {"tiny": TINY}, "audit": {"path": "audit.jsonl"}, "http": http}
-    )
+    config = {"mcpServers": {"tiny": TINY}, "audit": {"path": "audit.jsonl"}, "http": http}
+    if rate:
+        config["policy"] = RATE
+    if state is not None:
+        config["state"] = {"url": state}
+    return write_config(directory, config)
 
 
 @dataclass
@@ -236,9 +259,37 @@ async def measure(clients: int, seconds: float, requests: int, warmup: int) -> R
                 both = {"replicas": pids, "haproxy": [balancer.pid]}
                 await run(f"http://127.0.0.1:{one}/mcp", "HAProxy", both | {"replicas": pids[:1]})
                 await run(f"http://127.0.0.1:{two}/mcp", "HAProxy, round robin", both)
+        await measure_state(work, clients, run, phases)
     budget = f"{requests} requests" if requests else f"{seconds:g} s"
     date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     return Report(phases, clients, budget, [load_at_start, os.getloadavg()[0]], date)
+
+
+async def measure_state(work: Path, clients: int, run: Runner, phases: list[Phase]) -> None:
+    """Two replicas behind HAProxy with a rated tool, without `state` and then with a redis-server."""
+    if HAPROXY is None or REDIS_SERVER is None:
+        reason = NOT_INSTALLED if HAPROXY is None else NO_REDIS
+        print(f"  skipping the rows with shared state: {reason}", file=sys.stderr)
+        return
+    [port] = free_ports(1)
+    store = RedisServer(port)
+    store.start()
+    try:
+        for balancer, url in ((RATED, None), (SHARED, store.url)):
+            home = work / balancer.replace(", ", "-").replace(" ", "-")
+            home.mkdir()
+            configs = [replica_config(home / f"replica-{i}", clients, rate=True, state=url) for i in range(2)]
+            async with replicas(configs, environment()) as gateways:
+                addresses = [gateway.url.split("/")[2] for gateway in gateways]
+                [front] = free_ports(1)
+                async with haproxy(home, [Frontend("rated", front, addresses)]) as proxy:
+                    pids = {"replicas": [gateway.process.pid for gateway in gateways], "haproxy": [proxy.pid]}
+                    before = store.round_trips()
+                    await run(f"http://127.0.0.1:{front}/mcp", balancer, pids)
+                    if url is not None:
+                        phases[-1].store_commands = store.round_trips() - before
+    finally:
+        store.stop()
 
 
 # --- output -----------------------------------------------------------------------------------------
@@ -273,7 +324,23 @@ def render_table(report: Report) -> str:
             f"| {phase.throughput:.1f} req/s | {phase.percentile(50):.1f} ms | {phase.percentile(99):.1f} ms "
             f"| {errors} | {cpu_text(phase.cores)} |"
         )
-    return "\n".join([*lines, "", ratio_line(report.phases)])
+    return "\n".join([*lines, "", ratio_line(report.phases), "", state_line(report.phases)])
+
+
+def state_line(phases: Sequence[Phase]) -> str:
+    """Shared state on vs off (both with the rate), and the store's round trips per tool call."""
+    by = {phase.balancer: phase for phase in phases}
+    if RATED not in by or SHARED not in by:
+        return f"State on vs off: not measured ({NO_REDIS if HAPROXY else NOT_INSTALLED})."
+    off, on = by[RATED], by[SHARED]
+    throughput = on.throughput / off.throughput if off.throughput else math.nan
+    p99 = on.percentile(99) / off.percentile(99)
+    trips = (on.store_commands or 0) / on.calls if on.calls else math.nan
+    return (
+        f"State on vs off (2 replicas, a rate on the tool): throughput x{throughput:.2f}, p99 x{p99:.2f}; "
+        f"{trips:.2f} round trips to the store per tool call ({on.store_commands} for {on.calls} calls, "
+        "warm-up included; INFO commandstats, a script's inner commands not counted)."
+    )
 
 
 def cpu_text(cores: Mapping[str, float]) -> str:

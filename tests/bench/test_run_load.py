@@ -9,6 +9,7 @@ import pytest
 
 from tests.bench import run_load
 from tests.e2e.load_balancer import HAPROXY
+from tests.state.redis_server import REDIS_SERVER
 
 
 def table_rows(printed: str) -> list[list[str]]:
@@ -26,6 +27,8 @@ def test_two_clients_making_a_few_calls_fill_a_row_per_configuration_without_err
     expected = [["1", "none (direct)"]]
     if HAPROXY is not None:
         expected += [["1", "HAProxy"], ["2", "HAProxy, round robin"]]
+    if HAPROXY is not None and REDIS_SERVER is not None:
+        expected += [["2", "HAProxy, round robin, rate"], ["2", "HAProxy, round robin, rate, state"]]
     assert [row[:2] for row in rows] == expected
     for row in rows:
         assert row[2:4] == ["2", "4"]  # clients, requests
@@ -34,6 +37,7 @@ def test_two_clients_making_a_few_calls_fill_a_row_per_configuration_without_err
         assert row[7] == "0"  # every call answered with its own text
     assert f"{os.cpu_count()} cores" in printed
     assert "2 replicas vs 1" in printed
+    assert "State on vs off" in printed
 
 
 SOAK = "<!-- soak -->\n## Soak\n\nsoak table\n"

@@ -243,6 +243,17 @@ def test_the_configmaps_config_loads_with_the_variables_the_secret_sets() -> Non
     assert config.http is not None
     assert config.auth is not None
     assert config.approvals.key is not None  # replicas resume each other's paused runs
+    assert config.state is not None  # and share spent approvals, rates, caps and shapes
+
+
+def test_the_shared_store_is_reached_over_tls_with_the_password_the_secret_sets() -> None:
+    password = "a-password-from-the-secret"
+    config = loaded_config(usable_secrets() | {"REDIS_PASSWORD": password})
+    assert config.state is not None
+    assert config.state.url.startswith("rediss://")
+    assert f":{password}@" in config.state.url
+    assert password in config.secret_values  # redacted wherever it could leave
+    assert "REDIS_PASSWORD" in secret_values()
 
 
 def test_every_variable_the_config_names_is_set_by_the_secret_and_the_secret_sets_no_other() -> None:

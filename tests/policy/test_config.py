@@ -23,13 +23,14 @@ def real() -> Catalog:
 # ---- config validation --------------------------------------------------------------------------
 
 
-def test_the_default_policy_allows_and_shows_everything(real: Catalog) -> None:
+@pytest.mark.anyio
+async def test_the_default_policy_allows_and_shows_everything(real: Catalog) -> None:
     policy = Policy()
     assert all(policy.visible(e) and policy.denial(e) is None for e in real)
     assert not any(policy.needs_approval(e) for e in real)
     quota = policy.new_execution()
     for _ in range(1000):
-        quota.acquire(get(real, "everything.get_sum"))
+        await quota.acquire(get(real, "everything.get_sum"))
 
 
 def test_the_example_config_of_the_issue_validates() -> None:

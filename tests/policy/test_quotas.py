@@ -13,6 +13,8 @@ from gateway.policy._quotas import RateLimiter
 from tests.policy.helpers import FakeClock, get, policy_of
 from tests.real_servers import snapshot_catalog
 
+pytestmark = pytest.mark.anyio
+
 
 @pytest.fixture(scope="module")
 def real() -> Catalog:
@@ -23,13 +25,13 @@ def real() -> Catalog:
 # ---- quotas -------------------------------------------------------------------------------------
 
 
-def test_max_tool_calls_caps_the_calls_of_one_execution(real: Catalog) -> None:
+async def test_max_tool_calls_caps_the_calls_of_one_execution(real: Catalog) -> None:
     policy = policy_of(max_tool_calls=3)
     quota = policy.new_execution()
     for name in ("time.get_current_time", "git.git_status", "time.get_current_time"):
-        quota.acquire(get(real, name))
+        await quota.acquire(get(real, name))
     with pytest.raises(QuotaExceeded) as caught:
-        quota.acquire(get(real, "memory.read_graph"))
+        await quota.acquire(get(real, "memory.read_graph"))
     error = caught.value
     assert (
         str(error) == "memory.read_graph: quota of 3 tool calls per execution reached (policy.max_tool_calls)"
@@ -42,22 +44,22 @@ def test_max_tool_calls_caps_the_calls_of_one_execution(real: Catalog) -> None:
     )
     assert isinstance(error, ToolCallError)
     assert quota.calls == 3
-    policy.new_execution().acquire(get(real, "memory.read_graph"))  # the next execution starts afresh
+    await policy.new_execution().acquire(get(real, "memory.read_graph"))  # the next execution starts afresh
 
 
-def test_a_quota_of_zero_refuses_the_first_call(real: Catalog) -> None:
+async def test_a_quota_of_zero_refuses_the_first_call(real: Catalog) -> None:
     with pytest.raises(QuotaExceeded, match="quota of 0 tool calls"):
-        policy_of(max_tool_calls=0).new_execution().acquire(get(real, "time.get_current_time"))
+        await policy_of(max_tool_calls=0).new_execution().acquire(get(real, "time.get_current_time"))
 
 
-def test_max_calls_caps_one_tool_per_execution(real: Catalog) -> None:
+async def test_max_calls_caps_one_tool_per_execution(real: Catalog) -> None:
     policy = policy_of(tools={"everything.get_sum": {"max_calls": 5}})
     quota = policy.new_execution()
     get_sum, echo = get(real, "everything.get_sum"), get(real, "everything.echo")
     for _ in range(5):
-        quota.acquire(get_sum)
+        await quota.acquire(get_sum)
     with pytest.raises(QuotaExceeded) as caught:
-        quota.acquire(get_sum)
+        await quota.acquire(get_sum)
     assert str(caught.value) == (
         "everything.get_sum: quota of 5 calls per execution reached "
         '(policy.tools["everything.get_sum"].max_calls)'
@@ -65,11 +67,11 @@ def test_max_calls_caps_one_tool_per_execution(real: Catalog) -> None:
     assert caught.value.quota == 'policy.tools["everything.get_sum"].max_calls'
     assert caught.value.limit == 5
     for _ in range(10):
-        quota.acquire(echo)
-    policy.new_execution().acquire(get_sum)
+        await quota.acquire(echo)
+    await policy.new_execution().acquire(get_sum)
 
 
-def test_a_refused_call_counts_against_no_quota(real: Catalog) -> None:
+async def test_a_refused_call_counts_against_no_quota(real: Catalog) -> None:
     clock = FakeClock()
     policy = policy_of(
         clock,
@@ -78,56 +80,56 @@ def test_a_refused_call_counts_against_no_quota(real: Catalog) -> None:
     )
     get_sum, echo = get(real, "everything.get_sum"), get(real, "everything.echo")
     first = policy.new_execution()
-    first.acquire(get_sum)
+    await first.acquire(get_sum)
     with pytest.raises(QuotaExceeded, match="max_calls"):
-        first.acquire(get_sum)
+        await first.acquire(get_sum)
     second = policy.new_execution()
     with pytest.raises(QuotaExceeded, match="rate"):
-        second.acquire(get_sum)  # the rate refuses it: the execution's counts stay at zero
+        await second.acquire(get_sum)  # the rate refuses it: the execution's counts stay at zero
     assert second.calls == 0
     for _ in range(3):
-        second.acquire(echo)
+        await second.acquire(echo)
     assert second.calls == 3
 
 
 RATE_3_PER_60: dict[str, Any] = {"tools": {"everything.get_sum": {"rate": {"calls": 3, "per_seconds": 60}}}}
 
 
-def test_the_rate_window_slides_with_the_clock(real: Catalog) -> None:
+async def test_the_rate_window_slides_with_the_clock(real: Catalog) -> None:
     clock = FakeClock()
     policy = policy_of(clock, **RATE_3_PER_60)
     get_sum = get(real, "everything.get_sum")
 
-    def attempt(at: float) -> float | None:
+    async def attempt(at: float) -> float | None:
         """The retry delay if the call at `at` is refused, else None."""
         clock.now = at
         try:
-            policy.new_execution().acquire(get_sum)
+            await policy.new_execution().acquire(get_sum)
         except QuotaExceeded as exc:
             return exc.retry_after
         return None
 
-    assert [attempt(t) for t in (0, 10, 20)] == [None, None, None]
-    assert attempt(30) == pytest.approx(30.0)
-    assert attempt(59.9) == pytest.approx(0.1)
-    assert attempt(60) is None  # the call at 0 left the window
-    assert attempt(65) == pytest.approx(5.0)  # 10, 20 and 60 are in it
-    assert attempt(70) is None
-    assert attempt(200) is None
-    assert [attempt(200.5), attempt(201)] == [None, None]
-    assert attempt(259.99) == pytest.approx(0.01)
+    assert [await attempt(t) for t in (0, 10, 20)] == [None, None, None]
+    assert await attempt(30) == pytest.approx(30.0)
+    assert await attempt(59.9) == pytest.approx(0.1)
+    assert await attempt(60) is None  # the call at 0 left the window
+    assert await attempt(65) == pytest.approx(5.0)  # 10, 20 and 60 are in it
+    assert await attempt(70) is None
+    assert await attempt(200) is None
+    assert [await attempt(200.5), await attempt(201)] == [None, None]
+    assert await attempt(259.99) == pytest.approx(0.01)
 
 
-def test_a_rate_refusal_names_the_rate_and_when_to_retry(real: Catalog) -> None:
+async def test_a_rate_refusal_names_the_rate_and_when_to_retry(real: Catalog) -> None:
     clock = FakeClock()
     policy = policy_of(clock, tools={"everything.get_sum": {"rate": {"calls": 10, "per_seconds": 60}}})
     quota = policy.new_execution()
     for second in range(10):
         clock.now = float(second)
-        quota.acquire(get(real, "everything.get_sum"))
+        await quota.acquire(get(real, "everything.get_sum"))
     clock.now = 47.5
     with pytest.raises(QuotaExceeded) as caught:
-        quota.acquire(get(real, "everything.get_sum"))
+        await quota.acquire(get(real, "everything.get_sum"))
     assert str(caught.value) == (
         "everything.get_sum: rate limit of 10 calls per 60 seconds reached "
         '(policy.tools["everything.get_sum"].rate); try again in 12.5 s'
@@ -136,32 +138,32 @@ def test_a_rate_refusal_names_the_rate_and_when_to_retry(real: Catalog) -> None:
     assert caught.value.retry_after == pytest.approx(12.5)
 
 
-def test_the_rate_is_shared_by_every_execution_of_the_gateway(real: Catalog) -> None:
+async def test_the_rate_is_shared_by_every_execution_of_the_gateway(real: Catalog) -> None:
     clock = FakeClock()
     policy = policy_of(clock, **RATE_3_PER_60)
     get_sum = get(real, "everything.get_sum")
     executions = [policy.new_execution() for _ in range(3)]
     for quota in executions:
-        quota.acquire(get_sum)
+        await quota.acquire(get_sum)
     with pytest.raises(QuotaExceeded):
-        policy.new_execution().acquire(get_sum)
+        await policy.new_execution().acquire(get_sum)
     other = policy_of(clock, **RATE_3_PER_60)  # another gateway keeps its own windows
-    other.new_execution().acquire(get_sum)
+    await other.new_execution().acquire(get_sum)
 
 
-def test_each_tool_has_its_own_rate_window(real: Catalog) -> None:
+async def test_each_tool_has_its_own_rate_window(real: Catalog) -> None:
     clock = FakeClock()
     rate = {"rate": {"calls": 1, "per_seconds": 10}}
     policy = policy_of(clock, tools={"everything.get_sum": rate, "everything.echo": rate})
     quota = policy.new_execution()
-    quota.acquire(get(real, "everything.get_sum"))
-    quota.acquire(get(real, "everything.echo"))
-    quota.acquire(get(real, "time.get_current_time"))  # no rate of its own
+    await quota.acquire(get(real, "everything.get_sum"))
+    await quota.acquire(get(real, "everything.echo"))
+    await quota.acquire(get(real, "time.get_current_time"))  # no rate of its own
     with pytest.raises(QuotaExceeded, match=r"everything\.echo: rate limit of 1 calls per 10 seconds"):
-        quota.acquire(get(real, "everything.echo"))
+        await quota.acquire(get(real, "everything.echo"))
 
 
-def test_the_rate_limiter_stands_alone_with_an_injected_clock() -> None:
+async def test_the_rate_limiter_stands_alone_with_an_injected_clock() -> None:
     clock = FakeClock()
     limiter = RateLimiter(clock)
     rate = (
@@ -170,10 +172,10 @@ def test_the_rate_limiter_stands_alone_with_an_injected_clock() -> None:
         .rate
     )
     assert rate is not None
-    limiter.acquire("a.b", rate, "here")
-    limiter.acquire("a.b", rate, "here")
+    await limiter.acquire("a.b", rate, "here", shown="a.b")
+    await limiter.acquire("a.b", rate, "here", shown="a.b")
     with pytest.raises(QuotaExceeded, match=r"2 calls per 1\.5 seconds reached \(here\)"):
-        limiter.acquire("a.b", rate, "here")
+        await limiter.acquire("a.b", rate, "here", shown="a.b")
     clock.now = 1.5
-    limiter.acquire("a.b", rate, "here")
+    await limiter.acquire("a.b", rate, "here", shown="a.b")
     assert isinstance(policy_of().new_execution(), ExecutionQuota)

@@ -137,12 +137,13 @@ def test_a_roles_approve_adds_to_the_policys(real: Catalog) -> None:
     assert not rules.base.needs_approval(get(real, "git.git_status"))
 
 
-def test_a_roles_quota_is_named_in_the_refusal(real: Catalog) -> None:
+@pytest.mark.anyio
+async def test_a_roles_quota_is_named_in_the_refusal(real: Catalog) -> None:
     rules = policies(max_tool_calls=10, roles={"contractor": {"principals": ["bob"], "max_tool_calls": 1}})
     quota = rules.for_caller(BOB).new_execution(Owner(STATIC_ISSUER, "bob"))
-    quota.acquire(get(real, "time.get_current_time"))
+    await quota.acquire(get(real, "time.get_current_time"))
     with pytest.raises(QuotaExceeded) as caught:
-        quota.acquire(get(real, "time.get_current_time"))
+        await quota.acquire(get(real, "time.get_current_time"))
     assert caught.value.quota == 'policy.roles["contractor"].max_tool_calls'
     assert caught.value.limit == 1
 
@@ -175,49 +176,52 @@ def test_a_tool_two_roles_constrain_meets_both_constraints_and_the_lower_quota(r
 # ---- rates --------------------------------------------------------------------------------------
 
 
-def test_a_rate_per_principal_gives_each_caller_its_own_window(real: Catalog) -> None:
+@pytest.mark.anyio
+async def test_a_rate_per_principal_gives_each_caller_its_own_window(real: Catalog) -> None:
     clock = FakeClock()
     rate = {"calls": 1, "per_seconds": 60, "per": "principal"}
     rules = policies(clock, tools={"time.get_current_time": {"rate": rate}})
     entry = get(real, "time.get_current_time")
-    rules.base.new_execution(Owner(STATIC_ISSUER, "alice")).acquire(entry)
-    rules.base.new_execution(Owner(STATIC_ISSUER, "bob")).acquire(entry)  # a window of its own
+    await rules.base.new_execution(Owner(STATIC_ISSUER, "alice")).acquire(entry)
+    await rules.base.new_execution(Owner(STATIC_ISSUER, "bob")).acquire(entry)  # a window of its own
     # A JWT whose `sub` is a static token's name is another caller, with a window of its own.
-    rules.base.new_execution(Owner("https://idp.example.com", "alice")).acquire(entry)
+    await rules.base.new_execution(Owner("https://idp.example.com", "alice")).acquire(entry)
     with pytest.raises(QuotaExceeded) as caught:
-        rules.base.new_execution(Owner(STATIC_ISSUER, "alice")).acquire(entry)
+        await rules.base.new_execution(Owner(STATIC_ISSUER, "alice")).acquire(entry)
     assert "for each caller" in str(caught.value)
     clock.now += 61
-    rules.base.new_execution(Owner(STATIC_ISSUER, "alice")).acquire(entry)
+    await rules.base.new_execution(Owner(STATIC_ISSUER, "alice")).acquire(entry)
 
 
-def test_a_gateway_rate_counts_every_callers_calls_whatever_their_roles(real: Catalog) -> None:
+@pytest.mark.anyio
+async def test_a_gateway_rate_counts_every_callers_calls_whatever_their_roles(real: Catalog) -> None:
     rate = {"calls": 2, "per_seconds": 60}
     rules = policies(
         tools={"time.get_current_time": {"rate": rate}},
         roles={"contractor": {"principals": ["bob"], "deny": ["git.*"]}},
     )
     entry = get(real, "time.get_current_time")
-    rules.base.new_execution(Owner(STATIC_ISSUER, "alice")).acquire(entry)
-    rules.for_caller(BOB).new_execution(Owner(STATIC_ISSUER, "bob")).acquire(entry)
+    await rules.base.new_execution(Owner(STATIC_ISSUER, "alice")).acquire(entry)
+    await rules.for_caller(BOB).new_execution(Owner(STATIC_ISSUER, "bob")).acquire(entry)
     with pytest.raises(QuotaExceeded) as caught:
-        rules.base.new_execution(Owner(STATIC_ISSUER, "carol")).acquire(entry)
+        await rules.base.new_execution(Owner(STATIC_ISSUER, "carol")).acquire(entry)
     assert caught.value.quota == 'policy.tools["time.get_current_time"].rate'
 
 
-def test_a_rate_a_role_sets_is_named_in_the_refusal(real: Catalog) -> None:
+@pytest.mark.anyio
+async def test_a_rate_a_role_sets_is_named_in_the_refusal(real: Catalog) -> None:
     rate = {"calls": 1, "per_seconds": 60, "per": "principal"}
     rules = policies(
         roles={"contractor": {"principals": ["bob"], "tools": {"time.get_current_time": {"rate": rate}}}}
     )
     entry = get(real, "time.get_current_time")
     bob = rules.for_caller(BOB)
-    bob.new_execution(Owner(STATIC_ISSUER, "bob")).acquire(entry)
+    await bob.new_execution(Owner(STATIC_ISSUER, "bob")).acquire(entry)
     with pytest.raises(QuotaExceeded) as caught:
-        bob.new_execution(Owner(STATIC_ISSUER, "bob")).acquire(entry)
+        await bob.new_execution(Owner(STATIC_ISSUER, "bob")).acquire(entry)
     assert caught.value.quota == 'policy.roles["contractor"].tools["time.get_current_time"].rate'
-    rules.base.new_execution(Owner(STATIC_ISSUER, "alice")).acquire(entry)  # no rate without the role
-    rules.base.new_execution(Owner(STATIC_ISSUER, "alice")).acquire(entry)
+    await rules.base.new_execution(Owner(STATIC_ISSUER, "alice")).acquire(entry)  # no rate without the role
+    await rules.base.new_execution(Owner(STATIC_ISSUER, "alice")).acquire(entry)
 
 
 # ---- typos --------------------------------------------------------------------------------------

@@ -10,6 +10,8 @@ from anyio.abc import TaskGroup
 from gateway.auth import Owner
 from gateway.server._admission import Admission, ExecutionCaps, RequestCounts, Ticket
 from gateway.server._refusals import Refusal
+from gateway.state import Stores
+from tests.state.redis_server import RedisServer, patient
 
 pytestmark = pytest.mark.anyio
 
@@ -179,3 +181,41 @@ def test_a_caller_past_its_open_requests_is_refused_429_naming_the_limit_and_oth
     assert requests.enter(B) is None
     requests.leave(A)
     assert requests.enter(A) is None
+
+
+async def test_with_shared_state_a_callers_cap_counts_its_calls_on_every_replica_together(
+    redis_url: str,
+) -> None:
+    caps = ExecutionCaps(in_flight=8, queued=8, in_flight_per_caller=2, queued_per_caller=2)
+    stores = [Stores.of(patient(redis_url)) for _ in range(2)]
+    with anyio.fail_after(WAIT):
+        async with stores[0].serving(), stores[1].serving():
+            one, two = (Admission(caps, replica.caps) for replica in stores)
+            first = await admitted(one, A)
+            await admitted(two, A)
+            refusal = await refused(two, A)  # the caller's two places are taken, one on each replica
+            other = await admitted(two, B)  # callers apart
+            first.release()
+            while not isinstance(again := await one.admit(A), Ticket):  # noqa: ASYNC110  (freed behind)
+                await anyio.sleep(0.01)
+            again.release()
+            other.release()
+    assert refusal.status == 429
+    assert "across the replicas" in refusal.message
+    assert (refusal.key, refusal.value) == ("http.max_executions_in_flight_per_caller", 2)
+    assert (one.in_flight, two.in_flight) == (0, 1)  # the refused call took no place here either
+
+
+async def test_with_the_shared_store_down_each_replicas_own_cap_still_holds(
+    redis_server: RedisServer, redis_url: str
+) -> None:
+    caps = ExecutionCaps(in_flight=8, queued=0, in_flight_per_caller=1, queued_per_caller=0)
+    stores = Stores.of(patient(redis_url))
+    with anyio.fail_after(WAIT):
+        async with stores.serving():
+            admission = Admission(caps, stores.caps)
+            redis_server.stop()
+            held = await admitted(admission, A)  # the store cannot say: this replica's cap decides
+            refusal = await refused(admission, A)
+            held.release()
+    assert refusal.status == 429
