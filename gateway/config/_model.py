@@ -35,6 +35,7 @@ from gateway.middleware import (
 from gateway.policy import ApprovalsConfig, PolicyConfig
 from gateway.policy.config import ToolName
 from gateway.sandbox import SandboxLimits
+from gateway.state import StateConfig
 
 __all__ = ["GatewayConfig", "config_json_schema"]
 
@@ -138,6 +139,11 @@ class GatewayConfig(BaseModel):
         default_factory=BackgroundConfig,
         description="Background executions: execute_code as an MCP task (or with `background: true`), "
         "with their own wall time, fuel, how many run at once, and how long a result is kept.",
+    )
+    state: StateConfig | None = Field(
+        default=None,
+        description="The Redis that replicas share (background runs across replicas); absent, one "
+        "process keeps its own.",
     )
     # Values that came from environment variables, with the variable each came from, for redaction;
     # private, so never in repr or dumps.
