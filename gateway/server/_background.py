@@ -421,9 +421,12 @@ class BackgroundExecutions:
             return None
         try:
             record = await self._store.read(execution_id)
-        except Exception:
+        except Exception as exc:
             log.warning("the run store could not be read", exc_info=True)
-            return None
+            raise BackgroundRefused(
+                f"background execution {execution_id!r} could not be looked up: {self._store.name} "
+                f"failed ({type(exc).__name__}). Check that it is reachable, and retry"
+            ) from exc
         ended_at = record.ended_at if record is not None else None
         if ended_at is not None and time.time() - ended_at >= self.config.keep_seconds:
             return None

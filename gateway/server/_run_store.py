@@ -80,6 +80,8 @@ class RunRecord(BaseModel):
 class RunStore(Protocol):
     """What `BackgroundExecutions` asks of a store beyond its own memory."""
 
+    name: str
+    """What the store is, as an error names it: which config key to check."""
     renew_seconds: float | None
     """How often the process running a run renews its hold on it; None if no one else could take it."""
 
@@ -146,6 +148,7 @@ class FileRuns:
     """Finished runs in a SQLite file (WAL): one process's, kept across its restarts. The file is
     made when the first run ends, so a gateway that runs nothing in the background leaves none."""
 
+    name = "the local results file (background.keep_on_disk)"
     renew_seconds: float | None = None
 
     def __init__(self, path: Path) -> None:

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import anyio
+from redis.exceptions import RedisError
 
 from gateway.config import BackgroundConfig, GatewayConfig
 from gateway.server._run_store import FileRuns, RunRecord, RunStore, runs_file
@@ -57,6 +58,8 @@ def replica_stopped(lease_seconds: float) -> str:
 
 class SharedRuns:
     """Background runs in Redis, each held by the replica running it under a lease."""
+
+    name = "the state store (state.url)"
 
     def __init__(self, state: SharedState, config: BackgroundConfig) -> None:
         self._state = state
@@ -161,7 +164,7 @@ class SharedRuns:
                         )
                         if message is not None and message.get("type") == "message":
                             yield _text(message["data"])
-            except (OSError, TimeoutError, ConnectionError) as exc:
+            except (RedisError, OSError) as exc:
                 delay = RECONNECT_SECONDS[min(attempt, len(RECONNECT_SECONDS) - 1)]
                 attempt += 1
                 log.warning(

@@ -142,3 +142,26 @@ async def test_a_run_whose_replica_stopped_renewing_reads_ended_once_its_lease_l
     assert "its replica stopped" in ended.message
     assert "background.lease_seconds" in ended.message
     assert (again.status, again.message) == (ended.status, ended.message)
+
+
+async def test_with_the_store_down_a_lookup_names_the_state_store_and_local_runs_still_end(
+    tmp_path: Path,
+) -> None:
+    background = BackgroundConfig()
+    state = StateConfig(url="", key_prefix="down:", connect_timeout_seconds=0.5, command_timeout_seconds=0.5)
+    async with redis_server(tmp_path) as redis:
+        state = state.model_copy(update={"url": redis.url})
+        async with SharedState.connected(state) as shared:
+            executions = BackgroundExecutions(background)
+            async with executions.running(SharedRuns(shared, background)):
+                redis.process.terminate()
+                with anyio.fail_after(WAIT):
+                    await redis.process.wait()
+                    with pytest.raises(BackgroundRefused, match=r"the state store \(state.url\) failed"):
+                        await executions.find(ALICE, "elsewhere")
+                    work = Gate("done here")
+                    work.open.set()
+                    started = await executions.start(ALICE, work)
+                    ended = await executions.wait_for(ALICE, started.id, None)
+    assert ended.status == "completed"
+    assert ended.result == types.CallToolResult(content=[types.TextContent(text="done here")])
