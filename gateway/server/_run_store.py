@@ -163,6 +163,8 @@ class FileRuns:
             _create_owner_only(self.path)
             db = sqlite3.connect(self.path, timeout=5.0, check_same_thread=False, isolation_level=None)
             db.execute("PRAGMA journal_mode=WAL")
+            # Durable across a crash of the process (what a restart needs), without a sync per run.
+            db.execute("PRAGMA synchronous=NORMAL")
             db.execute(_SCHEMA)
             self._db = db
         return self._db
