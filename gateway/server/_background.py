@@ -13,6 +13,11 @@ capability (a reconnecting client collects with it), and only listing goes by ow
 What finished runs keep is budgeted per owner and in total, by count and by bytes: an owner past its
 own share loses its own oldest results, never another's; past the total, a new run is refused (count)
 or its result is not kept (bytes), saying which limit.
+
+Beyond memory, a `RunStore` (`_run_store.py`) keeps them too: a local file that a restarted process
+reads back, or with `state` the Redis every replica reads (`_shared_runs.py`), where the process
+running a run holds a lease on it and hears cancels asked elsewhere. A run this process does not hold
+is looked up there (`find`), waited for by reading its record again, and cancelled through it.
 """
 
 from __future__ import annotations
@@ -432,11 +437,15 @@ class BackgroundExecutions:
             return None
         return record
 
+    def runs_here(self, execution: BackgroundExecution) -> bool:
+        """Whether `execution` is one this process runs (or ran), not a record read from the store."""
+        return self._executions.get(execution.id) is execution
+
     async def wait_for(self, caller: Owner, execution_id: str, timeout: float | None) -> BackgroundExecution:
         """`caller`'s execution once it has ended, or as it stands after `timeout` seconds."""
         execution = await self.find(caller, execution_id)
         with anyio.move_on_after(timeout):
-            if self._executions.get(execution_id) is execution:
+            if self.runs_here(execution):
                 await execution.done.wait()
             while not execution.finished:  # another process's: its record says when it ends
                 await anyio.sleep(ELSEWHERE_POLL_SECONDS)
@@ -446,7 +455,7 @@ class BackgroundExecutions:
     async def cancel_anywhere(self, caller: Owner, execution_id: str) -> BackgroundExecution:
         """As `cancel`, and a run another process runs is cancelled there, through the store."""
         execution = await self.find(caller, execution_id)
-        if self._executions.get(execution_id) is execution:
+        if self.runs_here(execution):
             return self.cancel(caller, execution_id)
         if not execution.finished and self._store is not None:
             try:

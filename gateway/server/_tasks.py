@@ -341,7 +341,15 @@ def install_task_methods(server: Any, store: BackgroundExecutions) -> None:
     async def update(ctx: ServerRequestContext[Any], params: TaskUpdateParams) -> dict[str, Any]:
         if not _require_extension(ctx):
             raise MCPError(code=METHOD_NOT_FOUND, message="Method not found", data=ctx.method)
-        (await _lookup(store, ctx, params.task_id)).answer(params.input_responses)
+        execution = await _lookup(store, ctx, params.task_id)
+        if not store.runs_here(execution) and execution.input_requests:
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message=f"task {execution.id} runs on another replica, and only that replica takes its "
+                "answers: route tasks/update to it (a balancer keyed on the task id), or run the snippet "
+                "without background to be asked inline",
+            )
+        execution.answer(params.input_responses)
         return {}
 
     server.add_request_handler("tasks/get", TaskIdParams, get)

@@ -85,6 +85,8 @@ async def test_a_run_started_on_one_replica_is_found_and_collected_on_another(tm
         with anyio.fail_after(WAIT):
             seen = await other.find(ALICE, started.id)
             assert seen.status == "working"
+            assert one.runs_here(started)
+            assert not other.runs_here(seen)  # a record read from the store: answers go to `one`
             work.open.set()
             collected = await other.wait_for(ALICE, started.id, None)
     assert collected.status == "completed"
