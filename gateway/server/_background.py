@@ -348,8 +348,9 @@ class BackgroundExecutions:
         now = datetime.now(UTC)
         execution = BackgroundExecution(secrets.token_urlsafe(18), owner, now, updated_at=now)
         self._executions[execution.id] = execution
+        group = self._group  # a shutdown beginning while the store writes still runs (and ends) it
         await self._stored(execution, ended=False)  # before the id is answered: any replica finds it
-        self._group.start_soon(self._run, execution, work)
+        group.start_soon(self._run, execution, work)
         return execution
 
     async def _run(self, execution: BackgroundExecution, work: Work) -> None:

@@ -15,10 +15,11 @@ import pytest
 from mcp import types
 
 from gateway.auth import STATIC_ISSUER, Owner
-from gateway.config import BackgroundConfig
+from gateway.config import BackgroundConfig, load_config
 from gateway.errors import BackgroundRefused
 from gateway.server._background import BackgroundExecution, BackgroundExecutions
 from gateway.server._run_store import FileRuns, RunRecord, runs_file
+from gateway.server._shared_runs import open_run_store
 
 pytestmark = pytest.mark.anyio
 
@@ -135,3 +136,25 @@ def test_two_configs_sharing_a_cache_directory_keep_their_runs_in_two_files(tmp_
     cache = tmp_path / "cache"
     assert runs_file(tmp_path / "a.json", cache) != runs_file(tmp_path / "b.json", cache)
     assert runs_file(tmp_path / "a.json", cache) == runs_file(tmp_path / "a.json", cache)
+
+
+async def test_a_symlink_planted_where_the_results_file_goes_is_never_followed_and_runs_still_serve(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CODEMODE_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "team.json"
+    path.write_text('{"mcpServers": {}}', encoding="utf-8")
+    config = load_config(path)
+    planted = runs_file(config.config_file)
+    planted.parent.mkdir(parents=True)
+    target = tmp_path / "attacker-chosen.sqlite3"
+    os.symlink(target, planted)
+    async with open_run_store(config, lasting=True) as store:
+        assert store is None  # results stay in memory: the gateway serves as without the file
+        executions = BackgroundExecutions(config.background)
+        async with executions.running(store):
+            run_id = await _finished(executions, ALICE, "served")
+            collected = await executions.find(ALICE, run_id)
+    assert collected.result == _result("served")
+    assert not target.exists()
+    assert planted.is_symlink()
