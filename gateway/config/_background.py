@@ -84,6 +84,21 @@ class BackgroundConfig(BaseModel):
         "oldest results to fit, and one larger than this alone is not kept.",
     )
 
+    keep_on_disk: bool = Field(
+        default=True,
+        description="Without `state`: write finished runs (status and result) to a SQLite file in the "
+        "cache directory, readable by the gateway's user only, so collect and tasks/result answer after "
+        "a restart. Off, results live in memory and a restart loses them.",
+    )
+    lease_seconds: float = Field(
+        default=30.0,
+        ge=0.5,
+        le=3600,
+        description="With `state`: how long the replica running a background run holds it without "
+        "renewing (it renews every third of this). Once the lease lapses, the run is reported ended "
+        "because its replica stopped.",
+    )
+
     def kept_per_caller(self) -> int:
         """The executions one caller may keep: `max_kept_per_caller`, else a tenth of `max_kept`."""
         share = self.max_kept_per_caller or max(1, self.max_kept // 10)

@@ -143,8 +143,8 @@ class GatewayConfig(BaseModel):
     state: StateConfig | None = Field(
         default=None,
         description="A Redis (or Valkey) store that replicas share, so that spent approvals, rate windows, "
-        "per-caller caps and learned result shapes hold across them; without it each process keeps "
-        "its own (docs/replicas.md).",
+        "per-caller caps, background runs and learned result shapes hold across them; without it each "
+        "process keeps its own (docs/replicas.md).",
     )
     # Values that came from environment variables, with the variable each came from, for redaction;
     # private, so never in repr or dumps.

@@ -13,6 +13,11 @@ capability (a reconnecting client collects with it), and only listing goes by ow
 What finished runs keep is budgeted per owner and in total, by count and by bytes: an owner past its
 own share loses its own oldest results, never another's; past the total, a new run is refused (count)
 or its result is not kept (bytes), saying which limit.
+
+Beyond memory, a `RunStore` (`_run_store.py`) keeps them too: a local file that a restarted process
+reads back, or with `state` the Redis every replica reads (`_shared_runs.py`), where the process
+running a run holds a lease on it and hears cancels asked elsewhere. A run this process does not hold
+is looked up there (`find`), waited for by reading its record again, and cancelled through it.
 """
 
 from __future__ import annotations
@@ -20,11 +25,11 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 import anyio
 from anyio.abc import TaskGroup
@@ -33,6 +38,7 @@ from mcp import types
 from gateway.auth import Owner
 from gateway.config import BackgroundConfig
 from gateway.errors import BackgroundRefused, EndedByShutdown, ExecutionCancelled, ExecutionFailed
+from gateway.server._run_store import RunRecord, RunStore, Status
 
 __all__ = [
     "SHUTDOWN_SECONDS",
@@ -45,10 +51,12 @@ __all__ = [
 
 log = logging.getLogger("gateway.server.background")
 
-Status = Literal["working", "input_required", "completed", "failed", "cancelled"]
-
 SHUTDOWN_SECONDS = 5.0
 """How long leaving the lifespan waits for cancelled executions to record their end."""
+STORE_SECONDS = 5.0
+"""How long a run's end waits for its store to take it: the store's own timeouts come first."""
+ELSEWHERE_POLL_SECONDS = 0.25
+"""How often waiting for a run another process runs reads its record again."""
 
 
 def ended_by_shutdown() -> EndedByShutdown:
@@ -171,12 +179,22 @@ class BackgroundExecutions:
         self._clock = clock
         self._executions: dict[str, BackgroundExecution] = {}
         self._group: TaskGroup | None = None
+        self._store: RunStore | None = None
+        self._dropped: list[str] = []  # ids the store is yet to forget
+        self._dropping = anyio.Event()
 
     @asynccontextmanager
-    async def running(self) -> AsyncGenerator[BackgroundExecutions]:
-        """Serve background executions while inside; leaving ends those still running (shutdown)."""
+    async def running(self, store: RunStore | None = None) -> AsyncGenerator[BackgroundExecutions]:
+        """Serve background executions while inside, keeping them in `store` too if given (a file
+        across restarts, or the store replicas share); leaving ends those still running (shutdown)."""
+        self._store = store
+        if store is not None:
+            await self._take_back(store)
         async with anyio.create_task_group() as group:
             self._group = group
+            if store is not None:
+                group.start_soon(self._follow_cancels, store)
+                group.start_soon(self._forget_dropped, store)
             try:
                 yield self
             finally:
@@ -195,7 +213,118 @@ class BackgroundExecutions:
         if running:
             log.info("background executions ended by shutdown", extra={"count": len(running)})
 
-    def start(self, owner: Owner, work: Work) -> BackgroundExecution:
+    async def _take_back(self, store: RunStore) -> None:
+        """Count the finished runs `store` kept (from before a restart) as this process's own."""
+        try:
+            records = await store.kept()
+        except Exception:  # the store failing leaves the runs of this process working
+            log.warning("background results from before the restart could not be read", exc_info=True)
+            return
+        for record in records:
+            self._executions[record.id] = self._view(record)
+        self._expire()
+        if records:
+            log.info("background results kept from before the restart", extra={"count": len(records)})
+
+    async def _follow_cancels(self, store: RunStore) -> None:
+        """Cancel the runs of this process whose cancel another process was asked for."""
+        while True:
+            try:
+                async for run_id in store.cancels():
+                    self._cancel_here(run_id)
+            except Exception:  # the store's connection broke: listen again
+                log.warning("listening for background cancels failed; listening again", exc_info=True)
+                await anyio.sleep(1.0)
+
+    async def _forget_dropped(self, store: RunStore) -> None:
+        while True:
+            await self._dropping.wait()
+            self._dropping = anyio.Event()
+            dropped, self._dropped = self._dropped, []
+            try:
+                await store.forget(dropped)
+            except Exception:  # left to expire there (a file keeps it until the next start)
+                log.warning("dropped background results could not be forgotten", exc_info=True)
+
+    def _drop(self, run_ids: Sequence[str]) -> None:
+        for run_id in run_ids:
+            del self._executions[run_id]
+        if self._store is not None and run_ids:
+            self._dropped.extend(run_ids)
+            self._dropping.set()
+
+    def _cancel_here(self, run_id: str) -> None:
+        execution = self._executions.get(run_id)
+        if execution is not None and not execution.finished:
+            execution.ended_by = _cancelled_by_request()
+            execution.scope.cancel()
+
+    def _record(self, execution: BackgroundExecution) -> RunRecord:
+        """`execution` as a store keeps it."""
+        ended_at = None
+        if execution.ended_at is not None:
+            ended_at = time.time() - (self._clock() - execution.ended_at)
+        return RunRecord(
+            id=execution.id,
+            issuer=execution.owner.issuer,
+            principal=execution.owner.principal,
+            created_at=execution.created_at,
+            updated_at=execution.updated_at,
+            status=execution.status,
+            message=execution.message,
+            error=execution.error,
+            result=execution.result,
+            ended_at=ended_at,
+            size=execution.size,
+            input_requests=dict(execution.input_requests),
+        )
+
+    def _view(self, record: RunRecord) -> BackgroundExecution:
+        """A run a store holds, as this process answers for it."""
+        execution = BackgroundExecution(
+            record.id,
+            record.owner,
+            record.created_at,
+            status=record.status,
+            message=record.message,
+            result=record.result,
+            error=record.error,
+            updated_at=record.updated_at,
+            size=record.size,
+            input_requests=dict(record.input_requests),
+        )
+        if record.ended_at is not None:
+            execution.ended_at = self._clock() - max(0.0, time.time() - record.ended_at)
+        if record.finished:
+            execution.done.set()
+        return execution
+
+    async def _stored(self, execution: BackgroundExecution, *, ended: bool) -> None:
+        """Tell the store a run began or ended; a store that fails is logged, and the run goes on."""
+        if self._store is None:
+            return
+        record = self._record(execution)
+        try:
+            await (self._store.ended(record) if ended else self._store.started(record))
+        except Exception:
+            log.warning("the run store failed to take a background run", exc_info=True)
+
+    async def _renew(self, execution: BackgroundExecution, every: float, scope: anyio.CancelScope) -> None:
+        """Hold `execution` in the store while it runs, and cancel it if another process was asked to."""
+        with scope:
+            while True:
+                await anyio.sleep(every)
+                if self._store is None:
+                    return
+                try:
+                    asked = await self._store.renew(self._record(execution))
+                except Exception:  # the lease may lapse: the run goes on here, and its end is written
+                    log.warning("a background run's lease could not be renewed", exc_info=True)
+                    continue
+                if asked:
+                    self._cancel_here(execution.id)
+
+    async def start(self, owner: Owner, work: Work) -> BackgroundExecution:
         """Start `work` in the background for `owner`; BackgroundRefused past a `background` limit."""
         self._expire()
         if self._group is None:
@@ -219,10 +348,16 @@ class BackgroundExecutions:
         now = datetime.now(UTC)
         execution = BackgroundExecution(secrets.token_urlsafe(18), owner, now, updated_at=now)
         self._executions[execution.id] = execution
-        self._group.start_soon(self._run, execution, work)
+        group = self._group  # a shutdown beginning while the store writes still runs (and ends) it
+        await self._stored(execution, ended=False)  # before the id is answered: any replica finds it
+        group.start_soon(self._run, execution, work)
         return execution
 
     async def _run(self, execution: BackgroundExecution, work: Work) -> None:
+        renewing = anyio.CancelScope()
+        every = self._store.renew_seconds if self._store is not None else None
+        if every is not None and self._group is not None:
+            self._group.start_soon(self._renew, execution, every, renewing)
         try:
             with execution.scope:
                 try:
@@ -237,6 +372,10 @@ class BackgroundExecutions:
         finally:
             if not execution.finished:
                 self._end(execution, "cancelled", message=str(execution.cancelled_as()))
+            renewing.cancel()
+            with anyio.CancelScope(shield=True), anyio.move_on_after(STORE_SECONDS):
+                await self._stored(execution, ended=True)
+            execution.done.set()  # after the store took it: shutdown waits for this
 
     def _end(
         self,
@@ -258,7 +397,6 @@ class BackgroundExecutions:
         )
         execution.updated_at = datetime.now(UTC)
         execution.ended_at = self._clock()
-        execution.done.set()
 
     def get(self, caller: Owner, execution_id: str) -> BackgroundExecution:
         """The execution `execution_id` if `caller` may reach it, else BackgroundRefused: unknown,
@@ -271,6 +409,64 @@ class BackgroundExecutions:
                 f"(results are kept {self.config.keep_seconds:g} s after they end, background.keep_seconds), "
                 "or another caller started it. Start the snippet again"
             )
+        return execution
+
+    async def find(self, caller: Owner, execution_id: str) -> BackgroundExecution:
+        """As `get`, and a run this process does not hold is looked up in the store: one another
+        replica runs or ran, or one kept from before a restart."""
+        try:
+            return self.get(caller, execution_id)
+        except BackgroundRefused:
+            record = await self._read(execution_id)
+            if record is None or (record.owner.verified and record.owner != caller):
+                raise
+            return self._view(record)
+
+    async def _read(self, execution_id: str) -> RunRecord | None:
+        if self._store is None:
+            return None
+        try:
+            record = await self._store.read(execution_id)
+        except Exception as exc:
+            log.warning("the run store could not be read", exc_info=True)
+            raise BackgroundRefused(
+                f"background execution {execution_id!r} could not be looked up: {self._store.name} "
+                f"failed ({type(exc).__name__}). Check that it is reachable, and retry"
+            ) from exc
+        ended_at = record.ended_at if record is not None else None
+        if ended_at is not None and time.time() - ended_at >= self.config.keep_seconds:
+            return None
+        return record
+
+    def runs_here(self, execution: BackgroundExecution) -> bool:
+        """Whether `execution` is one this process runs (or ran), not a record read from the store."""
+        return self._executions.get(execution.id) is execution
+
+    async def wait_for(self, caller: Owner, execution_id: str, timeout: float | None) -> BackgroundExecution:
+        """`caller`'s execution once it has ended, or as it stands after `timeout` seconds."""
+        execution = await self.find(caller, execution_id)
+        with anyio.move_on_after(timeout):
+            if self.runs_here(execution):
+                await execution.done.wait()
+            while not execution.finished:  # another process's: its record says when it ends
+                await anyio.sleep(ELSEWHERE_POLL_SECONDS)
+                execution = await self.find(caller, execution_id)
+        return execution
+
+    async def cancel_anywhere(self, caller: Owner, execution_id: str) -> BackgroundExecution:
+        """As `cancel`, and a run another process runs is cancelled there, through the store."""
+        execution = await self.find(caller, execution_id)
+        if self.runs_here(execution):
+            return self.cancel(caller, execution_id)
+        if not execution.finished and self._store is not None:
+            try:
+                await self._store.ask_cancel(execution_id)
+            except Exception as exc:
+                log.warning("a cancel could not reach the run store", exc_info=True)
+                raise BackgroundRefused(
+                    "the background execution runs on another replica, and the state store that would "
+                    "carry the cancel there failed: check that the store (state.url) is up, and retry"
+                ) from exc
         return execution
 
     def owned_by(self, owner: Owner) -> list[BackgroundExecution]:
@@ -301,9 +497,10 @@ class BackgroundExecutions:
 
     def _expire(self) -> None:
         now = self._clock()
-        for execution_id, execution in list(self._executions.items()):
-            if execution.ended_at is not None and now - execution.ended_at >= self.config.keep_seconds:
-                del self._executions[execution_id]
+        keep = self.config.keep_seconds
+        self._drop(
+            [i for i, e in self._executions.items() if e.ended_at is not None and now - e.ended_at >= keep]
+        )
 
     def _finished_of(self, owner: Owner | None) -> list[BackgroundExecution]:
         """The finished executions of `owner` (of every owner if None), oldest first."""
@@ -322,8 +519,7 @@ class BackgroundExecutions:
         held = len(self._executions) - len(dropped)
         if held >= self.config.max_kept:
             raise self._full(held)
-        for execution in dropped:
-            del self._executions[execution.id]
+        self._drop([execution.id for execution in dropped])
 
     def _full(self, held: int) -> BackgroundRefused:
         oldest = next(iter(self._finished_of(None)), None)
@@ -353,6 +549,5 @@ class BackgroundExecutions:
         total = sum(e.size for e in self._executions.values()) - sum(e.size for e in dropped)
         if total + size > config.max_kept_bytes:
             return _not_kept(size, "background.max_kept_bytes", config.max_kept_bytes)
-        for execution in dropped:
-            del self._executions[execution.id]
+        self._drop([execution.id for execution in dropped])
         return result

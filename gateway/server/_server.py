@@ -42,6 +42,7 @@ from gateway.server._arguments import (
 from gateway.server._background import BackgroundExecutions
 from gateway.server._metrics import RefusedStates
 from gateway.server._results import execution_tool_result, max_result_chars
+from gateway.server._shared_runs import open_run_store
 from gateway.server._start_gate import HANDSHAKE_HEAD_START_SECONDS, StartGate
 from gateway.server._stdio import StdinLines, cancel_on_signals, pipe_stdin, pipe_stdout
 from gateway.server._tasks import (
@@ -152,10 +153,12 @@ class _Server(Server[Any]):
         )
 
 
-def build_server(gateway: Gateway) -> Server[Any]:
+def build_server(gateway: Gateway, *, lasting_runs: bool = False) -> Server[Any]:
     """A lowlevel MCP server whose two tools, and the exposed ones, are served by `gateway`.
 
-    While it runs, it tells clients when its tool list changes (`_tool_list.py`).
+    While it runs, it tells clients when its tool list changes (`_tool_list.py`). With `lasting_runs`
+    (a served process), finished background runs outlive it in a file (`_run_store.py`); with
+    `state`, background runs are shared with the other replicas either way.
     """
     changes = ToolListChanges()
     background = BackgroundExecutions(gateway.config.background)
@@ -206,7 +209,11 @@ def build_server(gateway: Gateway) -> Server[Any]:
 
     @asynccontextmanager
     async def lifespan(_: Server[Any]) -> AsyncGenerator[dict[str, Any]]:
-        async with background.running(), anyio.create_task_group() as task_group:
+        async with (
+            open_run_store(gateway.config, gateway.stores.shared, lasting=lasting_runs) as store,
+            background.running(store),
+            anyio.create_task_group() as task_group,
+        ):
             task_group.start_soon(watch_tool_list, gateway, listing, changes)
             try:
                 yield {}
@@ -260,7 +267,7 @@ async def _execute_code_or_background(
         return await _execute_code(
             gateway, ctx, params, ExecuteCodeArgs(code=run.code, timeout=run.timeout, details=run.details)
         )
-    execution = start_background(gateway, background, ctx, run.code, run.timeout, details=run.details)
+    execution = await start_background(gateway, background, ctx, run.code, run.timeout, details=run.details)
     return background_reply(background, execution)
 
 
@@ -366,7 +373,7 @@ async def serve_stdio(config: GatewayConfig, reload: ReloadOptions | None = None
     warn_of_unidentified_callers(config, "stdio")
     gateway = Gateway(config)
     redact_logs(gateway.redactor)
-    server = build_server(gateway)
+    server = build_server(gateway, lasting_runs=True)
     start_now = anyio.Event()  # the handshake is answered, work has come, or stdin closed
     stdin_closed = anyio.Event()
     gate = StartGate(start_now=start_now.set)

@@ -24,7 +24,6 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, cast
 
-import anyio
 from mcp import types
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
@@ -171,7 +170,7 @@ def _background_keys(result: ExecutionResult) -> ExecutionResult:
     return result.model_copy(update={"error": renamed})
 
 
-def start_background(
+async def start_background(
     gateway: Gateway,
     store: BackgroundExecutions,
     ctx: ServerRequestContext[Any],
@@ -204,7 +203,7 @@ def start_background(
         )
         return execution_tool_result(_background_keys(result), details=details)
 
-    return store.start(caller_of_request(ctx), work)
+    return await store.start(caller_of_request(ctx), work)
 
 
 def asks_for_task(ctx: ServerRequestContext[Any]) -> bool:
@@ -254,9 +253,11 @@ def _refused(exc: BackgroundRefused) -> MCPError:
     return MCPError(code=INVALID_PARAMS, message=str(exc))
 
 
-def _lookup(store: BackgroundExecutions, ctx: ServerRequestContext[Any], task_id: str) -> BackgroundExecution:
+async def _lookup(
+    store: BackgroundExecutions, ctx: ServerRequestContext[Any], task_id: str
+) -> BackgroundExecution:
     try:
-        return store.get(caller_of_request(ctx), task_id)
+        return await store.find(caller_of_request(ctx), task_id)
     except BackgroundRefused as exc:
         raise _refused(exc) from None
 
@@ -292,7 +293,7 @@ def install_task_methods(server: Any, store: BackgroundExecutions) -> None:
 
     async def get(ctx: ServerRequestContext[Any], params: TaskIdParams) -> dict[str, Any]:
         modern = _require_extension(ctx)
-        execution = _lookup(store, ctx, params.task_id)
+        execution = await _lookup(store, ctx, params.task_id)
         task = _task(store, execution, modern=modern)
         if modern and execution.input_requests:
             task["inputRequests"] = dict(execution.input_requests)
@@ -307,8 +308,8 @@ def install_task_methods(server: Any, store: BackgroundExecutions) -> None:
 
     async def result(ctx: ServerRequestContext[Any], params: TaskIdParams) -> dict[str, Any]:
         _handshake_only(ctx)
-        execution = _lookup(store, ctx, params.task_id)
-        await execution.done.wait()
+        execution = await _lookup(store, ctx, params.task_id)
+        execution = await store.wait_for(caller_of_request(ctx), execution.id, None)
         if execution.status != "completed":
             raise MCPError(
                 code=INVALID_PARAMS, message=f"task {execution.id} {execution.status}: {execution.message}"
@@ -323,22 +324,32 @@ def install_task_methods(server: Any, store: BackgroundExecutions) -> None:
 
     async def cancel(ctx: ServerRequestContext[Any], params: TaskIdParams) -> dict[str, Any]:
         modern = _require_extension(ctx)
-        execution = _lookup(store, ctx, params.task_id)
+        execution = await _lookup(store, ctx, params.task_id)
         if execution.finished and not modern:
             raise MCPError(
                 code=INVALID_PARAMS, message=f"task {execution.id} has already ended ({execution.status})"
             )
-        store.cancel(execution.owner, execution.id)
+        try:
+            await store.cancel_anywhere(execution.owner, execution.id)
+        except BackgroundRefused as exc:
+            raise _refused(exc) from None
         if modern:
             return {}
-        with anyio.move_on_after(CANCEL_WAIT_SECONDS):
-            await execution.done.wait()
+        execution = await store.wait_for(execution.owner, execution.id, CANCEL_WAIT_SECONDS)
         return _task(store, execution, modern=False)
 
     async def update(ctx: ServerRequestContext[Any], params: TaskUpdateParams) -> dict[str, Any]:
         if not _require_extension(ctx):
             raise MCPError(code=METHOD_NOT_FOUND, message="Method not found", data=ctx.method)
-        _lookup(store, ctx, params.task_id).answer(params.input_responses)
+        execution = await _lookup(store, ctx, params.task_id)
+        if not store.runs_here(execution) and execution.input_requests:
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message=f"task {execution.id} runs on another replica, and only that replica takes its "
+                "answers: route tasks/update to it (a balancer keyed on the task id), or run the snippet "
+                "without background to be asked inline",
+            )
+        execution.answer(params.input_responses)
         return {}
 
     server.add_request_handler("tasks/get", TaskIdParams, get)
@@ -390,7 +401,7 @@ def task_middleware(gateway: Gateway, store: BackgroundExecutions) -> ServerMidd
         if run is None or run.code is None:
             return await call_next(ctx)
         try:
-            execution = start_background(
+            execution = await start_background(
                 gateway, store, ctx, run.code, run.timeout, details=run.details, task=True
             )
         except BackgroundRefused as exc:
@@ -421,9 +432,7 @@ async def collect_reply(
 ) -> types.CallToolResult:
     """The result of `caller`'s background execution, waiting up to COLLECT_WAIT_SECONDS; its
     progress if it is still running."""
-    execution = store.get(caller, execution_id)
-    with anyio.move_on_after(COLLECT_WAIT_SECONDS):
-        await execution.done.wait()
+    execution = await store.wait_for(caller, execution_id, COLLECT_WAIT_SECONDS)
     if execution.status == "completed" and execution.result is not None:
         return execution.result
     if execution.finished:
@@ -436,7 +445,5 @@ async def collect_reply(
 
 async def cancel_reply(store: BackgroundExecutions, caller: Owner, execution_id: str) -> types.CallToolResult:
     """Cancel `caller`'s background execution; its status once it stopped (or a moment passed)."""
-    execution = store.cancel(caller, execution_id)
-    with anyio.move_on_after(CANCEL_WAIT_SECONDS):
-        await execution.done.wait()
-    return _status_reply(execution)
+    await store.cancel_anywhere(caller, execution_id)
+    return _status_reply(await store.wait_for(caller, execution_id, CANCEL_WAIT_SECONDS))

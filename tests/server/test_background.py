@@ -66,7 +66,7 @@ async def test_a_finished_result_is_kept_for_keep_seconds_and_then_its_id_is_unk
     clock = Clock()
     store = _store(clock, keep_seconds=60)
     async with store.running():
-        execution = store.start(ALICE, _quick)
+        execution = await store.start(ALICE, _quick)
         with anyio.fail_after(WAIT):
             done = await store.wait(ALICE, execution.id)
         assert done.status == "completed"
@@ -83,11 +83,11 @@ async def test_a_caller_past_its_own_limit_is_refused_while_another_caller_may_s
     store = _store(max_running=3, max_running_per_caller=1)
     async with store.running():
         first = Forever()
-        store.start(ALICE, first)
+        await store.start(ALICE, first)
         with pytest.raises(BackgroundRefused, match=r"background.max_running_per_caller"):
-            store.start(ALICE, Forever())
-        store.start(BOB, Forever())
-        store.start(STDIO, Forever())  # stdio's client is a caller of its own
+            await store.start(ALICE, Forever())
+        await store.start(BOB, Forever())
+        await store.start(STDIO, Forever())  # stdio's client is a caller of its own
         assert len(store.owned_by(ALICE)) == 1
 
 
@@ -95,23 +95,23 @@ async def test_the_total_limit_refuses_every_caller_and_frees_a_place_when_one_e
     store = _store(max_running=2, max_running_per_caller=2)
     async with store.running():
         work = Forever()
-        running = store.start(ALICE, work)
-        store.start(BOB, Forever())
+        running = await store.start(ALICE, work)
+        await store.start(BOB, Forever())
         with pytest.raises(
             BackgroundRefused, match=r"2 background executions are running, .*\(background.max_running\)"
         ):
-            store.start(CAROL, Forever())
+            await store.start(CAROL, Forever())
         store.cancel(ALICE, running.id)
         with anyio.fail_after(WAIT):
             await running.done.wait()
-        store.start(CAROL, Forever())
+        await store.start(CAROL, Forever())
 
 
 async def test_another_caller_is_told_the_id_is_unknown_and_cannot_cancel_it() -> None:
     store = _store()
     async with store.running():
         work = Forever()
-        execution = store.start(ALICE, work)
+        execution = await store.start(ALICE, work)
         for stranger in (Owner(STATIC_ISSUER, "mallory"), JWT_ALICE, STDIO):
             with pytest.raises(BackgroundRefused, match="another caller started it"):
                 store.get(stranger, execution.id)
@@ -126,7 +126,7 @@ async def test_cancelling_stops_the_work_and_the_execution_says_it_was_cancelled
     store = _store()
     async with store.running():
         work = Forever()
-        execution = store.start(ALICE, work)
+        execution = await store.start(ALICE, work)
         with anyio.fail_after(WAIT):
             await work.started.wait()
         store.cancel(ALICE, execution.id)
@@ -143,7 +143,7 @@ async def test_leaving_the_lifespan_ends_running_executions_as_ended_by_shutdown
     store = _store()
     work = Forever()
     async with store.running():
-        execution = store.start(ALICE, work)
+        execution = await store.start(ALICE, work)
         with anyio.fail_after(WAIT):
             await work.started.wait()
     assert work.cancelled
@@ -151,7 +151,7 @@ async def test_leaving_the_lifespan_ends_running_executions_as_ended_by_shutdown
     assert execution.status == "cancelled"
     assert execution.message == work.why
     with pytest.raises(BackgroundRefused, match="not being served"):
-        store.start(ALICE, _quick)
+        await store.start(ALICE, _quick)
 
 
 async def test_work_that_fails_in_the_host_leaves_a_failed_execution() -> None:
@@ -160,7 +160,7 @@ async def test_work_that_fails_in_the_host_leaves_a_failed_execution() -> None:
 
     store = _store()
     async with store.running():
-        execution = store.start(STDIO, broken)
+        execution = await store.start(STDIO, broken)
         with anyio.fail_after(WAIT):
             await store.wait(STDIO, execution.id)
     assert execution.status == "failed"
@@ -173,7 +173,7 @@ async def test_past_its_share_of_kept_results_a_caller_loses_its_own_oldest() ->
     async with store.running():
         ids: list[str] = []
         for _ in range(3):
-            execution = store.start(ALICE, _quick)
+            execution = await store.start(ALICE, _quick)
             with anyio.fail_after(WAIT):
                 await execution.done.wait()
             ids.append(execution.id)
@@ -194,7 +194,7 @@ async def test_progress_shows_as_the_status_message_while_it_runs() -> None:
         return _result("done")
 
     async with store.running():
-        execution = store.start(STDIO, reporting)
+        execution = await store.start(STDIO, reporting)
         with anyio.fail_after(WAIT):
             await reported.wait()
         assert execution.status == "working"
@@ -215,7 +215,7 @@ async def test_asking_puts_the_execution_in_input_required_until_its_key_is_answ
         return _result("done")
 
     async with store.running():
-        execution = store.start(STDIO, asking)
+        execution = await store.start(STDIO, asking)
         with anyio.fail_after(WAIT):
             await asked.wait()
             while execution.status != "input_required":  # noqa: ASYNC110 (the coroutine runs on its own)
@@ -247,7 +247,7 @@ async def _finish(
     async def work(execution: BackgroundExecution) -> types.CallToolResult:
         return result
 
-    execution = store.start(owner, work)
+    execution = await store.start(owner, work)
     with anyio.fail_after(WAIT):
         await execution.done.wait()
     return execution
@@ -266,7 +266,7 @@ async def test_one_callers_runs_never_drop_another_callers_result_and_past_the_t
         assert store.get(ALICE, alices.id).result == _result("alice's")
         assert len(store.owned_by(BOB)) == 2
         with pytest.raises(BackgroundRefused, match=r"background.max_kept = 3\): retry in \d+ s"):
-            store.start(CAROL, _quick)  # the total is full: refused, and nobody's result dropped
+            await store.start(CAROL, _quick)  # the total is full: refused, and nobody's result dropped
         assert store.get(ALICE, alices.id).status == "completed"
         assert len(store.owned_by(BOB)) == 2
 

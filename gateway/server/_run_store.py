@@ -1,0 +1,225 @@
+"""Where background runs are kept beyond one process's memory: the `RunStore` seam, and its local
+SQLite file.
+
+Without `state`, a process writes each finished run (record, status, result) to a SQLite file in the
+cache directory, so `collect` and `tasks/result` answer after a restart; the file is the process's
+user's alone. With `state`, the runs live in Redis instead (`_shared_runs.py`), where every replica
+reads them. Either way the process that runs a run keeps it in memory too, and the budgets of
+`_background.py` decide what is kept: a store forgets what they drop.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import sqlite3
+import stat
+import threading
+from collections.abc import AsyncIterator, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import anyio
+from mcp import types
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gateway.auth import Owner
+from gateway.sandbox import default_cache_dir
+
+__all__ = ["FileRuns", "RunRecord", "RunStore", "Status", "runs_file"]
+
+log = logging.getLogger("gateway.server.runs")
+
+Status = Literal["working", "input_required", "completed", "failed", "cancelled"]
+FINISHED: frozenset[Status] = frozenset({"completed", "failed", "cancelled"})
+
+
+class RunRecord(BaseModel):
+    """A background run as a store keeps it: whose it is, how it stands, and once ended its result."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    issuer: str
+    principal: str
+    created_at: datetime
+    updated_at: datetime | None = None
+    status: Status
+    message: str | None = None
+    error: str | None = None
+    result: types.CallToolResult | None = None
+    ended_at: float | None = Field(default=None, description="When it ended, in seconds since the epoch.")
+    size: int = 0
+    input_requests: dict[str, dict[str, Any]] = Field(default_factory=dict[str, dict[str, Any]])
+
+    @property
+    def owner(self) -> Owner:
+        """Who started it."""
+        return Owner(self.issuer, self.principal)
+
+    @property
+    def finished(self) -> bool:
+        """Whether it has ended."""
+        return self.status in FINISHED
+
+    def to_json(self) -> str:
+        """The record as stored."""
+        return self.model_dump_json(by_alias=True, exclude_none=True)
+
+    @classmethod
+    def from_json(cls, data: str | bytes) -> RunRecord | None:
+        """A stored record, or None if it cannot be read (written by another version, or damaged)."""
+        try:
+            return cls.model_validate_json(data)
+        except ValidationError:
+            return None
+
+
+class RunStore(Protocol):
+    """What `BackgroundExecutions` asks of a store beyond its own memory."""
+
+    name: str
+    """What the store is, as an error names it: which config key to check."""
+    renew_seconds: float | None
+    """How often the process running a run renews its hold on it; None if no one else could take it."""
+
+    async def kept(self) -> list[RunRecord]:
+        """The finished runs this process should count as its own at start, oldest first."""
+        ...
+
+    async def started(self, record: RunRecord) -> None:
+        """A run began in this process."""
+        ...
+
+    async def renew(self, record: RunRecord) -> bool:
+        """Renew this process's hold on a running run, storing how it stands; True if a cancel of it
+        was asked elsewhere."""
+        ...
+
+    async def ended(self, record: RunRecord) -> None:
+        """A run of this process ended: keep its record (`background.keep_seconds`)."""
+        ...
+
+    async def read(self, run_id: str) -> RunRecord | None:
+        """The run `run_id`, if the store has it (another process's too)."""
+        ...
+
+    async def ask_cancel(self, run_id: str) -> None:
+        """Ask the process running `run_id` to cancel it."""
+        ...
+
+    async def forget(self, run_ids: Sequence[str]) -> None:
+        """Drop these runs (expired, or dropped to keep within the budgets)."""
+        ...
+
+    def cancels(self) -> AsyncIterator[str]:
+        """The ids of runs whose cancel another process asked for, as they come."""
+        ...
+
+
+def runs_file(config_file: Path | None, cache_dir: Path | None = None) -> Path:
+    """The SQLite file of the runs of the gateway serving `config_file`: one per config, so that two
+    gateways on different configs sharing the cache directory keep their runs apart."""
+    name = str(config_file) if config_file is not None else "built-in default"
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return (cache_dir or default_cache_dir()) / "background" / f"runs-{digest}.sqlite3"
+
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS runs (id TEXT PRIMARY KEY, ended_at REAL NOT NULL, record TEXT NOT NULL)"
+)
+
+
+def _create_owner_only(path: Path) -> None:
+    """Create `path` (and its directory) for the gateway's user only, never through a symlink: runs'
+    results may hold whatever the children answered."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+    finally:
+        os.close(fd)
+
+
+class FileRuns:
+    """Finished runs in a SQLite file (WAL): one process's, kept across its restarts. The file is
+    made when the first run ends, so a gateway that runs nothing in the background leaves none."""
+
+    name = "the local results file (background.keep_on_disk)"
+    renew_seconds: float | None = None
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._db: sqlite3.Connection | None = None
+        self._lock = threading.Lock()  # one connection, used from worker threads one at a time
+        if path.exists() or path.is_symlink():
+            self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        if self._db is None:
+            _create_owner_only(self.path)
+            db = sqlite3.connect(self.path, timeout=5.0, check_same_thread=False, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            # Durable across a crash of the process (what a restart needs), without a sync per run.
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute(_SCHEMA)
+            self._db = db
+        return self._db
+
+    def close(self) -> None:
+        """Close the file."""
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+    async def _run(self, sql: str, *parameters: Any, create: bool = False) -> list[tuple[Any, ...]]:
+        def run() -> list[tuple[Any, ...]]:
+            with self._lock:
+                if self._db is None and not create:
+                    return []  # no file yet: nothing kept
+                return self._open().execute(sql, parameters).fetchall()
+
+        return await anyio.to_thread.run_sync(run)
+
+    async def kept(self) -> list[RunRecord]:
+        rows = await self._run("SELECT id, record FROM runs ORDER BY ended_at")
+        records = [(run_id, RunRecord.from_json(data)) for run_id, data in rows]
+        unreadable = [run_id for run_id, record in records if record is None]
+        if unreadable:
+            log.warning("background runs left out: unreadable records", extra={"count": len(unreadable)})
+            await self.forget(unreadable)
+        return [record for _, record in records if record is not None]
+
+    async def started(self, record: RunRecord) -> None:
+        return None  # only ended runs outlive the process
+
+    async def renew(self, record: RunRecord) -> bool:
+        return False
+
+    async def ended(self, record: RunRecord) -> None:
+        await self._run(
+            "INSERT OR REPLACE INTO runs (id, ended_at, record) VALUES (?, ?, ?)",
+            record.id,
+            record.ended_at or 0.0,
+            record.to_json(),
+            create=True,
+        )
+
+    async def read(self, run_id: str) -> RunRecord | None:
+        rows = await self._run("SELECT record FROM runs WHERE id = ?", run_id)
+        return RunRecord.from_json(rows[0][0]) if rows else None
+
+    async def ask_cancel(self, run_id: str) -> None:
+        return None  # a run of this file is running in this process, or not at all
+
+    async def forget(self, run_ids: Sequence[str]) -> None:
+        for run_id in run_ids:
+            await self._run("DELETE FROM runs WHERE id = ?", run_id)
+
+    async def cancels(self) -> AsyncIterator[str]:
+        await anyio.sleep_forever()
+        yield ""  # pragma: no cover  (never reached: makes this an async generator)

@@ -1,0 +1,194 @@
+"""Background runs across three real replicas sharing one real `redis-server` (`state`), behind a
+real HAProxy: a run started on one replica is read, collected and cancelled on the others (addressed
+directly, so "another replica" is certain, and through the balancer), and a replica killed with
+SIGKILL mid-run leaves its run reported ended ("its replica stopped") once its lease lapses.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client, types
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.e2e.gateway_http import HttpGateway
+from tests.e2e.gateway_process import (
+    TINY,
+    WAIT,
+    environment,
+    ledger_entries,
+    ledger_server,
+    text,
+    write_config,
+)
+from tests.e2e.load_balancer import HAPROXY, Frontend, free_ports, haproxy, replicas
+from tests.e2e.load_balancer import NOT_INSTALLED as NO_HAPROXY
+from tests.e2e.test_background import GetTask, TaskId, Tasks, TaskState
+from tests.server.redis_server import NOT_INSTALLED as NO_REDIS
+from tests.server.redis_server import REDIS_SERVER, redis_server
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(HAPROXY is None, reason=NO_HAPROXY),
+    pytest.mark.skipif(REDIS_SERVER is None, reason=NO_REDIS),
+]
+
+REPLICAS = 3
+ALICE = "alice-token-" + "a" * 40
+BOB = "bob-token-" + "b" * 40
+LEASE_SECONDS = 3.0  # short, so a dead replica's run reads ended soon; renewed every second
+SLOW = "tools.ledger.append(entry='slow started')\ntools.ledger.slow(seconds=3)\n'slow finished'"
+FOREVER = "tools.ledger.append(entry='{name} started')\ntools.ledger.slow(seconds=120)\n'never'"
+
+
+def replica_config(directory: Path, ledger_dir: Path, redis_url: str) -> Path:
+    """What every replica reads (the same bytes), in a directory of the replica's own."""
+    directory.mkdir()
+    return write_config(
+        directory,
+        {
+            "mcpServers": {"tiny": TINY, "ledger": ledger_server(ledger_dir)},
+            "auth": {"tokens": {"alice": "${ALICE_TOKEN}", "bob": "${BOB_TOKEN}"}},
+            "state": {"url": redis_url, "key_prefix": "replica-runs:"},
+            "background": {"lease_seconds": LEASE_SECONDS, "max_running": 4, "max_running_per_caller": 4},
+        },
+    )
+
+
+@asynccontextmanager
+async def client_at(url: str, token: str = ALICE, *, tasks: bool = False) -> AsyncIterator[Client]:
+    """The SDK's Client on `url` (2026-07-28); with `tasks`, declaring the tasks extension, so that
+    tasks/get answers (and `background: true` would answer a task handle, not an id)."""
+    headers = {"Authorization": f"Bearer {token}"}
+    async with (
+        httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=300), headers=headers) as http,
+        Client(
+            streamable_http_client(url, http_client=http),
+            read_timeout_seconds=WAIT,
+            extensions=[Tasks()] if tasks else None,
+        ) as client,
+    ):
+        yield client
+
+
+async def start(url: str, code: str) -> str:
+    """Start `code` with `background: true` on `url`; the id the answer gives."""
+    async with client_at(url) as client:
+        started = await client.call_tool("execute_code", {"code": code, "background": True})
+    found = re.search(r'Started in the background as "([^"]+)"', text(started))
+    assert found is not None, text(started)
+    return found.group(1)
+
+
+async def call(url: str, arguments: dict[str, Any], token: str = ALICE) -> types.CallToolResult:
+    async with client_at(url, token) as client:
+        return await client.call_tool("execute_code", arguments)
+
+
+async def collect(url: str, run_id: str) -> types.CallToolResult:
+    """`collect` on `url`, again while it answers that the run is still running (it waits a while
+    each time)."""
+    while "Collect it again later" in text(answer := await call(url, {"collect": run_id})):
+        pass
+    return answer
+
+
+async def task(url: str, run_id: str) -> TaskState:
+    async with client_at(url, tasks=True) as client:
+        return await client.session.send_request(GetTask(params=TaskId(task_id=run_id)), TaskState)
+
+
+async def ledger_has(directory: Path, entry: str) -> None:
+    while entry not in ledger_entries(directory):  # noqa: ASYNC110 (another process writes the file)
+        await anyio.sleep(0.1)
+
+
+def urls(gateways: list[HttpGateway]) -> list[str]:
+    return [gateway.url for gateway in gateways]
+
+
+@asynccontextmanager
+async def cluster(tmp_path: Path) -> AsyncIterator[tuple[list[HttpGateway], str]]:
+    """Three replicas on one redis-server, and HAProxy round robin in front: the replicas, the
+    balancer's URL."""
+    env = environment({"ALICE_TOKEN": ALICE, "BOB_TOKEN": BOB})
+    (port,) = free_ports(1)
+    async with redis_server(tmp_path) as redis:
+        configs = [replica_config(tmp_path / f"replica-{i}", tmp_path, redis.url) for i in range(REPLICAS)]
+        async with replicas(configs, env) as gateways:
+            addresses = [gateway.url.split("/")[2] for gateway in gateways]
+            async with haproxy(tmp_path, [Frontend("runs", port, addresses, sticky=False)]):
+                yield gateways, f"http://127.0.0.1:{port}/mcp"
+
+
+async def test_a_run_started_on_one_replica_is_collected_and_cancelled_on_the_others(tmp_path: Path) -> None:
+    async with cluster(tmp_path) as (gateways, balanced):
+        first, second, third = urls(gateways)
+        with anyio.fail_after(WAIT):
+            slow = await start(first, SLOW)
+            refused = await call(third, {"collect": slow}, token=BOB)
+            collected = await collect(second, slow)  # waits on another replica for the end
+            through_balancer = await collect(balanced, slow)
+            finished = await task(third, slow)
+
+            forever = await start(first, FOREVER.format(name="forever"))
+            await ledger_has(tmp_path, "forever started")  # in its 120 s child call on the first
+            while_running = await task(second, forever)
+            cancelled = await call(third, {"cancel": forever})
+            after_cancel = await task(second, forever)
+
+            balanced_run = await start(balanced, FOREVER.format(name="balanced"))
+            await ledger_has(tmp_path, "balanced started")
+            cancelled_via_balancer = await call(balanced, {"cancel": balanced_run})
+            read_directly = [await task(url, balanced_run) for url in (first, second, third)]
+
+    assert while_running.status == "working"
+    assert refused.is_error
+    assert "another caller started it" in text(refused)
+    assert not collected.is_error, text(collected)
+    assert text(collected) == "'slow finished'"
+    assert text(through_balancer) == "'slow finished'"
+    assert finished.status == "completed"
+    assert finished.result is not None
+    assert finished.result["content"] == [{"type": "text", "text": "'slow finished'"}]
+
+    assert "is cancelled" in text(cancelled), text(cancelled)
+    assert after_cancel.status == "cancelled"
+    assert "is cancelled" in text(cancelled_via_balancer), text(cancelled_via_balancer)
+    assert {state.status for state in read_directly} == {"cancelled"}
+    entries = ledger_entries(tmp_path)
+    assert sorted(entries) == ["balanced started", "forever started", "slow started"], entries
+
+
+async def test_a_replica_killed_mid_run_leaves_its_run_ended_because_its_replica_stopped(
+    tmp_path: Path,
+) -> None:
+    async with cluster(tmp_path) as (gateways, _):
+        doomed, survivor, other = gateways
+        with anyio.fail_after(WAIT):
+            run_id = await start(doomed.url, FOREVER.format(name="doomed"))
+            await ledger_has(tmp_path, "doomed started")
+            before = await task(survivor.url, run_id)
+            doomed.process.kill()  # SIGKILL: no shutdown, no end written, the lease is left to lapse
+            await doomed.process.wait()
+            while (state := await task(other.url, run_id)).status == "working":  # noqa: ASYNC110
+                await anyio.sleep(0.2)  # until the lease lapses
+            collected = await collect(survivor.url, run_id)
+            after = await call(survivor.url, {"code": "tools.tiny.echo(text='still serving')"})
+
+    assert before.status == "working"
+    assert collected.is_error
+    assert "its replica stopped" in text(collected), text(collected)
+    assert "unknown" not in text(collected)
+    assert state.status == "failed"
+    assert state.error is not None
+    assert "its replica stopped" in state.error["message"]
+    assert not after.is_error, text(after)
+    assert "still serving" in text(after)

@@ -1,0 +1,160 @@
+"""Background runs kept in a local SQLite file across restarts (gateway/server/_run_store.py), as
+`BackgroundExecutions` uses it: a process ends, another starts on the same file, and collects."""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import types
+
+from gateway.auth import STATIC_ISSUER, Owner
+from gateway.config import BackgroundConfig, load_config
+from gateway.errors import BackgroundRefused
+from gateway.server._background import BackgroundExecution, BackgroundExecutions
+from gateway.server._run_store import FileRuns, RunRecord, runs_file
+from gateway.server._shared_runs import open_run_store
+
+pytestmark = pytest.mark.anyio
+
+WAIT = 10.0
+ALICE = Owner(STATIC_ISSUER, "alice")
+BOB = Owner(STATIC_ISSUER, "bob")
+
+
+def _result(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=text)], structured_content={"value": text})
+
+
+def _returning(text: str) -> Callable[[BackgroundExecution], Awaitable[types.CallToolResult]]:
+    async def work(execution: BackgroundExecution) -> types.CallToolResult:
+        return _result(text)
+
+    return work
+
+
+async def _finished(store: BackgroundExecutions, owner: Owner, text: str) -> str:
+    execution = await store.start(owner, _returning(text))
+    with anyio.fail_after(WAIT):
+        await execution.done.wait()
+    return execution.id
+
+
+def _record(run_id: str, ended_at: float | None = None) -> RunRecord:
+    return RunRecord(
+        id=run_id,
+        issuer=ALICE.issuer,
+        principal=ALICE.principal,
+        created_at=datetime(2026, 1, 1, tzinfo=UTC),
+        status="completed",
+        result=_result(run_id),
+        ended_at=ended_at if ended_at is not None else time.time(),
+    )
+
+
+def _executions(**config: float) -> BackgroundExecutions:
+    return BackgroundExecutions(BackgroundConfig.model_validate(config))
+
+
+async def test_a_finished_result_is_collected_by_its_owner_after_a_restart_and_by_no_one_else(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "runs.sqlite3"
+    before = _executions()
+    runs = FileRuns(path)
+    async with before.running(runs):
+        run_id = await _finished(before, ALICE, "kept")
+    runs.close()
+
+    after = _executions()
+    runs = FileRuns(path)
+    async with after.running(runs):
+        with anyio.fail_after(WAIT):
+            collected = await after.wait_for(ALICE, run_id, WAIT)
+        assert (collected.status, collected.result) == ("completed", _result("kept"))
+        with pytest.raises(BackgroundRefused, match="another caller started it"):
+            await after.find(BOB, run_id)
+        assert [e.id for e in after.owned_by(ALICE)] == [run_id]
+    runs.close()
+
+
+async def test_results_past_keep_seconds_are_not_brought_back_after_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite3"
+    store = FileRuns(path)
+    old = _record("old", ended_at=1_000_000.0)  # long before keep_seconds
+    await store.ended(old)
+    executions = _executions(keep_seconds=60)
+    async with executions.running(store):
+        with pytest.raises(BackgroundRefused, match="its result expired"):
+            await executions.find(ALICE, "old")
+        with anyio.fail_after(WAIT):
+            while await store.read("old") is not None:  # noqa: ASYNC110 (forgotten by the store's own task)
+                await anyio.sleep(0.01)
+    store.close()
+
+
+async def test_a_result_dropped_for_the_callers_share_is_forgotten_in_the_file_too(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite3"
+    runs = FileRuns(path)
+    executions = _executions(max_kept=10, max_kept_per_caller=1)
+    async with executions.running(runs):
+        first = await _finished(executions, ALICE, "first")
+        second = await _finished(executions, ALICE, "second")
+        with anyio.fail_after(WAIT):
+            while await runs.read(first) is not None:  # noqa: ASYNC110 (forgotten by the store's own task)
+                await anyio.sleep(0.01)
+    assert [record.id for record in await runs.kept()] == [second]
+    runs.close()
+
+
+async def test_the_file_is_made_when_a_run_ends_for_the_gateways_user_alone_and_never_through_a_symlink(
+    tmp_path: Path,
+) -> None:
+    path = runs_file(tmp_path / "team.json", tmp_path / "cache")
+    runs = FileRuns(path)
+    assert not path.exists()  # a gateway that runs nothing in the background leaves no file
+    await runs.ended(_record("kept"))
+    runs.close()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+
+    target = tmp_path / "elsewhere.sqlite3"
+    planted = runs_file(tmp_path / "other.json", tmp_path / "cache")
+    os.symlink(target, planted)
+    with pytest.raises(OSError, match="symbolic links"):
+        FileRuns(planted)
+    assert not target.exists()
+
+
+def test_two_configs_sharing_a_cache_directory_keep_their_runs_in_two_files(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    assert runs_file(tmp_path / "a.json", cache) != runs_file(tmp_path / "b.json", cache)
+    assert runs_file(tmp_path / "a.json", cache) == runs_file(tmp_path / "a.json", cache)
+
+
+async def test_a_symlink_planted_where_the_results_file_goes_is_never_followed_and_runs_still_serve(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CODEMODE_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "team.json"
+    path.write_text('{"mcpServers": {}}', encoding="utf-8")
+    config = load_config(path)
+    planted = runs_file(config.config_file)
+    planted.parent.mkdir(parents=True)
+    target = tmp_path / "attacker-chosen.sqlite3"
+    os.symlink(target, planted)
+    async with open_run_store(config, None, lasting=True) as store:
+        assert store is None  # results stay in memory: the gateway serves as without the file
+        executions = BackgroundExecutions(config.background)
+        async with executions.running(store):
+            run_id = await _finished(executions, ALICE, "served")
+            collected = await executions.find(ALICE, run_id)
+    assert collected.result == _result("served")
+    assert not target.exists()
+    assert planted.is_symlink()
