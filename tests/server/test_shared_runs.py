@@ -66,9 +66,8 @@ async def replicas(
     """`count` stores of executions sharing one real Redis under a key prefix of this test's own,
     and the `state` section they were connected with."""
     background = BackgroundConfig.model_validate(config)
-    state = StateConfig(url="", key_prefix=f"test-{secrets.token_hex(4)}:")
     async with redis_server(tmp_path) as redis, AsyncExitStack() as stack:
-        state = state.model_copy(update={"url": redis.url})
+        state = StateConfig(url=redis.url, key_prefix=f"test-{secrets.token_hex(4)}:")
         stores: list[BackgroundExecutions] = []
         for _ in range(count):
             shared = await stack.enter_async_context(SharedState.connected(state))
@@ -150,9 +149,10 @@ async def test_with_the_store_down_a_lookup_names_the_state_store_and_local_runs
     tmp_path: Path,
 ) -> None:
     background = BackgroundConfig()
-    state = StateConfig(url="", key_prefix="down:", connect_timeout_seconds=0.5, command_timeout_seconds=0.5)
     async with redis_server(tmp_path) as redis:
-        state = state.model_copy(update={"url": redis.url})
+        state = StateConfig(
+            url=redis.url, key_prefix="down:", connect_timeout_seconds=0.5, command_timeout_seconds=0.5
+        )
         async with SharedState.connected(state) as shared:
             executions = BackgroundExecutions(background)
             async with executions.running(SharedRuns(shared, background)):
