@@ -88,8 +88,10 @@ class Sandbox:
         self.component_sha256 = loaded.sha256
         self.compiled_on_load = loaded.compiled
         self._slots = slots
-        self._free: queue.SimpleQueue[Slot] = queue.SimpleQueue()
-        for slot in slots:
+        # Last in, first out: one caller at a time keeps reusing the slot it just used, so the code
+        # and memory of the others are only touched when executions really overlap.
+        self._free: queue.LifoQueue[Slot] = queue.LifoQueue()
+        for slot in reversed(slots):
             self._free.put(slot)
         self._limiter = anyio.CapacityLimiter(len(slots))
         self._workers = WorkerThreads("sandbox-run")
