@@ -94,11 +94,11 @@ class SandboxLimits(BaseModel):
         "pool_keep_resident_bytes). false: allocate on demand.",
     )
     pool_keep_resident_bytes: int = Field(
-        default=1 * _MIB,
+        default=16 * _MIB,
         ge=0,
         le=256 * _MIB,
-        description="With the pooling allocator: bytes of each pooled memory kept resident and zeroed "
-        "for the next instance instead of handed back to the kernel. Each slot keeps up to "
-        "prewarm_instances + 4 times this (twice, one per memory); more saves page faults on a "
-        "busy service (e.g. 16777216), less keeps an idle gateway small.",
+        description="With the pooling allocator: bytes of each pooled memory kept resident, reset for "
+        "the next instance instead of handed back to the kernel; each live instance holds about twice "
+        "this. Less (e.g. 1048576) keeps the gateway smaller and makes each run fault in the pages it "
+        "writes (docs/deploy.md, sizing).",
     )
