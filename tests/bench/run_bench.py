@@ -1163,6 +1163,7 @@ class GatewayFigures:
     children_initialize_ms: Mapping[str, float]
     throughput: Throughput
     memory: GatewayMemory
+    codemode: CodeModeFigures
 
 
 def approx_tokens(size: int) -> int:
@@ -1586,6 +1587,123 @@ async def measure_gateway_rss(
     return GatewayMemory(executions, started, after)
 
 
+# The other peer: FastMCP CodeMode in its own venv (the agent evaluation's, `tests/agent_eval`).
+CODEMODE_VENV = REPO / ".cache" / "peer-venv"
+CODEMODE_SERVER = REPO / "tests" / "agent_eval" / "peer_server.py"
+CODEMODE_TRIVIAL = f"return {GATEWAY_SNIPPET}"
+CODEMODE_NESTED = "return await call_tool({tool!r}, {arguments!r})"
+
+
+@dataclass(frozen=True)
+class CodeModeFigures:
+    """The gateway and FastMCP CodeMode side by side: same client, same children, interleaved."""
+
+    ours_execute: Samples
+    theirs_execute: Samples
+    ours_nested: Samples
+    theirs_nested: Samples
+    ours_rss_bytes: int
+    theirs_rss_bytes: int
+
+
+def codemode_params(config_file: Path) -> StdioServerParameters:
+    """FastMCP CodeMode in front of the children of `config_file`, from its pinned venv."""
+    python = CODEMODE_VENV / "bin" / "python"
+    if not python.exists():
+        raise BenchError(
+            f"the FastMCP CodeMode peer needs its venv at {CODEMODE_VENV}: "
+            "python -m tests.agent_eval builds it (fastmcp[code-mode]==4.2.3, pydantic-monty==1.4.0)"
+        )
+    return StdioServerParameters(
+        command=str(python), args=[str(CODEMODE_SERVER), str(config_file)], env=passed_environment(), cwd=REPO
+    )
+
+
+async def time_codemode(session: ClientSession, code: str) -> float:
+    """Wall time of one CodeMode `execute` call."""
+    started = time.perf_counter_ns()
+    result = await session.call_tool("execute", {"code": code})
+    took = elapsed_ms(started)
+    if result.is_error:
+        raise BenchError(f"FastMCP CodeMode's execute failed: {text_of(result)[:1000]}")
+    return took
+
+
+def peer_pid(script: Path) -> int:
+    """The process this bench spawned running `script`."""
+    for pid in descendants(os.getpid()):
+        try:
+            if str(script).encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return pid
+        except OSError:
+            continue
+    raise BenchError(f"no process of {script.name} among this bench's descendants")
+
+
+async def measure_codemode(
+    gateway: ClientSession, config_file: Path, errlog: TextIO, runs: int, warmup: int
+) -> CodeModeFigures:
+    """A trivial execute and one nested everything.echo call on each, interleaved, then each
+    server's RSS."""
+    tool = ECHO_TOOL
+    nested = CODEMODE_NESTED.format(tool=f"{tool.server}_{tool.tool}", arguments=dict(tool.arguments))
+    times: dict[str, list[float]] = {key: [] for key in ("ours", "theirs", "ours_nested", "theirs_nested")}
+    async with connect(codemode_params(config_file), errlog) as peer:
+        with anyio.fail_after(GATEWAY_WAIT_SECONDS + runs):
+            for run in range(warmup + runs):
+                taken = {
+                    "ours": (await run_snippet(gateway, GATEWAY_SNIPPET))[0],
+                    "theirs": await time_codemode(peer.session, CODEMODE_TRIVIAL),
+                    "ours_nested": (await time_gateway_calls(gateway, tool, 1))[0],
+                    "theirs_nested": await time_codemode(peer.session, nested),
+                }
+                if run >= warmup:
+                    for key, took in taken.items():
+                        times[key].append(took)
+        theirs_rss = process_rss_bytes(peer_pid(CODEMODE_SERVER))
+        ours_rss = process_rss_bytes(gateway_pid())
+    samples = {key: Samples(tuple(ms)) for key, ms in times.items()}
+    return CodeModeFigures(
+        samples["ours"],
+        samples["theirs"],
+        samples["ours_nested"],
+        samples["theirs_nested"],
+        ours_rss,
+        theirs_rss,
+    )
+
+
+def codemode_rows(figures: CodeModeFigures) -> list[Row]:
+    """Row 7g: FastMCP CodeMode's time per execute and per nested call, and its RSS, against ours."""
+    return [
+        Row(
+            "codemode_execute",
+            "FastMCP CodeMode (peer): trivial `execute`, its time as a multiple of ours",
+            figures.theirs_execute.p50 / figures.ours_execute.p50,
+            "x",
+            f"theirs {figures.theirs_execute.describe()}; ours {figures.ours_execute.describe()}",
+            Target(3.0, at_least=True),
+        ),
+        Row(
+            "codemode_nested",
+            "FastMCP CodeMode (peer): one nested everything.echo call, its time as a multiple of ours",
+            figures.theirs_nested.p50 / figures.ours_nested.p50,
+            "x",
+            f"theirs {figures.theirs_nested.describe()}; ours {figures.ours_nested.describe()}",
+            Target(10.0, at_least=True),
+        ),
+        Row(
+            "codemode_rss",
+            "FastMCP CodeMode (peer): its server's RSS over ours, after the rows above",
+            figures.theirs_rss_bytes / figures.ours_rss_bytes,
+            "x",
+            f"theirs {fmt(figures.theirs_rss_bytes / MIB)} MiB; ours {fmt(figures.ours_rss_bytes / MIB)} MiB "
+            "(the gateway has served every gateway row by then)",
+            Target(1.0, at_least=True),
+        ),
+    ]
+
+
 def log_tail(path: Path, lines: int = 40) -> str:
     """The last lines of the gateway's and the children's stderr, for a failure's message."""
     try:
@@ -1599,7 +1717,8 @@ async def measure_gateway(plan: Plan) -> GatewayFigures:
     with tempfile.TemporaryDirectory(prefix="codemode-bench-") as tmp:
         workdir = Path(tmp)
         servers = child_servers(workdir)
-        params = gateway_params(write_gateway_config(workdir, servers))
+        config_file = write_gateway_config(workdir, servers)
+        params = gateway_params(config_file)
         stderr_log = workdir / "stderr.log"
         try:
             with stderr_log.open("w", encoding="utf-8") as errlog:
@@ -1635,6 +1754,9 @@ async def measure_gateway(plan: Plan) -> GatewayFigures:
                             plan,
                             lambda: this_process_cpu_ms() + process_cpu_ms(pid),
                         )
+                    codemode = await measure_codemode(
+                        gateway, config_file, errlog, plan.gateway_runs, plan.warmup
+                    )
                     spawned = descendants(os.getpid())
                 await wait_exited(spawned)
                 startup = await measure_startup(params, errlog, len(servers), plan.startup_runs, first)
@@ -1651,6 +1773,7 @@ async def measure_gateway(plan: Plan) -> GatewayFigures:
         {name: child.initialize_ms for name, child in direct.items()},
         throughput,
         memory,
+        codemode,
     )
 
 
@@ -2188,6 +2311,7 @@ def gateway_rows(figures: GatewayFigures, sandbox_alone: Samples, host_call: Too
         *startup_rows(figures.startup, figures.children_initialize_ms),
         gateway_rss_row(figures.memory),
         install_size_row(runtime_install()),
+        *codemode_rows(figures.codemode),
     ]
 
 
