@@ -608,10 +608,18 @@ async def test_overlapping_executions_wake_a_second_slot_which_then_runs_them() 
 async def test_the_used_instance_is_freed_after_the_result_is_handed_back_not_before() -> None:
     with Sandbox(SandboxLimits(max_concurrent_executions=1, prewarm_instances=1)) as sandbox:
         pool = sandbox._slots[0]._instances
+        told: list[int] = []
+        replenish = pool.replenish
+
+        def recording() -> None:
+            told.append(len(pool._retired))
+            replenish()
+
+        pool.replenish = recording
         result = await run(sandbox, "print(1)")
-        waiting = len(pool._retired)  # no loop iteration since: the response is still to be written
+        at_return = list(told)  # no loop iteration since: the response is still to be written
         with anyio.fail_after(30):
-            while pool._retired:  # noqa: ASYNC110 (the pool's thread empties it)
+            while not told or pool._retired:  # noqa: ASYNC110 (a timer, then the pool's thread)
                 await anyio.sleep(0.001)
         after = await run(sandbox, "print(2)")
-    assert (result.stdout, waiting, after.stdout) == ("1\n", 1, "2\n")
+    assert (result.stdout, at_return, told[0], after.stdout) == ("1\n", [], 1, "2\n")
