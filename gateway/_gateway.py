@@ -65,7 +65,7 @@ __all__ = ["Gateway"]
 
 log = logging.getLogger("gateway")
 
-# How long search_docs waits for children that are still connecting before it answers without them.
+# How long a search naming a child still connecting waits for it before it answers without it.
 SEARCH_WAIT_SECONDS = 10.0
 SEARCH_THREADS = 2
 """Searches answered at once, each on a worker thread: the event loop never waits on one, and a
@@ -404,8 +404,8 @@ class Gateway(AsyncContextManagerMixin):
         detail: Detail = "signatures",
         identity: Identity | None = None,
     ) -> str:
-        """The search_docs text for `identity` (what its policy lets it see), once children still
-        starting have had a moment to list their tools. SearchRefused for a query past
+        """The search_docs text for `identity` (what its policy lets it see), naming the children still
+        starting (a search naming one waits for it). SearchRefused for a query past
         `search.max_query_chars` (or a server name past the name cap), before any work is spent on it."""
         max_query_chars = self.config.search.max_query_chars
         check_search(query, server, max_query_chars)
@@ -413,7 +413,10 @@ class Gateway(AsyncContextManagerMixin):
         named = self.catalog(policy).server(server) if server is not None else None
         if named is not None:
             self._pool.start(named.name)  # a lazy child starts when a search names it
-        await self._pool.wait_ready(timeout=min(SEARCH_WAIT_SECONDS, self.config.startup_timeout_seconds))
+            # Only a search naming one child waits for it; any other answers with the children
+            # that are ready and names those still starting.
+            with anyio.move_on_after(min(SEARCH_WAIT_SECONDS, self.config.startup_timeout_seconds)):
+                await self._pool.wait_child(named.name)
         catalog = self.catalog(policy)
         if self.middleware.searches:
             search = Search(query, server, identity.principal if identity else None, policy.roles)

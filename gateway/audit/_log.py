@@ -64,7 +64,13 @@ MAX_TOOL_CHARS = 256
 """Of a tool's name, what a record keeps: a snippet's names are capped so, but a record never trusts it."""
 # Gateway-wide settings, not limits on one execution.
 _NOT_PER_EXECUTION = frozenset(
-    {"prewarm_instances", "max_concurrent_executions", "max_queued_executions", "pooling_allocator"}
+    {
+        "prewarm_instances",
+        "max_concurrent_executions",
+        "max_queued_executions",
+        "pooling_allocator",
+        "pool_keep_resident_bytes",
+    }
 )
 
 

@@ -17,6 +17,7 @@ from gateway.children import ChildState
 __all__ = [
     "CALL_HINT",
     "DEFAULT_SEARCH_LIMIT",
+    "STILL_STARTING",
     "Detail",
     "render_overview",
     "render_search",
@@ -34,6 +35,8 @@ CALL_HINT = (
     "Call tools in execute_code as tools.<server>.<tool>(arg=value, ...) (keywords only); "
     "search_docs(query) shows their signatures."
 )
+STILL_STARTING = "Still starting:"
+"""Begins the line naming the children an answer could not wait for (search_docs never waits)."""
 _MAX_NAMES_PER_SERVER = 40  # past this the overview says how many more: search finds them
 _MAX_ERROR_CHARS = 200
 
@@ -84,6 +87,7 @@ def render_overview(catalog: Catalog, loaded: str | None = None) -> str:
         lines.append(line)
     lines += _resources_note([s for s in servers if s.resources])
     lines += _instructions_note([s for s in servers if s.instructions])
+    lines += _starting_note(catalog)
     lines += [loaded] if loaded else []
     return "\n".join(lines)
 
@@ -158,6 +162,8 @@ def _not_ready_note(catalog: Catalog, only: str | None) -> str | None:
     for s in catalog.servers:
         if s.state is ChildState.READY or (only is not None and s.identifier != only):
             continue
+        if s.state is ChildState.CONNECTING and not catalog.tools_of(s.identifier):
+            continue  # named once, by `_starting_note`
         if not catalog.tools_of(s.identifier):
             missing.append(f"{s.identifier} ({_state(s)})")
         elif s.state is ChildState.RECONNECTING:
@@ -167,7 +173,20 @@ def _not_ready_note(catalog: Catalog, only: str | None) -> str | None:
         for label, items in (("Not in these results", missing), ("Down", down))
         if items
     ]
+    notes += _starting_note(catalog, only)
     return "\n".join(notes) or None
+
+
+def _starting_note(catalog: Catalog, only: str | None = None) -> list[str]:
+    """One line naming the children still starting, whose tools no answer holds yet."""
+    starting = [
+        s.identifier
+        for s in catalog.servers
+        if s.state is ChildState.CONNECTING
+        and not catalog.tools_of(s.identifier)
+        and (only is None or s.identifier == only)
+    ]
+    return [f"{STILL_STARTING} {', '.join(starting)}; search again in a moment."] if starting else []
 
 
 def server_listing(

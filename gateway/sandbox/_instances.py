@@ -44,7 +44,7 @@ class InstancePool(Generic[T]):
     bound).
 
     With a capacity, `key(item)` is the object whose freeing frees the instance (the item itself by
-    default): it must take weak references."""
+    default): it must take weak references. A `dormant` pool prewarms nothing until its first `take`."""
 
     def __init__(
         self,
@@ -52,6 +52,8 @@ class InstancePool(Generic[T]):
         size: int,
         capacity: int | None = None,
         key: Callable[[T], object] = lambda item: item,
+        *,
+        dormant: bool = False,
     ) -> None:
         self._make = make
         self._size = size
@@ -64,6 +66,7 @@ class InstancePool(Generic[T]):
         self._retired: list[T] = []
         self._changed = threading.Condition()
         self._stopped = False
+        self._awake = not dormant
         self._filler: threading.Thread | None = None
         if size > 0:
             self._filler = threading.Thread(target=self._fill, name="codemode-prewarm", daemon=True)
@@ -73,6 +76,7 @@ class InstancePool(Generic[T]):
         """A never-used instance: a prewarmed one if ready, else one made now on this thread."""
         retired: list[T] = []
         with self._changed:
+            self._awake = True
             if self._ready:
                 return self._ready.popleft()
             if self._full():
@@ -132,7 +136,7 @@ class InstancePool(Generic[T]):
         return bool(self._ready) or not self._full() or not (self._freeing or self._making)
 
     def _can_prewarm(self) -> bool:
-        return len(self._ready) < self._size and not self._full()
+        return self._awake and len(self._ready) < self._size and not self._full()
 
     def _has_work(self) -> bool:
         return self._stopped or bool(self._retired) or self._can_prewarm()

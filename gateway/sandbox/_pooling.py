@@ -3,9 +3,8 @@
 Why: with the default (on-demand) allocator every fresh instance maps, protects and unmaps its own
 memory, and its first touches of the snapshot heap fault page by page; two executions in one process
 also interrupt each other's core with those mapping changes. The pool reserves its slots once, and a
-slot's first `KEEP_RESIDENT_BYTES` (16 MiB) are zeroed for reuse instead of handed back to the kernel.
-Measured on this 2-core machine, `tests/bench/pooling_probe.py`: `print(1)` on a fresh instance 4.1-4.5
--> 2.8-3.1 ms; two fib(25) executions at once against one, 1.49-1.55x -> 1.80-1.93x.
+slot's first `sandbox.pool_keep_resident_bytes` are zeroed for reuse instead of handed back to the
+kernel. `tests/bench/pooling_probe.py` measures what it saves.
 
 wasmtime-py has no Python setter for it, so this reaches its private `_ffi` bindings. If they are
 missing (another wasmtime-py), the engine keeps on-demand allocation and says so once in the log;
@@ -22,7 +21,6 @@ from typing import Any
 import wasmtime
 
 __all__ = [
-    "KEEP_RESIDENT_BYTES",
     "MAX_CORE_INSTANCES",
     "MAX_MEMORIES",
     "MAX_TABLES",
@@ -32,10 +30,6 @@ __all__ = [
 
 log = logging.getLogger("gateway.sandbox")
 
-# Zeroed for reuse rather than handed back: the pages a run dirties first. Measured against 64 MiB
-# (pooling_probe.py), 16 MiB kept the same print(1) time and throughput, and it bounds what stays
-# resident to 16 MiB per pooled memory (12 per slot with the default prewarm).
-KEEP_RESIDENT_BYTES = 16 << 20
 # Core instances, memories and tables a fresh instance of the component creates (componentize-py
 # links libc, libpython and the bindings as separate core modules); generous, but bounded. Each
 # store's limits hold it to these too (`_slots.py`).
@@ -52,14 +46,16 @@ _CALLS = ("config_new", "config_delete", "strategy_set")
 
 @dataclass(frozen=True)
 class PoolSize:
-    """How much one engine's pool holds: instances alive at once, each memory's largest size."""
+    """How much one engine's pool holds: instances alive at once, each memory's largest size, and
+    the bytes of each memory kept resident (zeroed) for the next instance instead of handed back."""
 
     instances: int
     memory_bytes: int
+    keep_resident_bytes: int
 
     def fingerprint(self) -> dict[str, int]:
         """What of the pool compiled code depends on (the counts do not change it)."""
-        return {"max_memory_size": self.memory_bytes, "keep_resident": KEEP_RESIDENT_BYTES}
+        return {"max_memory_size": self.memory_bytes, "keep_resident": self.keep_resident_bytes}
 
     def settings(self) -> dict[str, int]:
         """Each setting of the pool, by the name of its setter."""
@@ -79,7 +75,7 @@ class PoolSize:
             "table_elements": _TABLE_ELEMENTS,
             "max_component_instance_size": _INSTANCE_STATE_BYTES,
             "max_core_instance_size": _INSTANCE_STATE_BYTES,
-            "linear_memory_keep_resident": KEEP_RESIDENT_BYTES,
+            "linear_memory_keep_resident": self.keep_resident_bytes,
             "table_keep_resident": 1 << 20,
         }
 

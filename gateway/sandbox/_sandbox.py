@@ -47,6 +47,11 @@ __all__ = ["HOST_INTERFACE", "Sandbox"]
 
 log = logging.getLogger("gateway.sandbox")
 
+REPLENISH_DELAY_SECONDS = 0.003
+"""How long after an execution's result the slot's prewarm thread starts freeing the used instance
+and making the next: its Python stretches take the GIL, and the response still has to be serialized
+and written by the event loop."""
+
 
 class SlotUsage(NamedTuple):
     """The execution slots at one moment (the metrics read it)."""
@@ -88,8 +93,10 @@ class Sandbox:
         self.component_sha256 = loaded.sha256
         self.compiled_on_load = loaded.compiled
         self._slots = slots
-        self._free: queue.SimpleQueue[Slot] = queue.SimpleQueue()
-        for slot in slots:
+        # Last in, first out: one caller at a time keeps reusing the slot it just used, so the code
+        # and memory of the others are only touched when executions really overlap.
+        self._free: queue.LifoQueue[Slot] = queue.LifoQueue()
+        for slot in reversed(slots):
             self._free.put(slot)
         self._limiter = anyio.CapacityLimiter(len(slots))
         self._workers = WorkerThreads("sandbox-run")
@@ -169,9 +176,16 @@ class Sandbox:
             execution.cancel()
             raise
         finally:
-            for slot in used:  # the result is here: the prewarm thread no longer competes with it
-                slot.replenish()
+            for slot in used:  # once the response is out, the prewarm thread no longer competes with it
+                self._replenish_soon(slot, execution.loop)
         return results[0]
+
+    @staticmethod
+    def _replenish_soon(slot: Slot, loop: asyncio.AbstractEventLoop | None) -> None:
+        if loop is None:  # another anyio backend (trio): no timer of its own to borrow
+            slot.replenish()
+        else:
+            loop.call_later(REPLENISH_DELAY_SECONDS, slot.replenish)
 
     async def _on_worker(
         self, run: Callable[[], ExecutionResult], loop: asyncio.AbstractEventLoop | None

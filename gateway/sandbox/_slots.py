@@ -64,6 +64,9 @@ class Slot:
             self.limits.prewarm_instances,
             engine_capacity(self.limits),
             key=lambda instance: instance[0],  # freeing the store frees the instance
+            # Only the first slot prewarms at start: the others, used when executions overlap
+            # (the sandbox hands out the last freed slot first), hold no memory until then.
+            dormant=self.index > 0,
         )
 
     def _instantiate(self) -> Instance:
@@ -173,7 +176,8 @@ def load_slots(
 ) -> tuple[list[Slot], LoadedComponent]:
     """One slot per concurrent execution; the component is compiled (or read from cache) once."""
     capacity = engine_capacity(limits)
-    pool = None if capacity is None else PoolSize(capacity, limits.memory_bytes)
+    keep = limits.pool_keep_resident_bytes
+    pool = None if capacity is None else PoolSize(capacity, limits.memory_bytes, keep)
     engine, fingerprint = make_engine(limits.max_wasm_stack_bytes, pool)
     loaded = load_component(engine, fingerprint, path=component_path, cache_dir=cache_dir)
     slots = [Slot(0, engine, loaded.component, limits)]

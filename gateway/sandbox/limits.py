@@ -90,6 +90,15 @@ class SandboxLimits(BaseModel):
     pooling_allocator: bool = Field(
         default=True,
         description="Take instances from wasmtime's pooling allocator: fresh instances start faster and "
-        "two executions at once slow each other less, for more idle memory (memory a run used is kept "
-        "zeroed for the next: about 150 MB per slot once used). false: allocate on demand.",
+        "two executions at once slow each other less, for more idle memory (see "
+        "pool_keep_resident_bytes). false: allocate on demand.",
+    )
+    pool_keep_resident_bytes: int = Field(
+        default=16 * _MIB,
+        ge=0,
+        le=256 * _MIB,
+        description="With the pooling allocator: bytes of each pooled memory kept resident, reset for "
+        "the next instance instead of handed back to the kernel; each live instance holds about twice "
+        "this. Less (e.g. 1048576) keeps the gateway smaller and makes each run fault in the pages it "
+        "writes (docs/deploy.md, sizing).",
     )

@@ -85,7 +85,8 @@ def test_an_execution_and_its_tool_calls_are_one_json_line_each_linked_by_the_ex
     assert "script" not in execution  # include_script is off by default
     assert execution["limits"]["timeout_seconds"] == 5.0
     assert execution["limits"]["fuel"] == SandboxLimits().fuel
-    assert not {"prewarm_instances", "max_queued_executions"} & set(execution["limits"])
+    gateway_wide = {"prewarm_instances", "max_queued_executions", "pool_keep_resident_bytes"}
+    assert not gateway_wide & set(execution["limits"])
     assert (execution["ok"], execution["error"], execution["fuel"], execution["ms"]) == (
         True,
         None,

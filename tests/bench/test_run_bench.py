@@ -48,9 +48,15 @@ EXPECTED_ROWS = [
     "context_bytes",
     "context_ratio",
     "gateway_initialize",
+    "gateway_first_search",
     "gateway_import",
     "sdk_import",
     "gateway_processes_per_child",
+    "gateway_rss",
+    "install_size",
+    "codemode_execute",
+    "codemode_nested",
+    "codemode_rss",
     "search_top3_dev",
     "search_top5_dev",
     "search_top3_held-out",
@@ -263,3 +269,13 @@ async def test_the_bench_waits_for_the_processes_it_spawned_to_end() -> None:
         with anyio.fail_after(WAIT_SECONDS):
             await run_bench.wait_exited([process.pid])
             assert await process.wait() == 0
+
+
+def test_the_install_size_counts_the_runtime_requirements_and_none_of_the_test_tools() -> None:
+    sizes = run_bench.runtime_distributions()
+    size, count = run_bench.runtime_install()
+    assert count == len(sizes) + 1  # and the project
+    assert size == sum(sizes.values()) + run_bench.COMPONENT_PATH.stat().st_size
+    runtime = ("wasmtime", "mcp", "pydantic", "mcp-server-time", "componentize-py")
+    assert all(sizes[name] > 0 for name in runtime)
+    assert not {"pytest", "torch", "pyright", "transformers"} & sizes.keys()

@@ -132,11 +132,15 @@ def test_servers_are_found_by_their_original_names_too(mixed: Catalog) -> None:
 
 
 def test_results_note_servers_whose_tools_are_missing(mixed: Catalog) -> None:
+    last = render_search(mixed, "read a file", None, 3, "names").split("\n")[-2]
+    assert last == ("Not in these results: slack (failed: command not found: slack-mcp (exit status 127)).")
+
+
+def test_results_name_the_servers_still_starting_on_one_line(mixed: Catalog) -> None:
     last = render_search(mixed, "read a file", None, 3, "names").split("\n")[-1]
-    assert last == (
-        "Not in these results: jira_cloud (connecting, its tools appear when it is ready);"
-        " slack (failed: command not found: slack-mcp (exit status 127))."
-    )
+    assert last == "Still starting: jira_cloud; search again in a moment."
+    overview = render_search(mixed, "", None, 3, "names").split("\n")
+    assert "Still starting: jira_cloud; search again in a moment." in overview
 
 
 def test_a_search_on_a_failed_server_explains_why_it_is_empty(mixed: Catalog) -> None:

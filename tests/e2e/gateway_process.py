@@ -8,7 +8,7 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 from mcp import Client, ClientSession, StdioServerParameters, types
@@ -16,9 +16,11 @@ from mcp.client.client import ConnectMode
 from mcp.client.session import ElicitationFnT, MessageHandlerFnT
 from mcp.client.stdio import stdio_client
 
+from gateway.catalog._render import STILL_STARTING
 from tests.real_servers import LEDGER_SERVER, TINY_SERVER
 
 WAIT = 120  # real child servers start in seconds; this bounds a hang, not a race
+STARTING_WAIT = 10.0  # how long a search waits for children still starting, as the gateway once did
 
 TINY: dict[str, Any] = {"command": sys.executable, "args": [str(TINY_SERVER)]}
 """An mcpServers entry for the tiny test server (tools echo, env, die)."""
@@ -115,10 +117,20 @@ def text(result: types.CallToolResult) -> str:
     return "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
 
 
-async def search_docs(client: ClientSession, query: str = "", **arguments: Any) -> str:
-    """The search_docs answer as text."""
+class ToolCaller(Protocol):
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult: ...
+
+
+async def search_docs(client: ToolCaller, query: str = "", *, settled: bool = True, **arguments: Any) -> str:
+    """The search_docs answer as text; with `settled`, once it names no child still starting (the
+    gateway answers at once, without them), or, past STARTING_WAIT, the answer naming them."""
     with anyio.fail_after(WAIT):
-        return text(await client.call_tool("search_docs", {"query": query, **arguments}))
+        answer = text(await client.call_tool("search_docs", {"query": query, **arguments}))
+        with anyio.move_on_after(STARTING_WAIT if settled else 0):
+            while STILL_STARTING in answer:  # the client has no other way to see a child get ready
+                await anyio.sleep(0.05)
+                answer = text(await client.call_tool("search_docs", {"query": query, **arguments}))
+        return answer
 
 
 async def execute(client: ClientSession, code: str) -> dict[str, Any]:

@@ -18,7 +18,15 @@ from mcp.client.session import IncomingMessage
 from mcp.shared.exceptions import MCPError
 
 from tests.e2e.gateway_http import Answers, HttpGateway, User, http_client, http_gateway
-from tests.e2e.gateway_process import TINY, WAIT, ledger_entries, ledger_server, text, write_config
+from tests.e2e.gateway_process import (
+    TINY,
+    WAIT,
+    ledger_entries,
+    ledger_server,
+    search_docs,
+    text,
+    write_config,
+)
 from tests.real_servers import FAULT_SERVER
 
 pytestmark = pytest.mark.anyio
@@ -95,7 +103,7 @@ async def everything_the_gateway_does(gateway: HttpGateway, mode: str, era: str)
         assert client.session.protocol_version == era
         declared = client.server_capabilities.tools
         with anyio.fail_after(WAIT):
-            found = text(await client.call_tool("search_docs", {"query": "echo"}))
+            found = await search_docs(client, "echo")
             echoed = await client.call_tool(
                 "execute_code", {"code": "tools.tiny.echo(text='http')", "details": True}
             )

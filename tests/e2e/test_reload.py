@@ -26,6 +26,7 @@ from tests.e2e.gateway_process import (
     environment,
     ledger_entries,
     ledger_server,
+    search_docs,
     text,
     write_config,
 )
@@ -104,8 +105,7 @@ async def execute(client: Client, code: str) -> dict[str, Any]:
 
 
 async def overview(client: Client) -> str:
-    with anyio.fail_after(WAIT):
-        return text(await client.call_tool("search_docs", {"query": ""}))
+    return await search_docs(client)
 
 
 async def until_exists(path: Path) -> None:

@@ -27,6 +27,7 @@ from tests.e2e.gateway_process import (
     environment,
     ledger_entries,
     ledger_server,
+    search_docs,
     text,
     write_config,
 )
@@ -87,8 +88,8 @@ class Answers:
 
     async def modern_call(self, client: Client, name: str, search: bool) -> None:
         if search:
-            found = await client.call_tool("search_docs", {"query": "echo text unchanged"})
-            self.of[name] = "tiny.echo" in text(found)
+            found = await search_docs(client, "echo text unchanged")
+            self.of[name] = "tiny.echo" in found
         else:
             self.of[name] = await echo(client, name)
 

@@ -19,7 +19,16 @@ import pytest
 from mcp import ClientSession
 
 from tests.e2e.gateway_http import http_client, http_gateway
-from tests.e2e.gateway_process import TINY, environment, execute, search_docs, session, text, write_config
+from tests.e2e.gateway_process import (
+    TINY,
+    environment,
+    execute,
+    overview_once,
+    search_docs,
+    session,
+    text,
+    write_config,
+)
 from tests.real_servers import CATALOG_SERVER, npm_entry_point
 
 pytestmark = pytest.mark.anyio
@@ -213,3 +222,23 @@ async def test_a_request_no_tool_serves_says_so_first_with_at_most_three_hints_a
     found = (await search_docs(client, "git log --oneline -n 5")).splitlines()
     assert found[0] == '5 tools for "git log --oneline -n 5", best first:'
     assert found[1].startswith("git.git_log(")
+
+
+async def test_a_search_answers_with_the_children_ready_and_names_those_still_starting(
+    tmp_path: Path,
+) -> None:
+    config = {
+        "mcpServers": {
+            "tiny": TINY,
+            # Never answers the handshake: it stays starting for as long as the test runs.
+            "slow": {"command": sys.executable, "args": ["-c", "import time; time.sleep(600)"]},
+        },
+        "startup_timeout_seconds": 600,
+    }
+    async with session(write_config(tmp_path, config)) as connected:
+        first = await search_docs(connected, "echo", settled=False)
+        assert "slow" in first.split("\n")[-1]  # answered without waiting for it
+        await overview_once(connected, "tiny (ready")
+        found = await search_docs(connected, "echo", settled=False)
+    assert "tiny.echo" in found
+    assert found.split("\n")[-1] == "Still starting: slow; search again in a moment."

@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from gateway.catalog import DEFAULT_MAX_QUERY_CHARS
-from tests.e2e.gateway_process import TINY, WAIT, execute, session, text, write_config
+from tests.e2e.gateway_process import TINY, WAIT, execute, search_docs, session, text, write_config
 
 pytestmark = pytest.mark.anyio
 
@@ -28,13 +28,13 @@ async def test_a_query_past_the_cap_is_refused_naming_the_limit_and_the_gateway_
         with anyio.fail_after(WAIT):
             refused = await client.call_tool("search_docs", {"query": _random_words(12, 10_000)})
             at_cap = await client.call_tool("search_docs", {"query": _random_words(12, 82)})
-            found = await client.call_tool("search_docs", {"query": "echo"})
+            found = await search_docs(client, "echo")
         ran = await execute(client, "1 + 1")
     assert refused.is_error
     assert f"over search.max_query_chars ({DEFAULT_MAX_QUERY_CHARS:,})" in text(refused)
     assert len(text(refused)) < 300  # the query is not echoed back
     assert not at_cap.is_error
     assert "max_query_chars" not in text(at_cap)  # answered by search (lexical or by meaning), not refused
-    assert "tiny.echo" in text(found)
+    assert "tiny.echo" in found
     assert ran["ok"]
     assert ran["value"] == 2

@@ -20,6 +20,7 @@ from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 from mcp.server.mcpserver import MCPServer
 
+from tests.e2e.gateway_process import search_docs
 from tests.real_servers import TINY_SERVER, npm_entry_point, serve_asgi_app
 
 pytestmark = pytest.mark.anyio
@@ -110,7 +111,7 @@ async def test_the_client_sees_exactly_two_tools_in_under_4_kb(session: ClientSe
 
 
 async def test_the_overview_lists_every_server_with_its_state(session: ClientSession) -> None:
-    overview = text(await call(session, "search_docs"))
+    overview = await search_docs(session)
     for server in ("time", "git", "everything", "memory", "filesystem", "remote"):
         assert server in overview
     assert "broken" in overview
@@ -135,7 +136,7 @@ async def test_the_overview_lists_every_server_with_its_state(session: ClientSes
 async def test_search_ranks_the_expected_tool_in_the_top_three(
     session: ClientSession, query: str, expected: str
 ) -> None:
-    found = text(await call(session, "search_docs", query=query, limit=3, detail="names"))
+    found = await search_docs(session, query, limit=3, detail="names")
     assert expected in found, found
 
 

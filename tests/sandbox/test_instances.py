@@ -393,3 +393,15 @@ def test_take_does_not_wait_when_the_engine_is_full_of_instances_nobody_is_freei
     assert engine.refused == ["MainThread"]
     del held
     assert pool.take() is not None  # the failed attempt gave its room back
+
+
+def test_a_dormant_pool_makes_its_first_item_on_the_first_take_and_prewarms_after_it() -> None:
+    maker = Maker()
+    pool = InstancePool(maker, 2, dormant=True)
+    try:
+        assert take_within(pool, maker) == 1
+        pool.replenish()
+        maker.wait_for(3)  # the first take woke the pool: it made the two that wait now
+    finally:
+        pool.close()
+    assert maker.made == [(1, "inline"), (2, "filler"), (3, "filler")]

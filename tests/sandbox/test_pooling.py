@@ -13,17 +13,18 @@ import wasmtime
 from gateway import Sandbox, SandboxLimits
 from gateway.sandbox import _pooling, _slots
 from gateway.sandbox._engine import make_engine
-from gateway.sandbox._pooling import KEEP_RESIDENT_BYTES, PoolSize, use_pooling
+from gateway.sandbox._pooling import PoolSize, use_pooling
 from gateway.sandbox._slots import POOL_MARGIN
 
 STACK = SandboxLimits().max_wasm_stack_bytes
 MEMORY = SandboxLimits().memory_bytes
+KEEP = SandboxLimits().pool_keep_resident_bytes
 
 
 def test_engines_allocate_from_a_pool_with_this_wasmtime_py() -> None:
-    _, fingerprint = make_engine(STACK, PoolSize(4, MEMORY))
+    _, fingerprint = make_engine(STACK, PoolSize(4, MEMORY, KEEP))
     pooling = json.loads(fingerprint)["pooling"]
-    assert pooling == {"max_memory_size": MEMORY, "keep_resident": KEEP_RESIDENT_BYTES}
+    assert pooling == {"max_memory_size": MEMORY, "keep_resident": KEEP}
     _, on_demand = make_engine(STACK)
     assert "pooling" not in json.loads(on_demand)  # another allocator, another compiled artifact
 
@@ -34,8 +35,8 @@ def test_a_wasmtime_py_without_the_setting_keeps_on_demand_allocation_and_says_s
     monkeypatch.setattr(wasmtime, "_ffi", SimpleNamespace(), raising=False)
     monkeypatch.setattr(_pooling, "_warned", False)
     with caplog.at_level(logging.WARNING, logger="gateway.sandbox"):
-        assert not use_pooling(wasmtime.Config(), PoolSize(4, MEMORY))
-        assert not use_pooling(wasmtime.Config(), PoolSize(4, MEMORY))
+        assert not use_pooling(wasmtime.Config(), PoolSize(4, MEMORY, KEEP))
+        assert not use_pooling(wasmtime.Config(), PoolSize(4, MEMORY, KEEP))
     said = [r for r in caplog.records if r.getMessage() == "no pooling allocator: fresh instances are slower"]
     assert len(said) == 1  # once per process, not per engine
     assert getattr(said[0], "why", None) == "this wasmtime-py exposes none"
@@ -47,7 +48,7 @@ def test_a_capped_address_space_keeps_on_demand_allocation(
     monkeypatch.setattr(resource, "getrlimit", lambda _: (8 << 30, resource.RLIM_INFINITY))
     monkeypatch.setattr(_pooling, "_warned", False)
     with caplog.at_level(logging.WARNING, logger="gateway.sandbox"):
-        engine, fingerprint = make_engine(STACK, PoolSize(4, MEMORY))
+        engine, fingerprint = make_engine(STACK, PoolSize(4, MEMORY, KEEP))
     assert "pooling" not in json.loads(fingerprint)
     assert isinstance(engine, wasmtime.Engine)
     assert [getattr(r, "why", None) for r in caplog.records] == ["the address space is capped (ulimit -v)"]
@@ -84,4 +85,21 @@ def test_a_config_can_turn_the_pool_off_for_less_idle_memory(monkeypatch: pytest
         assert sandbox.execute_sync("print('on demand')").stdout == "on demand\n"
     with Sandbox(SandboxLimits(max_concurrent_executions=1, prewarm_instances=3)) as sandbox:
         assert sandbox.execute_sync("print('pooled')").stdout == "pooled\n"
-    assert pools == [None, None, PoolSize(3 + POOL_MARGIN, MEMORY)]  # one engine per slot
+    assert pools == [None, None, PoolSize(3 + POOL_MARGIN, MEMORY, KEEP)]  # one engine per slot
+
+
+def test_the_memory_a_pool_keeps_resident_per_instance_comes_from_the_config(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pools: list[PoolSize | None] = []
+
+    def recording(max_wasm_stack: int, pool: PoolSize | None = None) -> tuple[wasmtime.Engine, str]:
+        pools.append(pool)
+        return make_engine(max_wasm_stack, pool)
+
+    monkeypatch.setattr(_slots, "make_engine", recording)
+    limits = SandboxLimits(max_concurrent_executions=1, prewarm_instances=0, pool_keep_resident_bytes=4 << 20)
+    with Sandbox(limits) as sandbox:
+        assert sandbox.execute_sync("print('kept')").stdout == "kept\n"
+    assert pools == [PoolSize(POOL_MARGIN, MEMORY, 4 << 20)]
+    assert PoolSize(POOL_MARGIN, MEMORY, 4 << 20).settings()["linear_memory_keep_resident"] == 4 << 20

@@ -566,3 +566,60 @@ def test_a_prewarm_thread_that_falls_behind_never_instantiates_into_a_full_engin
     assert [result.stdout for result in results] == ["1\n"] * len(results), results[-1].summary()
     assert failed == []
     assert [r.getMessage() for r in sandbox_log if r.levelno >= logging.WARNING] == []
+
+
+async def test_executions_one_after_another_reuse_one_slot_and_leave_the_others_unmade() -> None:
+    with Sandbox(SandboxLimits(max_concurrent_executions=3, prewarm_instances=1)) as sandbox:
+        for n in range(6):
+            assert (await run(sandbox, f"print({n})")).stdout == f"{n}\n"
+        live = [slot._instances._live for slot in sandbox._slots]
+    # Only the first slot made instances: a caller at a time touches one engine's code and memory.
+    assert live[0] > 0
+    assert live[1:] == [0, 0]
+
+
+async def test_overlapping_executions_wake_a_second_slot_which_then_runs_them() -> None:
+    gate = anyio.Event()
+    arrived = 0
+
+    async def parked(name: str, args: dict[str, object]) -> object:
+        nonlocal arrived
+        arrived += 1
+        if arrived == 2:
+            gate.set()
+        await gate.wait()
+        return args
+
+    with Sandbox(SandboxLimits(max_concurrent_executions=2, prewarm_instances=1)) as sandbox:
+        results: list[str] = []
+
+        async def one(n: int) -> None:
+            result = await run(sandbox, f"tools.probe.echo(n={n})\nprint({n})", tool_caller=parked)
+            results.append(result.stdout)
+
+        async with anyio.create_task_group() as both:
+            both.start_soon(one, 1)
+            both.start_soon(one, 2)
+        live = [slot._instances._live for slot in sandbox._slots]
+    assert sorted(results) == ["1\n", "2\n"]
+    assert all(count > 0 for count in live)
+
+
+async def test_the_used_instance_is_freed_after_the_result_is_handed_back_not_before() -> None:
+    with Sandbox(SandboxLimits(max_concurrent_executions=1, prewarm_instances=1)) as sandbox:
+        pool = sandbox._slots[0]._instances
+        told: list[int] = []
+        replenish = pool.replenish
+
+        def recording() -> None:
+            told.append(len(pool._retired))
+            replenish()
+
+        pool.replenish = recording
+        result = await run(sandbox, "print(1)")
+        at_return = list(told)  # no loop iteration since: the response is still to be written
+        with anyio.fail_after(30):
+            while not told or pool._retired:  # noqa: ASYNC110 (a timer, then the pool's thread)
+                await anyio.sleep(0.001)
+        after = await run(sandbox, "print(2)")
+    assert (result.stdout, at_return, told[0], after.stdout) == ("1\n", [], 1, "2\n")
