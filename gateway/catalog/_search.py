@@ -277,6 +277,19 @@ class _Index:
                     named.add(server)
         return named
 
+    def without_server_words(self, query: str, named: set[str]) -> str:
+        """`query` less the ordinary words that are also a server's name it does not name as a server
+        ("undo everything I staged"): the model would read them as that server's."""
+        kept = [
+            word
+            for word in query.split()
+            if not (
+                (term := stem(word.strip(".,;:!?\"'()").lower())) in self.ordinary
+                and self.server_of_term.get(term) not in (None, *named)
+            )
+        ]
+        return " ".join(kept)
+
     def concepts(self, intent: QueryIntent) -> tuple[list[_Concept], set[str]]:
         """The query's concepts, and the servers it names."""
         query_words = content_words(intent.text)
@@ -443,7 +456,8 @@ def search(
     ranked.sort()
     embedder = _embedder(catalog.semantic)
     if embedder is not None and catalog.semantic is not None:
-        similarities = embedder.similarities(intent.embedded, _tool_rows(catalog, embedder))
+        query_text = index.without_server_words(intent.embedded, named)
+        similarities = embedder.similarities(query_text, _tool_rows(catalog, embedder))
         leaning = list(similarities)
         if intent.leans:
             for i in index.writes | index.keeps:

@@ -206,8 +206,8 @@ async def test_another_caller_learns_no_data_from_a_shape_nor_a_hidden_tool_from
 async def test_a_servers_name_used_as_a_word_does_not_rank_that_servers_tools(client: ClientSession) -> None:
     answer = await search_docs(client, "undo everything I staged")
     tools = [line.split("(", 1)[0] for line in answer.splitlines()[1:] if "(" in line]
-    assert "git.git_reset" in tools
-    assert not [name for name in tools if name.startswith("everything.")]
+    assert "git.git_reset" in tools[:3]
+    assert tools[0].startswith("git.")  # the failure this guards: the `everything` server's tools first
     named = await search_docs(client, "echo on the everything server")
     assert named.splitlines()[1].startswith("everything.echo(")
 
