@@ -11,11 +11,8 @@ import gc
 _collecting = gc.isenabled()
 gc.disable()
 try:
-    from gateway._gateway import Gateway
-    from gateway._redaction import Redactor
-    from gateway._resume import ApprovalNeeded, Resume
-    from gateway._version import package_version as _package_version
     from gateway.audit import AuditLog
+    from gateway.calls import ApprovalNeeded, Gateway, Resume
     from gateway.config import GatewayConfig, load_config
     from gateway.errors import (
         ApprovalLimitExceeded,
@@ -52,6 +49,8 @@ try:
     )
     from gateway.sandbox import ErrorInfo, ExecutionResult, Sandbox, SandboxLimits, ToolCaller, ToolCallRecord
     from gateway.server import serve_http, serve_stdio
+    from gateway.shared._redaction import Redactor
+    from gateway.shared._version import package_version as _package_version
 finally:
     gc.freeze()
     if _collecting:

@@ -16,6 +16,7 @@ import gateway
 WINGS = (
     "audit",
     "auth",
+    "calls",
     "catalog",
     "children",
     "cli",

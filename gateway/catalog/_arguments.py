@@ -8,10 +8,10 @@ from typing import Any
 from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 
-from gateway._json import as_array, as_object, properties_of
-from gateway._json_schema import best_error, linear_validator, short_message
 from gateway.catalog._catalog import CatalogEntry
 from gateway.errors import ToolCallError
+from gateway.shared._json import as_array, as_object, properties_of
+from gateway.shared._json_schema import best_error, linear_validator, short_message
 
 __all__ = ["argument_refusal", "prepare_arguments"]
 

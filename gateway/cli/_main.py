@@ -9,9 +9,6 @@ import sys
 import time
 from collections.abc import Sequence
 
-from gateway._exception_groups import leaf_error
-from gateway._logging import configure_logging
-from gateway._version import PACKAGE_NAME, package_version
 from gateway.catalog import SemanticSearch, semantic_installed
 from gateway.children import PARENT_ENV_VAR
 from gateway.cli._audit import audit_command
@@ -34,6 +31,9 @@ from gateway.config import config_json_schema, config_reference
 from gateway.errors import ConfigError, GatewayError
 from gateway.sandbox import COMPONENT_PATH, WASMTIME_VERSION, Sandbox, component_sha256
 from gateway.server import run_http, run_stdio
+from gateway.shared._exception_groups import leaf_error
+from gateway.shared._logging import configure_logging
+from gateway.shared._version import PACKAGE_NAME, package_version
 from gateway.telemetry import traces_from_environment
 
 __all__ = ["main"]

@@ -22,11 +22,9 @@ from typing import Literal, Protocol, cast
 
 import anyio
 
-from gateway._exception_groups import leaf_error
-from gateway._gateway import Gateway
-from gateway._resume import ApprovalNeeded, Resume
 from gateway.audit import format_records, read_audit
 from gateway.auth import Identity
+from gateway.calls import ApprovalNeeded, Gateway, Resume
 from gateway.config import GatewayConfig, parse_config
 from gateway.errors import ToolCallError
 from gateway.escape.cases import CASES, EscapeCase
@@ -42,6 +40,7 @@ from gateway.escape.cases._probe import (
 )
 from gateway.policy import ApprovalOutcome, approval_prompt
 from gateway.sandbox import ExecutionResult, Sandbox, SandboxLimits
+from gateway.shared._exception_groups import leaf_error
 from gateway.testing import InProcessTools
 
 __all__ = [

@@ -19,8 +19,7 @@ from contextlib import contextmanager
 import anyio
 import uvicorn
 
-from gateway._gateway import Gateway
-from gateway._logging import redact_logs
+from gateway.calls import Gateway
 from gateway.config import GatewayConfig, HttpConfig
 from gateway.errors import ConfigError
 from gateway.reload import ReloadOptions, serve_reloads
@@ -29,6 +28,7 @@ from gateway.server._gate import session_digest
 from gateway.server._http_app import HttpApp
 from gateway.server._server import freeze_start_up_heap, warn_of_unidentified_callers
 from gateway.server._stdio import cancel_on_signals
+from gateway.shared._logging import redact_logs
 
 __all__ = ["run_http", "serve_http"]
 

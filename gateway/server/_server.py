@@ -20,11 +20,8 @@ from mcp.server.stdio import stdio_server
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from gateway._exposed import ExposedTool
-from gateway._gateway import ApprovalNeeded, Gateway, Progress
-from gateway._logging import redact_logs
-from gateway._version import PACKAGE_NAME, package_version
 from gateway.auth import Identity, identity_of
+from gateway.calls import ApprovalNeeded, ExposedTool, Gateway, Progress
 from gateway.catalog import SearchRefused
 from gateway.config import GatewayConfig
 from gateway.errors import GatewayError
@@ -56,6 +53,8 @@ from gateway.server._tasks import (
     tasks_capability,
 )
 from gateway.server._tool_list import ToolListChanges, watch_tool_list
+from gateway.shared._logging import redact_logs
+from gateway.shared._version import PACKAGE_NAME, package_version
 
 __all__ = ["build_server", "serve_stdio"]
 

@@ -34,8 +34,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Field, ValidationError
 from starlette.requests import Request
 
-from gateway._gateway import Gateway
 from gateway.auth import Identity, Owner, identity_of
+from gateway.calls import Gateway
 from gateway.errors import BackgroundRefused, PolicyDenied
 from gateway.policy import (
     APPROVAL_FORM,

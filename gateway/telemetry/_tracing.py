@@ -26,8 +26,8 @@ import httpx2
 from opentelemetry import propagate, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from gateway._version import PACKAGE_NAME, package_version
 from gateway.errors import ConfigError
+from gateway.shared._version import PACKAGE_NAME, package_version
 
 try:  # the `otel` extra: without it, spans stay no-ops and the gateway works unchanged
     from gateway.telemetry import _sdk

@@ -12,7 +12,7 @@ import threading
 import pytest
 from mcp.types import Tool
 
-from gateway._gateway import Gateway
+from gateway.calls._gateway import Gateway
 from gateway.catalog import _semantic
 from gateway.catalog._catalog import Catalog
 from gateway.catalog._search import search, tool_text, warm_search

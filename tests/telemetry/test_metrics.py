@@ -11,8 +11,8 @@ from typing import Any
 import anyio
 import pytest
 
-from gateway._gateway import Gateway
-from gateway._resume import ApprovalNeeded, Resume
+from gateway.calls._gateway import Gateway
+from gateway.calls._resume import ApprovalNeeded, Resume
 from gateway.config import parse_config
 from gateway.policy import ApprovalOutcome
 from gateway.telemetry import EXECUTION_BUCKETS, TOOL_CALL_BUCKETS, GatewayMetrics, Telemetry

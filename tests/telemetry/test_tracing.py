@@ -21,8 +21,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from gateway._gateway import Gateway
 from gateway.audit import read_audit
+from gateway.calls._gateway import Gateway
 from gateway.config import parse_config
 from gateway.errors import ConfigError
 from gateway.telemetry import Telemetry, _tracing, traces_from_environment

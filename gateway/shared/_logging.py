@@ -9,8 +9,8 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from gateway._redaction import Redactor
 from gateway.children import QuietSdkParseErrors
+from gateway.shared._redaction import Redactor
 
 __all__ = ["JsonFormatter", "RedactingFilter", "configure_logging", "redact_logs"]
 

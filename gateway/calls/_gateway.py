@@ -16,10 +16,11 @@ import anyio.to_thread
 from anyio import AsyncContextManagerMixin
 from mcp import types
 
-from gateway._exposed import ExposedTool, Exposure, PausedToolCall, expose_tools
-from gateway._redaction import Redactor
-from gateway._resources import ResourceReads
-from gateway._resume import (
+from gateway.audit import AuditLog, Caller, new_execution_id
+from gateway.auth import Identity
+from gateway.calls._exposed import ExposedTool, Exposure, PausedToolCall, expose_tools
+from gateway.calls._resources import ResourceReads
+from gateway.calls._resume import (
     JOURNAL_BYTES_PER_STATE_BYTE,
     ApprovalNeeded,
     PausedRun,
@@ -27,9 +28,7 @@ from gateway._resume import (
     SpentStates,
     paused_run,
 )
-from gateway._tool_calls import AdmittedCall, PausedCallAnswer, Progress, Run, ToolCalls, wire_digest
-from gateway.audit import AuditLog, Caller, new_execution_id
-from gateway.auth import Identity
+from gateway.calls._tool_calls import AdmittedCall, PausedCallAnswer, Progress, Run, ToolCalls, wire_digest
 from gateway.catalog import (
     DEFAULT_SEARCH_LIMIT,
     Catalog,
@@ -56,6 +55,7 @@ from gateway.errors import (
 from gateway.middleware import Chain, Search, SearchEntry
 from gateway.policy import Approver, Policies, Policy, no_approver, pause_for_approval
 from gateway.sandbox import ErrorInfo, ExecutionResult, HostJournal, Sandbox, SandboxLimits, cancelled_error
+from gateway.shared._redaction import Redactor
 from gateway.telemetry import Telemetry
 
 __all__ = ["Gateway"]

@@ -35,13 +35,13 @@ from typing import Any, TypeVar
 import anyio.to_thread
 from mcp import types
 
-from gateway._redaction import Redactor
-from gateway._tool_calls import Run
 from gateway.audit import AuditLog
+from gateway.calls._tool_calls import Run
 from gateway.catalog import Catalog, CatalogServer, resource_contents_value
 from gateway.children import ChildPool
 from gateway.errors import ChildUnavailable, SecretInArguments, ToolCallError
 from gateway.policy import NonCanonicalUri, Policy, canonical_uri
+from gateway.shared._redaction import Redactor
 
 __all__ = ["MAX_ENTRIES", "MAX_PAGES", "MAX_URI_CHARS", "ResourceReads"]
 

@@ -16,16 +16,16 @@ import anyio
 import pytest
 
 from gateway import PolicyDenied, QuotaExceeded, SecretInArguments, ToolCallError
-from gateway import _resources as resources_module
-from gateway._gateway import child_pool, gateway_secrets
-from gateway._redaction import Redactor
-from gateway._resources import MAX_PAGES, ResourceReads
-from gateway._tool_calls import Run
 from gateway.audit import AuditLog
+from gateway.calls import _resources as resources_module
+from gateway.calls._gateway import child_pool, gateway_secrets
+from gateway.calls._resources import MAX_PAGES, ResourceReads
+from gateway.calls._tool_calls import Run
 from gateway.catalog import Catalog
 from gateway.children import ChildPool
 from gateway.config import parse_config
 from gateway.policy import Policy, no_approver
+from gateway.shared._redaction import Redactor
 from guest._blob import BLOB_MARKER
 from tests.real_servers import CATALOG_SERVER, RESOURCE_SERVER, TINY_SERVER
 

@@ -8,8 +8,8 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
-from gateway._redaction import Redactor
 from gateway.sandbox import ErrorInfo, ExecutionResult, ToolCallRecord
+from gateway.shared._redaction import Redactor
 
 TOKEN = "ghp_Zq8vN3kLp0Xw7Rt2Yb5Hc9Jd4Mf6Gs1Ae"
 

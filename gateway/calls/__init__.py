@@ -1,0 +1,18 @@
+"""The core: the gateway's lifecycle and entry points, the call pipeline, approvals, resume, exposed tools."""
+
+from gateway.calls._exposed import ExposedTool, expose_tools
+from gateway.calls._gateway import Gateway, child_pool, gateway_secrets
+from gateway.calls._resume import JOURNAL_BYTES_PER_STATE_BYTE, ApprovalNeeded, Resume
+from gateway.calls._tool_calls import Progress
+
+__all__ = (
+    "JOURNAL_BYTES_PER_STATE_BYTE",
+    "ApprovalNeeded",
+    "ExposedTool",
+    "Gateway",
+    "Progress",
+    "Resume",
+    "child_pool",
+    "expose_tools",
+    "gateway_secrets",
+)
