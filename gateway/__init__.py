@@ -49,8 +49,8 @@ try:
     )
     from gateway.sandbox import ErrorInfo, ExecutionResult, Sandbox, SandboxLimits, ToolCaller, ToolCallRecord
     from gateway.server import serve_http, serve_stdio
-    from gateway.shared._redaction import Redactor
-    from gateway.shared._version import package_version as _package_version
+    from gateway.shared import Redactor
+    from gateway.shared import package_version as _package_version
 finally:
     gc.freeze()
     if _collecting:

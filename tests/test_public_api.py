@@ -26,6 +26,7 @@ WINGS = (
     "policy",
     "sandbox",
     "server",
+    "shared",
     "telemetry",
 )
 

@@ -51,7 +51,7 @@ from gateway.audit.config import ArgumentsMode, AuditConfig
 from gateway.auth import STATIC_ISSUER, Owner
 from gateway.errors import ConfigError, ToolCallError
 from gateway.sandbox import ExecutionResult, SandboxLimits
-from gateway.shared._redaction import Redactor
+from gateway.shared import Redactor
 
 __all__ = ["Approval", "AuditLog", "Caller", "new_execution_id"]
 

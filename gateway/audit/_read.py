@@ -15,7 +15,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from gateway.shared._display import format_table
+from gateway.shared import format_table
 
 __all__ = ["AuditRecords", "audit_files", "format_records", "read_audit", "select_records"]
 

@@ -19,7 +19,7 @@ import httpx2
 from jwt import PyJWK, PyJWTError
 
 from gateway.auth._reasons import Reason, log, refused
-from gateway.shared._json import as_array, as_object
+from gateway.shared import as_array, as_object
 
 __all__ = [
     "DEFAULT_FETCH_TIMEOUT_SECONDS",

@@ -55,7 +55,7 @@ from gateway.errors import (
 from gateway.middleware import Chain, Search, SearchEntry
 from gateway.policy import Approver, Policies, Policy, no_approver, pause_for_approval
 from gateway.sandbox import ErrorInfo, ExecutionResult, HostJournal, Sandbox, SandboxLimits, cancelled_error
-from gateway.shared._redaction import Redactor
+from gateway.shared import Redactor
 from gateway.telemetry import Telemetry
 
 __all__ = ["Gateway"]
@@ -528,8 +528,8 @@ class Gateway(AsyncContextManagerMixin):
         state: str | None = None
         run.span = self.telemetry.execution_started(run.execution_id, round_number)
         try:
-            result = self.redactor.redact_result(
-                await self._run_with_progress(sandbox, code, run, timeout, journal, limits)
+            result = redacted_result(
+                self.redactor, await self._run_with_progress(sandbox, code, run, timeout, journal, limits)
             )
             if run.paused is not None and journal is not None:
                 try:
@@ -646,6 +646,37 @@ def _unfinished(error: ExecutionFailed, run: Run) -> ExecutionResult:
     """What an execution that never returned a result looks like in the audit log."""
     ms = round((time.monotonic() - run.started) * 1000, 3)
     return ExecutionResult(ok=False, error=ErrorInfo.from_exception(error), ms=ms)
+
+
+def redacted_result(redactor: Redactor, result: ExecutionResult) -> ExecutionResult:
+    """A copy of an execution's result with secrets redacted from everything a client sees."""
+    if not redactor:
+        return result
+    text = redactor.redact_text
+    error = result.error
+    if error is not None:
+        traceback = text(error.traceback, "traceback") if error.traceback is not None else None
+        error = error.model_copy(update={"message": text(error.message, "message"), "traceback": traceback})
+    calls = [
+        call.model_copy(
+            update={
+                "tool": text(call.tool, "tool name"),
+                "error": text(call.error, "error") if call.error else call.error,
+                "message": text(call.message, "error") if call.message else call.message,
+            }
+        )
+        for call in result.tool_calls
+    ]
+    return result.model_copy(
+        update={
+            "stdout": text(result.stdout, "stdout"),
+            "stderr": text(result.stderr, "stderr"),
+            "value": redactor.redact_value(result.value),
+            "value_repr": text(result.value_repr, "value") if result.value_repr is not None else None,
+            "error": error,
+            "tool_calls": calls,
+        }
+    )
 
 
 def gateway_secrets(config: GatewayConfig) -> dict[str, str | None]:

@@ -41,7 +41,7 @@ from gateway.catalog import Catalog, CatalogServer, resource_contents_value
 from gateway.children import ChildPool
 from gateway.errors import ChildUnavailable, SecretInArguments, ToolCallError
 from gateway.policy import NonCanonicalUri, Policy, canonical_uri
-from gateway.shared._redaction import Redactor
+from gateway.shared import Redactor
 
 __all__ = ["MAX_ENTRIES", "MAX_PAGES", "MAX_URI_CHARS", "ResourceReads"]
 

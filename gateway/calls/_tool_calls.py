@@ -68,7 +68,7 @@ from gateway.errors import (
 from gateway.middleware import Call, Chain, Passage
 from gateway.policy import ApprovalOutcome, Approver, ExecutionQuota, Policy
 from gateway.sandbox import arguments_digest
-from gateway.shared._redaction import Redactor
+from gateway.shared import Redactor
 from gateway.telemetry import Telemetry, TraceSpan
 
 __all__ = [

@@ -18,7 +18,7 @@ from gateway.catalog._quarantine import Quarantine
 from gateway.catalog._semantic import SemanticSearch
 from gateway.catalog._shapes import ObservedShapes
 from gateway.children import ChildState, ChildStatus
-from gateway.shared._json import properties_of
+from gateway.shared import properties_of
 from guest._precheck import MAX_NAME_CHARS
 
 __all__ = ["Catalog", "CatalogEntry", "CatalogServer"]

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from gateway.catalog._catalog import Catalog
 from gateway.catalog._search import TUNED, Tuning, search, warm_search
-from gateway.shared._display import format_table
+from gateway.shared import format_table
 
 __all__ = [
     "SearchCase",

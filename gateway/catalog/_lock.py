@@ -27,8 +27,7 @@ from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
 
 from gateway.catalog._naming import first_of_each_name
 from gateway.errors import ConfigError
-from gateway.shared._display import printable
-from gateway.shared._json import as_object
+from gateway.shared import as_object, printable
 
 __all__ = [
     "LOCKED_PARTS",

@@ -28,7 +28,7 @@ from gateway.catalog._semantic import Embedder, SemanticSearch, blend
 from gateway.catalog._signatures import first_sentence
 from gateway.catalog._spelling import Speller
 from gateway.catalog._vocabulary import content_words, stem, synonyms, terms, words
-from gateway.shared._json import as_array, as_object, properties_of
+from gateway.shared import as_array, as_object, properties_of
 from guest._precheck import MAX_NAME_CHARS
 
 __all__ = [

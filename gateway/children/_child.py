@@ -48,7 +48,7 @@ from gateway.children.config import (
     StdioServer,
 )
 from gateway.errors import ChildUnavailable, ToolCallError
-from gateway.shared._exception_groups import leaf_error
+from gateway.shared import leaf_error
 
 __all__ = ["Child", "ChildState", "ChildStatus", "backoff_delay"]
 

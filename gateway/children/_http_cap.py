@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator
 import httpx2
 
 from gateway.children._relay import ANSWER_TOO_LARGE_CODE, EDGE_BYTES, error_reply, message_kind
-from gateway.shared._json import as_object
+from gateway.shared import as_object
 
 __all__ = ["LEGACY_SSE_EVENT_BYTES", "AnswerCap", "EventCap"]
 

@@ -35,8 +35,7 @@ from gateway.children._http_cap import LEGACY_SSE_EVENT_BYTES, AnswerCap
 from gateway.children._process import StderrPump, end_process_group, find_process_group, signal_process_group
 from gateway.children._relay import relay_command
 from gateway.children.config import HttpServer, ServerConfig, StdioServer
-from gateway.shared._exception_groups import leaf_error
-from gateway.shared._version import PACKAGE_NAME, package_version
+from gateway.shared import PACKAGE_NAME, leaf_error, package_version
 from gateway.telemetry import inject_trace_headers
 
 __all__ = [

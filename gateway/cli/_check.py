@@ -25,9 +25,7 @@ from gateway.config import (
 )
 from gateway.policy import Policy
 from gateway.reload import reach_warnings
-from gateway.shared._display import format_table
-from gateway.shared._json import as_object
-from gateway.shared._redaction import Redactor
+from gateway.shared import Redactor, as_object, format_table
 
 __all__ = ["check_children", "check_command", "format_statuses"]
 

@@ -9,8 +9,7 @@ from typing import Any
 
 from gateway.calls import gateway_secrets
 from gateway.config import GatewayConfig, load_config
-from gateway.shared._logging import redact_logs
-from gateway.shared._redaction import Redactor
+from gateway.shared import Redactor, redact_logs
 
 __all__ = ["load_config_for_cli"]
 

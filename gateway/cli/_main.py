@@ -19,6 +19,7 @@ from gateway.cli._exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from gateway.cli._http import add_http_arguments, http_settings
 from gateway.cli._loading import load_config_for_cli
 from gateway.cli._lock import lock_command
+from gateway.cli._logging import configure_logging
 from gateway.cli._reload import (
     add_reload_arguments,
     add_serve_reload_arguments,
@@ -31,9 +32,7 @@ from gateway.config import config_json_schema, config_reference
 from gateway.errors import ConfigError, GatewayError
 from gateway.sandbox import COMPONENT_PATH, WASMTIME_VERSION, Sandbox, component_sha256
 from gateway.server import run_http, run_stdio
-from gateway.shared._exception_groups import leaf_error
-from gateway.shared._logging import configure_logging
-from gateway.shared._version import PACKAGE_NAME, package_version
+from gateway.shared import PACKAGE_NAME, leaf_error, package_version
 from gateway.telemetry import traces_from_environment
 
 __all__ = ["main"]

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from gateway.children.config import IGNORED_ENTRY_KEYS
-from gateway.shared._json import as_array
+from gateway.shared import as_array
 
 __all__ = [
     "disabled_note",

@@ -35,7 +35,7 @@ from gateway.config._variables import VARIABLE_REFERENCE, Expander, Unresolved
 from gateway.errors import ConfigError
 from gateway.middleware import DEFER_IMPORT
 from gateway.policy import PolicyConfig
-from gateway.shared._json import as_array, as_object
+from gateway.shared import as_array, as_object
 
 __all__ = [
     "CONFIG_ENV",

@@ -21,7 +21,7 @@ from typing import Any
 from gateway.children import StdioServer
 from gateway.config._model import GatewayConfig
 from gateway.config._variables import VARIABLE_REFERENCE
-from gateway.shared._json import as_array, as_object
+from gateway.shared import as_array, as_object
 
 __all__ = ["NOT_SECRET_VARS", "config_secrets", "find_literal_secrets", "literal_secret_warning"]
 

@@ -24,7 +24,7 @@ from gateway.escape._runner import (
 from gateway.escape.cases import EscapeCase
 from gateway.escape.cases._model import clip
 from gateway.sandbox import Sandbox, SandboxLimits
-from gateway.shared._display import format_row
+from gateway.shared import format_row
 
 __all__ = [
     "format_cases",

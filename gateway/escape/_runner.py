@@ -40,7 +40,7 @@ from gateway.escape.cases._probe import (
 )
 from gateway.policy import ApprovalOutcome, approval_prompt
 from gateway.sandbox import ExecutionResult, Sandbox, SandboxLimits
-from gateway.shared._exception_groups import leaf_error
+from gateway.shared import leaf_error
 from gateway.testing import InProcessTools
 
 __all__ = [

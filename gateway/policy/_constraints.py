@@ -23,9 +23,10 @@ from jsonschema.exceptions import ValidationError
 from gateway.catalog import CatalogEntry
 from gateway.errors import PolicyDenied
 from gateway.policy._uris import disguised_escape
-from gateway.shared._json import as_array, as_object
-from gateway.shared._json_schema import (
+from gateway.shared import (
     UnsupportedPattern,
+    as_array,
+    as_object,
     best_error,
     ecma_regex,
     linear_validator,

@@ -31,7 +31,7 @@ from gateway.policy.config import (
     is_resource_rule,
     is_tool_rule,
 )
-from gateway.shared._json import as_object
+from gateway.shared import as_object
 
 __all__ = ["Policy", "is_destructive", "rule_source"]
 

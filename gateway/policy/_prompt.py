@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterator
 from typing import Any, cast
 
-from gateway.shared._display import printable
+from gateway.shared import printable
 
 __all__ = ["MAX_PROMPT_CHARS", "approval_prompt"]
 

@@ -28,7 +28,7 @@ from gateway.server._gate import session_digest
 from gateway.server._http_app import HttpApp
 from gateway.server._server import freeze_start_up_heap, warn_of_unidentified_callers
 from gateway.server._stdio import cancel_on_signals
-from gateway.shared._logging import redact_logs
+from gateway.shared import redact_logs
 
 __all__ = ["run_http", "serve_http"]
 

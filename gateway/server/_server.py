@@ -53,8 +53,7 @@ from gateway.server._tasks import (
     tasks_capability,
 )
 from gateway.server._tool_list import ToolListChanges, watch_tool_list
-from gateway.shared._logging import redact_logs
-from gateway.shared._version import PACKAGE_NAME, package_version
+from gateway.shared import PACKAGE_NAME, package_version, redact_logs
 
 __all__ = ["build_server", "serve_stdio"]
 

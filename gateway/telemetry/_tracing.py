@@ -27,7 +27,7 @@ from opentelemetry import propagate, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from gateway.errors import ConfigError
-from gateway.shared._version import PACKAGE_NAME, package_version
+from gateway.shared import PACKAGE_NAME, package_version
 
 try:  # the `otel` extra: without it, spans stay no-ops and the gateway works unchanged
     from gateway.telemetry import _sdk

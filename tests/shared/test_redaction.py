@@ -8,6 +8,7 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
+from gateway.calls._gateway import redacted_result
 from gateway.sandbox import ErrorInfo, ExecutionResult, ToolCallRecord
 from gateway.shared._redaction import Redactor
 
@@ -94,7 +95,7 @@ def test_an_execution_result_is_redacted_everywhere_a_client_reads_it(redactor: 
         fuel=10,
         ms=2.0,
     )
-    redacted = redactor.redact_result(result)
+    redacted = redacted_result(redactor, result)
     assert TOKEN not in redacted.model_dump_json()
     assert TOKEN in result.model_dump_json()  # the original is untouched
     assert redacted.stdout == "out [REDACTED:GITHUB_TOKEN]\n"
@@ -108,4 +109,4 @@ def test_an_execution_result_is_redacted_everywhere_a_client_reads_it(redactor: 
 
 def test_a_redactor_without_secrets_returns_the_result_unchanged() -> None:
     result = ExecutionResult(ok=True, stdout="hello")
-    assert Redactor().redact_result(result) is result
+    assert redacted_result(Redactor(), result) is result
