@@ -1,7 +1,8 @@
 """The core: the gateway's lifecycle and entry points, the call pipeline, approvals, resume, exposed tools."""
 
 from gateway.calls._exposed import ExposedTool, expose_tools
-from gateway.calls._gateway import Gateway, child_pool, gateway_secrets
+from gateway.calls._gateway import Gateway
+from gateway.calls._pool import child_pool, gateway_secrets
 from gateway.calls._resume import JOURNAL_BYTES_PER_STATE_BYTE, ApprovalNeeded, Resume
 from gateway.calls._tool_calls import Progress
 

@@ -18,7 +18,7 @@ import pytest
 from gateway import PolicyDenied, QuotaExceeded, SecretInArguments, ToolCallError
 from gateway.audit import AuditLog
 from gateway.calls import _resources as resources_module
-from gateway.calls._gateway import child_pool, gateway_secrets
+from gateway.calls._pool import child_pool, gateway_secrets
 from gateway.calls._resources import MAX_PAGES, ResourceReads
 from gateway.calls._tool_calls import Run
 from gateway.catalog import Catalog

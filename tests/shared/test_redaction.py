@@ -8,7 +8,7 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
-from gateway.calls._gateway import redacted_result
+from gateway.calls._executions import redacted_result
 from gateway.sandbox import ErrorInfo, ExecutionResult, ToolCallRecord
 from gateway.shared._redaction import Redactor
 
