@@ -26,7 +26,7 @@ __all__ = ["Executions", "RunServices", "redacted_result"]
 
 @dataclass(frozen=True)
 class RunServices:
-    """What one run's snippet reaches through the sandbox: tool calls, resources, the catalog."""
+    """The sandbox's `HostServices` for one run: its tool calls, resource reads and catalog."""
 
     run: Run
     tool_calls: ToolCalls
@@ -166,15 +166,7 @@ class Executions:
     ) -> ExecutionResult:
         services = RunServices(run, self._tool_calls, self._resources, self.config.search.max_query_chars)
         execute = partial(
-            sandbox.execute,
-            code,
-            tool_caller=services.call_tool,
-            admit=services.admit,
-            resources=services.read_resources,
-            timeout=timeout,
-            journal=journal,
-            docs=services.read_docs,
-            limits=limits,
+            sandbox.execute, code, services=services, timeout=timeout, journal=journal, limits=limits
         )
         if run.progress is None:
             return await execute()
