@@ -3,11 +3,10 @@ serving here; HTTP in `_http.py`)."""
 
 from __future__ import annotations
 
-import gc
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager, nullcontext
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 import anyio
@@ -336,16 +335,6 @@ def _progress(ctx: ServerRequestContext[Any]) -> Progress | None:
     return report
 
 
-def freeze_start_up_heap() -> None:
-    """Put what start-up built out of the cyclic collector's reach, for the life of the process.
-
-    The imports and the config are some 130,000 tracked objects that live as long as the process;
-    each full collection walked them all, about 86 ms in which the event loop served nobody. Frozen,
-    one takes 0.24 ms (tests/bench/gc_pause.py). Whatever garbage cycles start-up left are kept too:
-    they are few, and made once."""
-    gc.freeze()
-
-
 def warn_of_unidentified_callers(config: GatewayConfig, transport: str) -> None:
     """Say once, at start, that `policy.roles` cannot apply when nobody is identified."""
     if config.policy.roles and config.auth is None:
@@ -356,9 +345,12 @@ def warn_of_unidentified_callers(config: GatewayConfig, transport: str) -> None:
         )
 
 
-async def serve_stdio(config: GatewayConfig, reload: ReloadOptions | None = None) -> None:
+async def serve_stdio(
+    config: GatewayConfig, reload: ReloadOptions | None = None, *, started: Callable[[], None] | None = None
+) -> None:
     """Serve MCP over stdin/stdout until the client closes stdin or SIGTERM/SIGINT arrives; with
-    `reload`, reloading the config on SIGHUP and changes to the file (`gateway/reload/`).
+    `reload`, reloading the config on SIGHUP and changes to the file (`gateway/reload/`). `started`
+    is called once the gateway has started (the CLI tunes the process there).
 
     The handshake is answered first; then the gateway starts (`_start_gate.py`)."""
     warn_of_unidentified_callers(config, "stdio")
@@ -393,7 +385,8 @@ async def serve_stdio(config: GatewayConfig, reload: ReloadOptions | None = None
                 await start_now.wait()
                 await anyio.wait_all_tasks_blocked()  # the answer is on the wire, not only on its way
             async with gateway, anyio.create_task_group() as reloads:
-                freeze_start_up_heap()
+                if started is not None:
+                    started()
                 gate.open()
                 if reload is not None:
                     await reloads.start(serve_reloads, gateway, reload)
@@ -403,6 +396,8 @@ async def serve_stdio(config: GatewayConfig, reload: ReloadOptions | None = None
     log.info("gateway stopped")
 
 
-def run_stdio(config: GatewayConfig, reload: ReloadOptions | None = None) -> None:
+def run_stdio(
+    config: GatewayConfig, reload: ReloadOptions | None = None, *, started: Callable[[], None] | None = None
+) -> None:
     """Blocking entry point for `codemode-gateway serve`."""
-    anyio.run(serve_stdio, config, reload)
+    anyio.run(partial(serve_stdio, config, reload, started=started))
