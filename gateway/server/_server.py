@@ -87,7 +87,7 @@ RESULT_SIZE_HINT = "anthropic/maxResultSizeChars"
 def _tools(
     read_only: bool, destructive: bool, result_chars: int, background: bool = False
 ) -> tuple[types.Tool, ...]:
-    # Built once per variant: generating the two input schemas took about 0.5 ms of every tools/list.
+    # Built once per variant: generating the two input schemas is too slow to repeat on every tools/list.
     return (
         types.Tool(
             name="search_docs",
