@@ -117,7 +117,7 @@ class Gateway(AsyncContextManagerMixin):
 
     def _use_audit(self, audit: AuditLog | None) -> None:
         self._tool_calls = ToolCalls(self._pool, self.redactor, audit, self.catalog, self.telemetry)
-        self._resources = ResourceReads(self._pool, self.redactor, audit)
+        self._resources = ResourceReads(self._pool, self.redactor, audit, self.telemetry)
         self._executions = Executions(
             self.config, self._tool_calls, self._resources, self.redactor, self.telemetry, audit
         )

@@ -1,7 +1,7 @@
 """CPython on WASI under wasmtime: a fresh instance per run, bounded by fuel, epochs, memory, output."""
 
 from gateway.sandbox._engine import COMPONENT_PATH, WASMTIME_VERSION, component_sha256, default_cache_dir
-from gateway.sandbox._host_call import MAX_DOCS_ARGS_BYTES, MAX_DOCS_QUERIES, cancelled_error
+from gateway.sandbox._host_call import MAX_DOCS_ARGS_BYTES, MAX_DOCS_QUERIES, MAX_URI_CHARS, cancelled_error
 from gateway.sandbox._journal import HostAnswer, HostJournal, PausedCall, arguments_digest
 from gateway.sandbox._sandbox import HOST_INTERFACE, Sandbox
 from gateway.sandbox._services import HostServices, ToolCaller, ToolsOnly
@@ -13,6 +13,7 @@ __all__ = (
     "HOST_INTERFACE",
     "MAX_DOCS_ARGS_BYTES",
     "MAX_DOCS_QUERIES",
+    "MAX_URI_CHARS",
     "WASMTIME_VERSION",
     "ErrorInfo",
     "ExecutionResult",

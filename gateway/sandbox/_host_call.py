@@ -79,6 +79,8 @@ MAX_WAIT_IDS = 10_000
 
 MAX_NAME_CHARS = 256
 MAX_URI_CHARS = 2_048
+"""The longest URI the host takes (a resource read's, a shown Blob's): a longer one is a mistake, or
+costs the child."""
 MAX_JSON_DEPTH = 64
 MAX_ERROR_CHARS = 4_000
 """A refusal's message, at most, as the snippet's ToolError gets it: a child failing at length, or a
@@ -467,8 +469,8 @@ def _shown_item(payload: Any, number: int) -> ShownItem:
         size = len(base64.b64decode(data, validate=True))
     except binascii.Error:
         raise _Refused("ValueError", "show(): the Blob's data is not base64") from None
-    if uri is not None and (not isinstance(uri, str) or len(uri) > 2048):
-        raise _Refused("ValueError", "show(): a Blob's uri is text of at most 2,048 characters")
+    if uri is not None and (not isinstance(uri, str) or len(uri) > MAX_URI_CHARS):
+        raise _Refused("ValueError", f"show(): a Blob's uri is text of at most {MAX_URI_CHARS:,} characters")
     if kind == "resource" and uri is None:
         uri = f"codemode://shown/{number}"  # an embedded resource needs one; the client only shows it
     return ShownItem(kind=kind, mime_type=mime_type, size=size, uri=uri, data=data)

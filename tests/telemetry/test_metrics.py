@@ -16,12 +16,13 @@ from gateway.calls._resume import ApprovalNeeded, Resume
 from gateway.config import parse_config
 from gateway.policy import ApprovalOutcome
 from gateway.telemetry import EXECUTION_BUCKETS, TOOL_CALL_BUCKETS, GatewayMetrics, Telemetry
-from tests.real_servers import TRACE_SERVER
+from tests.real_servers import RESOURCE_SERVER, TRACE_SERVER
 
 pytestmark = pytest.mark.anyio
 
 WAIT = 60  # a real child starts in seconds; this bounds a hang
 TRACE = {"command": sys.executable, "args": [str(TRACE_SERVER)]}
+RESOURCES = {"command": sys.executable, "args": [str(RESOURCE_SERVER)]}
 
 
 @asynccontextmanager
@@ -99,6 +100,17 @@ async def test_tool_calls_are_timed_per_child_server_and_outcome() -> None:
     assert value(other.telemetry.metrics, seconds, server="trace", outcome="tool_error") == 1
     assert value(other.telemetry.metrics, seconds, server="trace", outcome="ok") == 0
     assert bucket_bounds(metrics, "codemode_tool_call_duration_seconds") == [*TOOL_CALL_BUCKETS, float("inf")]
+
+
+async def test_resource_reads_are_measured_as_tool_calls_by_server_and_outcome() -> None:
+    config = {"mcpServers": {"res": RESOURCES}, "policy": {"deny": ["res:secret://*"]}}
+    async with gateway_on(config) as gateway:
+        await run(gateway, "resources.res.list()")
+        await run(gateway, "resources.res.read('note://readme')")
+        await run(gateway, "resources.res.read('secret://token')")  # denied by the policy
+    metrics, seconds = gateway.telemetry.metrics, "codemode_tool_call_duration_seconds_count"
+    assert value(metrics, seconds, server="res", outcome="ok") == 2
+    assert value(metrics, seconds, server="res", outcome="denied") == 1
 
 
 async def test_approvals_are_counted_by_outcome_on_both_protocol_eras() -> None:
