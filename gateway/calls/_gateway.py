@@ -7,7 +7,7 @@ from collections.abc import AsyncGenerator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any, Literal, Self
+from typing import Any, Literal, Self, overload
 
 import anyio
 import anyio.to_thread
@@ -16,6 +16,7 @@ from mcp import types
 
 from gateway.audit import AuditLog, Caller, new_execution_id
 from gateway.auth import Identity
+from gateway.calls._approvals import Approvals, Inline
 from gateway.calls._catalogs import Catalogs, searched
 from gateway.calls._executions import Executions
 from gateway.calls._exposed import ExposedTool, Exposure, PausedToolCall
@@ -25,7 +26,6 @@ from gateway.calls._resume import (
     JOURNAL_BYTES_PER_STATE_BYTE,
     ApprovalNeeded,
     PausedRun,
-    Resume,
     SpentStates,
 )
 from gateway.calls._tool_calls import AdmittedCall, PausedCallAnswer, Progress, Run, ToolCalls, wire_digest
@@ -56,6 +56,8 @@ from gateway.shared import Redactor
 from gateway.telemetry import Telemetry
 
 __all__ = ["Gateway"]
+
+INLINE = Inline()
 
 log = logging.getLogger("gateway")
 
@@ -220,33 +222,41 @@ class Gateway(AsyncContextManagerMixin):
     def _search_wait(self) -> float:
         return min(SEARCH_WAIT_SECONDS, self.config.startup_timeout_seconds)
 
+    @overload
     async def call_exposed(
         self,
         tool: ExposedTool,
         arguments: dict[str, Any],
-        approver: Approver = no_approver,
+        approvals: Inline = ...,
         identity: Identity | None = None,
         client: types.Implementation | None = None,
-    ) -> types.CallToolResult:
-        """Call an exposed tool for the client: the child's result, redacted; or the refusal
-        (ToolCallError, ExecutionFailed). `approver` asks the user while the call waits."""
-        run = self._new_run(new_execution_id(), approver, None, identity, client)
-        call = await self._tool_calls.admit(run, tool.entry.qualified, arguments)
-        return await self._complete_exposed(tool, call)
-
-    async def call_exposed_in_rounds(
+    ) -> types.CallToolResult: ...
+    @overload
+    async def call_exposed(
         self,
         tool: ExposedTool,
         arguments: dict[str, Any],
-        resume: Resume | None = None,
+        approvals: Approvals,
+        identity: Identity | None = None,
+        client: types.Implementation | None = None,
+    ) -> types.CallToolResult | ApprovalNeeded: ...
+    async def call_exposed(
+        self,
+        tool: ExposedTool,
+        arguments: dict[str, Any],
+        approvals: Approvals = INLINE,
         identity: Identity | None = None,
         client: types.Implementation | None = None,
     ) -> types.CallToolResult | ApprovalNeeded:
-        """Call an exposed tool, pausing where the user must approve it (MCP 2026-07-28).
-
-        A pause answers ApprovalNeeded; the client asks the user and retries with `resume`, which
-        admits the same call again with the user's answer (there is no snippet to replay).
-        """
+        """Call an exposed tool for the client: the child's result, redacted; or the refusal
+        (ToolCallError, ExecutionFailed). Inline, the approver asks the user while the call waits; in
+        rounds, a call needing approval answers ApprovalNeeded, and the client retries with `resume`,
+        which admits the same call again with the user's answer (there is no snippet to replay)."""
+        if isinstance(approvals, Inline):
+            run = self._new_run(new_execution_id(), approvals.approver, None, identity, client)
+            call = await self._tool_calls.admit(run, tool.entry.qualified, arguments)
+            return await self._complete_exposed(tool, call)
+        resume = approvals.resume
         if resume is None:
             run = self._new_run(new_execution_id(), pause_for_approval, None, identity, client)
         else:
@@ -331,44 +341,58 @@ class Gateway(AsyncContextManagerMixin):
         )
         return await anyio.to_thread.run_sync(render, limiter=self._search_threads)
 
+    @overload
     async def execute_code(
         self,
         code: str,
         timeout: float | None = None,
-        approver: Approver = no_approver,
+        approvals: Inline = ...,
         client: types.Implementation | None = None,
         progress: Progress | None = None,
         identity: Identity | None = None,
         *,
         limits: SandboxLimits | None = None,
         cancelled_as: Callable[[], ExecutionFailed] = cancelled_error,
-    ) -> ExecutionResult:
-        """Run a snippet whose tool calls reach the children; `approver` asks the user while a call waits.
-        `identity` (an authenticated HTTP caller) picks the policy's roles and is named in the audit log.
-        `limits` replaces the sandbox's for this run (a background execution's); `cancelled_as` says
-        in the audit log why a cancelled run ended."""
-        sandbox = await self._ready_sandbox()
-        run = self._new_run(new_execution_id(), approver, progress, identity, client)
-        result, _ = await self._executions.execute(
-            sandbox, code, run, timeout, limits=limits, cancelled_as=cancelled_as
-        )
-        return result
-
-    async def execute_code_in_rounds(
+    ) -> ExecutionResult: ...
+    @overload
+    async def execute_code(
+        self,
+        code: str,
+        timeout: float | None,
+        approvals: Approvals,
+        client: types.Implementation | None = None,
+        progress: Progress | None = None,
+        identity: Identity | None = None,
+        *,
+        limits: SandboxLimits | None = None,
+        cancelled_as: Callable[[], ExecutionFailed] = cancelled_error,
+    ) -> ExecutionResult | ApprovalNeeded: ...
+    async def execute_code(
         self,
         code: str,
         timeout: float | None = None,
+        approvals: Approvals = INLINE,
         client: types.Implementation | None = None,
         progress: Progress | None = None,
-        resume: Resume | None = None,
         identity: Identity | None = None,
+        *,
+        limits: SandboxLimits | None = None,
+        cancelled_as: Callable[[], ExecutionFailed] = cancelled_error,
     ) -> ExecutionResult | ApprovalNeeded:
-        """Run a snippet that pauses at each call the user must approve (MCP 2026-07-28).
-
-        A pause answers ApprovalNeeded; the client asks the user, and `resume` (its state and the
-        answer) replays the run to that call without touching a child, then runs on from there.
-        """
+        """Run a snippet whose tool calls reach the children. Inline, the approver asks the user while
+        a call waits; in rounds (MCP 2026-07-28), a call needing approval pauses the run
+        (ApprovalNeeded), and `resume` replays it to that call without touching a child, then runs
+        on. `identity` (an authenticated HTTP caller) picks the policy's roles and is named in the
+        audit log. `limits` replaces the sandbox's for this run (a background execution's);
+        `cancelled_as` says in the audit log why a cancelled run ended."""
         sandbox = await self._ready_sandbox()
+        if isinstance(approvals, Inline):
+            run = self._new_run(new_execution_id(), approvals.approver, progress, identity, client)
+            result, _ = await self._executions.execute(
+                sandbox, code, run, timeout, limits=limits, cancelled_as=cancelled_as
+            )
+            return result
+        resume = approvals.resume
         journal_cap = self.config.approvals.max_state_bytes * JOURNAL_BYTES_PER_STATE_BYTE
         if resume is None:
             run = self._new_run(new_execution_id(), pause_for_approval, progress, identity, client)

@@ -20,7 +20,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from gateway.auth import Identity, identity_of
-from gateway.calls import ApprovalNeeded, ExposedTool, Gateway, Progress
+from gateway.calls import ApprovalNeeded, Approvals, ExposedTool, Gateway, Inline, InRounds, Progress
 from gateway.catalog import SearchRefused
 from gateway.config import GatewayConfig
 from gateway.errors import GatewayError
@@ -268,22 +268,22 @@ async def _execute_code(
     run: ExecuteCodeArgs,
 ) -> types.CallToolResult | types.InputRequiredResult:
     """Run the snippet with approvals asked the way this request's protocol era asks them."""
-    code, timeout = run.code, run.timeout
     client = ctx.session.client_params.client_info if ctx.session.client_params else None
-    progress = _progress(ctx)
-    if asks_in_rounds(ctx) and can_elicit(ctx.session):
-        outcome = await gateway.execute_code_in_rounds(
-            code, timeout, client, progress, resume_of(params), identity=caller_identity()
-        )
-        if isinstance(outcome, ApprovalNeeded):
-            return approval_request(outcome)
-        return execution_tool_result(outcome, details=run.details)
-    # Handshake era: asked inline. A client that cannot be asked at all gets the refusal that says so.
-    approver = no_approver if asks_in_rounds(ctx) else elicitation_approver(ctx.session, ctx.request_id)
-    return execution_tool_result(
-        await gateway.execute_code(code, timeout, approver, client, progress, caller_identity()),
-        details=run.details,
+    approvals = _approvals(ctx, params)
+    outcome = await gateway.execute_code(
+        run.code, run.timeout, approvals, client, _progress(ctx), caller_identity()
     )
+    if isinstance(outcome, ApprovalNeeded):
+        return approval_request(outcome)
+    return execution_tool_result(outcome, details=run.details)
+
+
+def _approvals(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> Approvals:
+    """Approvals as this request's protocol era asks them: in rounds (2026-07-28), else inline; a
+    client that cannot be asked at all gets the refusal that says so."""
+    if asks_in_rounds(ctx) and can_elicit(ctx.session):
+        return InRounds(resume_of(params))
+    return Inline(no_approver if asks_in_rounds(ctx) else elicitation_approver(ctx.session, ctx.request_id))
 
 
 async def _call_exposed(
@@ -297,15 +297,12 @@ async def _call_exposed(
     arguments = params.arguments or {}
     client = ctx.session.client_params.client_info if ctx.session.client_params else None
     try:
-        if asks_in_rounds(ctx) and can_elicit(ctx.session):
-            outcome = await gateway.call_exposed_in_rounds(
-                tool, arguments, resume_of(params), caller_identity(), client
-            )
-            if isinstance(outcome, ApprovalNeeded):
-                return approval_request(outcome)
-            return outcome
-        approver = no_approver if asks_in_rounds(ctx) else elicitation_approver(ctx.session, ctx.request_id)
-        return await gateway.call_exposed(tool, arguments, approver, caller_identity(), client)
+        outcome = await gateway.call_exposed(
+            tool, arguments, _approvals(ctx, params), caller_identity(), client
+        )
+        if isinstance(outcome, ApprovalNeeded):
+            return approval_request(outcome)
+        return outcome
     except GatewayError as exc:
         return _text(str(exc), is_error=True)
 

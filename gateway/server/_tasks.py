@@ -35,7 +35,7 @@ from pydantic import Field, ValidationError
 from starlette.requests import Request
 
 from gateway.auth import Identity, Owner, identity_of
-from gateway.calls import Gateway
+from gateway.calls import Gateway, Inline
 from gateway.errors import BackgroundRefused, PolicyDenied
 from gateway.policy import (
     APPROVAL_FORM,
@@ -195,7 +195,7 @@ def start_background(
         result = await gateway.execute_code(
             code,
             timeout,
-            approver_for(execution),
+            Inline(approver_for(execution)),
             client,
             execution.progress,
             identity,

@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
+from gateway.calls import Inline, InRounds
 from gateway.calls._gateway import Gateway
 from gateway.calls._resume import ApprovalNeeded, Resume
 from gateway.config import parse_config
@@ -125,13 +126,13 @@ async def test_approvals_are_counted_by_outcome_on_both_protocol_eras() -> None:
 
     async with gateway_on(config) as gateway:
         with anyio.fail_after(WAIT):
-            approved = await gateway.execute_code(code, approver=answering("approved"))
-            declined = await gateway.execute_code(code, approver=answering("declined"))
+            approved = await gateway.execute_code(code, approvals=Inline(answering("approved")))
+            declined = await gateway.execute_code(code, approvals=Inline(answering("declined")))
             unasked = await gateway.execute_code(code)  # no way to ask the user
-            paused = await gateway.execute_code_in_rounds(code)
+            paused = await gateway.execute_code(code, None, InRounds())
             assert isinstance(paused, ApprovalNeeded)
-            resumed = await gateway.execute_code_in_rounds(code, resume=Resume(paused.state, "approved"))
-            reused = await gateway.execute_code_in_rounds(code, resume=Resume(paused.state, "approved"))
+            resumed = await gateway.execute_code(code, None, InRounds(Resume(paused.state, "approved")))
+            reused = await gateway.execute_code(code, None, InRounds(Resume(paused.state, "approved")))
     assert approved.value == "stdio"
     assert declined.error is not None
     assert unasked.error is not None
@@ -183,7 +184,7 @@ async def test_a_slot_is_busy_while_its_snippet_runs_and_free_once_it_ends() -> 
 
     async with gateway_on(config) as gateway:
         with anyio.fail_after(WAIT):
-            result = await gateway.execute_code("tools.trace.trace_context()", approver=approver)
+            result = await gateway.execute_code("tools.trace.trace_context()", approvals=Inline(approver))
         after = value(gateway.telemetry.metrics, "codemode_sandbox_slots_busy")
     assert result.ok, result.error
     assert seen == [1]
