@@ -2,20 +2,13 @@
 
 import gc
 
-# Importing builds thousands of classes (the SDK's pydantic models and ours) and frees nothing, so
-# garbage collections in between only cost time: about a tenth of the import a client waits out before
-# `initialize` is answered (docs/benchmarks.md). They resume once the package is imported, with what
-# the import built frozen (out of the collector's reach for the life of the process): otherwise the
-# first collections after it walk those ~180,000 objects, twice, 60-80 ms each, still before
-# `initialize` is answered.
+# Importing builds thousands of classes and frees nothing, so collections in between only cost time;
+# the importer's setting is restored once imported (freezing the heap is the CLI's business).
 _collecting = gc.isenabled()
 gc.disable()
 try:
-    from gateway._gateway import Gateway
-    from gateway._redaction import Redactor
-    from gateway._resume import ApprovalNeeded, Resume
-    from gateway._version import package_version as _package_version
     from gateway.audit import AuditLog
+    from gateway.calls import ApprovalNeeded, Gateway, Resume
     from gateway.config import GatewayConfig, load_config
     from gateway.errors import (
         ApprovalLimitExceeded,
@@ -53,8 +46,9 @@ try:
     )
     from gateway.sandbox import ErrorInfo, ExecutionResult, Sandbox, SandboxLimits, ToolCaller, ToolCallRecord
     from gateway.server import serve_http, serve_stdio
+    from gateway.shared import Redactor
+    from gateway.shared import package_version as _package_version
 finally:
-    gc.freeze()
     if _collecting:
         gc.enable()
 

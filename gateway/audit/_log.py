@@ -47,11 +47,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self
 
-from gateway._redaction import Redactor
 from gateway.audit.config import ArgumentsMode, AuditConfig
 from gateway.auth import STATIC_ISSUER, Owner
 from gateway.errors import ConfigError, ToolCallError
 from gateway.sandbox import ExecutionResult, SandboxLimits
+from gateway.shared import Redactor
 
 __all__ = ["Approval", "AuditLog", "Caller", "new_execution_id"]
 

@@ -1,6 +1,6 @@
 """Reading the audit log back: the log and its rotated files, oldest first, filtered, shown as a table.
 
-The table shows every cell through `gateway._display.printable`: a tool name a snippet chose cannot
+The table shows every cell through `gateway.shared._display.printable`: a tool name a snippet chose cannot
 add a row or move the terminal's cursor.
 """
 
@@ -15,7 +15,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from gateway._display import format_table
+from gateway.shared import format_table
 
 __all__ = ["AuditRecords", "audit_files", "format_records", "read_audit", "select_records"]
 

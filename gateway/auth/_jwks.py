@@ -18,8 +18,8 @@ import anyio
 import httpx2
 from jwt import PyJWK, PyJWTError
 
-from gateway._json import as_array, as_object
 from gateway.auth._reasons import Reason, log, refused
+from gateway.shared import as_array, as_object
 
 __all__ = [
     "DEFAULT_FETCH_TIMEOUT_SECONDS",

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
-from gateway._json import as_array
+from gateway.shared import as_array
 
 __all__ = [
     "ALGORITHMS",

@@ -13,12 +13,12 @@ from typing import Any
 from mcp.types import Tool
 from pydantic import BaseModel, ConfigDict, Field
 
-from gateway._json import properties_of
 from gateway.catalog._naming import assign_identifiers, first_of_each_name, to_identifier
 from gateway.catalog._quarantine import Quarantine
 from gateway.catalog._semantic import SemanticSearch
 from gateway.catalog._shapes import ObservedShapes
 from gateway.children import ChildState, ChildStatus
+from gateway.shared import properties_of
 from guest._precheck import MAX_NAME_CHARS
 
 __all__ = ["Catalog", "CatalogEntry", "CatalogServer"]

@@ -19,9 +19,9 @@ from pathlib import Path
 from mcp.types import ListToolsResult, Tool
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from gateway._display import format_table
 from gateway.catalog._catalog import Catalog
 from gateway.catalog._search import TUNED, Tuning, search, warm_search
+from gateway.shared import format_table
 
 __all__ = [
     "SearchCase",

@@ -25,10 +25,9 @@ from typing import Annotated, Any, Literal
 from mcp.types import Tool
 from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
 
-from gateway._display import printable
-from gateway._json import as_object
 from gateway.catalog._naming import first_of_each_name
 from gateway.errors import ConfigError
+from gateway.shared import as_object, printable
 
 __all__ = [
     "LOCKED_PARTS",

@@ -34,8 +34,7 @@ class MiniLM:
 
     def __init__(self, model_dir: Path = MODEL_DIR) -> None:
         options = onnxruntime.SessionOptions()
-        # One thread: a query is a dozen tokens, and a second thread on a busy 2-core machine makes
-        # the two wait for each other.
+        # One thread: a query is a dozen tokens, and a second thread only makes the two wait for each other.
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         model, tokenizer = (str(model_dir / name) for name in MODEL_FILES)

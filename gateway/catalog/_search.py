@@ -25,7 +25,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gateway._json import as_array, as_object, properties_of
 from gateway.catalog._catalog import Catalog, CatalogEntry
 from gateway.catalog._intent import (
     ENTITY_WORDS,
@@ -41,6 +40,7 @@ from gateway.catalog._semantic import Embedder, SemanticSearch, fuse
 from gateway.catalog._signatures import first_sentence
 from gateway.catalog._spelling import Speller
 from gateway.catalog._vocabulary import content_words, stem, synonyms, terms, words
+from gateway.shared import as_array, as_object, properties_of
 from guest._precheck import MAX_NAME_CHARS
 
 __all__ = [

@@ -16,10 +16,10 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from gateway._json import as_array, as_object, properties_of
 from gateway.catalog._catalog import CatalogEntry
 from gateway.catalog._naming import to_identifier
 from gateway.catalog._shapes import MAX_SHAPE_KEYS
+from gateway.shared import as_array, as_object, properties_of
 
 __all__ = [
     "FULL",

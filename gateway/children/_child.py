@@ -28,7 +28,6 @@ from mcp import types
 from mcp.client.session import ClientSession, IncomingMessage
 from mcp.shared.exceptions import MCPError
 
-from gateway._exception_groups import leaf_error
 from gateway.children._transport import (
     ChildConnection,
     SpawnFailed,
@@ -49,6 +48,7 @@ from gateway.children.config import (
     StdioServer,
 )
 from gateway.errors import ChildUnavailable, ToolCallError
+from gateway.shared import leaf_error
 
 __all__ = ["Child", "ChildState", "ChildStatus", "backoff_delay"]
 

@@ -18,8 +18,8 @@ from collections.abc import AsyncIterator
 
 import httpx2
 
-from gateway._json import as_object
 from gateway.children._message_cap import ANSWER_TOO_LARGE_CODE, EDGE_BYTES, error_reply, message_kind
+from gateway.shared import as_object
 
 __all__ = ["LEGACY_SSE_EVENT_BYTES", "AnswerCap", "EventCap"]
 

@@ -30,13 +30,12 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
-from gateway._exception_groups import leaf_error
-from gateway._version import PACKAGE_NAME, package_version
 from gateway.children._env import child_environment
 from gateway.children._http_cap import LEGACY_SSE_EVENT_BYTES, AnswerCap
 from gateway.children._process import StderrPump, end_process_group, signal_process_group
 from gateway.children._stdio import open_stdio_child
 from gateway.children.config import HttpServer, ServerConfig, StdioServer
+from gateway.shared import PACKAGE_NAME, leaf_error, package_version
 from gateway.telemetry import inject_trace_headers
 
 __all__ = [

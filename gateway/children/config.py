@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
-from gateway._json import as_object
+from gateway.shared import as_object
 
 __all__ = [
     "DEFAULT_MAX_CONCURRENT_CALLS",

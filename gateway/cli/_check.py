@@ -10,11 +10,7 @@ import sys
 import anyio
 from mcp import types
 
-from gateway._display import format_table
-from gateway._exposed import expose_tools
-from gateway._gateway import child_pool, gateway_secrets
-from gateway._json import as_object
-from gateway._redaction import Redactor
+from gateway.calls import child_pool, expose_tools, gateway_secrets
 from gateway.catalog import Catalog, semantic_search
 from gateway.children import ChildState, ChildStatus
 from gateway.cli._drift import config_lock, print_drift
@@ -29,6 +25,7 @@ from gateway.config import (
 )
 from gateway.policy import Policy
 from gateway.reload import reach_warnings
+from gateway.shared import Redactor, as_object, format_table
 
 __all__ = ["check_children", "check_command", "format_statuses"]
 

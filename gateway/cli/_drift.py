@@ -8,10 +8,10 @@ from collections.abc import Mapping, Sequence
 
 from mcp import types
 
-from gateway._display import format_table, printable
 from gateway.catalog import LOCKED_PARTS, Drift, ToolLock, lock_commands, read_lock
 from gateway.children import ChildStatus
 from gateway.config import GatewayConfig
+from gateway.shared import format_table, printable
 
 __all__ = ["config_lock", "format_drift", "print_drift", "what_they_say_now"]
 

@@ -7,7 +7,7 @@ import sys
 
 import anyio
 
-from gateway._gateway import Gateway
+from gateway.calls import Gateway
 from gateway.cli._exit_codes import EXIT_FAILED, EXIT_OK
 from gateway.cli._loading import load_config_for_cli
 from gateway.config import GatewayConfig, find_config_file

@@ -7,10 +7,9 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from gateway._gateway import gateway_secrets
-from gateway._logging import redact_logs
-from gateway._redaction import Redactor
+from gateway.calls import gateway_secrets
 from gateway.config import GatewayConfig, load_config
+from gateway.shared import Redactor, redact_logs
 
 __all__ = ["load_config_for_cli"]
 

@@ -11,8 +11,8 @@ import json
 import re
 from typing import Any
 
-from gateway._json import as_array
 from gateway.children.config import IGNORED_ENTRY_KEYS
+from gateway.shared import as_array
 
 __all__ = [
     "disabled_note",

@@ -16,7 +16,6 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from gateway._json import as_array, as_object
 from gateway.children import StdioServer
 from gateway.config._clients import (
     disabled_note,
@@ -36,6 +35,7 @@ from gateway.config._variables import VARIABLE_REFERENCE, Expander, Unresolved
 from gateway.errors import ConfigError
 from gateway.middleware import DEFER_IMPORT
 from gateway.policy import PolicyConfig
+from gateway.shared import as_array, as_object
 from gateway.state import literal_password
 
 __all__ = [

@@ -18,10 +18,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from gateway._json import as_array, as_object
 from gateway.children import StdioServer
 from gateway.config._model import GatewayConfig
 from gateway.config._variables import VARIABLE_REFERENCE
+from gateway.shared import as_array, as_object
 
 __all__ = ["NOT_SECRET_VARS", "config_secrets", "find_literal_secrets", "literal_secret_warning"]
 

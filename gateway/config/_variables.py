@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gateway._json import as_array, as_object
+from gateway.shared import as_array, as_object
 
 __all__ = ["VARIABLE_REFERENCE", "Expander", "Unresolved"]
 

@@ -12,7 +12,6 @@ from typing import TextIO
 
 import anyio
 
-from gateway._display import format_row
 from gateway.errors import ConfigError
 from gateway.escape._runner import (
     CaseOutcome,
@@ -25,6 +24,7 @@ from gateway.escape._runner import (
 from gateway.escape.cases import EscapeCase
 from gateway.escape.cases._model import clip
 from gateway.sandbox import Sandbox, SandboxLimits
+from gateway.shared import format_row
 
 __all__ = [
     "format_cases",

@@ -22,11 +22,9 @@ from typing import Literal, Protocol, cast
 
 import anyio
 
-from gateway._exception_groups import leaf_error
-from gateway._gateway import Gateway
-from gateway._resume import ApprovalNeeded, Resume
 from gateway.audit import format_records, read_audit
 from gateway.auth import Identity
+from gateway.calls import ApprovalNeeded, Gateway, InRounds, Resume
 from gateway.config import GatewayConfig, parse_config
 from gateway.errors import ToolCallError
 from gateway.escape.cases import CASES, EscapeCase
@@ -42,6 +40,7 @@ from gateway.escape.cases._probe import (
 )
 from gateway.policy import ApprovalOutcome, approval_prompt
 from gateway.sandbox import ExecutionResult, Sandbox, SandboxLimits
+from gateway.shared import leaf_error
 from gateway.testing import InProcessTools
 
 __all__ = [
@@ -215,14 +214,14 @@ class GatewayTarget:
         """Run `code` round after round for `caller`, answering each approval prompt for the user."""
         answer: ApprovalOutcome = "approved" if approve else "declined"
         self._caller = caller
-        outcome = await self.gateway.execute_code_in_rounds(code, identity=caller)
+        outcome = await self.gateway.execute_code(code, None, InRounds(), identity=caller)
         pauses = 0
         while isinstance(outcome, ApprovalNeeded):
             pauses += 1
             self._check_rounds(pauses)
             self._prompts.append(approval_prompt(outcome.tool, outcome.arguments))
             resume = Resume(outcome.state, answer)
-            outcome = await self.gateway.execute_code_in_rounds(code, resume=resume, identity=caller)
+            outcome = await self.gateway.execute_code(code, None, InRounds(resume), identity=caller)
         return outcome
 
     def _check_rounds(self, pauses: int) -> None:

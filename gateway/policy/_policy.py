@@ -4,7 +4,7 @@ Tools are matched by their qualified Python name (`server.tool`), resources by `
 holding a `:` matches resources only, `*` both, every other rule tools only (`policy/config.py`) -
 except that `deny` and `hidden` of a whole server (`github.*`) take its resources too (fail closed).
 Argument constraints and call quotas live beside it; the order in which a tool call meets these
-checks belongs to the tool-call pipeline (`gateway._tool_calls`), and is stated there only.
+checks belongs to the tool-call pipeline (`gateway.calls._tool_calls`), and is stated there only.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from gateway._json import as_object
 from gateway.auth import Owner
 from gateway.catalog import Catalog, CatalogEntry, CatalogServer
 from gateway.children import ChildState
@@ -32,6 +31,7 @@ from gateway.policy.config import (
     is_resource_rule,
     is_tool_rule,
 )
+from gateway.shared import as_object
 
 __all__ = ["Policy", "is_destructive", "rule_source"]
 

@@ -1,7 +1,7 @@
 """The text a person reads before approving one tool call: the exact tool and arguments, unforgeable.
 
 Argument text cannot reshape the prompt: every value is shown as JSON with control, separator and
-format characters escaped (`gateway._display.printable`), so it cannot start a line of its own or
+format characters escaped (`gateway.shared._display.printable`), so it cannot start a line of its own or
 reorder the text around it. Nothing decisive hides behind something long: the arguments are shown
 shortest first (a path, a flag, a name before a body of text), each value is cut on its own with
 its full length said, long lists show their first items and how many more there are, and when the
@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterator
 from typing import Any, cast
 
-from gateway._display import printable
+from gateway.shared import printable
 
 __all__ = ["MAX_PROMPT_CHARS", "approval_prompt"]
 

@@ -14,7 +14,7 @@ from typing import Any, Literal
 import anyio
 import anyio.to_thread
 
-from gateway._gateway import Gateway
+from gateway.calls import Gateway
 from gateway.catalog import Catalog, CatalogLock
 from gateway.children import PoolChanges
 from gateway.config import GatewayConfig, load_config

@@ -16,7 +16,7 @@ from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectSendStream
 from watchfiles import awatch  # pyright: ignore[reportUnknownVariableType]
 
-from gateway._gateway import Gateway
+from gateway.calls import Gateway
 from gateway.reload._pidfile import PidFile
 from gateway.reload._reach import reach_warnings
 from gateway.reload._reloader import Reloader

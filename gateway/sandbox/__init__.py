@@ -1,17 +1,10 @@
 """CPython on WASI under wasmtime: a fresh instance per run, bounded by fuel, epochs, memory, output."""
 
 from gateway.sandbox._engine import COMPONENT_PATH, WASMTIME_VERSION, component_sha256, default_cache_dir
-from gateway.sandbox._host_call import (
-    MAX_DOCS_ARGS_BYTES,
-    MAX_DOCS_QUERIES,
-    CallAdmitter,
-    DocsReader,
-    ResourceReader,
-    ToolCaller,
-    cancelled_error,
-)
+from gateway.sandbox._host_call import MAX_DOCS_ARGS_BYTES, MAX_DOCS_QUERIES, MAX_URI_CHARS, cancelled_error
 from gateway.sandbox._journal import HostAnswer, HostJournal, PausedCall, arguments_digest
 from gateway.sandbox._sandbox import HOST_INTERFACE, Sandbox
+from gateway.sandbox._services import HostServices, ToolCaller, ToolsOnly
 from gateway.sandbox.limits import SandboxLimits
 from gateway.sandbox.result import ErrorInfo, ExecutionResult, ShownItem, ToolCallRecord
 
@@ -20,20 +13,20 @@ __all__ = (
     "HOST_INTERFACE",
     "MAX_DOCS_ARGS_BYTES",
     "MAX_DOCS_QUERIES",
+    "MAX_URI_CHARS",
     "WASMTIME_VERSION",
-    "CallAdmitter",
-    "DocsReader",
     "ErrorInfo",
     "ExecutionResult",
     "HostAnswer",
     "HostJournal",
+    "HostServices",
     "PausedCall",
-    "ResourceReader",
     "Sandbox",
     "SandboxLimits",
     "ShownItem",
     "ToolCallRecord",
     "ToolCaller",
+    "ToolsOnly",
     "arguments_digest",
     "cancelled_error",
     "component_sha256",

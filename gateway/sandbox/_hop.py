@@ -3,8 +3,8 @@
 
 `anyio.to_thread.run_sync` starts a run generically: a limiter, a copied context, an idle-thread
 check, a work item and a future on each side. A bare thread woken by one queue put and answering with
-one `call_soon_threadsafe` starts a run in 58-111 us where it took 216-313 us after an idle gap
-(tests/bench/thread_hop_probe.py), on every async execution.
+one `call_soon_threadsafe` starts a run in a fraction of that time, on every async execution
+(tests/bench/thread_hop_probe.py measures both; docs/benchmarks.md has the figures).
 
 `anyio.from_thread.run` does this job generically: a copied context, a wrapper task registered with
 the worker's cancel scope, `asyncio.run_coroutine_threadsafe` chaining an asyncio future to a

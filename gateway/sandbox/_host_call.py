@@ -44,36 +44,18 @@ from gateway.errors import (
 from gateway.sandbox._hop import call_on_loop
 from gateway.sandbox._journal import HostJournal
 from gateway.sandbox._parallel import CallInFlight, CallsInFlight
+from gateway.sandbox._services import HostServices, serves_catalog
 from gateway.sandbox.limits import SandboxLimits
 from gateway.sandbox.result import ShownItem, ToolCallRecord
 
 __all__ = [
-    "CallAdmitter",
-    "DocsReader",
     "Execution",
-    "ResourceReader",
-    "ToolCaller",
     "bound_to_thread",
     "cancelled_error",
     "host_call",
 ]
 
 log = logging.getLogger("gateway.sandbox")
-
-ToolCaller = Callable[[str, dict[str, Any]], Awaitable[Any]]
-"""Calls a namespaced tool with JSON arguments and returns a JSON-able value; raises ToolCallError."""
-
-CallAdmitter = Callable[[str, dict[str, Any]], Awaitable[Callable[[], Awaitable[Any]]]]
-"""Admits a call (every check before the child is reached, approval included) and returns what makes
-it; raises ToolCallError for a refusal. Lets calls that run side by side be admitted in order."""
-
-ResourceReader = Callable[[dict[str, Any]], Awaitable[Any]]
-"""Lists a server's resources or reads one (`{"server", "op": "list" | "read", "uri"}`), with a JSON-able
-answer; raises ToolCallError for a refusal."""
-
-DocsReader = Callable[[str, dict[str, Any]], Any]
-"""Answers `@search` and `@docs` (service, JSON payload) from the catalog, on the worker thread, with a
-JSON-able value; raises ValueError with a message for the snippet when the question is malformed."""
 
 DOCS_SERVICES = {
     "@search": "search()",
@@ -97,6 +79,8 @@ MAX_WAIT_IDS = 10_000
 
 MAX_NAME_CHARS = 256
 MAX_URI_CHARS = 2_048
+"""The longest URI the host takes (a resource read's, a shown Blob's): a longer one is a mistake, or
+costs the child."""
 MAX_JSON_DEPTH = 64
 MAX_ERROR_CHARS = 4_000
 """A refusal's message, at most, as the snippet's ToolError gets it: a child failing at length, or a
@@ -117,11 +101,8 @@ class Execution:
 
     limits: SandboxLimits
     timeout: float
-    tool_caller: ToolCaller | None
+    services: HostServices | None  # None: nothing outside the sandbox serves this run
     journal: HostJournal | None = None  # records the host's answers (or replays them, resuming)
-    docs: DocsReader | None = None  # answers search(), help() and dir() on tools
-    admit: CallAdmitter | None = None  # admits calls that run side by side; else tool_caller makes them
-    resources: ResourceReader | None = None  # lists and reads the children's resources
     in_flight: CallsInFlight | None = None  # set while the run's task group is open on the event loop
     loop: asyncio.AbstractEventLoop | None = None  # the run's asyncio loop: the cheap hop back to it
     docs_queries: int = 0
@@ -232,9 +213,10 @@ class Execution:
         return "{}"
 
     def read_docs(self, service: str, args_json: str) -> str:
-        if self.docs is None and service == "@precheck":
+        services = self.services
+        if not serves_catalog(services) and service == "@precheck":
             return '{"findings":[]}'  # no catalog to check against: every call is checked as it runs
-        if self.docs is None:
+        if services is None or not serves_catalog(services):
             raise _Refused("ToolError", "no catalog serves this sandbox, so there are no tools to look up")
         if service == "@precheck":  # the guest's own, before the snippet runs: once, and not counted
             if self.prechecked:
@@ -260,7 +242,7 @@ class Execution:
         if not isinstance(payload, dict):
             raise _Refused("ToolError", f"arguments to {DOCS_SERVICES[service]} must be a JSON object")
         try:
-            answer = self.docs(service, cast("dict[str, Any]", payload))
+            answer = services.read_docs(service, cast("dict[str, Any]", payload))
         except ValueError as exc:
             raise _Refused("ToolError", str(exc)) from None
         return json.dumps(answer, ensure_ascii=False)
@@ -268,15 +250,20 @@ class Execution:
     def call_tool(self, name: str, args_json: str) -> str:
         """Make one call and wait for it: the guest's blocking `tools.server.tool(...)`."""
         arguments = self._parse_arguments(name, args_json, len(args_json.encode()))
-        caller = self.tool_caller
-        return self._make_call(name, None if caller is None else partial(caller, name, arguments))
+        services = self.services
+        return self._make_call(
+            name, None if services is None else partial(services.call_tool, name, arguments)
+        )
 
     def read_resources(self, args_json: str) -> str:
         """`@resources`: list a server's resources, or read one, counted and capped like a tool call."""
         request = _resource_request(_parse_json(args_json, "arguments to resources"))
         what = f"{request['server']}:{request.get('uri') or 'resources/list'}"[:MAX_NAME_CHARS]
-        reader = self.resources
-        return self._make_call(what, None if reader is None else partial(reader, request))
+        services = self.services
+        start = None
+        if services is not None and serves_catalog(services):
+            start = partial(services.read_resources, request)
+        return self._make_call(what, start)
 
     def _make_call(self, name: str, start: Callable[[], Awaitable[Any]] | None) -> str:
         """One call the guest waits for: counted, bounded by its timeout, its outcome settled.
@@ -301,7 +288,7 @@ class Execution:
         _check_tool_name(name)
         raw = cast("dict[str, Any]", payload).get("arguments")
         arguments = self._parse_arguments(name, raw, len(args_json.encode()))
-        record, timeout = self._new_call(name, served=self.tool_caller is not None)
+        record, timeout = self._new_call(name, served=self.services is not None)
         if self.in_flight is None:
             raise _Refused("ToolError", f"{name} cannot run side by side here: no event loop serves this run")
         call = CallInFlight(len(self.tool_calls) - 1, name, record, timeout)
@@ -316,14 +303,10 @@ class Execution:
         return json.dumps({"id": call.id})
 
     async def _admit_and_start(self, call: CallInFlight, arguments: dict[str, Any]) -> None:
-        in_flight, caller = self.in_flight, self.tool_caller
+        in_flight, services = self.in_flight, self.services
         assert in_flight is not None
-        assert caller is not None
-        if self.admit is not None:
-            perform = await self.admit(call.name, arguments)
-        else:
-            perform = partial(caller, call.name, arguments)
-        in_flight.start(call, perform)
+        assert services is not None
+        in_flight.start(call, await services.admit(call.name, arguments))
 
     def wait_calls(self, args_json: str) -> str:
         """`@wait`: the started calls among `ids` that finished, waiting up to `timeout` seconds."""
@@ -486,8 +469,8 @@ def _shown_item(payload: Any, number: int) -> ShownItem:
         size = len(base64.b64decode(data, validate=True))
     except binascii.Error:
         raise _Refused("ValueError", "show(): the Blob's data is not base64") from None
-    if uri is not None and (not isinstance(uri, str) or len(uri) > 2048):
-        raise _Refused("ValueError", "show(): a Blob's uri is text of at most 2,048 characters")
+    if uri is not None and (not isinstance(uri, str) or len(uri) > MAX_URI_CHARS):
+        raise _Refused("ValueError", f"show(): a Blob's uri is text of at most {MAX_URI_CHARS:,} characters")
     if kind == "resource" and uri is None:
         uri = f"codemode://shown/{number}"  # an embedded resource needs one; the client only shows it
     return ShownItem(kind=kind, mime_type=mime_type, size=size, uri=uri, data=data)
@@ -578,27 +561,37 @@ def _error(kind: str, message: str) -> Variant:
     return Variant("err", json.dumps({"type": kind, "message": message}))
 
 
+def _clock(execution: Execution, _args_json: str) -> str:
+    journal = execution.journal
+    clock = journal.clock() if journal else {"time_ns": time.time_ns(), "monotonic_ns": time.monotonic_ns()}
+    return json.dumps(clock)
+
+
+def _sleep(execution: Execution, args_json: str) -> str:
+    return json.dumps(execution.sleep(_parse_json(args_json, "host service arguments")))
+
+
+def _docs(service: str) -> Callable[[Execution, str], str]:
+    return lambda execution, args_json: execution.read_docs(service, args_json)
+
+
+HOST_SERVICES: dict[str, Callable[[Execution, str], str]] = {
+    "@clock": _clock,
+    "@sleep": _sleep,
+    **{service: _docs(service) for service in DOCS_SERVICES},
+    "@show": Execution.show,
+    "@resources": Execution.read_resources,
+    "@start": Execution.start_call,
+    "@wait": Execution.wait_calls,
+    "@cancel": Execution.cancel_calls,
+}
+"""The host's services by the name the guest calls them with; any other name is a tool's."""
+
+
 def _dispatch(execution: Execution, name: str, args_json: str) -> str:
-    if name == "@clock":
-        journal = execution.journal
-        clock = (
-            journal.clock() if journal else {"time_ns": time.time_ns(), "monotonic_ns": time.monotonic_ns()}
-        )
-        return json.dumps(clock)
-    if name == "@sleep":
-        return json.dumps(execution.sleep(_parse_json(args_json, "host service arguments")))
-    if name in DOCS_SERVICES:
-        return execution.read_docs(name, args_json)
-    if name == "@show":
-        return execution.show(args_json)
-    if name == "@resources":
-        return execution.read_resources(args_json)
-    if name == "@start":
-        return execution.start_call(args_json)
-    if name == "@wait":
-        return execution.wait_calls(args_json)
-    if name == "@cancel":
-        return execution.cancel_calls(args_json)
+    service = HOST_SERVICES.get(name)
+    if service is not None:
+        return service(execution, args_json)
     _check_tool_name(name)
     return execution.call_tool(name, args_json)
 
@@ -634,7 +627,7 @@ def _live_answer(execution: Execution, name: str, args_json: str) -> Variant:
 def _depth(value: Any) -> int:
     """Nesting depth of a JSON value, without recursion; ValueError for a number JSON cannot hold."""
     # Level by level: the per-node work is one type test, and each level's children are gathered by
-    # `extend` (a 3 KB argument took 140 us walked node by node with a stack of (node, level) pairs).
+    # `extend`, which is far cheaper than a stack of (node, level) pairs.
     depth, level = 0, [value]
     while level:
         depth += 1
@@ -674,7 +667,7 @@ def _not_json(constant: str) -> Any:
 
 
 # Built once: `json.loads`/`json.dumps` with any non-default option build a new decoder or encoder on
-# every call, which cost a tool call 3-4 us of its round trip. Same options, same output.
+# every call, a cost on every tool call's round trip. Same options, same output.
 _DECODER = json.JSONDecoder(parse_constant=_not_json)
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 _ASCII_ENCODER = json.JSONEncoder(allow_nan=False)

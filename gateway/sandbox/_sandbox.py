@@ -26,18 +26,11 @@ from gateway.errors import (
     SnippetError,
 )
 from gateway.sandbox._hop import WorkerThreads, asyncio_loop
-from gateway.sandbox._host_call import (
-    CallAdmitter,
-    DocsReader,
-    Execution,
-    ResourceReader,
-    ToolCaller,
-    bound_to_thread,
-    cancelled_error,
-)
+from gateway.sandbox._host_call import Execution, bound_to_thread, cancelled_error
 from gateway.sandbox._journal import HostJournal
 from gateway.sandbox._outcome import failed_result, outcome_result
 from gateway.sandbox._parallel import CallsInFlight
+from gateway.sandbox._services import HostServices, ToolCaller, ToolsOnly
 from gateway.sandbox._slots import HOST_INTERFACE, Slot, Watchdog, load_slots
 from gateway.sandbox._traps import translate_trap
 from gateway.sandbox.limits import SandboxLimits
@@ -137,25 +130,22 @@ class Sandbox:
         self,
         code: str,
         *,
+        services: HostServices | None = None,
         tool_caller: ToolCaller | None = None,
         timeout: float | None = None,
         journal: HostJournal | None = None,
-        docs: DocsReader | None = None,
-        admit: CallAdmitter | None = None,
-        resources: ResourceReader | None = None,
         limits: SandboxLimits | None = None,
     ) -> ExecutionResult:
         """Run a snippet on a worker thread; cancelling the caller interrupts the snippet at once.
 
-        With a `journal`, the host's answers are recorded in it, after those it already holds are
-        replayed (a run resumed after an approval). `docs` answers the snippet's search(), help()
-        and dir() on tools. `admit` admits the calls the snippet runs side by side, one at a time
-        (without it, `tool_caller` makes them with no separate admission); `resources` answers
-        `resources.<server>.list()` and `.read(uri)`. `limits` replaces the sandbox's own for this one
-        execution (a background execution's wall time and fuel)."""
+        `services` serve its tool calls, resource reads and questions about the catalog (the gateway's
+        one per-run object); `tool_caller` alone serves tool calls only (an embedding without a
+        catalog). With a `journal`, the host's answers are recorded in it, after those it already
+        holds are replayed (a run resumed after an approval). `limits` replaces the sandbox's own for
+        this one execution (a background execution's wall time and fuel)."""
         limits = limits or self.limits
         execution = Execution(
-            limits, self.timeout_for(timeout, limits), tool_caller, journal, docs, admit, resources
+            limits, self.timeout_for(timeout, limits), _served(services, tool_caller), journal
         )
         execution.loop = asyncio_loop()
         busy = self._busy()
@@ -206,7 +196,8 @@ class Sandbox:
         self, code: str, tool_caller: ToolCaller | None = None, timeout: float | None = None
     ) -> ExecutionResult:
         """Run a snippet on the calling thread. Tool calls need an anyio worker thread (see `execute`)."""
-        return self._execute(code, Execution(self.limits, self.timeout_for(timeout), tool_caller))
+        services = _served(None, tool_caller)
+        return self._execute(code, Execution(self.limits, self.timeout_for(timeout), services))
 
     def _execute(self, code: str, execution: Execution, used: list[Slot] | None = None) -> ExecutionResult:
         """Run on a free slot. `used` gets that slot, for the caller to replenish once the result has
@@ -288,3 +279,10 @@ def _trap_summary(trap: str) -> str:
     cause = lines[lines.index("Caused by:") + 1] if "Caused by:" in lines[:-1] else (lines or [""])[-1]
     frame = next((line for line in lines if line.startswith("0:")), "")
     return f"{cause} (at {frame.removeprefix('0:').strip()})"[:300] if frame else cause[:300]
+
+
+def _served(services: HostServices | None, tool_caller: ToolCaller | None) -> HostServices | None:
+    """The run's host services: `services`, else those of a lone tool caller, else none."""
+    if services is None and tool_caller is not None:
+        return ToolsOnly(tool_caller)
+    return services

@@ -36,7 +36,7 @@ _INSTANTIATE_EPOCHS = 1 << 40
 # run (until the prewarm thread frees it), one made inline when the prewarmed ones ran out, and one spare.
 POOL_MARGIN = 4
 
-# Waits between the last tries to instantiate into an engine whose pool was full (76 ms in all).
+# Waits between the last tries to instantiate into an engine whose pool was full (their sum is the patience).
 _REFILL_PAUSES_SECONDS = (0.001, 0.005, 0.02, 0.05)
 
 Instance = tuple[wasmtime.Store, Func]
@@ -113,7 +113,7 @@ class Slot:
         return store, run
 
     def retire(self, instance: Instance) -> None:
-        """Free a used instance on the prewarm thread: its memory reset (~1.4 ms) is not the run's."""
+        """Free a used instance on the prewarm thread: its memory reset is not the run's time."""
         self._instances.retire(instance)
 
     def replenish(self) -> None:

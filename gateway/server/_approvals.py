@@ -20,7 +20,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from gateway._resume import ApprovalNeeded, Resume
+from gateway.calls import ApprovalNeeded, Resume
 from gateway.policy import APPROVAL_FORM, ApprovalsConfig, approval_prompt, outcome_of
 
 __all__ = [

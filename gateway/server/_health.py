@@ -20,7 +20,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from gateway._gateway import Gateway
+from gateway.calls import Gateway
 from gateway.children import ChildState
 
 __all__ = ["Readiness", "healthz"]

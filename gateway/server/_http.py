@@ -13,22 +13,23 @@ import logging
 import os
 import re
 import socket
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from contextlib import contextmanager
+from functools import partial
 
 import anyio
 import uvicorn
 
-from gateway._gateway import Gateway
-from gateway._logging import redact_logs
+from gateway.calls import Gateway
 from gateway.config import GatewayConfig, HttpConfig
 from gateway.errors import ConfigError
 from gateway.reload import ReloadOptions, serve_reloads
 from gateway.server._connections import guarded_protocol
 from gateway.server._gate import session_digest
 from gateway.server._http_app import HttpApp
-from gateway.server._server import freeze_start_up_heap, warn_of_unidentified_callers
+from gateway.server._server import warn_of_unidentified_callers
 from gateway.server._stdio import cancel_on_signals
+from gateway.shared import redact_logs
 
 __all__ = ["run_http", "serve_http"]
 
@@ -110,11 +111,16 @@ class _Uncoloured(logging.Filter):
 
 
 async def serve_http(
-    config: GatewayConfig, http: HttpConfig | None = None, reload: ReloadOptions | None = None
+    config: GatewayConfig,
+    http: HttpConfig | None = None,
+    reload: ReloadOptions | None = None,
+    *,
+    started: Callable[[], None] | None = None,
 ) -> None:
     """Serve MCP over streamable HTTP (`http`, else the config's `http` section, else the defaults)
     until SIGTERM or SIGINT, then shut down in order (see the module's docstring); with `reload`,
-    reloading the config on SIGHUP and changes to the file (`gateway/reload/`)."""
+    reloading the config on SIGHUP and changes to the file (`gateway/reload/`). `started` is called
+    once the gateway has started (the CLI tunes the process there)."""
     http = http or config.http or HttpConfig()
     warn_of_unidentified_callers(config, "http")
     with listen(http) as listener:
@@ -124,7 +130,8 @@ async def serve_http(
             await signals.start(cancel_on_signals, until_stopped)
             async with Gateway(config) as gateway, anyio.create_task_group() as reloads:
                 redact_logs(gateway.redactor)
-                freeze_start_up_heap()
+                if started is not None:
+                    started()
                 _configure_http_logs()
                 if reload is not None:
                     await reloads.start(serve_reloads, gateway, reload)
@@ -162,7 +169,11 @@ async def serve_http(
 
 
 def run_http(
-    config: GatewayConfig, http: HttpConfig | None = None, reload: ReloadOptions | None = None
+    config: GatewayConfig,
+    http: HttpConfig | None = None,
+    reload: ReloadOptions | None = None,
+    *,
+    started: Callable[[], None] | None = None,
 ) -> None:
     """Blocking entry point for `codemode-gateway serve --http`."""
-    anyio.run(serve_http, config, http, reload)
+    anyio.run(partial(serve_http, config, http, reload, started=started))

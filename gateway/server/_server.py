@@ -3,11 +3,10 @@ serving here; HTTP in `_http.py`)."""
 
 from __future__ import annotations
 
-import gc
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager, nullcontext
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 import anyio
@@ -20,11 +19,8 @@ from mcp.server.stdio import stdio_server
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from gateway._exposed import ExposedTool
-from gateway._gateway import ApprovalNeeded, Gateway, Progress
-from gateway._logging import redact_logs
-from gateway._version import PACKAGE_NAME, package_version
 from gateway.auth import Identity, identity_of
+from gateway.calls import ApprovalNeeded, Approvals, ExposedTool, Gateway, Inline, InRounds, Progress
 from gateway.catalog import SearchRefused
 from gateway.config import GatewayConfig
 from gateway.errors import GatewayError
@@ -57,6 +53,7 @@ from gateway.server._tasks import (
     tasks_capability,
 )
 from gateway.server._tool_list import ToolListChanges, watch_tool_list
+from gateway.shared import PACKAGE_NAME, package_version, redact_logs
 
 __all__ = ["build_server", "serve_stdio"]
 
@@ -91,7 +88,7 @@ RESULT_SIZE_HINT = "anthropic/maxResultSizeChars"
 def _tools(
     read_only: bool, destructive: bool, result_chars: int, background: bool = False
 ) -> tuple[types.Tool, ...]:
-    # Built once per variant: generating the two input schemas took about 0.5 ms of every tools/list.
+    # Built once per variant: generating the two input schemas is too slow to repeat on every tools/list.
     return (
         types.Tool(
             name="search_docs",
@@ -278,22 +275,22 @@ async def _execute_code(
     run: ExecuteCodeArgs,
 ) -> types.CallToolResult | types.InputRequiredResult:
     """Run the snippet with approvals asked the way this request's protocol era asks them."""
-    code, timeout = run.code, run.timeout
     client = ctx.session.client_params.client_info if ctx.session.client_params else None
-    progress = _progress(ctx)
-    if asks_in_rounds(ctx) and can_elicit(ctx.session):
-        outcome = await gateway.execute_code_in_rounds(
-            code, timeout, client, progress, resume_of(params), identity=caller_identity()
-        )
-        if isinstance(outcome, ApprovalNeeded):
-            return approval_request(outcome)
-        return execution_tool_result(outcome, details=run.details)
-    # Handshake era: asked inline. A client that cannot be asked at all gets the refusal that says so.
-    approver = no_approver if asks_in_rounds(ctx) else elicitation_approver(ctx.session, ctx.request_id)
-    return execution_tool_result(
-        await gateway.execute_code(code, timeout, approver, client, progress, caller_identity()),
-        details=run.details,
+    approvals = _approvals(ctx, params)
+    outcome = await gateway.execute_code(
+        run.code, run.timeout, approvals, client, _progress(ctx), caller_identity()
     )
+    if isinstance(outcome, ApprovalNeeded):
+        return approval_request(outcome)
+    return execution_tool_result(outcome, details=run.details)
+
+
+def _approvals(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> Approvals:
+    """Approvals as this request's protocol era asks them: in rounds (2026-07-28), else inline; a
+    client that cannot be asked at all gets the refusal that says so."""
+    if asks_in_rounds(ctx) and can_elicit(ctx.session):
+        return InRounds(resume_of(params))
+    return Inline(no_approver if asks_in_rounds(ctx) else elicitation_approver(ctx.session, ctx.request_id))
 
 
 async def _call_exposed(
@@ -307,15 +304,12 @@ async def _call_exposed(
     arguments = params.arguments or {}
     client = ctx.session.client_params.client_info if ctx.session.client_params else None
     try:
-        if asks_in_rounds(ctx) and can_elicit(ctx.session):
-            outcome = await gateway.call_exposed_in_rounds(
-                tool, arguments, resume_of(params), caller_identity(), client
-            )
-            if isinstance(outcome, ApprovalNeeded):
-                return approval_request(outcome)
-            return outcome
-        approver = no_approver if asks_in_rounds(ctx) else elicitation_approver(ctx.session, ctx.request_id)
-        return await gateway.call_exposed(tool, arguments, approver, caller_identity(), client)
+        outcome = await gateway.call_exposed(
+            tool, arguments, _approvals(ctx, params), caller_identity(), client
+        )
+        if isinstance(outcome, ApprovalNeeded):
+            return approval_request(outcome)
+        return outcome
     except GatewayError as exc:
         return _text(str(exc), is_error=True)
 
@@ -345,16 +339,6 @@ def _progress(ctx: ServerRequestContext[Any]) -> Progress | None:
     return report
 
 
-def freeze_start_up_heap() -> None:
-    """Put what start-up built out of the cyclic collector's reach, for the life of the process.
-
-    The imports and the config are some 130,000 tracked objects that live as long as the process;
-    each full collection walked them all, about 86 ms in which the event loop served nobody. Frozen,
-    one takes 0.24 ms (tests/bench/gc_pause.py). Whatever garbage cycles start-up left are kept too:
-    they are few, and made once."""
-    gc.freeze()
-
-
 def warn_of_unidentified_callers(config: GatewayConfig, transport: str) -> None:
     """Say once, at start, that `policy.roles` cannot apply when nobody is identified."""
     if config.policy.roles and config.auth is None:
@@ -365,9 +349,12 @@ def warn_of_unidentified_callers(config: GatewayConfig, transport: str) -> None:
         )
 
 
-async def serve_stdio(config: GatewayConfig, reload: ReloadOptions | None = None) -> None:
+async def serve_stdio(
+    config: GatewayConfig, reload: ReloadOptions | None = None, *, started: Callable[[], None] | None = None
+) -> None:
     """Serve MCP over stdin/stdout until the client closes stdin or SIGTERM/SIGINT arrives; with
-    `reload`, reloading the config on SIGHUP and changes to the file (`gateway/reload/`).
+    `reload`, reloading the config on SIGHUP and changes to the file (`gateway/reload/`). `started`
+    is called once the gateway has started (the CLI tunes the process there).
 
     The handshake is answered first; then the gateway starts (`_start_gate.py`)."""
     warn_of_unidentified_callers(config, "stdio")
@@ -402,7 +389,8 @@ async def serve_stdio(config: GatewayConfig, reload: ReloadOptions | None = None
                 await start_now.wait()
                 await anyio.wait_all_tasks_blocked()  # the answer is on the wire, not only on its way
             async with gateway, anyio.create_task_group() as reloads:
-                freeze_start_up_heap()
+                if started is not None:
+                    started()
                 gate.open()
                 if reload is not None:
                     await reloads.start(serve_reloads, gateway, reload)
@@ -412,6 +400,8 @@ async def serve_stdio(config: GatewayConfig, reload: ReloadOptions | None = None
     log.info("gateway stopped")
 
 
-def run_stdio(config: GatewayConfig, reload: ReloadOptions | None = None) -> None:
+def run_stdio(
+    config: GatewayConfig, reload: ReloadOptions | None = None, *, started: Callable[[], None] | None = None
+) -> None:
     """Blocking entry point for `codemode-gateway serve`."""
-    anyio.run(serve_stdio, config, reload)
+    anyio.run(partial(serve_stdio, config, reload, started=started))

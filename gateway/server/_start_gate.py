@@ -1,8 +1,8 @@
 """The stdio handshake first: `initialize` is answered before the gateway starts its children.
 
-Spawning five children and loading the sandbox costs the event loop some 100 ms, and the children
-then compete with it for the CPU while they start; a client's `initialize` waited for all of it.
-`serve_stdio` now runs the server at once, gives it a moment to answer the handshake that is
+Spawning the children and loading the sandbox cost the event loop time, and the children then
+compete with it for the CPU while they start; a client's `initialize` must not wait for all of it.
+`serve_stdio` runs the server at once, gives it a moment to answer the handshake that is
 already in the pipe, then starts the gateway. Requests other than the handshake and pings wait at
 the gate until the gateway has started; the first of them ends the moment (a 2026-07-28 client
 may send no handshake at all).

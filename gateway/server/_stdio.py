@@ -7,7 +7,7 @@ non-blocking descriptor of its own; otherwise `StdinLines` reads in a daemon thr
 the server returns at once and the process may exit with a read still pending.
 
 The SDK also hands every write to stdout, and every flush, to a worker thread: two thread hops per
-message, about 0.6 ms of each request's round trip on this 2-core machine. When stdout is a pipe,
+message, a visible share of each request's round trip (docs/benchmarks.md). When stdout is a pipe,
 `StdoutLines` writes from the event loop to a non-blocking descriptor of its own, and waits on the
 loop only while the client is slow to read.
 """

@@ -33,8 +33,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Field, ValidationError
 from starlette.requests import Request
 
-from gateway._gateway import Gateway
 from gateway.auth import Identity, Owner, identity_of
+from gateway.calls import Gateway, Inline
 from gateway.errors import BackgroundRefused, PolicyDenied
 from gateway.policy import (
     APPROVAL_FORM,
@@ -194,7 +194,7 @@ async def start_background(
         result = await gateway.execute_code(
             code,
             timeout,
-            approver_for(execution),
+            Inline(approver_for(execution)),
             client,
             execution.progress,
             identity,

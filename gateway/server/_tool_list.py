@@ -23,7 +23,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 
-from gateway._gateway import Gateway
+from gateway.calls import Gateway
 from gateway.server._approvals import asks_in_rounds
 
 __all__ = ["ToolListChanges", "watch_tool_list"]

@@ -27,7 +27,7 @@ from opentelemetry.sdk.resources import SERVICE_NAME, SERVICE_VERSION, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
 
-from gateway._version import PACKAGE_NAME, package_version
+from gateway.shared import PACKAGE_NAME, package_version
 
 __all__ = ["exporter_names", "tracer_provider"]
 

@@ -106,9 +106,12 @@ class Telemetry:
             error_type = result.error.type if result.error is not None else None
             self.tracing.end_execution(span, outcome, error_type, tool_calls)
 
-    def tool_call_started(self, execution: Span | None, execution_id: str) -> Span:
-        """A tool call's span, a child of its execution's span (else of the current one)."""
-        return self.tracing.start_tool_call(execution, execution_id)
+    def tool_call_started(
+        self, execution: Span | None, execution_id: str, method: str = "tools/call"
+    ) -> Span:
+        """A tool call's span (or a resource request's: `method`), a child of its execution's span (else
+        of the current one)."""
+        return self.tracing.start_tool_call(execution, execution_id, method)
 
     @contextmanager
     def calling(self, span: Span | None) -> Generator[None]:

@@ -26,8 +26,8 @@ import httpx2
 from opentelemetry import propagate, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from gateway._version import PACKAGE_NAME, package_version
 from gateway.errors import ConfigError
+from gateway.shared import PACKAGE_NAME, package_version
 
 try:  # the `otel` extra: without it, spans stay no-ops and the gateway works unchanged
     from gateway.telemetry import _sdk
@@ -83,14 +83,15 @@ class Tracing:
         _set_error(span, outcome, error_type)
         span.end()
 
-    def start_tool_call(self, parent: Span | None, execution_id: str) -> Span:
-        """The span of one tool call, a child of `parent` (its execution's span), else of the current one."""
+    def start_tool_call(self, parent: Span | None, execution_id: str, method: str = "tools/call") -> Span:
+        """The span of one tool call (or resource request: `method`), a child of `parent` (its
+        execution's span), else of the current one."""
         context = trace.set_span_in_context(parent) if parent is not None else None
         return self._tracer.start_span(
             EXECUTE_TOOL,  # named for its tool once the name has resolved to one (`end_tool_call`)
             context=context,
             kind=SpanKind.INTERNAL,
-            attributes={OPERATION: EXECUTE_TOOL, METHOD: "tools/call", EXECUTION_ID: execution_id},
+            attributes={OPERATION: EXECUTE_TOOL, METHOD: method, EXECUTION_ID: execution_id},
         )
 
     def end_tool_call(

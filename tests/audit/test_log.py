@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 from gateway import ConfigError, ExecutionResult, PolicyDenied, SandboxLimits
-from gateway._redaction import Redactor
 from gateway.audit import (
     MAX_TOOL_CHARS,
     AuditConfig,
@@ -27,6 +26,7 @@ from gateway.audit import (
     read_audit,
 )
 from gateway.sandbox import ErrorInfo, ToolCallRecord
+from gateway.shared._redaction import Redactor
 
 TOKEN = "ghp_Zq8vN3kLp0Xw7Rt2Yb5Hc9Jd4Mf6Gs1Ae"
 NOON = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)

@@ -46,8 +46,7 @@ from packaging.utils import canonicalize_name
 from wasmtime.component import Linker
 
 from gateway import ExecutionResult, Sandbox, SandboxLimits
-from gateway._redaction import Redactor
-from gateway._tool_calls import Run, ToolCalls
+from gateway.calls._tool_calls import Run, ToolCalls
 from gateway.catalog import (
     Catalog,
     SearchCase,
@@ -71,6 +70,7 @@ from gateway.sandbox._host_call import Execution, bound_to_thread, host_call
 from gateway.sandbox._host_import import define_host_call
 from gateway.sandbox._outcome import outcome_result
 from gateway.sandbox._sandbox import _run_options  # pyright: ignore[reportPrivateUsage]
+from gateway.shared._redaction import Redactor
 
 MIB = 1024 * 1024
 PRINT_SNIPPET = "print(1)"

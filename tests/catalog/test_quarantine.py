@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from mcp.types import Tool
 
-from gateway._tool_calls import unknown_tool_message
+from gateway.calls._tool_calls import unknown_tool_message
 from gateway.catalog import Catalog, CatalogLock, Quarantine, read_lock, render_search, write_lock
 from tests.policy.helpers import policy_of
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from mcp.types import Tool
 
-from gateway._gateway import Gateway
+from gateway.calls._gateway import Gateway
 from gateway.catalog import _semantic
 from gateway.catalog._catalog import Catalog
 from gateway.catalog._search import search, tool_text, warm_search

@@ -23,7 +23,7 @@ from mcp import types
 from mcp.server.mcpserver import MCPServer
 
 from gateway import ChildUnavailable
-from gateway._gateway import Gateway
+from gateway.calls._gateway import Gateway
 from gateway.children import ChildPool, ChildState, ChildStatus, RestartPolicy
 from gateway.children._child import backoff_delay
 from gateway.config import parse_config

@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from gateway import ChildUnavailable
-from gateway._gateway import child_settings
+from gateway.calls._pool import child_settings
 from gateway.children import ChildPool, ChildState
 from gateway.config import GatewayConfig, parse_config
 from tests.real_servers import SERVERS

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from gateway import ConfigError
-from gateway._redaction import Redactor
 from gateway.config import (
     config_secrets,
     find_literal_secrets,
@@ -17,6 +16,7 @@ from gateway.config import (
     load_config,
     parse_config,
 )
+from gateway.shared._redaction import Redactor
 from tests.real_servers import REPO
 
 TOKEN = "ghp_Zq8vN3kLp0Xw7Rt2Yb5Hc9Jd4Mf6Gs1Ae"

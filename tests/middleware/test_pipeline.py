@@ -10,7 +10,7 @@ import anyio
 import pytest
 from mcp import types
 
-from gateway._gateway import Gateway
+from gateway.calls._gateway import Gateway
 from gateway.config import parse_config
 from gateway.errors import ToolCallError
 from gateway.middleware import Call, CallNext, Chain, Layer, Refused

@@ -8,7 +8,7 @@ import pytest
 from mcp.types import Tool
 
 from gateway import PolicyDenied, ToolCallError
-from gateway._tool_calls import unknown_tool_message
+from gateway.calls._tool_calls import unknown_tool_message
 from gateway.catalog import Catalog, render_search
 from gateway.policy import Policy, is_destructive
 from tests.policy.helpers import get, made_up_entry, policy_of

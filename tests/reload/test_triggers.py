@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
-from gateway._gateway import Gateway
+from gateway.calls._gateway import Gateway
 from gateway.config import load_config
 from gateway.reload import Reloader, ReloadResult, Trigger
 from gateway.reload._triggers import _on_change  # pyright: ignore[reportPrivateUsage]

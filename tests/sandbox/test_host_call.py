@@ -20,8 +20,9 @@ from gateway.errors import (
     ToolPayloadTooLarge,
     WallTimeExceeded,
 )
+from gateway.sandbox import ToolCaller, ToolsOnly
 from gateway.sandbox._hop import asyncio_loop
-from gateway.sandbox._host_call import Execution, ToolCaller, bound_to_thread, host_call
+from gateway.sandbox._host_call import Execution, bound_to_thread, host_call
 from gateway.sandbox.limits import SandboxLimits
 from gateway.testing import InProcessTools
 
@@ -45,7 +46,7 @@ def run(
 ) -> Execution:
     """An execution as `Sandbox.execute` makes one: it hops back to this loop with `call_on_loop`
     (`fast_hop=False`: through `anyio.from_thread.run`, as under a backend other than asyncio)."""
-    execution = Execution(limits or SandboxLimits(), timeout, tools)
+    execution = Execution(limits or SandboxLimits(), timeout, ToolsOnly(tools) if tools else None)
     execution.loop = asyncio_loop() if fast_hop else None
     return execution
 

@@ -20,7 +20,7 @@ CEILING = 6 * (100 + 50 + 3 * 256) + 4096
 
 
 def execution() -> Execution:
-    run = Execution(LIMITS, timeout=5.0, tool_caller=None)
+    run = Execution(LIMITS, timeout=5.0, services=None)
     run.tool_calls.append(ToolCallRecord(tool="m.add", ms=1.5, ok=True))
     return run
 

@@ -7,7 +7,10 @@ import logging
 import random
 import threading
 import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import anyio
 import pytest
@@ -15,7 +18,7 @@ import wasmtime
 
 from gateway import Sandbox, SandboxLimits, ToolCallError
 from gateway.catalog import read_docs
-from gateway.sandbox import MAX_DOCS_ARGS_BYTES, MAX_DOCS_QUERIES, DocsReader
+from gateway.sandbox import MAX_DOCS_ARGS_BYTES, MAX_DOCS_QUERIES
 from gateway.sandbox._instances import InstancePool
 from gateway.sandbox._slots import POOL_MARGIN, Instance
 from gateway.testing import InProcessTools
@@ -359,8 +362,27 @@ async def test_a_base_exception_from_the_tool_caller_cannot_crash_the_process(sa
     assert (await run(sandbox, "'alive'")).value == "alive"
 
 
-def _docs_of_snapshot() -> DocsReader:
-    return partial(read_docs, snapshot_catalog())
+@dataclass(frozen=True)
+class _CatalogOnly:
+    """Host services that answer questions about a catalog and serve no tool or resource."""
+
+    docs: Callable[[str, dict[str, Any]], Any]
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        raise ToolCallError(f"{name}: no tools here")
+
+    async def admit(self, name: str, arguments: dict[str, Any]) -> Callable[[], Awaitable[Any]]:
+        raise ToolCallError(f"{name}: no tools here")
+
+    async def read_resources(self, request: dict[str, Any]) -> Any:
+        raise ToolCallError("no resources here")
+
+    def read_docs(self, service: str, payload: dict[str, Any]) -> Any:
+        return self.docs(service, payload)
+
+
+def _docs_of_snapshot() -> _CatalogOnly:
+    return _CatalogOnly(partial(read_docs, snapshot_catalog()))
 
 
 async def test_a_snippet_finds_tools_with_search_and_reads_them_with_help_and_dir(sandbox: Sandbox) -> None:
@@ -370,7 +392,7 @@ async def test_a_snippet_finds_tools_with_search_and_reads_them_with_help_and_di
         "help(tools.time.convert_time)\n"
         "[found[0].name, len(found), dir(tools), dir(tools.time)]"
     )
-    result = await run(sandbox, code, docs=_docs_of_snapshot())
+    result = await run(sandbox, code, services=_docs_of_snapshot())
     assert result.ok, result.error
     assert result.value == [
         "git.git_log",
@@ -384,14 +406,14 @@ async def test_a_snippet_finds_tools_with_search_and_reads_them_with_help_and_di
 
 
 async def test_help_on_plain_python_prints_its_docstring(sandbox: Sandbox) -> None:
-    result = await run(sandbox, "help(len)\nhelp()", docs=_docs_of_snapshot())
+    result = await run(sandbox, "help(len)\nhelp()", services=_docs_of_snapshot())
     assert result.stdout.startswith("len\n\nReturn the number of items in a container.")
     assert "search('what you need') finds tools" in result.stdout
 
 
 async def test_a_bad_lookup_is_a_catchable_tool_error_with_what_to_do(sandbox: Sandbox) -> None:
     code = "try:\n    help(tools.time.convert)\nexcept ToolError as e:\n    message = str(e)\nmessage"
-    result = await run(sandbox, code, docs=_docs_of_snapshot())
+    result = await run(sandbox, code, services=_docs_of_snapshot())
     assert (
         result.value
         == "time has no tool 'convert'. Did you mean time.convert_time? dir(tools.time) lists them."
@@ -403,7 +425,7 @@ async def test_lookups_per_execution_are_capped_and_the_cap_is_named(sandbox: Sa
         "n = 0\ntry:\n    while True:\n        dir(tools)\n        n += 1\n"
         "except ToolError as e:\n    message = str(e)\n[n, message]"
     )
-    result = await run(sandbox, code, docs=_docs_of_snapshot())
+    result = await run(sandbox, code, services=_docs_of_snapshot())
     assert result.value is not None
     assert result.value[0] == MAX_DOCS_QUERIES
     assert f"limited to {MAX_DOCS_QUERIES} per execution" in result.value[1]
@@ -412,13 +434,13 @@ async def test_lookups_per_execution_are_capped_and_the_cap_is_named(sandbox: Sa
 async def test_an_oversized_search_is_refused_before_the_catalog_sees_it(sandbox: Sandbox) -> None:
     seen: list[str] = []
 
-    def docs(service: str, payload: dict[str, object]) -> object:
+    def docs(service: str, payload: dict[str, Any]) -> Any:
         seen.append(service)
         return []
 
     words = MAX_DOCS_ARGS_BYTES // 5
     code = f"try:\n    search('word ' * {words})\nexcept ToolError as e:\n    message = str(e)\nmessage"
-    result = await run(sandbox, code, docs=docs)
+    result = await run(sandbox, code, services=_CatalogOnly(docs))
     assert f"over the {MAX_DOCS_ARGS_BYTES:,}-byte cap" in str(result.value)
     assert seen == []
 

@@ -11,17 +11,19 @@ from typing import Any
 import anyio
 import pytest
 
-from gateway._gateway import Gateway
-from gateway._resume import ApprovalNeeded, Resume
+from gateway.calls import Inline, InRounds
+from gateway.calls._gateway import Gateway
+from gateway.calls._resume import ApprovalNeeded, Resume
 from gateway.config import parse_config
 from gateway.policy import ApprovalOutcome
 from gateway.telemetry import EXECUTION_BUCKETS, TOOL_CALL_BUCKETS, GatewayMetrics, Telemetry
-from tests.real_servers import TRACE_SERVER
+from tests.real_servers import RESOURCE_SERVER, TRACE_SERVER
 
 pytestmark = pytest.mark.anyio
 
 WAIT = 60  # a real child starts in seconds; this bounds a hang
 TRACE = {"command": sys.executable, "args": [str(TRACE_SERVER)]}
+RESOURCES = {"command": sys.executable, "args": [str(RESOURCE_SERVER)]}
 
 
 @asynccontextmanager
@@ -101,6 +103,17 @@ async def test_tool_calls_are_timed_per_child_server_and_outcome() -> None:
     assert bucket_bounds(metrics, "codemode_tool_call_duration_seconds") == [*TOOL_CALL_BUCKETS, float("inf")]
 
 
+async def test_resource_reads_are_measured_as_tool_calls_by_server_and_outcome() -> None:
+    config = {"mcpServers": {"res": RESOURCES}, "policy": {"deny": ["res:secret://*"]}}
+    async with gateway_on(config) as gateway:
+        await run(gateway, "resources.res.list()")
+        await run(gateway, "resources.res.read('note://readme')")
+        await run(gateway, "resources.res.read('secret://token')")  # denied by the policy
+    metrics, seconds = gateway.telemetry.metrics, "codemode_tool_call_duration_seconds_count"
+    assert value(metrics, seconds, server="res", outcome="ok") == 2
+    assert value(metrics, seconds, server="res", outcome="denied") == 1
+
+
 async def test_approvals_are_counted_by_outcome_on_both_protocol_eras() -> None:
     config = {"mcpServers": {"trace": TRACE}, "policy": {"approve": ["trace.trace_context"]}}
     code = "tools.trace.trace_context()['transport']"
@@ -113,13 +126,13 @@ async def test_approvals_are_counted_by_outcome_on_both_protocol_eras() -> None:
 
     async with gateway_on(config) as gateway:
         with anyio.fail_after(WAIT):
-            approved = await gateway.execute_code(code, approver=answering("approved"))
-            declined = await gateway.execute_code(code, approver=answering("declined"))
+            approved = await gateway.execute_code(code, approvals=Inline(answering("approved")))
+            declined = await gateway.execute_code(code, approvals=Inline(answering("declined")))
             unasked = await gateway.execute_code(code)  # no way to ask the user
-            paused = await gateway.execute_code_in_rounds(code)
+            paused = await gateway.execute_code(code, None, InRounds())
             assert isinstance(paused, ApprovalNeeded)
-            resumed = await gateway.execute_code_in_rounds(code, resume=Resume(paused.state, "approved"))
-            reused = await gateway.execute_code_in_rounds(code, resume=Resume(paused.state, "approved"))
+            resumed = await gateway.execute_code(code, None, InRounds(Resume(paused.state, "approved")))
+            reused = await gateway.execute_code(code, None, InRounds(Resume(paused.state, "approved")))
     assert approved.value == "stdio"
     assert declined.error is not None
     assert unasked.error is not None
@@ -171,7 +184,7 @@ async def test_a_slot_is_busy_while_its_snippet_runs_and_free_once_it_ends() -> 
 
     async with gateway_on(config) as gateway:
         with anyio.fail_after(WAIT):
-            result = await gateway.execute_code("tools.trace.trace_context()", approver=approver)
+            result = await gateway.execute_code("tools.trace.trace_context()", approvals=Inline(approver))
         after = value(gateway.telemetry.metrics, "codemode_sandbox_slots_busy")
     assert result.ok, result.error
     assert seen == [1]

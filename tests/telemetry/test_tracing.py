@@ -21,17 +21,18 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from gateway._gateway import Gateway
 from gateway.audit import read_audit
+from gateway.calls._gateway import Gateway
 from gateway.config import parse_config
 from gateway.errors import ConfigError
 from gateway.telemetry import Telemetry, _tracing, traces_from_environment
-from tests.real_servers import TRACE_SERVER, serve_asgi_app
+from tests.real_servers import RESOURCE_SERVER, TRACE_SERVER, serve_asgi_app
 
 pytestmark = pytest.mark.anyio
 
 WAIT = 60
 TRACE = {"command": sys.executable, "args": [str(TRACE_SERVER)]}
+RESOURCES = {"command": sys.executable, "args": [str(RESOURCE_SERVER)]}
 
 
 @asynccontextmanager
@@ -104,6 +105,30 @@ async def test_an_execution_has_one_span_and_each_tool_call_a_child_span_of_it(t
     assert execution.attributes["codemode.outcome"] == "ok"
     assert execution.attributes["codemode.tool_calls"] == 3
     assert parent_of(execution) is None  # no MCP request around it here: a root
+
+
+async def test_a_resource_list_and_read_each_get_a_span_under_the_execution_like_a_tool_call(
+    tmp_path: Path,
+) -> None:
+    snippet = "listed = resources.res.list()\nresources.res.read('note://readme')"
+    async with traced_gateway({"mcpServers": {"res": RESOURCES}}, tmp_path) as (gateway, exporter):
+        with anyio.fail_after(WAIT):
+            result = await gateway.execute_code(snippet)
+    assert result.ok, result.error
+    spans = exporter.get_finished_spans()
+    [execution] = named(spans, "execute_tool execute_code")
+    [listing] = named(spans, "execute_tool res:resources/list")
+    [read] = named(spans, "execute_tool res:note://readme")
+    context = execution.get_span_context()
+    assert context is not None
+    for span, method in ((listing, "resources/list"), (read, "resources/read")):
+        assert parent_of(span) == context.span_id
+        assert span.attributes is not None
+        assert span.attributes["mcp.method.name"] == method
+        assert span.attributes["codemode.server.name"] == "res"
+        assert span.attributes["codemode.outcome"] == "ok"
+    assert execution.attributes is not None
+    assert execution.attributes["codemode.tool_calls"] == 2
 
 
 async def test_a_refused_call_and_a_failed_run_end_their_spans_as_errors_naming_only_the_class(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 
-from gateway._resume import JOURNAL_BYTES_PER_STATE_BYTE
+from gateway.calls import JOURNAL_BYTES_PER_STATE_BYTE
 from gateway.escape.cases._model import (
     EscapeCase,
     Expect,

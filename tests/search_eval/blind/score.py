@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gateway._display import format_table
 from gateway.catalog import (
     Catalog,
     SearchConfig,
@@ -22,6 +21,7 @@ from gateway.catalog import (
     load_tool_snapshots,
     semantic_search,
 )
+from gateway.shared._display import format_table
 from tests.search_eval.blind.blind_set import (
     BLIND_CATALOG_DIRS,
     BLIND_QUERIES,

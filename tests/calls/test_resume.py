@@ -7,7 +7,7 @@ import os
 import anyio
 import pytest
 
-from gateway._resume import PausedRun, SpentStates, code_sha256, paused_run
+from gateway.calls._resume import PausedRun, SpentStates, code_sha256, paused_run
 from gateway.errors import ApprovalLimitExceeded, ResumeRefused
 from gateway.policy import ApprovalsConfig
 from gateway.sandbox import HostJournal, ToolCallRecord

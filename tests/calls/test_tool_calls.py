@@ -12,16 +12,16 @@ import pytest
 from mcp import types
 
 from gateway import PolicyDenied, QuotaExceeded, SecretInArguments, ToolCallError
-from gateway import _tool_calls as tool_calls_module
-from gateway._redaction import Redactor
-from gateway._tool_calls import PausedCallAnswer, Run, ToolCalls, wire_digest
 from gateway.audit import AuditLog, Caller
+from gateway.calls import _tool_calls as tool_calls_module
+from gateway.calls._tool_calls import PausedCallAnswer, Run, ToolCalls, wire_digest
 from gateway.catalog import Catalog, ObservedShapes
 from gateway.catalog._shapes import MemoryShapeStore
 from gateway.children import ChildPool
 from gateway.errors import ApprovalRequired, ResumeRefused
 from gateway.middleware import Call, CallNext, Chain, Layer
 from gateway.policy import ApprovalOutcome, Policy, PolicyConfig, no_approver, pause_for_approval
+from gateway.shared._redaction import Redactor
 
 pytestmark = pytest.mark.anyio
 

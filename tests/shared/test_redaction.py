@@ -8,8 +8,7 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
-from gateway._redaction import Redactor
-from gateway.sandbox import ErrorInfo, ExecutionResult, ToolCallRecord
+from gateway.shared._redaction import Redactor
 
 TOKEN = "ghp_Zq8vN3kLp0Xw7Rt2Yb5Hc9Jd4Mf6Gs1Ae"
 
@@ -73,39 +72,3 @@ def test_json_values_are_redacted_in_strings_and_keys_and_keep_their_shape(redac
     }
     clean = {"a": ["b", {"c": 1}]}
     assert redactor.redact_json(clean) is clean  # nothing to redact: no copy
-
-
-def test_an_execution_result_is_redacted_everywhere_a_client_reads_it(redactor: Redactor) -> None:
-    result = ExecutionResult(
-        ok=False,
-        stdout=f"out {TOKEN}\n",
-        stderr=f"err {TOKEN}\n",
-        value={"token": TOKEN},
-        value_repr=repr({"token": TOKEN}),
-        error=ErrorInfo(
-            type="ToolError", category="snippet", message=f"bad {TOKEN}", traceback=f"Traceback...{TOKEN}"
-        ),
-        tool_calls=[
-            ToolCallRecord(
-                tool="github.search", ms=1.0, ok=False, error=f"refused {TOKEN}", message=f"told {TOKEN}"
-            ),
-            ToolCallRecord(tool="time.now", ms=1.0, ok=True),
-        ],
-        fuel=10,
-        ms=2.0,
-    )
-    redacted = redactor.redact_result(result)
-    assert TOKEN not in redacted.model_dump_json()
-    assert TOKEN in result.model_dump_json()  # the original is untouched
-    assert redacted.stdout == "out [REDACTED:GITHUB_TOKEN]\n"
-    assert redacted.value == {"token": "[REDACTED:GITHUB_TOKEN]"}
-    assert redacted.error is not None
-    assert redacted.error.message == "bad [REDACTED:GITHUB_TOKEN]"
-    assert redacted.tool_calls[0].message == "told [REDACTED:GITHUB_TOKEN]"
-    assert redacted.tool_calls[1] == result.tool_calls[1]
-    assert (redacted.fuel, redacted.ms, redacted.ok) == (10, 2.0, False)
-
-
-def test_a_redactor_without_secrets_returns_the_result_unchanged() -> None:
-    result = ExecutionResult(ok=True, stdout="hello")
-    assert Redactor().redact_result(result) is result

@@ -45,7 +45,6 @@ import anyio
 import anyio.to_thread
 from mcp import types
 
-from gateway._redaction import Redactor
 from gateway.audit import NO_CALLER, Approval, AuditLog, Caller
 from gateway.catalog import (
     DEFAULT_MAX_QUERY_CHARS,
@@ -69,6 +68,7 @@ from gateway.errors import (
 from gateway.middleware import Call, Chain, Passage
 from gateway.policy import ApprovalOutcome, Approver, ExecutionQuota, Policy
 from gateway.sandbox import arguments_digest
+from gateway.shared import Redactor
 from gateway.telemetry import Telemetry, TraceSpan
 
 __all__ = [

@@ -16,16 +16,18 @@ import anyio
 import pytest
 
 from gateway import PolicyDenied, QuotaExceeded, SecretInArguments, ToolCallError
-from gateway import _resources as resources_module
-from gateway._gateway import child_pool, gateway_secrets
-from gateway._redaction import Redactor
-from gateway._resources import MAX_PAGES, ResourceReads
-from gateway._tool_calls import Run
 from gateway.audit import AuditLog
+from gateway.calls import _resources as resources_module
+from gateway.calls._gateway import Gateway
+from gateway.calls._pool import child_pool, gateway_secrets
+from gateway.calls._resources import MAX_PAGES, ResourceReads
+from gateway.calls._tool_calls import Run
 from gateway.catalog import Catalog
 from gateway.children import ChildPool
 from gateway.config import parse_config
 from gateway.policy import Policy, no_approver
+from gateway.sandbox import MAX_URI_CHARS
+from gateway.shared._redaction import Redactor
 from guest._blob import BLOB_MARKER
 from tests.real_servers import CATALOG_SERVER, RESOURCE_SERVER, TINY_SERVER
 
@@ -305,13 +307,30 @@ async def test_a_list_stops_at_its_entry_cap_and_says_so(
     assert listing["truncated"] == "only the first 4 resources are listed (the gateway lists at most 4)"
 
 
+async def test_a_uri_past_the_one_limit_is_refused_naming_it_by_the_gateway_and_by_the_sandbox(
+    tmp_path: Path,
+) -> None:
+    uri = "note://" + "x" * (MAX_URI_CHARS - len("note://") + 1)
+    async with reads_over(tmp_path, {"res": resource_server()}) as reads:
+        with pytest.raises(ToolCallError, match=f"at most {MAX_URI_CHARS:,}"), anyio.fail_after(WAIT):
+            await reads.read("res", uri)
+    config = parse_config({"mcpServers": {"res": resource_server()}}, "test", {"RESOURCE_TOKEN": TOKEN})
+    async with Gateway(config) as gateway:
+        with anyio.fail_after(WAIT):
+            refused = await gateway.execute_code(f"resources.res.read({uri!r})")
+            served = await gateway.execute_code("resources.res.read('note://readme')")
+    assert refused.error is not None
+    assert f"at most {MAX_URI_CHARS:,} characters" in refused.error.message
+    assert served.ok, served.error  # the gateway still serves
+
+
 @pytest.mark.parametrize(
     ("payload", "complaint"),
     [
         ({"op": "list"}, "names its server"),
         ({"server": "res", "op": "write", "uri": "note://readme"}, '"op": "read", "uri"'),
         ({"server": "res", "op": "read"}, '"op": "read", "uri"'),
-        ({"server": "res", "op": "read", "uri": "x" * 9000}, "at most 8192"),
+        ({"server": "res", "op": "read", "uri": "x" * 9000}, "at most 2,048"),
     ],
 )
 async def test_a_malformed_request_is_refused_and_recorded(

@@ -4,7 +4,7 @@ Some tools a model should call itself rather than from a snippet, such as one re
 screenshot it must look at. Each exposed tool is listed under a wire name, with the child's
 description, schemas and annotations (redacted as the catalog holds them), and each call goes
 through the same tool-call pipeline as a snippet's: secrets, access, arguments, constraints, quota,
-approval, redaction, audit (`gateway._tool_calls`).
+approval, redaction, audit (`gateway.calls._tool_calls`).
 
 Wire names are `<server>__<tool>`, from the Python names search_docs shows (`screen.take_shot` is
 `screen__take_shot`), so they fit `^[a-zA-Z0-9_-]{1,64}$`, which the Anthropic API requires of

@@ -14,8 +14,8 @@ import anyio
 import pytest
 from mcp import types
 
-from gateway._exposed import WIRE_NAME, Exposure, PausedToolCall, expose_tools, wire_names
-from gateway._gateway import Gateway
+from gateway.calls._exposed import WIRE_NAME, Exposure, PausedToolCall, expose_tools, wire_names
+from gateway.calls._gateway import Gateway
 from gateway.catalog import Catalog
 from gateway.children import ChildState, ChildStatus
 from gateway.config import parse_config

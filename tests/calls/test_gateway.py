@@ -9,8 +9,8 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from gateway import _gateway
-from gateway._gateway import Gateway
+from gateway.calls import _gateway
+from gateway.calls._gateway import Gateway
 from gateway.catalog import SearchRefused, SemanticSearch
 from gateway.config import parse_config
 from tests.catalog.fake_embedder import FakeEmbedder

@@ -16,8 +16,9 @@ follows the tool-call pipeline (`_tool_calls.py`), numbered as there, with the s
 8. result      the listing, or the contents (text as text, bytes as blob markers), as JSON values;
                contents the policy would not let the snippet read by their own URI are left out
 9. redaction   of the answer, and of the text of any error, whatever the step that raised it
-10. record     the audit record (`tool_call`, tool `server:uri`, or `server:resources/list`) and a
-               progress report, whatever happened
+10. record     the metric and the span (as a tool call's, with `mcp.method.name` resources/read or
+               resources/list), the audit record (`tool_call`, tool `server:uri`, or
+               `server:resources/list`) and a progress report, whatever happened
 
 Resources are matched by the policy as `server:uri`, the server by its Python name (`policy/config.py`).
 There are no argument checks (the URI is the one argument) and no approvals: `read_only` does not
@@ -35,15 +36,17 @@ from typing import Any, TypeVar
 import anyio.to_thread
 from mcp import types
 
-from gateway._redaction import Redactor
-from gateway._tool_calls import Run
 from gateway.audit import AuditLog
+from gateway.calls._tool_calls import Run
 from gateway.catalog import Catalog, CatalogServer, resource_contents_value
 from gateway.children import ChildPool
 from gateway.errors import ChildUnavailable, SecretInArguments, ToolCallError
 from gateway.policy import NonCanonicalUri, Policy, canonical_uri
+from gateway.sandbox import MAX_URI_CHARS
+from gateway.shared import Redactor
+from gateway.telemetry import Telemetry, TraceSpan
 
-__all__ = ["MAX_ENTRIES", "MAX_PAGES", "MAX_URI_CHARS", "ResourceReads"]
+__all__ = ["MAX_ENTRIES", "MAX_PAGES", "ResourceReads"]
 
 log = logging.getLogger("gateway.resources")
 
@@ -51,8 +54,6 @@ MAX_PAGES = 20
 """Pages of resources (and of templates) one list asks a child for: a paginator that never ends stops."""
 MAX_ENTRIES = 1000
 """Resources (and templates) one list returns; past it the answer says it was cut (`truncated`)."""
-MAX_URI_CHARS = 8192
-"""The longest URI a read takes: a longer one is a mistake, or costs the child."""
 _LIST = "resources/list"
 """What a list is recorded as, after the server's name: no URI has this form (it has no scheme)."""
 
@@ -75,14 +76,26 @@ class _Request:
     started: float
 
 
+@dataclass(frozen=True)
+class _Names:
+    """A resource request's names as telemetry records a tool call's: its server, what it asked for."""
+
+    server_name: str
+    tool_name: str  # the URI read, or resources/list
+    qualified: str  # `server:uri`, as the audit log names it
+
+
 class ResourceReads:
     """The resource requests of snippets, over a pool of children, under each run's policy, redacted and
     audited."""
 
-    def __init__(self, pool: ChildPool, redactor: Redactor, audit: AuditLog | None) -> None:
+    def __init__(
+        self, pool: ChildPool, redactor: Redactor, audit: AuditLog | None, telemetry: Telemetry | None = None
+    ) -> None:
         self._pool = pool
         self._redactor = redactor
         self._audit = audit
+        self._telemetry = telemetry or Telemetry()
 
     async def answer(self, run: Run, payload: dict[str, Any]) -> Any:
         """Answer `{"server": s, "op": "list"}` or `{"server": s, "op": "read", "uri": u}` for the snippet
@@ -92,26 +105,32 @@ class ResourceReads:
         # A resumed round's answer belongs to its first call, the paused tool call: never to a later one.
         run.answer = None
         failure: BaseException | None = None
+        method = "resources/list" if payload.get("op") == "list" else "resources/read"
+        span = self._telemetry.tool_call_started(run.span, run.execution_id, method)
+        names: _Names | None = None
         try:
             if isinstance(request, ToolCallError):
                 raise request
             self._refuse_secrets(request)
             server = _resolve(run.catalog, request.server)
             request.name = f"{server.identifier}:{request.uri or _LIST}"
+            names = _Names(server.name, request.uri or _LIST, request.name)
             if request.uri is None:
                 run.quota.acquire_name(request.name)
-                return await self._listing(run.policy, server)
+                with self._telemetry.calling(span):  # the child's trace context descends from it
+                    return await self._listing(run.policy, server)
             if not run.policy.resource_visible(server.identifier, request.uri):
                 raise ToolCallError(_unknown_resource(server, request.uri))
             run.policy.check_resource(server.identifier, request.uri)
             run.quota.acquire_name(request.name)
-            return await self._read(run.policy, server, request.uri)
+            with self._telemetry.calling(span):
+                return await self._read(run.policy, server, request.uri)
         except BaseException as exc:
             failure = self._redacted(exc)
             raise
         finally:
             recorded = request if isinstance(request, _Request) else None
-            await self._finish(run, recorded, failure)
+            await self._finish(run, recorded, failure, span, names)
 
     def _refuse_secrets(self, request: _Request) -> None:
         """End the run if the request holds a secret: a child could echo it back, its place marked."""
@@ -199,16 +218,24 @@ class ResourceReads:
             exc.args = (self._redactor.redact(str(exc)),)
         return exc
 
-    async def _finish(self, run: Run, request: _Request | None, failure: BaseException | None) -> None:
-        """Step 10, whatever happened: the progress report and the audit record."""
-        run.calls += 1
-        await run.report()
-        if self._audit is None:
-            return
+    async def _finish(
+        self,
+        run: Run,
+        request: _Request | None,
+        failure: BaseException | None,
+        span: TraceSpan,
+        names: _Names | None,
+    ) -> None:
+        """Step 10, whatever happened: the metric and the span, the progress report, the audit record."""
         if request is None:
             name, arguments, started = "resources:?", {}, time.monotonic()
         else:
             name, arguments, started = request.name, request.arguments, request.started
+        self._telemetry.tool_call_finished(span, started, failure, names)
+        run.calls += 1
+        await run.report()
+        if self._audit is None:
+            return
         ms = round((time.monotonic() - started) * 1000, 3)
         self._audit.record(
             lambda audit: audit.tool_call(
@@ -231,7 +258,8 @@ def _parse(payload: dict[str, Any]) -> _Request | ToolCallError:
         )
     if len(uri) > MAX_URI_CHARS:
         return ToolCallError(
-            f"the URI is {len(uri)} characters long; a resource URI takes at most {MAX_URI_CHARS}"
+            f"the URI is {len(uri):,} characters long; a resource URI takes at most {MAX_URI_CHARS:,}: "
+            "read it by the URI list() shows"
         )
     try:
         uri = canonical_uri(uri)

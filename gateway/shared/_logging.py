@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 import time
 from collections.abc import Iterable
 from typing import Any
 
-from gateway._redaction import Redactor
-from gateway.children import QuietSdkParseErrors
+from gateway.shared._redaction import Redactor
 
-__all__ = ["JsonFormatter", "RedactingFilter", "configure_logging", "redact_logs"]
+__all__ = ["JsonFormatter", "RedactingFilter", "redact_logs"]
 
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
 
@@ -34,20 +32,6 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
         return json.dumps(entry, default=str, ensure_ascii=False)
-
-
-def configure_logging(level: str = "INFO") -> None:
-    """Send the gateway's and the SDK's loggers to stderr as JSON lines."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter())
-    for name in ("gateway", "mcp"):  # the SDK's own warnings are JSON lines too
-        logger = logging.getLogger(name)
-        logger.handlers[:] = [handler]
-        logger.setLevel(level.upper())
-        logger.propagate = False
-    sdk_stdio = logging.getLogger("mcp.client.stdio")
-    if not any(isinstance(f, QuietSdkParseErrors) for f in sdk_stdio.filters):
-        sdk_stdio.addFilter(QuietSdkParseErrors())
 
 
 class RedactingFilter(logging.Filter):

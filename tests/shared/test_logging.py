@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from gateway._logging import JsonFormatter, redact_logs
-from gateway._redaction import Redactor
+from gateway.shared._logging import JsonFormatter, redact_logs
+from gateway.shared._redaction import Redactor
 
 TOKEN = "ghp_Zq8vN3kLp0Xw7Rt2Yb5Hc9Jd4Mf6Gs1Ae"
 

@@ -22,8 +22,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any, cast
 from urllib.parse import quote, quote_plus
 
-from gateway.sandbox import ExecutionResult
-
 __all__ = ["GUESSABLE_BITS", "MIN_SECRET_CHARS", "Redactor", "guessable"]
 
 MIN_SECRET_CHARS = 4
@@ -202,43 +200,12 @@ class Redactor:
             )
         return self.redact(text)
 
-    def redact_result(self, result: ExecutionResult) -> ExecutionResult:
-        """A copy of an execution's result with secrets redacted from everything a client sees."""
-        if not self._forms:
-            return result
-        text = self.redact_text
-        error = result.error
-        if error is not None:
-            traceback = text(error.traceback, "traceback") if error.traceback is not None else None
-            error = error.model_copy(
-                update={"message": text(error.message, "message"), "traceback": traceback}
-            )
-        calls = [
-            call.model_copy(
-                update={
-                    "tool": text(call.tool, "tool name"),
-                    "error": text(call.error, "error") if call.error else call.error,
-                    "message": text(call.message, "error") if call.message else call.message,
-                }
-            )
-            for call in result.tool_calls
-        ]
-        value = result.value
+    def redact_value(self, value: Any) -> Any:
+        """A JSON value redacted; withheld whole (as text) when it holds a guessable secret."""
         dumped = _dump(value) if value is not None else None
         if dumped is not None and self._guessable and self._guessable_in(dumped) is not None:
-            value = text(dumped, "value")
-        else:
-            value = self.redact_json(value)
-        return result.model_copy(
-            update={
-                "stdout": text(result.stdout, "stdout"),
-                "stderr": text(result.stderr, "stderr"),
-                "value": value,
-                "value_repr": text(result.value_repr, "value") if result.value_repr is not None else None,
-                "error": error,
-                "tool_calls": calls,
-            }
-        )
+            return self.redact_text(dumped, "value")
+        return self.redact_json(value)
 
 
 def _dump(value: Any) -> str | None:

@@ -12,7 +12,7 @@ jsonschema's own keywords are replaced where they cost more than the instance th
 - `unevaluatedItems` and `unevaluatedProperties` (2020-12) keep what was evaluated in sets, not in
   lists searched once per item.
 - `anyOf` and `oneOf` keep the first few errors of each failing branch: jsonschema lists them all
-  before it yields anything, so even `is_valid` built an error per bad item (87,000 items, 1.4 s).
+  before it yields anything, so even `is_valid` built an error per bad item.
 
 Reporting is bounded the same way: `best_error` ranks only the first few errors, and
 `short_message` cuts a long instance out of the message.

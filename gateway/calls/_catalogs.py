@@ -1,0 +1,176 @@
+"""The catalog each policy sees, rebuilt when the children change, and the exposed tools over it."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import anyio
+
+from gateway.calls._exposed import ExposedTool, Exposure, expose_tools
+from gateway.catalog import Catalog, CatalogLock, ObservedShapes, Quarantine, SemanticSearch, ShapeStore
+from gateway.children import ChildPool, ChildState
+from gateway.config import GatewayConfig
+from gateway.middleware import Chain, Search, SearchEntry
+from gateway.policy import Policy
+
+__all__ = ["Catalogs", "searched"]
+
+log = logging.getLogger("gateway")
+
+
+class Catalogs:
+    """Per-policy catalogs over the pool: a cache keyed on the children's state, the servers a policy
+    rule blocks, the lockfile's quarantine, and the exposure of `expose`'s tools."""
+
+    def __init__(
+        self,
+        pool: ChildPool,
+        config: GatewayConfig,
+        policy: Policy,
+        lock: CatalogLock | None,
+        semantic: SemanticSearch | None,
+        shapes: ShapeStore,
+    ) -> None:
+        self._pool = pool
+        self._config = config
+        self._policy = policy  # the policy of a caller no role names
+        self._lock = lock
+        self._semantic = semantic
+        self._shapes = ObservedShapes(shapes)  # of what tools without an output schema returned
+        self._key: tuple[Any, ...] | None = None
+        self._everything = Catalog()  # before the policy filtered it
+        self._by_policy: dict[Policy, Catalog] = {}  # as each caller's policy filters it
+        self._quarantine: Quarantine | None = None
+        self._blocked: dict[str, str] = {}
+        self._exposure = Exposure()
+        self._exposure_of: Catalog | None = None  # the catalog `_exposure` was computed from
+        self._unlisted: dict[str, str] = {}  # expose entries logged as not listed, with the reason
+
+    @property
+    def lock(self) -> CatalogLock | None:
+        """The lockfile in force, None without one."""
+        return self._lock
+
+    def reconfigure(self, config: GatewayConfig, policy: Policy, lock: CatalogLock | None) -> None:
+        """Build from `config`, `policy` and `lock` from the next look on."""
+        self._config, self._policy, self._lock = config, policy, lock
+        self._key = None
+
+    def catalog(self, policy: Policy | None = None) -> Catalog:
+        """What the model may see under `policy` (by default, the policy of a caller no role names):
+        the children's tools less the hidden ones, rebuilt on any change.
+
+        A server named by a policy rule (of the policy or of a role) that matches none of its tools
+        keeps no tools at all until the rule is fixed: a typo must never leave a tool more reachable
+        than the team wrote. With a lockfile, tools new or changed since it was written are
+        quarantined (`catalog/_quarantine.py`).
+        """
+        policy = policy or self._policy
+        statuses = self._pool.statuses()
+        key = tuple(statuses)  # whole snapshots: a tools/list_changed bumps `tools_version`
+        if key != self._key:
+            tools = self._pool.tools()
+            reviewed = self._lock.lock.servers if self._lock else None
+            search = self._config.search
+            self._everything = Catalog(
+                tools,
+                statuses,
+                reviewed=reviewed,
+                semantic=self._semantic,
+                shapes=self._shapes if search.observed_shapes else None,
+                instructions_chars=search.server_instructions_chars,
+            )
+            self._quarantine = self._lock.quarantine(tools, self._pool.names) if self._lock else None
+            blocked = self._policy.unmatched(self._everything)
+            for server, reason in blocked.items():
+                if self._blocked.get(server) != reason:
+                    log.error("a policy rule blocks a server", extra={"server": server, "reason": reason})
+            self._blocked = blocked
+            self._by_policy = {}
+            self._key = key
+        catalog = self._by_policy.get(policy)
+        if catalog is None:
+            catalog = self._by_policy[policy] = self._everything.filtered(
+                policy.visible,
+                policy.server_visible,
+                blocked=self._blocked,
+                access=policy.access_note,
+                quarantine=self._quarantine,
+                resources=policy.resources_visible,
+            )
+        return catalog
+
+    async def changed(self, seen: Catalog) -> Catalog:
+        """Wait until the catalog the model sees is no longer `seen` (a child came up, went down or
+        changed its tools), and return the new one."""
+        while True:
+            statuses = self._pool.statuses()
+            current = self.catalog()  # no checkpoint between the two: they describe the same moment
+            if current is not seen:
+                return current
+            await self._pool.wait_changed(statuses)
+
+    def exposed(self) -> Exposure:
+        """The tools `expose` lists that the model may call directly, for the current catalog."""
+        catalog = self.catalog()
+        if catalog is not self._exposure_of:
+            self._exposure = expose_tools(
+                self._config.expose,
+                catalog,
+                self._policy,
+                everything=lambda: Catalog(self._pool.tools(), self._pool.statuses()),
+                listed=self._pool.tools(),
+            )
+            self._exposure_of = catalog
+            self._log_unlisted(self._exposure)
+        return self._exposure
+
+    def _log_unlisted(self, exposure: Exposure) -> None:
+        """Say once why an `expose` entry is not listed, when the config must change for it to be."""
+        for name, unlisted in exposure.unlisted.items():
+            if unlisted.lasting and self._unlisted.get(name) != unlisted.reason:
+                extra = {"expose": name, "reason": unlisted.reason}
+                log.warning("an exposed tool is not listed", extra=extra)
+                self._unlisted[name] = unlisted.reason
+        for name in [name for name in self._unlisted if name not in exposure.unlisted]:
+            del self._unlisted[name]  # listed now: a later problem is news again
+
+    def _exposed_servers(self, state: ChildState) -> list[str]:
+        """The config names of the children in `state` that `expose` names a tool of."""
+        catalog = self.catalog()
+        servers = (catalog.server(name.partition(".")[0]) for name in self._config.expose)
+        return list(dict.fromkeys(s.name for s in servers if s is not None and s.state is state))
+
+    def start_exposed_servers(self) -> None:
+        """Start the lazy children of exposed tools once, so that tools/list can show them (they stay
+        listed while the child idles, and a call starts it again)."""
+        for name in self._exposed_servers(ChildState.IDLE):
+            self._pool.start(name)
+
+    async def settled_exposure(self, wait_seconds: float) -> Exposure:
+        """The exposed tools, once their children still starting have had up to `wait_seconds`
+        to list their tools (as search_docs gives them): a client listing tools once, at start, finds them."""
+        with anyio.move_on_after(wait_seconds):
+            for name in self._exposed_servers(ChildState.CONNECTING):
+                await self._pool.wait_child(name)
+        return self.exposed()
+
+    async def exposed_tool(self, name: str, wait_seconds: float) -> ExposedTool | None:
+        """The exposed tool listed as `name`; while children are still starting, once they have."""
+        found = self.exposed().get(name)
+        if found is None and self._config.expose:
+            found = (await self.settled_exposure(wait_seconds)).get(name)
+        return found
+
+
+async def searched(middleware: Chain, catalog: Catalog, search: Search) -> Catalog:
+    """`catalog` as the middleware's on_search hooks let search_docs show it: filtered, annotated."""
+    entries = [SearchEntry(entry.qualified, entry.server_name, entry.description) for entry in catalog]
+    kept = {entry.tool: entry.description for entry in await middleware.on_search(entries, search)}
+    return catalog.filtered(
+        lambda entry: entry.qualified in kept,
+        blocked={server.identifier: server.blocked for server in catalog.servers if server.blocked},
+        access=lambda entry: entry.access,
+        describe=lambda entry: kept[entry.qualified],
+    )

@@ -1,0 +1,217 @@
+"""One execution from the gateway's side: the services its snippet reaches, its pause, its record."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import anyio
+
+from gateway.audit import AuditLog
+from gateway.calls._resources import ResourceReads
+from gateway.calls._resume import paused_run
+from gateway.calls._tool_calls import Run, ToolCalls, wire_digest
+from gateway.config import GatewayConfig
+from gateway.errors import ApprovalRequired, ExecutionFailed, GuestCrashed
+from gateway.sandbox import ErrorInfo, ExecutionResult, HostJournal, Sandbox, SandboxLimits, cancelled_error
+from gateway.shared import Redactor
+from gateway.telemetry import Telemetry
+
+__all__ = ["Executions", "RunServices", "redacted_result"]
+
+
+@dataclass(frozen=True)
+class RunServices:
+    """The sandbox's `HostServices` for one run: its tool calls, resource reads and catalog."""
+
+    run: Run
+    tool_calls: ToolCalls
+    resources: ResourceReads
+    max_query_chars: int
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        """Call a tool for the snippet; ToolCallError for a refusal."""
+        return await self.tool_calls.call(self.run, name, arguments)
+
+    async def admit(self, name: str, arguments: dict[str, Any]) -> Callable[[], Awaitable[Any]]:
+        """Admit a call the snippet runs side by side; return what completes it."""
+        return await self.tool_calls.prepare(self.run, name, arguments)
+
+    async def read_resources(self, request: dict[str, Any]) -> Any:
+        """List a server's resources or read one; ToolCallError for a refusal."""
+        return await self.resources.answer(self.run, request)
+
+    def read_docs(self, service: str, payload: dict[str, Any]) -> Any:
+        """Answer `@search`, `@docs` or `@precheck` from the run's catalog."""
+        return self.tool_calls.read_catalog(self.run, service, payload, max_query_chars=self.max_query_chars)
+
+
+class Executions:
+    """Runs snippets in the sandbox for the gateway: progress, the pause state, redaction, the record."""
+
+    def __init__(
+        self,
+        config: GatewayConfig,
+        tool_calls: ToolCalls,
+        resources: ResourceReads,
+        redactor: Redactor,
+        telemetry: Telemetry,
+        audit: AuditLog | None,
+    ) -> None:
+        self.config = config  # replaced by a reload
+        self._tool_calls = tool_calls
+        self._resources = resources
+        self._redactor = redactor
+        self._telemetry = telemetry
+        self._audit = audit
+
+    async def execute(
+        self,
+        sandbox: Sandbox,
+        code: str,
+        run: Run,
+        timeout: float | None,
+        *,
+        journal: HostJournal | None = None,
+        round_number: int = 1,
+        limits: SandboxLimits | None = None,
+        cancelled_as: Callable[[], ExecutionFailed] = cancelled_error,
+    ) -> tuple[ExecutionResult, str | None]:
+        """The run's result, and its state when it paused for approval (then its error says so)."""
+        result: ExecutionResult | None = None
+        state: str | None = None
+        run.span = self._telemetry.execution_started(run.execution_id, round_number)
+        try:
+            result = redacted_result(
+                self._redactor, await self._run_with_progress(sandbox, code, run, timeout, journal, limits)
+            )
+            if run.paused is not None and journal is not None:
+                try:
+                    state = self._paused_state(run, run.paused, round_number, code, sandbox, journal)
+                except ExecutionFailed as exc:  # over an approvals limit: the run ends here
+                    result = result.model_copy(update={"error": ErrorInfo.from_exception(exc)})
+            return result, state
+        finally:
+            # Every execution gets its record: a cancelled one (or one the host failed) too.
+            if result is None:
+                error = sys.exc_info()[1]
+                failure = cancelled_as() if isinstance(error, anyio.get_cancelled_exc_class()) else None
+                result = _unfinished(failure or GuestCrashed(f"the host failed: {type(error).__name__}"), run)
+            self.record(run, code, result, sandbox, timeout, round_number, limits)
+
+    def _paused_state(
+        self,
+        run: Run,
+        paused_at: ApprovalRequired,
+        round_number: int,
+        code: str,
+        sandbox: Sandbox,
+        journal: HostJournal,
+    ) -> str:
+        """The state that resumes a run which just paused, or ApprovalLimitExceeded."""
+        approvals = self.config.approvals
+        paused = paused_run(
+            run.execution_id,
+            run.began_at,
+            round_number,
+            code,
+            sandbox.component_sha256,
+            journal,
+            paused_at.tool,
+            wire_digest(paused_at.arguments, paused_at.callee),
+            run.quota.counts(),
+            approvals,
+        )
+        return paused.dump(approvals)
+
+    def record(
+        self,
+        run: Run,
+        code: str,
+        result: ExecutionResult,
+        sandbox: Sandbox,
+        timeout: float | None,
+        round_number: int = 1,
+        limits: SandboxLimits | None = None,
+    ) -> None:
+        """Count the execution, and write its audit record when the config has an audit log."""
+        self._telemetry.execution_finished(run.span, run.started, result, run.calls)
+        if self._audit is None:
+            return
+        self._audit.record(
+            lambda audit: audit.execution(
+                run.execution_id,
+                code,
+                result,
+                limits=limits or sandbox.limits,
+                timeout=sandbox.timeout_for(timeout, limits),
+                tool_calls=run.calls,
+                round_number=round_number,
+                caller=run.caller,
+            )
+        )
+
+    async def _run_with_progress(
+        self,
+        sandbox: Sandbox,
+        code: str,
+        run: Run,
+        timeout: float | None,
+        journal: HostJournal | None,
+        limits: SandboxLimits | None = None,
+    ) -> ExecutionResult:
+        services = RunServices(run, self._tool_calls, self._resources, self.config.search.max_query_chars)
+        execute = partial(
+            sandbox.execute, code, services=services, timeout=timeout, journal=journal, limits=limits
+        )
+        if run.progress is None:
+            return await execute()
+        results: list[ExecutionResult] = []
+        async with anyio.create_task_group() as heartbeat:
+            heartbeat.start_soon(run.heartbeat)
+            try:
+                results.append(await execute())
+            finally:
+                heartbeat.cancel_scope.cancel()
+        return results[0]
+
+
+def _unfinished(error: ExecutionFailed, run: Run) -> ExecutionResult:
+    """What an execution that never returned a result looks like in the audit log."""
+    ms = round((time.monotonic() - run.started) * 1000, 3)
+    return ExecutionResult(ok=False, error=ErrorInfo.from_exception(error), ms=ms)
+
+
+def redacted_result(redactor: Redactor, result: ExecutionResult) -> ExecutionResult:
+    """A copy of an execution's result with secrets redacted from everything a client sees."""
+    if not redactor:
+        return result
+    text = redactor.redact_text
+    error = result.error
+    if error is not None:
+        traceback = text(error.traceback, "traceback") if error.traceback is not None else None
+        error = error.model_copy(update={"message": text(error.message, "message"), "traceback": traceback})
+    calls = [
+        call.model_copy(
+            update={
+                "tool": text(call.tool, "tool name"),
+                "error": text(call.error, "error") if call.error else call.error,
+                "message": text(call.message, "error") if call.message else call.message,
+            }
+        )
+        for call in result.tool_calls
+    ]
+    return result.model_copy(
+        update={
+            "stdout": text(result.stdout, "stdout"),
+            "stderr": text(result.stderr, "stderr"),
+            "value": redactor.redact_value(result.value),
+            "value_repr": text(result.value_repr, "value") if result.value_repr is not None else None,
+            "error": error,
+            "tool_calls": calls,
+        }
+    )
