@@ -19,7 +19,16 @@ import pytest
 from mcp import ClientSession
 
 from tests.e2e.gateway_http import http_client, http_gateway
-from tests.e2e.gateway_process import TINY, environment, execute, search_docs, session, text, write_config
+from tests.e2e.gateway_process import (
+    TINY,
+    environment,
+    execute,
+    search_docs,
+    session,
+    settled,
+    text,
+    write_config,
+)
 from tests.real_servers import CATALOG_SERVER, npm_entry_point
 
 pytestmark = pytest.mark.anyio
@@ -56,6 +65,7 @@ async def client(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> AsyncI
         }
     }
     async with session(write_config(tmp_path_factory.mktemp("config"), config)) as connected:
+        await settled(connected)
         yield connected
 
 

@@ -20,6 +20,7 @@ from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 from mcp.server.mcpserver import MCPServer
 
+from tests.e2e.gateway_process import settled
 from tests.real_servers import TINY_SERVER, npm_entry_point, serve_asgi_app
 
 pytestmark = pytest.mark.anyio
@@ -79,21 +80,6 @@ async def session(workspace: Path, tmp_path_factory: pytest.TempPathFactory) -> 
                 await client.initialize()
             await settled(client)
             yield client
-
-
-# What the overview says of a child still on its first connection (gateway/catalog/_render.py).
-_CONNECTING = "its tools appear when it is ready"
-
-
-async def settled(client: ClientSession) -> None:
-    """Once no child is still connecting: search_docs answers at once with the children that are ready,
-    and on a busy machine the tests below would otherwise meet a catalog still filling."""
-    with anyio.fail_after(120):
-        while True:  # the client has no other way to see a child become ready
-            overview = text(await client.call_tool("search_docs", {"query": ""}))
-            if _CONNECTING not in overview:
-                return
-            await anyio.sleep(0.1)
 
 
 async def call(session: ClientSession, tool: str, **arguments: Any) -> types.CallToolResult:
