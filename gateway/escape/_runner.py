@@ -371,7 +371,11 @@ SERVING_CASE = EscapeCase("still-serves", "serving", _SERVES, succeeds(what="aft
 # A loaded machine can run a normal call past the suite's short wall-clock limits: such a check is
 # tried again (a host that stopped serving fails every attempt), any other failure counts at once.
 _SERVE_ATTEMPTS = 3
-_WALL_CLOCK_KEYS = ("sandbox.timeout_seconds", "sandbox.tool_call_timeout_seconds")
+_WALL_CLOCK_KEYS = (
+    "sandbox.timeout_seconds",
+    "sandbox.tool_call_timeout_seconds",
+    "(middleware_timeout_seconds)",
+)
 
 
 async def still_serves(target: Target) -> str | None:
