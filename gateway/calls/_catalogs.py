@@ -30,7 +30,7 @@ class Catalogs:
         policy: Policy,
         lock: CatalogLock | None,
         semantic: SemanticSearch | None,
-        shapes: ShapeStore,
+        shapes: ShapeStore | None,
     ) -> None:
         self._pool = pool
         self._config = config

@@ -116,6 +116,19 @@ def probe_tools(fail_message: str = "probe failed") -> InProcessTools:
     def weird(**_: object) -> object:
         return {1, 2}  # not JSON: the host must refuse to pass it on
 
+    arrived = [0]
+    everyone = anyio.Event()
+
+    async def meet(count: object = 1, **_: object) -> int:
+        # Calls run one after another never meet: the first waits out the per-call timeout.
+        if not isinstance(count, int) or count < 1:
+            raise ToolCallError("count must be a positive integer")
+        arrived[0] += 1
+        if arrived[0] >= count:
+            everyone.set()
+        await everyone.wait()
+        return arrived[0]
+
     return InProcessTools(
         {
             "probe.echo": echo,
@@ -124,6 +137,7 @@ def probe_tools(fail_message: str = "probe failed") -> InProcessTools:
             "probe.slow": slow,
             "probe.crash": crash,
             "probe.weird": weird,
+            "probe.meet": meet,
         }
     )
 
@@ -353,8 +367,27 @@ SERVING_CASE = EscapeCase("still-serves", "serving", _SERVES, succeeds(what="aft
 """The final row of every run: the sandbox serves normal work after all the hostile cases."""
 
 
+# A loaded machine can run a normal call past the suite's short wall-clock limits: such a check is
+# tried again (a host that stopped serving fails every attempt), any other failure counts at once.
+_SERVE_ATTEMPTS = 3
+_WALL_CLOCK_KEYS = (
+    "sandbox.timeout_seconds",
+    "sandbox.tool_call_timeout_seconds",
+    "(middleware_timeout_seconds)",
+)
+
+
 async def still_serves(target: Target) -> str | None:
     """None when a normal snippet and a tool call run correctly, else what went wrong."""
+    broken: str | None = None
+    for _ in range(_SERVE_ATTEMPTS):
+        broken = await _serves_once(target)
+        if broken is None or not any(key in broken for key in _WALL_CLOCK_KEYS):
+            return broken
+    return broken
+
+
+async def _serves_once(target: Target) -> str | None:
     try:
         normal = await target.execute(_SERVES)
         if not (normal.ok and normal.stdout == "45\n" and normal.value is True):

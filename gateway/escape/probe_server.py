@@ -149,13 +149,22 @@ def build() -> MCPServer:
         return "done"
 
     in_flight = [0, 0]  # calls of `overlap` now, and the most there ever were at once
+    peaks: dict[int, anyio.Event] = {}  # set once that many calls were in flight at once
 
     @server.tool(annotations=_READ)
-    async def overlap(seconds: float) -> int:  # pyright: ignore[reportUnusedFunction]
-        """Take `seconds`; answer the most calls of this tool that were ever in flight at once."""
+    async def overlap(seconds: float, meet: int = 0) -> int:  # pyright: ignore[reportUnusedFunction]
+        """Wait until `meet` calls of this tool were in flight at once, then take `seconds`; answer the
+        most calls of it that were ever in flight at once."""
         in_flight[0] += 1
         in_flight[1] = max(in_flight)
+        for count, reached in peaks.items():
+            if count <= in_flight[1]:
+                reached.set()
         try:
+            # A meeting, not a pause: the calls the gateway lets through together overlap however slowly
+            # they arrive, and the ones it holds back would not be waited for.
+            if in_flight[1] < meet:
+                await peaks.setdefault(meet, anyio.Event()).wait()
             await anyio.sleep(seconds)
         finally:
             in_flight[0] -= 1

@@ -156,3 +156,17 @@ async def overview_once(client: ClientSession, wanted: str) -> str:
             if wanted in overview:
                 return overview
             await anyio.sleep(0.1)
+
+
+# What the overview says of a child still on its first connection (gateway/catalog/_render.py).
+_CONNECTING = "its tools appear when it is ready"
+
+
+async def settled(client: ClientSession) -> None:
+    """Once no child is still on its first connection: search_docs answers at once with the children
+    that are ready, so a module sharing one session waits here before its tests read the catalog."""
+    with anyio.fail_after(WAIT):
+        while True:  # the client has no other way to see a child become ready
+            if _CONNECTING not in await search_docs(client):
+                return
+            await anyio.sleep(0.1)

@@ -346,9 +346,9 @@ async def test_calls_still_running_after_the_grace_period_are_cancelled_and_the_
             async with anyio.create_task_group() as tg:
                 tg.start_soon(outcomes.held, anyio.CancelScope(), client, heard)
                 await heard.arrived.wait()
-                started = anyio.current_time()
                 exit_codes.append(await gateway.stop())
-                assert anyio.current_time() - started < 15
     assert exit_codes == [0]
-    assert isinstance(outcomes.of["held"], MCPError)  # the call ended without its result
+    # Without its result: a gateway that waited for the call instead would have answered it (the call's
+    # own timeout ends it in a result naming sandbox.tool_call_timeout_seconds).
+    assert isinstance(outcomes.of["held"], MCPError)
     assert "grace period over: cancelling calls in flight" in gateway.messages()

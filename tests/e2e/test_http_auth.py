@@ -67,12 +67,16 @@ async def test_only_a_configured_token_reaches_the_gateway_on_both_eras(tmp_path
 
 async def test_the_per_caller_cap_counts_each_principal_apart(tmp_path: Path) -> None:
     env = environment({"ALICE_TOKEN": ALICE, "BOB_TOKEN": BOB})
-    slow = {"code": "import time\ntime.sleep(2)\n'slept'", "details": True}
+    slow = {"code": "import time\ntime.sleep(5)\n'slept'", "details": True}
     outcomes: dict[str, types.CallToolResult | Exception] = {}
+    running = anyio.Event()
+
+    async def progressed(progress: float, total: float | None, message: str | None) -> None:
+        running.set()
 
     async def run(name: str, client: Client, code: dict[str, Any]) -> None:
         try:
-            outcomes[name] = await client.call_tool("execute_code", code)
+            outcomes[name] = await client.call_tool("execute_code", code, progress_callback=progressed)
         except Exception as exc:  # a refusal arrives as the request's error
             outcomes[name] = exc
 
@@ -84,7 +88,7 @@ async def test_the_per_caller_cap_counts_each_principal_apart(tmp_path: Path) ->
         with anyio.fail_after(WAIT):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(run, "alice-first", alice, slow)
-                await anyio.sleep(0.5)  # alice's first run holds her one place
+                await running.wait()  # alice's first run reports progress: it holds her one place
                 tg.start_soon(run, "alice-second", alice, slow)
                 tg.start_soon(run, "bob", bob, {"code": "'bob ran'", "details": True})
     assert isinstance(outcomes["alice-second"], Exception)

@@ -26,6 +26,7 @@ from tests.e2e.gateway_process import (
     overview_once,
     search_docs,
     session,
+    settled,
     text,
     write_config,
 )
@@ -65,6 +66,7 @@ async def client(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> AsyncI
         }
     }
     async with session(write_config(tmp_path_factory.mktemp("config"), config)) as connected:
+        await settled(connected)
         yield connected
 
 

@@ -20,7 +20,7 @@ from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 from mcp.server.mcpserver import MCPServer
 
-from tests.e2e.gateway_process import search_docs
+from tests.e2e.gateway_process import search_docs, settled
 from tests.real_servers import TINY_SERVER, npm_entry_point, serve_asgi_app
 
 pytestmark = pytest.mark.anyio
@@ -78,6 +78,7 @@ async def session(workspace: Path, tmp_path_factory: pytest.TempPathFactory) -> 
         async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
             with anyio.fail_after(60):
                 await client.initialize()
+            await settled(client)
             yield client
 
 

@@ -80,18 +80,19 @@ async def test_progress_notifications_of_a_long_snippet_strictly_increase(tmp_pa
 
 
 async def test_an_aborted_call_returns_at_once_and_the_next_call_is_served(tmp_path: Path) -> None:
-    # One slot and a long budget: a snippet still sleeping after the cancel would hold up the next call.
-    config = _config(tmp_path, max_concurrent_executions=1, timeout_seconds=60)
+    # One slot and an hour's budget: a snippet still sleeping after the cancel would hold the next call
+    # past the client's own request timeout and the test's bound, not a little longer.
+    config = _config(tmp_path, max_concurrent_executions=1, timeout_seconds=3600)
     script = gateway_script(
-        config, execute("import time; time.sleep(20)", progress=True, cancel_after_ms=1000), execute("'next'")
+        config,
+        execute("import time; time.sleep(3600)", progress=True, cancel_after_ms=1000),
+        execute("'next'"),
     )
     report = await run_ts_client(script)
-    aborted, following = report["results"]
+    aborted = report["results"][0]
     assert aborted["result"] is None
     assert "aborted by the script after 1000 ms" in aborted["error"]
-    assert aborted["elapsed_ms"] < 5000
     assert _text(_answer(report, 1)) == "'next'"
-    assert following["elapsed_ms"] < 10_000, "the next call waited for the cancelled snippet's slot"
 
 
 def _ledger_config(tmp_path: Path) -> Path:

@@ -382,15 +382,29 @@ def test_an_instance_dropped_without_being_retired_is_counted_out_once_it_is_fre
     assert engine.refused == []
 
 
-def test_take_does_not_wait_when_the_engine_is_full_of_instances_nobody_is_freeing() -> None:
+def test_take_does_not_wait_when_the_engine_is_full_of_instances_nobody_is_freeing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A wait for room would last an hour: the bounded join below tells "at once" from "waited".
+    monkeypatch.setattr(_instances, "_ROOM_WAIT_SECONDS", 3600.0)
     engine = Engine(capacity=1)
     pool: InstancePool[_Used] = InstancePool(engine, 0, capacity=1)
     held = pool.take()  # still in use: the pool has nothing to free, and nothing is being freed
-    started = time.monotonic()
-    with pytest.raises(RuntimeError, match="maximum concurrent limit"):
-        pool.take()  # tried at once: the slot's fallback (a collection) is for this case
-    assert time.monotonic() - started < 1.0
-    assert engine.refused == ["MainThread"]
+    failures: list[BaseException] = []
+
+    def second_take() -> None:
+        try:
+            pool.take()  # tried at once: the slot's fallback (a collection) is for this case
+        except RuntimeError as exc:
+            failures.append(exc)
+
+    taker = threading.Thread(target=second_take, name="taker", daemon=True)
+    taker.start()
+    taker.join(WAIT)
+    assert not taker.is_alive(), "take() waited for room nobody is making"
+    assert len(failures) == 1
+    assert "maximum concurrent limit" in str(failures[0])
+    assert engine.refused == ["taker"]
     del held
     assert pool.take() is not None  # the failed attempt gave its room back
 

@@ -17,17 +17,28 @@ pytestmark = pytest.mark.anyio
 
 
 class Overlap:
-    """Tools that take their time and count how many of them were in flight at once."""
+    """Tools that take their time and count how many of them were in flight at once.
 
-    def __init__(self) -> None:
+    With `meet`, each call first waits until that many were in flight at once: calls that really run
+    side by side all get there however slowly a busy machine starts them; calls run one after another
+    never do (the test's own timeout ends them).
+    """
+
+    def __init__(self, meet: int = 0) -> None:
         self.now = 0
         self.peak = 0
         self.cancelled = 0
+        self.meet = meet
+        self._met: anyio.Event | None = None
 
     async def slow(self, n: int, seconds: float = 0.2) -> int:
         self.now += 1
         self.peak = max(self.peak, self.now)
+        met = self._met = self._met or anyio.Event()
+        if self.peak >= self.meet:
+            met.set()
         try:
+            await met.wait()
             await anyio.sleep(seconds)
         except anyio.get_cancelled_exc_class():
             self.cancelled += 1
@@ -48,7 +59,7 @@ async def run(sandbox: Sandbox, code: str, tools: InProcessTools) -> Any:
 
 
 async def test_gathered_calls_are_all_in_flight_at_once(sandbox: Sandbox) -> None:
-    overlap = Overlap()
+    overlap = Overlap(meet=5)
     code = "import asyncio\nawait asyncio.gather(*[tools.s.slow(n=i) for i in range(5)])"
     result = await run(sandbox, code, overlap.tools())
     assert result.ok, result.error
@@ -85,7 +96,7 @@ async def test_gathered_calls_are_all_in_flight_at_once(sandbox: Sandbox) -> Non
     ],
 )
 async def test_every_asyncio_way_of_running_calls_together_overlaps_them(sandbox: Sandbox, code: str) -> None:
-    overlap = Overlap()
+    overlap = Overlap(meet=3)
     result = await run(sandbox, "import asyncio\n" + code, overlap.tools())
     assert result.ok, result.error
     assert result.value == [0, 10, 20]

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from gateway.escape.cases._model import (
     HOST_IMPORT,
-    Check,
     EscapeCase,
     Seen,
     SeenCheck,
@@ -36,18 +35,12 @@ _gateway_case = case_maker("concurrency", "gateway")
 _ASYNCIO = "import asyncio\n"
 _REFUSED = refused("Err")
 _PAST_BUDGET = limit("WallTimeExceeded", check=within_budget, what="ended within the budget")
-_SLOW = 0.4  # seconds per call: five of them one after another would outlast the suite's budget
-
-
-def _faster_than(seconds: float) -> Check:
-    def check(result: ExecutionResult, _limits: SandboxLimits) -> bool:
-        return result.ms < seconds * 1000
-
-    return check
+_SLOW = 0.4  # seconds: a call still in flight when its sibling fails
 
 
 def _side_by_side(calls: int) -> str:
-    return _ASYNCIO + f"await asyncio.gather(*[tools.probe.slow(seconds={_SLOW}) for _ in range({calls})])"
+    """`calls` calls that each answer only once all of them are in flight at once."""
+    return _ASYNCIO + f"await asyncio.gather(*[tools.probe.meet(count={calls}) for _ in range({calls})])"
 
 
 def _one_over_the_call_limit(limits: SandboxLimits) -> str:
@@ -66,8 +59,8 @@ def _race(call: str, times: int) -> str:
 
 
 def _cancelled_after(result: ExecutionResult, _limits: SandboxLimits) -> bool:
-    """The slow sibling was cancelled (not waited for) once the other call failed."""
-    return any(call.error == "cancelled" for call in result.tool_calls) and result.ms < 1000
+    """The slow sibling was cancelled (a call waited for would have ended by its timeout instead)."""
+    return any(call.error == "cancelled" for call in result.tool_calls)
 
 
 def _prompts_and_notes(count: int, name: str) -> SeenCheck:
@@ -93,7 +86,7 @@ CASES: tuple[EscapeCase, ...] = (
     _case(
         "conc-gather-side-by-side",
         _side_by_side(5),
-        succeeds(_faster_than(_SLOW * 3), f"5 calls of {_SLOW} s took less than {_SLOW * 3:g} s"),
+        value_is([5] * 5),
         needs=needs_tool_calls(5),
     ),
     _case(
@@ -229,7 +222,8 @@ CASES: tuple[EscapeCase, ...] = (
     _gateway_case(
         "conc-child-cap-on-calls-in-flight",
         _ASYNCIO
-        + "r = await asyncio.gather(*[tools.probe.overlap(seconds=0.2) for _ in range(6)])\n"
+        + "r = await asyncio.gather(*[tools.probe.overlap(seconds=0.1, "
+        + f"meet={PROBE_MAX_CONCURRENT_CALLS}) for _ in range(6)])\n"
         + "max(x['result'] for x in r)",
         value_is(PROBE_MAX_CONCURRENT_CALLS),
         needs=needs_tool_calls(6),

@@ -1,0 +1,71 @@
+"""The runner's check that a target still serves: a wall-clock limit on a busy machine is retried."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from gateway.auth import Identity
+from gateway.escape._runner import still_serves
+from gateway.escape.cases._model import Seen
+from gateway.sandbox import ExecutionResult, SandboxLimits
+
+pytestmark = pytest.mark.anyio
+
+SERVED = ExecutionResult(ok=True, stdout="45\n", value=True)
+TIMED_OUT = "probe.echo timed out after 0.75 s (sandbox.tool_call_timeout_seconds)"
+
+
+class Flaky:
+    """A target whose normal tool call fails with `failures`, one per attempt, then works."""
+
+    def __init__(self, failures: list[str]) -> None:
+        self.failures = failures
+        self.attempts = 0
+
+    @property
+    def limits(self) -> SandboxLimits:
+        return SandboxLimits()
+
+    async def execute(
+        self, code: str, *, approve: bool = False, caller: Identity | None = None
+    ) -> ExecutionResult:
+        return SERVED
+
+    async def serves_tool_calls(self) -> str | None:
+        self.attempts += 1
+        return self.failures.pop(0) if self.failures else None
+
+    async def seen(self) -> Seen:
+        return Seen()
+
+    async def overview_until(self, ready: Callable[[str], bool]) -> bool:
+        return ready("")
+
+
+async def test_a_call_a_wall_clock_limit_cut_is_tried_again_and_then_serves() -> None:
+    target = Flaky([f"a normal tool call failed: ToolError: {TIMED_OUT}"] * 2)
+    assert await still_serves(target) is None
+    assert target.attempts == 3
+
+
+async def test_a_target_that_times_out_every_time_has_stopped_serving() -> None:
+    target = Flaky([f"a normal tool call failed: ToolError: {TIMED_OUT}"] * 5)
+    broken = await still_serves(target)
+    assert broken is not None
+    assert "sandbox.tool_call_timeout_seconds" in broken
+    assert target.attempts == 3
+
+
+async def test_a_wrong_answer_fails_at_once_without_another_try() -> None:
+    target = Flaky(["a normal tool call failed: ok: {'n': 2}"])
+    assert await still_serves(target) == "a normal tool call failed: ok: {'n': 2}"
+    assert target.attempts == 1
+
+
+async def test_a_middleware_timeout_is_a_wall_clock_limit_too() -> None:
+    late = "did not finish within 0.3 s (middleware_timeout_seconds)"
+    target = Flaky([f"a normal tool call failed: ToolError: middleware m {late}"])
+    assert await still_serves(target) is None
+    assert target.attempts == 2
