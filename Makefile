@@ -54,7 +54,9 @@ runtime: $(RUNTIME_STAMP) ## Install only what the product runs on, build the se
 	$(PY) gateway/catalog/_minilm_build.py gateway/catalog/model
 	$(PY) -m gateway precompile
 
-setup: $(STAMP) $(NPM_STAMP) runtime ## runtime, plus the test, bench and lint tools and the npm test servers (idempotent)
+setup: $(STAMP) $(NPM_STAMP) runtime ## runtime, plus the test, bench and lint tools, the npm test servers and the bench's FastMCP peer (idempotent)
+# FastMCP CodeMode in its own venv: the peer of the bench's codemode rows (which the suite's quick bench runs too).
+	$(PY) -c "from tests.agent_eval.interfaces import ensure_peer_venv; ensure_peer_venv()"
 # HAProxy, the real load balancer of tests/e2e/test_replicas.py and `make load`: installed where apt-get runs as root.
 	@command -v haproxy >/dev/null || test -x /usr/sbin/haproxy || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \

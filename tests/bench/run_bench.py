@@ -1615,7 +1615,6 @@ async def measure_gateway_rss(
 
 
 # The other peer: FastMCP CodeMode in its own venv (the agent evaluation's, `tests/agent_eval`).
-CODEMODE_VENV = REPO / ".cache" / "peer-venv"
 CODEMODE_SERVER = REPO / "tests" / "agent_eval" / "peer_server.py"
 CODEMODE_TRIVIAL = f"return {GATEWAY_SNIPPET}"
 CODEMODE_NESTED = "return await call_tool({tool!r}, {arguments!r})"
@@ -1634,13 +1633,16 @@ class CodeModeFigures:
 
 
 def codemode_params(config_file: Path) -> StdioServerParameters:
-    """FastMCP CodeMode in front of the children of `config_file`, from its pinned venv."""
-    python = CODEMODE_VENV / "bin" / "python"
-    if not python.exists():
-        raise BenchError(
-            f"the FastMCP CodeMode peer needs its venv at {CODEMODE_VENV}: "
-            "python -m tests.agent_eval builds it (fastmcp[code-mode]==4.2.3, pydantic-monty==1.4.0)"
-        )
+    """FastMCP CodeMode in front of the children of `config_file`, from its pinned venv (`make setup`
+    builds it; built here on first use otherwise)."""
+    # The agent evaluation owns the venv's pins and its build; this script runs outside the tests package.
+    build = "from tests.agent_eval.interfaces import ensure_peer_venv; print(ensure_peer_venv())"
+    done = subprocess.run(
+        [sys.executable, "-c", build], cwd=REPO, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise BenchError(f"could not build the FastMCP CodeMode peer's venv: {done.stderr[-1000:]}")
+    python = done.stdout.strip().splitlines()[-1]
     return StdioServerParameters(
         command=str(python), args=[str(CODEMODE_SERVER), str(config_file)], env=passed_environment(), cwd=REPO
     )

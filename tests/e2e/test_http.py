@@ -301,6 +301,7 @@ async def test_healthz_answers_at_once_and_readyz_only_once_every_child_has_repo
         "sandbox": "ready",
         "children": {"ready": 1},
         "shutting_down": False,
+        "state": "off",
     }
 
 

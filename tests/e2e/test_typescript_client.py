@@ -85,7 +85,7 @@ async def test_an_aborted_call_returns_at_once_and_the_next_call_is_served(tmp_p
     config = _config(tmp_path, max_concurrent_executions=1, timeout_seconds=3600)
     script = gateway_script(
         config,
-        execute("import time; time.sleep(3600)", progress=True, cancel_after_ms=1000),
+        execute("import time; time.sleep(3000)", progress=True, cancel_after_ms=1000),
         execute("'next'"),
     )
     report = await run_ts_client(script)

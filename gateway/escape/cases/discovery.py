@@ -409,7 +409,7 @@ CASES: tuple[EscapeCase, ...] = (
     _case(
         "discovery-flood-across-approval-rounds",
         "def flood():\n"
-        + "\n".join("    " + line for line in _flood("search('echo')").splitlines())
+        + "\n".join("    " + line for line in _flood("search('echo', limit=1)").splitlines())
         + "\n    return n\nfirst = flood()\n"
         "tools.probe.write_note(name='discovery-rounds', text='once')\n[first, flood()]",
         _value(
