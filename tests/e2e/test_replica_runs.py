@@ -31,8 +31,8 @@ from tests.e2e.gateway_process import (
 from tests.e2e.load_balancer import HAPROXY, Frontend, free_ports, haproxy, replicas
 from tests.e2e.load_balancer import NOT_INSTALLED as NO_HAPROXY
 from tests.e2e.test_background import GetTask, TaskId, Tasks, TaskState
-from tests.server.redis_server import NOT_INSTALLED as NO_REDIS
-from tests.server.redis_server import REDIS_SERVER, redis_server
+from tests.state.redis_server import NOT_INSTALLED as NO_REDIS
+from tests.state.redis_server import REDIS_SERVER, own_redis_server
 
 pytestmark = [
     pytest.mark.anyio,
@@ -120,7 +120,7 @@ async def cluster(tmp_path: Path) -> AsyncIterator[tuple[list[HttpGateway], str]
     balancer's URL."""
     env = environment({"ALICE_TOKEN": ALICE, "BOB_TOKEN": BOB})
     (port,) = free_ports(1)
-    async with redis_server(tmp_path) as redis:
+    with own_redis_server() as redis:
         configs = [replica_config(tmp_path / f"replica-{i}", tmp_path, redis.url) for i in range(REPLICAS)]
         async with replicas(configs, env) as gateways:
             addresses = [gateway.url.split("/")[2] for gateway in gateways]

@@ -21,7 +21,7 @@ from gateway.server._background import BackgroundExecution, BackgroundExecutions
 from gateway.server._run_store import RunRecord
 from gateway.server._shared_runs import SharedRuns
 from gateway.state import SharedState, StateConfig
-from tests.server.redis_server import NOT_INSTALLED, REDIS_SERVER, redis_server
+from tests.state.redis_server import NOT_INSTALLED, REDIS_SERVER, own_redis_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(REDIS_SERVER is None, reason=NOT_INSTALLED)]
 
@@ -66,15 +66,16 @@ async def replicas(
     """`count` stores of executions sharing one real Redis under a key prefix of this test's own,
     and the `state` section they were connected with."""
     background = BackgroundConfig.model_validate(config)
-    async with redis_server(tmp_path) as redis, AsyncExitStack() as stack:
-        state = StateConfig(url=redis.url, key_prefix=f"test-{secrets.token_hex(4)}:")
-        stores: list[BackgroundExecutions] = []
-        for _ in range(count):
-            shared = await stack.enter_async_context(SharedState.connected(state))
-            executions = BackgroundExecutions(background)
-            await stack.enter_async_context(executions.running(SharedRuns(shared, background)))
-            stores.append(executions)
-        yield stores, state
+    with own_redis_server() as redis:
+        async with AsyncExitStack() as stack:
+            state = StateConfig(url=redis.url, key_prefix=f"test-{secrets.token_hex(4)}:")
+            stores: list[BackgroundExecutions] = []
+            for _ in range(count):
+                shared = await stack.enter_async_context(SharedState.connected(state))
+                executions = BackgroundExecutions(background)
+                await stack.enter_async_context(executions.running(SharedRuns(shared, background)))
+                stores.append(executions)
+            yield stores, state
 
 
 async def test_a_run_started_on_one_replica_is_found_and_collected_on_another(tmp_path: Path) -> None:
@@ -149,16 +150,15 @@ async def test_with_the_store_down_a_lookup_names_the_state_store_and_local_runs
     tmp_path: Path,
 ) -> None:
     background = BackgroundConfig()
-    async with redis_server(tmp_path) as redis:
+    with own_redis_server() as redis:
         state = StateConfig(
             url=redis.url, key_prefix="down:", connect_timeout_seconds=0.5, command_timeout_seconds=0.5
         )
         async with SharedState.connected(state) as shared:
             executions = BackgroundExecutions(background)
             async with executions.running(SharedRuns(shared, background)):
-                redis.process.terminate()
+                redis.stop()
                 with anyio.fail_after(WAIT):
-                    await redis.process.wait()
                     with pytest.raises(BackgroundRefused, match=r"the state store \(state.url\) failed"):
                         await executions.find(ALICE, "elsewhere")
                     work = Gate("done here")

@@ -12,6 +12,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -134,6 +135,17 @@ class RedisServer:
             reader = conn.makefile("rb")
             size = int(reader.readline()[1:])
             return reader.read(size + 2).decode()
+
+
+@contextmanager
+def own_redis_server() -> Iterator[RedisServer]:
+    """A redis-server of the caller's own (one it may stop or kill), stopped afterwards."""
+    server = RedisServer(_free_port())
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture(scope="session")
