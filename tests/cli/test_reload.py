@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from gateway.reload import PidFile
+from gateway.reload._pidfile import PidFile
 from tests.cli.command import run_command
 
 pytestmark = pytest.mark.anyio

@@ -6,7 +6,7 @@ import sys
 from typing import Any
 
 from gateway.config import GatewayConfig, parse_config
-from gateway.reload import LIVE_SECTIONS, applicable, diff_configs
+from gateway.reload._diff import LIVE_SECTIONS, applicable, diff_configs
 
 TINY: dict[str, Any] = {"command": sys.executable, "args": ["tiny.py"]}
 OTHER: dict[str, Any] = {"command": sys.executable, "args": ["other.py"]}

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from gateway.errors import ConfigError, GatewayError
-from gateway.reload import PidFile, ReloadResult, request_reload
+from gateway.reload import request_reload
+from gateway.reload._pidfile import PidFile
+from gateway.reload._reloader import ReloadResult
 
 
 def test_a_pid_file_no_gateway_holds_is_refused_and_its_pid_never_signalled(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from gateway.catalog import ToolLock
 from gateway.config import GatewayConfig, parse_config
-from gateway.reload import diff_configs
+from gateway.reload._diff import diff_configs
 from gateway.reload._privileged import lock_widenings, privileged_changes
 
 TINY: dict[str, Any] = {"command": sys.executable, "args": ["tiny.py"]}

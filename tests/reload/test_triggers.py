@@ -13,7 +13,7 @@ import pytest
 
 from gateway.calls._gateway import Gateway
 from gateway.config import load_config
-from gateway.reload import Reloader, ReloadResult, Trigger
+from gateway.reload._reloader import Reloader, ReloadResult, Trigger
 from gateway.reload._triggers import _on_change  # pyright: ignore[reportPrivateUsage]
 
 pytestmark = pytest.mark.anyio
