@@ -11,7 +11,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from gateway.audit import AuditConfig, format_records, issuers_of, read_audit, select_records
+from gateway.audit import format_records, issuers_of, read_audit, select_records
+from gateway.audit.config import AuditConfig
 from gateway.cli._exit_codes import EXIT_FAILED, EXIT_OK
 from gateway.config import find_config_file, format_validation_error, read_config_data
 from gateway.errors import ConfigError

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
-from gateway.audit import AuditConfig
+from gateway.audit.config import AuditConfig
 from gateway.auth import AuthConfig
 from gateway.catalog import SearchConfig
 from gateway.children import (

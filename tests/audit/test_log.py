@@ -16,15 +16,10 @@ from typing import Any
 import pytest
 
 from gateway import ConfigError, ExecutionResult, PolicyDenied, SandboxLimits
-from gateway.audit import (
-    MAX_TOOL_CHARS,
-    AuditConfig,
-    AuditLog,
-    Caller,
-    audit_files,
-    new_execution_id,
-    read_audit,
-)
+from gateway.audit import AuditLog, Caller, new_execution_id, read_audit
+from gateway.audit._log import MAX_TOOL_CHARS
+from gateway.audit._read import audit_files
+from gateway.audit.config import AuditConfig
 from gateway.sandbox import ErrorInfo, ToolCallRecord
 from gateway.shared._redaction import Redactor
 

@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from gateway import ConfigError
-from gateway.audit import AuditConfig
+from gateway.audit.config import AuditConfig
 from gateway.children import HttpServer, SseServer, StdioServer
 from gateway.config import (
     CONFIG_ENV,

@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
-from gateway.audit import audit_files
+from gateway.audit._read import audit_files
 from tests.e2e.gateway_http import http_client, http_gateway
 from tests.e2e.gateway_process import WAIT, environment, write_config
 from tests.real_servers import TINY_SERVER
