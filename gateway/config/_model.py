@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from gateway.audit.config import AuditConfig
-from gateway.auth import AuthConfig
+from gateway.auth.config import AuthConfig
 from gateway.catalog import SearchConfig
 from gateway.children import (
     DEFAULT_MAX_CONCURRENT_CALLS,

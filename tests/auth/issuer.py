@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from gateway.auth import AuthConfig, OAuthConfig
+from gateway.auth.config import AuthConfig, OAuthConfig
 
 AUDIENCE = "http://127.0.0.1:8080/mcp"
 SCOPE = "mcp:tools"

@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from gateway import TokenRefused
-from gateway.auth import JwtVerifier
+from gateway.auth._jwt import JwtVerifier
 from tests.auth.issuer import AUDIENCE, SCOPE, LocalIssuer
 
 pytestmark = pytest.mark.anyio

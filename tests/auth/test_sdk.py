@@ -15,13 +15,13 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from gateway.auth import (
-    AuthConfig,
     bearer_middleware,
     build_verifier,
     identity_in,
     require_token,
     resource_metadata_routes,
 )
+from gateway.auth.config import AuthConfig
 from tests.auth.issuer import AUDIENCE, SCOPE, LocalIssuer
 from tests.real_servers import serve_asgi_app
 

@@ -11,8 +11,8 @@ import anyio
 import pytest
 
 from gateway import TokenRefused
-from gateway.auth import StaticTokenVerifier
 from gateway.auth import _static as static_module
+from gateway.auth._static import StaticTokenVerifier
 
 pytestmark = pytest.mark.anyio
 

@@ -9,7 +9,9 @@ import anyio
 import pytest
 
 from gateway import TokenRefused
-from gateway.auth import AuthConfig, GatewayTokenVerifier, build_verifier, identity_of
+from gateway.auth import build_verifier, identity_of
+from gateway.auth._verifier import GatewayTokenVerifier
+from gateway.auth.config import AuthConfig
 from tests.auth.issuer import SCOPE, LocalIssuer
 
 pytestmark = pytest.mark.anyio
