@@ -36,7 +36,7 @@ from gateway.errors import ConfigError
 from gateway.middleware import DEFER_IMPORT
 from gateway.policy import PolicyConfig
 from gateway.shared import as_array, as_object
-from gateway.state import literal_password
+from gateway.state.config import literal_password
 
 __all__ = [
     "CONFIG_ENV",

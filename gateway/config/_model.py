@@ -35,7 +35,7 @@ from gateway.middleware import (
 from gateway.policy import ApprovalsConfig, PolicyConfig
 from gateway.policy.config import ToolName
 from gateway.sandbox import SandboxLimits
-from gateway.state import StateConfig
+from gateway.state.config import StateConfig
 
 __all__ = ["GatewayConfig", "config_json_schema"]
 

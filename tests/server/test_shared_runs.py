@@ -20,7 +20,8 @@ from gateway.errors import BackgroundRefused
 from gateway.server._background import BackgroundExecution, BackgroundExecutions
 from gateway.server._run_store import RunRecord
 from gateway.server._shared_runs import SharedRuns
-from gateway.state import SharedState, StateConfig
+from gateway.state import SharedState
+from gateway.state.config import StateConfig
 from tests.state.redis_server import NOT_INSTALLED, REDIS_SERVER, own_redis_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(REDIS_SERVER is None, reason=NOT_INSTALLED)]

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from gateway.state import StateConfig
+from gateway.state.config import StateConfig
 
 __all__ = ["NOT_INSTALLED", "PATIENT", "REDIS_SERVER", "RedisServer", "patient", "redis_server", "redis_url"]
 

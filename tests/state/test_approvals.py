@@ -5,7 +5,8 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from gateway.state import RedisSpentApprovals, SharedState
+from gateway.state import SharedState
+from gateway.state._approvals import RedisSpentApprovals
 from tests.state.redis_server import patient
 from tests.state.stores import WAIT, stores_of
 

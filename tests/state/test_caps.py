@@ -5,7 +5,8 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from gateway.state import RedisCallerCaps, SharedState
+from gateway.state import SharedState
+from gateway.state._caps import RedisCallerCaps
 from tests.state.redis_server import RedisServer, patient
 from tests.state.stores import WAIT, stores_of
 

@@ -6,7 +6,7 @@ import pytest
 
 from gateway import ConfigError
 from gateway.config import parse_config
-from gateway.state import without_credentials
+from gateway.state.config import without_credentials
 
 
 def test_a_password_written_into_the_url_refuses_the_config_naming_the_rule() -> None:

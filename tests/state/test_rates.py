@@ -5,7 +5,8 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from gateway.state import RedisRateWindows, SharedState
+from gateway.state import SharedState
+from gateway.state._rates import RedisRateWindows
 from tests.state.redis_server import patient
 from tests.state.stores import WAIT, stores_of
 

@@ -7,7 +7,9 @@ import anyio
 import pytest
 
 from gateway.catalog._shapes import MemoryShapeStore
-from gateway.state import RedisShapeStore, SharedState, StateUnavailable
+from gateway.errors import StateUnavailable
+from gateway.state import SharedState
+from gateway.state._shapes import RedisShapeStore
 from tests.state.redis_server import RedisServer, patient
 from tests.state.stores import WAIT
 
