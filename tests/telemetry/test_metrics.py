@@ -16,7 +16,8 @@ from gateway.calls._gateway import Gateway
 from gateway.calls._resume import ApprovalNeeded, Resume
 from gateway.config import parse_config
 from gateway.policy import ApprovalOutcome
-from gateway.telemetry import EXECUTION_BUCKETS, TOOL_CALL_BUCKETS, GatewayMetrics, Telemetry
+from gateway.telemetry import Telemetry
+from gateway.telemetry._metrics import EXECUTION_BUCKETS, TOOL_CALL_BUCKETS, GatewayMetrics
 from tests.real_servers import RESOURCE_SERVER, TRACE_SERVER
 
 pytestmark = pytest.mark.anyio

@@ -14,7 +14,7 @@ from gateway.errors import (
     ToolCallError,
 )
 from gateway.sandbox import ErrorInfo, ExecutionResult
-from gateway.telemetry import call_outcome, execution_outcome
+from gateway.telemetry._telemetry import call_outcome, execution_outcome
 
 pytestmark = pytest.mark.anyio
 
