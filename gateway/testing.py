@@ -19,7 +19,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from gateway.errors import ToolCallError
-from gateway.middleware import DEFAULT_MIDDLEWARE_TIMEOUT_SECONDS, Call, Chain, Layer, Middleware, Passage
+from gateway.middleware import Call, Chain, Layer, Middleware, Passage
+from gateway.middleware.config import DEFAULT_MIDDLEWARE_TIMEOUT_SECONDS
 
 __all__ = ["FakeChild", "InProcessTools", "make_call", "run_middleware"]
 

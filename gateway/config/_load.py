@@ -33,7 +33,7 @@ from gateway.config._model import GatewayConfig
 from gateway.config._policy_servers import unknown_server_exposes, unknown_server_rules
 from gateway.config._variables import VARIABLE_REFERENCE, Expander, Unresolved
 from gateway.errors import ConfigError
-from gateway.middleware import DEFER_IMPORT
+from gateway.middleware.config import DEFER_IMPORT
 from gateway.policy import PolicyConfig
 from gateway.shared import as_array, as_object
 from gateway.state.config import literal_password

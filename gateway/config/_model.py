@@ -27,7 +27,7 @@ from gateway.children import (
 )
 from gateway.config._background import BackgroundConfig
 from gateway.config._http import HttpConfig
-from gateway.middleware import (
+from gateway.middleware.config import (
     DEFAULT_MIDDLEWARE_TIMEOUT_SECONDS,
     MAX_MIDDLEWARE_TIMEOUT_SECONDS,
     MiddlewarePath,
