@@ -16,8 +16,7 @@ from typing import Annotated, Any, Union, get_args, get_origin
 from pydantic import BaseModel, Tag, ValidationError
 from pydantic_core import ErrorDetails
 
-from gateway.children import SERVER_TYPES, HttpServer, SseServer, StdioServer
-from gateway.children.config import IGNORED_ENTRY_KEYS
+from gateway.children.config import IGNORED_ENTRY_KEYS, SERVER_TYPES, HttpServer, SseServer, StdioServer
 
 __all__ = ["did_you_mean", "error_lines", "key_path", "model_titled"]
 

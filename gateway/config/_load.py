@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from gateway.children import StdioServer
+from gateway.children.config import StdioServer
 from gateway.config._clients import (
     disabled_note,
     disabled_tools_problem,

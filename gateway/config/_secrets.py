@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.children import StdioServer
+from gateway.children.config import StdioServer
 from gateway.config._model import GatewayConfig
 from gateway.config._variables import VARIABLE_REFERENCE
 from gateway.shared import as_array, as_object

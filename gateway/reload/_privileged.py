@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pydantic import BaseModel
 
 from gateway.catalog import ToolLock
-from gateway.children import ServerConfig
+from gateway.children.config import ServerConfig
 from gateway.config import GatewayConfig
 from gateway.policy import PolicyConfig, ToolPolicy
 from gateway.reload._diff import ConfigDiff

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gateway.catalog import lock_path
-from gateway.children import StdioServer
+from gateway.children.config import StdioServer
 from gateway.config import GatewayConfig
 from gateway.sandbox import default_cache_dir
 

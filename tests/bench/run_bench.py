@@ -59,9 +59,10 @@ from gateway.catalog import (
     warm_search,
 )
 from gateway.catalog._search import BASELINE
-from gateway.children import DEFAULT_MAX_MESSAGE_BYTES, ChildPool
+from gateway.children import ChildPool
 from gateway.children._stdio import open_stdio_child
 from gateway.children._transport import list_all_tools as gateway_list_all_tools
+from gateway.children.config import DEFAULT_MAX_MESSAGE_BYTES
 from gateway.policy import Policy, PolicyConfig, no_approver
 from gateway.sandbox import HOST_INTERFACE, HostJournal
 from gateway.sandbox._engine import COMPONENT_PATH, _engine_settings, load_component  # pyright: ignore[reportPrivateUsage]

@@ -24,8 +24,9 @@ from mcp.server.mcpserver import MCPServer
 
 from gateway import ChildUnavailable
 from gateway.calls._gateway import Gateway
-from gateway.children import ChildPool, ChildState, ChildStatus, RestartPolicy
+from gateway.children import ChildPool, ChildState, ChildStatus
 from gateway.children._child import backoff_delay
+from gateway.children.config import RestartPolicy
 from gateway.config import parse_config
 from tests.children.test_pool import pool_for
 from tests.real_servers import FAULT_SERVER

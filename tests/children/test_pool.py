@@ -17,7 +17,8 @@ from mcp.server.mcpserver import MCPServer
 from starlette.types import ASGIApp
 
 from gateway import ChildUnavailable, SandboxLimits, ToolCallError
-from gateway.children import DEFAULT_TOOL_CALL_TIMEOUT_SECONDS, ChildPool, ChildState, ChildStatus
+from gateway.children import ChildPool, ChildState, ChildStatus
+from gateway.children.config import DEFAULT_TOOL_CALL_TIMEOUT_SECONDS
 from gateway.config import GatewayConfig, parse_config
 from gateway.escape.probe_server import build as build_probe
 

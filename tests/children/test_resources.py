@@ -7,7 +7,8 @@ import sys
 import anyio
 import pytest
 
-from gateway.children import ChildPool, StdioServer
+from gateway.children import ChildPool
+from gateway.children.config import StdioServer
 from tests.real_servers import RESOURCE_SERVER, TINY_SERVER
 
 pytestmark = pytest.mark.anyio

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.children import StdioServer
+from gateway.children.config import StdioServer
 from gateway.config import (
     NPM_SERVER_PINS,
     PYPI_SERVER_PINS,

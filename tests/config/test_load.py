@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from gateway import ConfigError
 from gateway.audit.config import AuditConfig
-from gateway.children import HttpServer, SseServer, StdioServer
+from gateway.children.config import HttpServer, SseServer, StdioServer
 from gateway.config import (
     CONFIG_ENV,
     format_validation_error,

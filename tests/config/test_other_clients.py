@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from gateway.children import HttpServer, SseServer, StdioServer
+from gateway.children.config import HttpServer, SseServer, StdioServer
 from gateway.config import parse_config
 from tests.config.helpers import (
     CLAUDE_CODE_GATEWAY_ENTRY,

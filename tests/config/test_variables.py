@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from gateway.children import HttpServer, StdioServer
+from gateway.children.config import HttpServer, StdioServer
 from gateway.config import (
     parse_config,
 )

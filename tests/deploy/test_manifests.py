@@ -16,7 +16,7 @@ import pytest
 import yaml
 from kubernetes_validate import utils as kubernetes_schemas
 
-from gateway.children import StdioServer
+from gateway.children.config import StdioServer
 from gateway.cli._http import http_settings
 from gateway.cli._main import _parser
 from gateway.config import HEALTH_PATHS, PYPI_SERVER_PINS, GatewayConfig, parse_config

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.children import DEFAULT_MAX_MESSAGE_BYTES
+from gateway.children.config import DEFAULT_MAX_MESSAGE_BYTES
 from gateway.escape.cases._model import EscapeCase, case_maker, limit, succeeds
 from gateway.sandbox import ExecutionResult, SandboxLimits
 
