@@ -7,7 +7,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from gateway.config import AUTHENTICATED, GatewayConfig, HttpConfig
+from gateway.config import GatewayConfig
+from gateway.config.server import AUTHENTICATED, HttpConfig
 from gateway.errors import ConfigError
 
 __all__ = ["add_http_arguments", "http_settings"]

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import anyio
 
 from gateway.auth import Owner
-from gateway.config import HttpConfig
+from gateway.config.server import HttpConfig
 from gateway.errors import StateUnavailable
 from gateway.server._refusals import RETRY_AFTER_SECONDS, Refusal
 from gateway.state import CallerCaps

@@ -36,7 +36,7 @@ from anyio.abc import TaskGroup
 from mcp import types
 
 from gateway.auth import Owner
-from gateway.config import BackgroundConfig
+from gateway.config.server import BackgroundConfig
 from gateway.errors import BackgroundRefused, EndedByShutdown, ExecutionCancelled, ExecutionFailed
 from gateway.server._run_store import RunRecord, RunStore, Status
 

@@ -24,7 +24,7 @@ from uvicorn.config import Config
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.server import ServerState
 
-from gateway.config import HttpConfig
+from gateway.config.server import HttpConfig
 from gateway.server._refusals import Refusal
 
 __all__ = ["AddressCounts", "guarded_protocol"]

@@ -33,7 +33,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway.auth import Owner, identity_in
-from gateway.config import HttpConfig
+from gateway.config.server import HttpConfig
 from gateway.server._admission import Admission, RequestCounts, Ticket
 from gateway.server._refusals import RETRY_AFTER_SECONDS, Refusal, Reworded, send_refusal
 

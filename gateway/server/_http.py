@@ -21,7 +21,8 @@ import anyio
 import uvicorn
 
 from gateway.calls import Gateway
-from gateway.config import GatewayConfig, HttpConfig
+from gateway.config import GatewayConfig
+from gateway.config.server import HttpConfig
 from gateway.errors import ConfigError
 from gateway.reload import ReloadOptions, serve_reloads
 from gateway.server._connections import guarded_protocol

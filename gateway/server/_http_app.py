@@ -22,7 +22,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway.auth import bearer_middleware, build_verifier, require_token, resource_metadata_routes
 from gateway.calls import Gateway
-from gateway.config import HEALTH_PATHS, METRICS_PATH, HttpConfig
+from gateway.config.server import HEALTH_PATHS, METRICS_PATH, HttpConfig
 from gateway.server._admission import Admission, ExecutionCaps
 from gateway.server._gate import McpGate, hold_ticket
 from gateway.server._health import Readiness, healthz

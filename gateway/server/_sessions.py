@@ -20,7 +20,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.types import Receive, Scope, Send
 
 from gateway.auth import Owner
-from gateway.config import HttpConfig
+from gateway.config.server import HttpConfig
 from gateway.server._gate import caller_of, security_settings
 from gateway.server._refusals import Refusal, Reworded
 

@@ -22,7 +22,8 @@ from typing import Any
 import anyio
 from redis.exceptions import RedisError
 
-from gateway.config import BackgroundConfig, GatewayConfig
+from gateway.config import GatewayConfig
+from gateway.config.server import BackgroundConfig
 from gateway.server._run_store import FileRuns, RunRecord, RunStore, runs_file
 from gateway.state import SharedState
 

@@ -21,7 +21,7 @@ import time
 import anyio
 
 from gateway import Gateway
-from gateway.config import default_config
+from gateway.config._defaults import default_config
 
 SERVED = "tools.time.get_current_time(timezone='UTC')"
 EXECUTIONS_PER_ROUND = 20

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gateway.config import BackgroundConfig
+from gateway.config.server import BackgroundConfig
 
 
 def test_a_callers_share_of_kept_runs_is_a_tenth_of_the_total_unless_the_config_says() -> None:

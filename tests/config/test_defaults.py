@@ -11,11 +11,7 @@ from pathlib import Path
 import pytest
 
 from gateway.children.config import StdioServer
-from gateway.config import (
-    NPM_SERVER_PINS,
-    PYPI_SERVER_PINS,
-    default_config,
-)
+from gateway.config._defaults import NPM_SERVER_PINS, PYPI_SERVER_PINS, default_config
 from tests.real_servers import REPO
 
 # As `claude mcp add` writes them into a project's .mcp.json (stdio with "type", and http).

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from gateway import ConfigError
-from gateway.config import HttpConfig, parse_config
+from gateway.config import parse_config
+from gateway.config.server import HttpConfig
 
 
 def http(section: dict[str, Any]) -> HttpConfig:

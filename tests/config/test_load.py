@@ -12,12 +12,8 @@ from pydantic import ValidationError
 from gateway import ConfigError
 from gateway.audit.config import AuditConfig
 from gateway.children.config import HttpServer, SseServer, StdioServer
-from gateway.config import (
-    CONFIG_ENV,
-    format_validation_error,
-    load_config,
-    parse_config,
-)
+from gateway.config import format_validation_error, load_config, parse_config
+from gateway.config._load import CONFIG_ENV
 from tests.config.helpers import CLAUDE_CODE_MCP_JSON, CLAUDE_DESKTOP_ENTRY, errors_of
 
 

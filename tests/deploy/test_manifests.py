@@ -19,8 +19,10 @@ from kubernetes_validate import utils as kubernetes_schemas
 from gateway.children.config import StdioServer
 from gateway.cli._http import http_settings
 from gateway.cli._main import _parser
-from gateway.config import HEALTH_PATHS, PYPI_SERVER_PINS, GatewayConfig, parse_config
+from gateway.config import GatewayConfig, parse_config
+from gateway.config._defaults import PYPI_SERVER_PINS
 from gateway.config._variables import VARIABLE_REFERENCE
+from gateway.config.server import HEALTH_PATHS
 from gateway.errors import ConfigError
 from gateway.sandbox import SandboxLimits, default_cache_dir
 

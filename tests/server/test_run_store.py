@@ -15,7 +15,8 @@ import pytest
 from mcp import types
 
 from gateway.auth import STATIC_ISSUER, Owner
-from gateway.config import BackgroundConfig, load_config
+from gateway.config import load_config
+from gateway.config.server import BackgroundConfig
 from gateway.errors import BackgroundRefused
 from gateway.server._background import BackgroundExecution, BackgroundExecutions
 from gateway.server._run_store import FileRuns, RunRecord, runs_file

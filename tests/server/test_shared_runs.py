@@ -15,7 +15,7 @@ import pytest
 from mcp import types
 
 from gateway.auth import STATIC_ISSUER, Owner
-from gateway.config import BackgroundConfig
+from gateway.config.server import BackgroundConfig
 from gateway.errors import BackgroundRefused
 from gateway.server._background import BackgroundExecution, BackgroundExecutions
 from gateway.server._run_store import RunRecord
