@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.errors import ApprovalLimitExceeded, GuestCrashed, ResumeRefused, StateUnavailable
-from gateway.policy import ApprovalOutcome, ApprovalsConfig
+from gateway.policy import ApprovalOutcome
+from gateway.policy.config import ApprovalsConfig
 from gateway.sandbox import HostAnswer, HostJournal, PausedCall
 from gateway.state import LocalSpentApprovals, SpentApprovals
 

@@ -34,7 +34,7 @@ from gateway.config._policy_servers import unknown_server_exposes, unknown_serve
 from gateway.config._variables import VARIABLE_REFERENCE, Expander, Unresolved
 from gateway.errors import ConfigError
 from gateway.middleware.config import DEFER_IMPORT
-from gateway.policy import PolicyConfig
+from gateway.policy.config import PolicyConfig
 from gateway.shared import as_array, as_object
 from gateway.state.config import literal_password
 

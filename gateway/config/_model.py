@@ -32,8 +32,7 @@ from gateway.middleware.config import (
     MAX_MIDDLEWARE_TIMEOUT_SECONDS,
     MiddlewarePath,
 )
-from gateway.policy import ApprovalsConfig, PolicyConfig
-from gateway.policy.config import ToolName
+from gateway.policy.config import ApprovalsConfig, PolicyConfig, ToolName
 from gateway.sandbox import SandboxLimits
 from gateway.state.config import StateConfig
 

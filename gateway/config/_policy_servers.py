@@ -18,8 +18,7 @@ from typing import Any
 
 from gateway.config._clients import python_name
 from gateway.config._errors import did_you_mean
-from gateway.policy import PolicyConfig
-from gateway.policy.config import RULE_LISTS
+from gateway.policy.config import RULE_LISTS, PolicyConfig
 
 __all__ = ["unknown_server_exposes", "unknown_server_rules"]
 

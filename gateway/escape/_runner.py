@@ -38,7 +38,8 @@ from gateway.escape.cases._probe import (
     PROBE_MIDDLEWARE_TIMEOUT_SECONDS,
     PROBE_POLICY,
 )
-from gateway.policy import ApprovalOutcome, approval_prompt
+from gateway.policy import ApprovalOutcome
+from gateway.policy.elicitation import approval_prompt
 from gateway.sandbox import ExecutionResult, Sandbox, SandboxLimits
 from gateway.shared import leaf_error
 from gateway.testing import InProcessTools

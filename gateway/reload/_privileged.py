@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from gateway.catalog import ToolLock
 from gateway.children.config import ServerConfig
 from gateway.config import GatewayConfig
-from gateway.policy import PolicyConfig, ToolPolicy
+from gateway.policy.config import PolicyConfig, ToolPolicy
 from gateway.reload._diff import ConfigDiff
 
 __all__ = ["lock_widenings", "privileged_changes"]

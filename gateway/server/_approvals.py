@@ -21,7 +21,8 @@ from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from gateway.calls import ApprovalNeeded, Resume
-from gateway.policy import APPROVAL_FORM, ApprovalsConfig, approval_prompt, outcome_of
+from gateway.policy.config import ApprovalsConfig
+from gateway.policy.elicitation import APPROVAL_FORM, approval_prompt, outcome_of
 
 __all__ = [
     "APPROVAL_INPUT",

@@ -24,7 +24,8 @@ from gateway.calls import ApprovalNeeded, Approvals, ExposedTool, Gateway, Inlin
 from gateway.catalog import SearchRefused
 from gateway.config import GatewayConfig
 from gateway.errors import GatewayError
-from gateway.policy import can_elicit, elicitation_approver, no_approver
+from gateway.policy import no_approver
+from gateway.policy.elicitation import can_elicit, elicitation_approver
 from gateway.reload import ReloadOptions, serve_reloads
 from gateway.server._approvals import approval_request, asks_in_rounds, request_state_boundary, resume_of
 from gateway.server._arguments import (

@@ -36,10 +36,9 @@ from starlette.requests import Request
 from gateway.auth import Identity, Owner, identity_of
 from gateway.calls import Gateway, Inline
 from gateway.errors import BackgroundRefused, PolicyDenied
-from gateway.policy import (
+from gateway.policy import ApprovalOutcome, Approver
+from gateway.policy.elicitation import (
     APPROVAL_FORM,
-    ApprovalOutcome,
-    Approver,
     approval_prompt,
     can_elicit,
     elicitation_approver,

@@ -63,7 +63,8 @@ from gateway.children import ChildPool
 from gateway.children._stdio import open_stdio_child
 from gateway.children._transport import list_all_tools as gateway_list_all_tools
 from gateway.children.config import DEFAULT_MAX_MESSAGE_BYTES
-from gateway.policy import Policy, PolicyConfig, no_approver
+from gateway.policy import Policy, no_approver
+from gateway.policy.config import PolicyConfig
 from gateway.sandbox import HOST_INTERFACE, HostJournal
 from gateway.sandbox._engine import COMPONENT_PATH, _engine_settings, load_component  # pyright: ignore[reportPrivateUsage]
 from gateway.sandbox._hop import WorkerThreads, call_on_loop

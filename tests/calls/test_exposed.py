@@ -20,7 +20,8 @@ from gateway.catalog import Catalog
 from gateway.children import ChildState, ChildStatus
 from gateway.config import parse_config
 from gateway.errors import ResumeRefused
-from gateway.policy import Policy, PolicyConfig
+from gateway.policy import Policy
+from gateway.policy.config import PolicyConfig
 from tests.real_servers import FAULT_SERVER
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from gateway.calls._resume import PausedRun, SpentStates, code_sha256, paused_run
 from gateway.errors import ApprovalLimitExceeded, ResumeRefused
-from gateway.policy import ApprovalsConfig
+from gateway.policy.config import ApprovalsConfig
 from gateway.sandbox import HostJournal, ToolCallRecord
 
 CONFIG = ApprovalsConfig()

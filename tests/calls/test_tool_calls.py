@@ -20,7 +20,8 @@ from gateway.catalog._shapes import MemoryShapeStore
 from gateway.children import ChildPool
 from gateway.errors import ApprovalRequired, ResumeRefused
 from gateway.middleware import Call, CallNext, Chain, Layer
-from gateway.policy import ApprovalOutcome, Policy, PolicyConfig, no_approver, pause_for_approval
+from gateway.policy import ApprovalOutcome, Policy, no_approver, pause_for_approval
+from gateway.policy.config import PolicyConfig
 from gateway.shared._redaction import Redactor
 
 pytestmark = pytest.mark.anyio

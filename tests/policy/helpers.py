@@ -9,7 +9,8 @@ from mcp.types import Tool, ToolAnnotations
 
 from gateway import PolicyDenied
 from gateway.catalog import Catalog, CatalogEntry
-from gateway.policy import Policy, PolicyConfig
+from gateway.policy import Policy
+from gateway.policy.config import PolicyConfig
 
 
 def get(catalog: Catalog, name: str) -> CatalogEntry:

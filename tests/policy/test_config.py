@@ -8,8 +8,8 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from gateway.catalog import Catalog
-from gateway.policy import Policy, PolicyConfig
-from gateway.policy.config import PolicyRule
+from gateway.policy import Policy
+from gateway.policy.config import PolicyConfig, PolicyRule
 from tests.policy.helpers import get
 from tests.real_servers import snapshot_catalog
 

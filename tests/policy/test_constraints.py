@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from gateway.catalog import Catalog, prepare_arguments
-from gateway.policy import PolicyConfig
+from gateway.policy.config import PolicyConfig
 from tests.policy.helpers import denied, get, made_up_entry, policy_of
 from tests.real_servers import snapshot_catalog
 

@@ -10,7 +10,8 @@ from mcp.types import Tool
 from gateway import PolicyDenied, ToolCallError
 from gateway.calls._tool_calls import unknown_tool_message
 from gateway.catalog import Catalog, render_search
-from gateway.policy import Policy, is_destructive
+from gateway.policy import Policy
+from gateway.policy._policy import is_destructive
 from tests.policy.helpers import get, made_up_entry, policy_of
 from tests.real_servers import snapshot_catalog, snapshot_tools
 

@@ -8,8 +8,9 @@ import pytest
 
 from gateway import QuotaExceeded, ToolCallError
 from gateway.catalog import Catalog
-from gateway.policy import ExecutionQuota, PolicyConfig
+from gateway.policy import ExecutionQuota
 from gateway.policy._quotas import RateLimiter
+from gateway.policy.config import PolicyConfig
 from tests.policy.helpers import FakeClock, get, policy_of
 from tests.real_servers import snapshot_catalog
 

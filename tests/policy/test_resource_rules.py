@@ -8,7 +8,7 @@ from pydantic import ValidationError
 from gateway import PolicyDenied, QuotaExceeded
 from gateway.catalog import Catalog, CatalogServer
 from gateway.children import ChildState, ChildStatus
-from gateway.policy import PolicyConfig
+from gateway.policy.config import PolicyConfig
 from tests.config.helpers import errors_of
 from tests.policy.helpers import policy_of
 from tests.real_servers import snapshot_catalog

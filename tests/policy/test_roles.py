@@ -10,7 +10,9 @@ from pydantic import ValidationError
 from gateway import PolicyDenied, QuotaExceeded
 from gateway.auth import STATIC_ISSUER, Identity, Owner
 from gateway.catalog import Catalog
-from gateway.policy import Policies, PolicyConfig, roles_of
+from gateway.policy import Policies
+from gateway.policy._roles import roles_of
+from gateway.policy.config import PolicyConfig
 from tests.policy.helpers import FakeClock, get, made_up_entry
 from tests.real_servers import snapshot_catalog
 

@@ -6,7 +6,7 @@ import pytest
 from mcp import types
 
 from gateway import ApprovalNeeded, Resume
-from gateway.policy import APPROVAL_FORM, approval_prompt
+from gateway.policy.elicitation import APPROVAL_FORM, approval_prompt
 from gateway.server._approvals import APPROVAL_INPUT, approval_request, resume_of
 
 CODE = {"code": "tools.repo.delete(name='x')"}
