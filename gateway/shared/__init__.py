@@ -3,7 +3,7 @@
 from gateway.shared._display import format_row, format_table, printable
 from gateway.shared._exception_groups import leaf_error
 from gateway.shared._json import as_array, as_object, properties_of
-from gateway.shared._json_schema import (
+from gateway.shared.json_schema import (
     UnsupportedPattern,
     best_error,
     ecma_regex,

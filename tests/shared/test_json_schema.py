@@ -10,7 +10,7 @@ import pytest
 from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 
-from gateway.shared._json_schema import (
+from gateway.shared.json_schema import (
     UnsupportedPattern,
     all_unique,
     best_error,
