@@ -10,7 +10,8 @@ from jsonschema.protocols import Validator
 
 from gateway.catalog._catalog import CatalogEntry
 from gateway.errors import ToolCallError
-from gateway.shared import as_array, as_object, best_error, linear_validator, properties_of, short_message
+from gateway.shared import as_array, as_object, properties_of
+from gateway.shared.json_schema import best_error, linear_validator, short_message
 
 __all__ = ["argument_refusal", "prepare_arguments"]
 

@@ -2,7 +2,7 @@
 
 A fragment is checked against the metaschema and for anything that would silently be a no-op, then
 tightened (implied `type` and `required`) and run on the final wire arguments by a validator whose
-cost is linear in them (`gateway.shared._json_schema`: ECMA-262 patterns on RE2, hashed `uniqueItems`),
+cost is linear in them (`gateway.shared.json_schema`: ECMA-262 patterns on RE2, hashed `uniqueItems`),
 after a hygiene pass that refuses look-alike keys and strings and paths that are not normalised
 (see `Constraint`).
 """
@@ -23,10 +23,9 @@ from jsonschema.exceptions import ValidationError
 from gateway.catalog import CatalogEntry
 from gateway.errors import PolicyDenied
 from gateway.policy._uris import disguised_escape
-from gateway.shared import (
+from gateway.shared import as_array, as_object
+from gateway.shared.json_schema import (
     UnsupportedPattern,
-    as_array,
-    as_object,
     best_error,
     ecma_regex,
     linear_validator,
@@ -328,7 +327,7 @@ class Constraint:
     - `properties` without `required` makes every constrained property required, since an omitted
       argument gets the child's default, which the policy cannot see (`false` forbids a property and
       `true`/`{}` leave it free; write `"required": []` to opt out);
-    - `pattern` follows ECMA-262 as JSON Schema says (`gateway.shared._json_schema` has the details): `.`
+    - `pattern` follows ECMA-262 as JSON Schema says (`gateway.shared.json_schema` has the details): `.`
       matches no line terminator (`\\n`, `\\r`, U+2028, U+2029), `^` and `$` only the ends of the
       input (Python's `$` also matches before a final newline), `\\d` and `\\w` are ASCII;
     - patterns run on RE2 and `uniqueItems` by hashing, so a check costs time linear in the
