@@ -4,7 +4,7 @@ and the lockfile that quarantines tools changed since review."""
 from gateway.catalog._arguments import prepare_arguments
 from gateway.catalog._catalog import Catalog, CatalogEntry, CatalogServer
 from gateway.catalog._discovery import read_docs
-from gateway.catalog._evaluation import (
+from gateway.catalog.evaluation import (
     SearchCase,
     SearchReport,
     compare_reports,
