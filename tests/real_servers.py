@@ -14,7 +14,8 @@ import uvicorn
 from mcp.types import Tool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from gateway.catalog import Catalog, load_tool_snapshots
+from gateway.catalog import Catalog
+from gateway.catalog.evaluation import load_tool_snapshots
 
 REPO = Path(__file__).resolve().parents[1]
 NPM_MODULES = REPO / ".cache" / "npm" / "node_modules"

@@ -8,7 +8,9 @@ from typing import Any
 import anyio
 
 from gateway.calls._exposed import ExposedTool, Exposure, expose_tools
-from gateway.catalog import Catalog, CatalogLock, ObservedShapes, Quarantine, SemanticSearch, ShapeStore
+from gateway.catalog import Catalog, ObservedShapes, ShapeStore
+from gateway.catalog.docs import SemanticSearch
+from gateway.catalog.lockfile import CatalogLock, Quarantine
 from gateway.children import ChildPool, ChildState
 from gateway.config import GatewayConfig
 from gateway.middleware import Chain, Search, SearchEntry

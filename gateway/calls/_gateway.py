@@ -30,10 +30,9 @@ from gateway.calls._resume import (
     as_refusal,
 )
 from gateway.calls._tool_calls import AdmittedCall, PausedCallAnswer, Progress, Run, ToolCalls, wire_digest
-from gateway.catalog import (
+from gateway.catalog import Catalog
+from gateway.catalog.docs import (
     DEFAULT_SEARCH_LIMIT,
-    Catalog,
-    CatalogLock,
     Detail,
     SemanticSearch,
     check_search,
@@ -41,6 +40,7 @@ from gateway.catalog import (
     semantic_search,
     warm_search,
 )
+from gateway.catalog.lockfile import CatalogLock
 from gateway.children import ChildPool, ChildState, PoolChanges
 from gateway.config import GatewayConfig
 from gateway.errors import (

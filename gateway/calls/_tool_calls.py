@@ -47,15 +47,15 @@ from mcp import types
 
 from gateway.audit import NO_CALLER, Approval, AuditLog, Caller
 from gateway.catalog import (
-    DEFAULT_MAX_QUERY_CHARS,
     Catalog,
     CatalogEntry,
     precheck_calls,
     prepare_arguments,
-    read_docs,
     tool_result_value,
     unknown_tool_message,
 )
+from gateway.catalog.config import DEFAULT_MAX_QUERY_CHARS
+from gateway.catalog.docs import read_docs
 from gateway.children import ChildPool, ChildState
 from gateway.errors import (
     ApprovalRequired,

@@ -11,7 +11,8 @@ import anyio
 from mcp import types
 
 from gateway.calls import child_pool, expose_tools, gateway_secrets
-from gateway.catalog import Catalog, semantic_search
+from gateway.catalog import Catalog
+from gateway.catalog.docs import semantic_search
 from gateway.children import ChildState, ChildStatus
 from gateway.cli._drift import config_lock, print_drift
 from gateway.cli._exit_codes import EXIT_FAILED, EXIT_OK

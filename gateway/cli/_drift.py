@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 from mcp import types
 
-from gateway.catalog import LOCKED_PARTS, Drift, ToolLock, lock_commands, read_lock
+from gateway.catalog.lockfile import LOCKED_PARTS, Drift, ToolLock, lock_commands, read_lock
 from gateway.children import ChildStatus
 from gateway.config import GatewayConfig
 from gateway.shared import format_table, printable

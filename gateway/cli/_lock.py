@@ -7,7 +7,7 @@ import sys
 
 import anyio
 
-from gateway.catalog import lock_path, write_lock
+from gateway.catalog.lockfile import lock_path, write_lock
 from gateway.children import ChildState, ChildStatus
 from gateway.cli._check import check_children, format_statuses
 from gateway.cli._drift import config_lock, format_drift

@@ -12,14 +12,13 @@ from pathlib import Path
 import anyio
 from pydantic import ValidationError
 
-from gateway.catalog import (
-    Catalog,
-    SemanticSearch,
+from gateway.catalog import Catalog
+from gateway.catalog.docs import SemanticSearch, semantic_search
+from gateway.catalog.evaluation import (
     compare_reports,
     evaluate_search,
     load_search_cases,
     load_tool_snapshots,
-    semantic_search,
 )
 from gateway.cli._check import check_children
 from gateway.cli._exit_codes import EXIT_OK

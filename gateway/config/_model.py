@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from gateway.audit.config import AuditConfig
 from gateway.auth.config import AuthConfig
-from gateway.catalog import SearchConfig
+from gateway.catalog.config import SearchConfig
 from gateway.children.config import (
     DEFAULT_MAX_CONCURRENT_CALLS,
     DEFAULT_MAX_MESSAGE_BYTES,

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel
 
-from gateway.catalog import ToolLock
+from gateway.catalog.lockfile import ToolLock
 from gateway.children.config import ServerConfig
 from gateway.config import GatewayConfig
 from gateway.policy.config import PolicyConfig, ToolPolicy

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from gateway.catalog import lock_path
+from gateway.catalog.lockfile import lock_path
 from gateway.children.config import StdioServer
 from gateway.config import GatewayConfig
 from gateway.sandbox import default_cache_dir

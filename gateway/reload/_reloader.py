@@ -15,7 +15,8 @@ import anyio
 import anyio.to_thread
 
 from gateway.calls import Gateway
-from gateway.catalog import Catalog, CatalogLock
+from gateway.catalog import Catalog
+from gateway.catalog.lockfile import CatalogLock
 from gateway.children import PoolChanges
 from gateway.config import GatewayConfig, load_config
 from gateway.errors import ConfigError, SandboxUnavailable

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from gateway.catalog import DEFAULT_SEARCH_LIMIT
+from gateway.catalog.docs import DEFAULT_SEARCH_LIMIT
 
 __all__ = [
     "BackgroundExecuteCodeArgs",

@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from gateway.auth import Identity, identity_of
 from gateway.calls import ApprovalNeeded, Approvals, ExposedTool, Gateway, Inline, InRounds, Progress
-from gateway.catalog import SearchRefused
+from gateway.catalog.docs import SearchRefused
 from gateway.config import GatewayConfig
 from gateway.errors import GatewayError
 from gateway.policy import no_approver

@@ -47,18 +47,17 @@ from wasmtime.component import Linker
 
 from gateway import ExecutionResult, Sandbox, SandboxLimits
 from gateway.calls._tool_calls import Run, ToolCalls
-from gateway.catalog import (
-    Catalog,
+from gateway.catalog import Catalog
+from gateway.catalog._search import BASELINE
+from gateway.catalog._semantic import semantic_installed
+from gateway.catalog.docs import SemanticSearch, warm_search
+from gateway.catalog.evaluation import (
     SearchCase,
     SearchReport,
-    SemanticSearch,
     evaluate_search,
     load_search_cases,
     load_tool_snapshots,
-    semantic_installed,
-    warm_search,
 )
-from gateway.catalog._search import BASELINE
 from gateway.children import ChildPool
 from gateway.children._stdio import open_stdio_child
 from gateway.children._transport import list_all_tools as gateway_list_all_tools

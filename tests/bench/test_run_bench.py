@@ -13,7 +13,7 @@ import run_bench
 from mcp import types
 
 from gateway import Sandbox
-from gateway.catalog import semantic_installed
+from gateway.catalog._semantic import semantic_installed
 from gateway.config import load_config
 
 EXPECTED_ROWS = [

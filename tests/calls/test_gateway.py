@@ -11,7 +11,7 @@ import pytest
 
 from gateway.calls import _gateway
 from gateway.calls._gateway import Gateway
-from gateway.catalog import SearchRefused, SemanticSearch
+from gateway.catalog.docs import SearchRefused, SemanticSearch
 from gateway.config import parse_config
 from tests.catalog.fake_embedder import FakeEmbedder
 from tests.real_servers import TINY_SERVER

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.catalog import Catalog, ObservedShapes, read_docs
+from gateway.catalog import Catalog, ObservedShapes
+from gateway.catalog.docs import read_docs
 from gateway.children import ChildState, ChildStatus
 from tests.real_servers import snapshot_catalog, snapshot_tools
 

@@ -9,14 +9,9 @@ import pytest
 from mcp.types import Tool
 from pydantic import ValidationError
 
-from gateway.catalog import (
-    Catalog,
-    SearchCase,
-    SemanticSearch,
-    compare_reports,
-    evaluate_search,
-    load_search_cases,
-)
+from gateway.catalog import Catalog
+from gateway.catalog.docs import SemanticSearch
+from gateway.catalog.evaluation import SearchCase, compare_reports, evaluate_search, load_search_cases
 from tests.catalog.fake_embedder import FakeEmbedder
 
 CATALOG = Catalog(

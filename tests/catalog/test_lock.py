@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from mcp.types import Tool, ToolAnnotations
 
-from gateway.catalog import Drift, lock_commands, lock_path, read_lock, write_lock
 from gateway.catalog._lock import LOCKED_PARTS, tool_digests
+from gateway.catalog.lockfile import Drift, lock_commands, lock_path, read_lock, write_lock
 from gateway.errors import ConfigError
 from tests.real_servers import snapshot_tools
 

@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from gateway.catalog import Catalog, SemanticSearch, evaluate_search, load_tool_snapshots, semantic_installed
+from gateway.catalog import Catalog
 from gateway.catalog._search import search
-from gateway.catalog._semantic import load_minilm
+from gateway.catalog._semantic import load_minilm, semantic_installed
+from gateway.catalog.docs import SemanticSearch
+from gateway.catalog.evaluation import evaluate_search, load_tool_snapshots
 from tests.real_servers import REPO
 from tests.search_eval.eval_set import CATALOG_DIRS, HOLDOUT_QUERIES, eval_cases
 

@@ -8,15 +8,8 @@ from typing import Any
 import pytest
 from mcp.types import Tool
 
-from gateway.catalog import (
-    Catalog,
-    CatalogEntry,
-    Finding,
-    precheck_calls,
-    prepare_arguments,
-    unknown_tool_message,
-)
-from gateway.catalog._precheck import MAX_FINDINGS
+from gateway.catalog import Catalog, CatalogEntry, precheck_calls, prepare_arguments, unknown_tool_message
+from gateway.catalog._precheck import MAX_FINDINGS, Finding
 from gateway.children import ChildState, ChildStatus
 from gateway.errors import ToolCallError
 from guest._precheck import literal_calls, positional_arguments_message

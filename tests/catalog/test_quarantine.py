@@ -10,7 +10,9 @@ import pytest
 from mcp.types import Tool
 
 from gateway.calls._tool_calls import unknown_tool_message
-from gateway.catalog import Catalog, CatalogLock, Quarantine, read_lock, render_search, write_lock
+from gateway.catalog import Catalog
+from gateway.catalog.docs import render_search
+from gateway.catalog.lockfile import CatalogLock, Quarantine, read_lock, write_lock
 from tests.policy.helpers import policy_of
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gateway.catalog import lock_path
+from gateway.catalog.lockfile import lock_path
 from tests.cli.command import run_command
 from tests.real_servers import CATALOG_SERVER, TINY_SERVER
 

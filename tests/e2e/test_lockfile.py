@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gateway.catalog import lock_path
+from gateway.catalog.lockfile import lock_path
 from tests.e2e.gateway_process import cli, execute, overview_once, search_docs, session, write_config
 from tests.real_servers import CATALOG_SERVER
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from gateway.catalog import DEFAULT_MAX_QUERY_CHARS
+from gateway.catalog.config import DEFAULT_MAX_QUERY_CHARS
 from tests.e2e.gateway_process import TINY, WAIT, execute, search_docs, session, text, write_config
 
 pytestmark = pytest.mark.anyio

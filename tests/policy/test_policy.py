@@ -9,7 +9,8 @@ from mcp.types import Tool
 
 from gateway import PolicyDenied, ToolCallError
 from gateway.calls._tool_calls import unknown_tool_message
-from gateway.catalog import Catalog, render_search
+from gateway.catalog import Catalog
+from gateway.catalog.docs import render_search
 from gateway.policy import Policy
 from gateway.policy._policy import is_destructive
 from tests.policy.helpers import get, made_up_entry, policy_of

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gateway.catalog import ToolLock
+from gateway.catalog.lockfile import ToolLock
 from gateway.config import GatewayConfig, parse_config
 from gateway.reload._diff import diff_configs
 from gateway.reload._privileged import lock_widenings, privileged_changes

@@ -17,7 +17,7 @@ import pytest
 import wasmtime
 
 from gateway import Sandbox, SandboxLimits, ToolCallError
-from gateway.catalog import read_docs
+from gateway.catalog.docs import read_docs
 from gateway.sandbox import MAX_DOCS_ARGS_BYTES, MAX_DOCS_QUERIES
 from gateway.sandbox._instances import InstancePool
 from gateway.sandbox._slots import POOL_MARGIN, Instance

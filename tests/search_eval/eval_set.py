@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gateway.catalog import Catalog, SearchCase, load_search_cases, load_tool_snapshots
+from gateway.catalog import Catalog
+from gateway.catalog.evaluation import SearchCase, load_search_cases, load_tool_snapshots
 from tests.real_servers import TOOL_SNAPSHOTS
 
 __all__ = ["CATALOG_DIRS", "DEV_QUERIES", "HOLDOUT_QUERIES", "eval_cases", "eval_catalog"]

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.catalog import Catalog, SearchCase, evaluate_search
+from gateway.catalog import Catalog
+from gateway.catalog.evaluation import SearchCase, evaluate_search
 from tests.search_eval.eval_set import DEV_QUERIES, HOLDOUT_QUERIES, eval_cases, eval_catalog
 
 # Lexical search, measured 79.8% / 85.2% (development, with the failure-class queries) and 86.0% /

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from gateway.catalog import Catalog, SearchCase, SearchReport, evaluate_search
+from gateway.catalog import Catalog
 from gateway.catalog._search import TUNED, Tuning
+from gateway.catalog.evaluation import SearchCase, SearchReport, evaluate_search
 from tests.search_eval.eval_set import HOLDOUT_QUERIES, eval_cases, eval_catalog
 
 _FACTORS = (0.0, 0.25, 0.5, 0.75, 1.33, 2.0, 4.0)

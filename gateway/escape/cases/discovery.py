@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable
 from typing import cast
 
-from gateway.catalog import DEFAULT_MAX_QUERY_CHARS
+from gateway.catalog.config import DEFAULT_MAX_QUERY_CHARS
 from gateway.escape.cases._model import (
     HOST_IMPORT,
     EscapeCase,

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gateway.catalog import Catalog, SearchCase, load_tool_snapshots
+from gateway.catalog import Catalog
+from gateway.catalog.evaluation import SearchCase, load_tool_snapshots
 from tests.search_eval.eval_set import CATALOG_DIRS
 
 __all__ = [

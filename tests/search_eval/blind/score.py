@@ -12,15 +12,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gateway.catalog import (
-    Catalog,
-    SearchConfig,
-    SearchReport,
-    compare_reports,
-    evaluate_search,
-    load_tool_snapshots,
-    semantic_search,
-)
+from gateway.catalog import Catalog
+from gateway.catalog.config import SearchConfig
+from gateway.catalog.docs import semantic_search
+from gateway.catalog.evaluation import SearchReport, compare_reports, evaluate_search, load_tool_snapshots
 from gateway.shared._display import format_table
 from tests.search_eval.blind.blind_set import (
     BLIND_CATALOG_DIRS,
