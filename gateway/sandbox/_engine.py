@@ -38,7 +38,7 @@ SOURCE_COMPONENT = Path(__file__).resolve().parents[2] / "runtime-wasm" / "build
 """Where `make setup` builds it in a clone, which an editable install runs from."""
 COMPONENT_PATH = PACKAGED_COMPONENT if PACKAGED_COMPONENT.exists() else SOURCE_COMPONENT
 WASMTIME_VERSION = version("wasmtime")
-# An artifact no install has loaded for this long is deleted when another one is written (~40 MB each).
+# An artifact no install has loaded for this long is deleted when another is written: each is large.
 UNUSED_ARTIFACT_SECONDS = 30 * 86400
 
 

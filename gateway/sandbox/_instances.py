@@ -1,21 +1,18 @@
 """Fresh instances made ahead of demand: each is used for exactly one execution, then retired.
 
-Instantiating the component costs about a millisecond, and freeing a used instance about 1.4 ms more
-(the pooling allocator resets the memory it dirtied). One background thread per pool does both, so
-neither is on an execution's critical path, and no instance ever serves a second execution.
+Making an instance and freeing a used one (the pooling allocator resets the memory it dirtied) both
+take time, so one background thread per pool does both, off every execution's critical path, and
+no instance ever serves a second execution.
 
 The thread waits for `replenish`, which the sandbox calls once an execution's result has reached
-its caller: working while the execution ran, or while its result went back to the event loop, it
-competed with them for this machine's two cores and for the GIL (a paced `execute` took 3.8-5.0 ms
-at the median that way, 2.3-2.6 ms now).
+its caller, so that it never competes with an execution, or its result's way back to the event
+loop, for the CPU and the GIL.
 
 The engine holds at most `capacity` instances at once (its pooling allocator's slots), and
-back-to-back runs outpace the thread: freeing and making cost it about 3 ms of CPU per `print(1)`
-that ran in 1 ms. So the pool counts the instances alive, from each one's making to the moment
-its `key` object is freed, wherever that happens: the thread makes one only while there is room,
-and `take` frees the retired ones itself before it makes one into a full engine. Instantiating
-into a full engine fails; that used to be the signal, and it cost the thread an error and a
-second's pause, and each run meanwhile a failed instantiation and a garbage collection.
+back-to-back runs can outpace the thread. So the pool counts the instances alive, from each one's
+making to the moment its `key` object is freed, wherever that happens: the thread makes one only
+while there is room, and `take` frees the retired ones itself before it makes one into a full
+engine, because instantiating into a full engine fails, which costs a pause and a garbage collection.
 """
 
 from __future__ import annotations

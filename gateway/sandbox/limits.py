@@ -34,7 +34,7 @@ class SandboxLimits(BaseModel):
     max_wasm_stack_bytes: int = Field(
         default=1 * _MIB,
         ge=256 * _KIB,
-        # wasmtime runs wasm on a 2 MiB stack of its own and aborts the process past it (measured).
+        # wasmtime runs wasm on a 2 MiB stack of its own and aborts the process past it.
         le=2 * _MIB,
         description="wasm call stack; deep recursion past it traps. At most 2 MiB (wasmtime's own).",
     )

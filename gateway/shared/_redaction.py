@@ -124,7 +124,7 @@ class Redactor:
     def _pattern_in(self, text: str) -> re.Pattern[str] | None:
         """A pattern for the forms that occur in `text`, or None if none does.
 
-        Substring tests first: measured ~20x faster than one big alternation over text holding no secret.
+        Substring tests first: over text holding no secret they cost far less than one big alternation.
         """
         present = tuple(form for form in self._forms if form in text)
         return self._pattern_of(present) if present else None

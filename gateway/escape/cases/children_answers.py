@@ -100,7 +100,7 @@ def _room_for_a_full_timeout(limits: SandboxLimits) -> str | None:
 
 
 def _time_for_a_huge_answer(limits: SandboxLimits) -> str | None:
-    # The probe takes about 0.1 s to write an answer of 16 MB: the call must have time for that.
+    # Writing an answer this large takes the probe a while: the call must have time for that.
     if limits.tool_call_timeout_seconds >= 0.5 and limits.max_tool_calls >= 6:
         return None
     return "needs sandbox.tool_call_timeout_seconds of at least 0.5 s and 6 tool calls"

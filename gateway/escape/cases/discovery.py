@@ -45,7 +45,7 @@ _NOT_OBJECT = refused("Err", "must be a JSON object")
 _NO_CATALOG = "no catalog serves this sandbox"
 _SECRETS = (PROBE_SECRET, PROBE_PIN, PROBE_PROXY_PASSWORD)
 
-# A loop of questions to the cap takes about 0.2 s and 80 million fuel here: room for it, with margin.
+# A loop of questions to the cap needs fuel and time of its own: these leave it room, with margin.
 _FLOOD_FUEL = 400_000_000
 _FLOOD_SECONDS = 1.0
 

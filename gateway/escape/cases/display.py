@@ -64,7 +64,7 @@ def _one_audit_row_per_call(seen: Seen) -> str | None:
 
 
 CASES: tuple[EscapeCase, ...] = (
-    # Finding 8: the prompt was cut at 2,000 characters after sorting keys, so `path` was never shown.
+    # A prompt cut to its limit after sorting keys would drop `path`: what the call touches is shown.
     _case(
         "display-prompt-decisive-argument-after-a-long-one",
         "tools.probe.write_file(content='A' * 5000, path='.ssh/authorized_keys')",
@@ -87,7 +87,7 @@ CASES: tuple[EscapeCase, ...] = (
         needs=needs_tool_calls(1),
         sees=_shows("content:", "path:"),
     ),
-    # Finding 9: raw U+2028, U+202E and friends rendered fake prompt lines.
+    # Raw U+2028, U+202E and friends in an argument must not render as lines of the prompt.
     _case(
         "display-prompt-line-separator-fakes-a-line",
         f"tools.probe.write_note(name='n', text='ok\\u2028{_FAKE}')",
@@ -123,7 +123,7 @@ CASES: tuple[EscapeCase, ...] = (
         needs=needs_tool_calls(1),
         sees=_one_prompt(_unforged_prompt),
     ),
-    # Finding 10: a tool name with a newline and an ANSI erase forged a row of the audit table.
+    # A tool name with a newline and an ANSI erase must not forge a row of the audit table.
     _case(
         "display-audit-row-forged-through-a-tool-name",
         # Names built at run time: a literal one is refused before the run, with no call to audit.

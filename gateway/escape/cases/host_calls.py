@@ -43,7 +43,7 @@ CASES: tuple[EscapeCase, ...] = (
     _case("host-number-args", _call("'probe.echo'", "'1'"), _NOT_OBJECT),
     _case("host-string-args", _call("'probe.echo'", "'\"x\"'"), _NOT_OBJECT),
     _case("host-huge-int-args", _call("'probe.echo'", "'{\"a\": 1' + '0' * 5000 + '}'"), _NOT_JSON),
-    # Finding 14: Infinity and NaN are no JSON numbers; a child would have received null for them.
+    # Infinity and NaN are no JSON numbers: a child must not receive null in their place.
     _case("host-infinity-args", _call("'probe.echo'", "'{\"a\": 1e999}'"), _NOT_A_NUMBER),
     _case("host-infinity-literal-args", _call("'probe.echo'", "'{\"a\": Infinity}'"), _NOT_A_NUMBER),
     _case("host-nan-literal-args", _call("'probe.echo'", '\'{"a": [1, {"b": NaN}]}\''), _NOT_A_NUMBER),

@@ -82,7 +82,7 @@ def _index_of_label(call: str) -> str:
 
 
 CASES: tuple[EscapeCase, ...] = (
-    # Finding 1: proxy variables, with credentials, reach every child and came back unredacted.
+    # Proxy variables, with credentials, reach every child: what a child echoes of them is redacted.
     _case(
         "redaction-proxy-password-from-a-child",
         "tools.probe.reveal(name='HTTPS_PROXY')",
@@ -101,7 +101,7 @@ CASES: tuple[EscapeCase, ...] = (
         Expect(("ToolError",), check=_nothing_leaks, what="the error reaches the snippet redacted"),
         needs=needs_tool_calls(1),
     ),
-    # Finding 2: a failed child's stderr, quoted in its status, reached search_docs unredacted.
+    # A failed child's stderr, quoted in its status, reaches search_docs redacted.
     _case(
         "redaction-failed-childs-stderr-in-search-docs",
         "tools.broken.anything()",
@@ -117,7 +117,7 @@ CASES: tuple[EscapeCase, ...] = (
         succeeds(_nothing_leaks, "no transformed form of the token comes out"),
         needs=needs_tool_calls(1),
     ),
-    # Finding 3: a numeric secret answered as a bare number was an int, which redaction skipped.
+    # A numeric secret answered as a bare number is an int, which redaction must not skip.
     _case(
         "redaction-numeric-secret-as-a-number",
         "v = tools.probe.reveal_number(name='PROBE_PIN')\nprint(str(v)[::-1])\nv",
@@ -140,7 +140,7 @@ CASES: tuple[EscapeCase, ...] = (
         succeeds(_nothing_leaks, "the PIN as text is redacted too"),
         needs=needs_tool_calls(1),
     ),
-    # Finding 4: where the label lands in an echo of candidates gives a short secret away.
+    # Where the label lands in an echo of candidates must not give a short secret away.
     _case(
         "redaction-oracle-echoed-candidates",
         "import json\n" + _index_of_label(f"tools.probe.echo(text={_CANDIDATES})"),
