@@ -31,6 +31,9 @@ WINGS = (
     "telemetry",
 )
 
+# A wing's second surface, a public module that only re-exports, held to the same rules as a face.
+SUB_FACES = ("catalog.docs", "catalog.lockfile", "config.server", "policy.elicitation")
+
 PUBLIC = (
     # serve
     "Gateway",
@@ -136,7 +139,7 @@ def test_every_error_in_the_tree_is_exported_from_the_package() -> None:
         assert issubclass(getattr(gateway, name), gateway.GatewayError)
 
 
-@pytest.mark.parametrize("wing", WINGS)
+@pytest.mark.parametrize("wing", [*WINGS, *SUB_FACES])
 def test_each_wing_has_a_face_that_only_re_exports(wing: str) -> None:
     module = importlib.import_module(f"gateway.{wing}")
     assert isinstance(module.__all__, tuple)
@@ -153,12 +156,10 @@ def test_each_wing_has_a_face_that_only_re_exports(wing: str) -> None:
         is_all = isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == [
             "__all__"
         ]
-        assert isinstance(node, ast.ImportFrom) or is_all, (
-            f"gateway.{wing}/__init__.py defines more than a face"
-        )
+        assert isinstance(node, ast.ImportFrom) or is_all, f"gateway.{wing} defines more than a face"
 
 
-@pytest.mark.parametrize("wing", WINGS)
+@pytest.mark.parametrize("wing", [*WINGS, *SUB_FACES])
 def test_everything_a_face_imports_it_also_exports(wing: str) -> None:
     module = importlib.import_module(f"gateway.{wing}")
     assert module.__file__ is not None
