@@ -63,6 +63,33 @@ def test_the_held_out_queries_reach_the_targets(catalog: Catalog) -> None:
     assert report.top5 >= 0.95
 
 
+@pytest.mark.parametrize(
+    "query",
+    ["send the release notes on Telegram", "open a ticket in Zendesk for the refund", "add a Trello card"],
+)
+def test_a_request_for_a_product_no_server_offers_says_no_tool_fits(catalog: Catalog, query: str) -> None:
+    hits = search(catalog, query, limit=5)
+    assert hits[0].weak
+    assert all(hit.elsewhere for hit in hits)
+
+
+@pytest.mark.parametrize(
+    ("query", "server"),
+    [
+        ("what time is it in Lisbon", "time"),  # a place
+        ("find the slack profile of Jordan", "slack"),  # a person
+        ("list the jira issues due Friday", "atlassian"),  # a day
+        ("post the release notes on slack", "slack"),  # a server the catalog has
+    ],
+)
+def test_a_person_place_or_day_the_catalog_does_not_know_is_not_taken_for_a_missing_product(
+    catalog: Catalog, query: str, server: str
+) -> None:
+    hits = search(catalog, query, limit=5)
+    assert not any(hit.elsewhere for hit in hits)
+    assert hits[0].entry.server_name == server
+
+
 def test_the_model_imports_neither_torch_nor_transformers(semantic: SemanticSearch) -> None:
     assert semantic.embedder is not None
     done = subprocess.run(
