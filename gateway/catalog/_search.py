@@ -139,13 +139,13 @@ class Hit:
     score: float
     coverage: float
     similarity: float | None = None
-    elsewhere: bool = False  # the query names a product or service no tool of the catalog knows
+    elsewhere: str | None = None  # a product or service the query names that no tool knows
 
     @property
     def weak(self) -> bool:
         if self.coverage >= 1.0 and self.similarity is not None:
             return False  # a tool named exactly
-        if self.elsewhere:
+        if self.elsewhere is not None:
             return True
         if self.similarity is None:
             return self.coverage < WEAK_COVERAGE
@@ -500,9 +500,9 @@ def search(
                 leaning[i] += _lean(
                     i, intent, index, tuning.write_similarity, tuning.knowledge_similarity, multiply=False
                 )
-        elsewhere = _names_a_product(index.unknown_names(query, intent), embedder)
+        product = _product_named(index.unknown_names(query, intent), embedder)
         hits = _fused(index.entries, ranked, (similarities, leaning), server_id, catalog.semantic, limit)
-        return [dataclasses.replace(hit, elsewhere=True) for hit in hits] if elsewhere else hits
+        return [dataclasses.replace(hit, elsewhere=product) for hit in hits] if product else hits
     # A tool named exactly is what the query asked for, whatever the words around it matched.
     return [
         Hit(index.entries[i], round(-negative, 4), coverage if inexact else 1.0)
@@ -510,19 +510,19 @@ def search(
     ]
 
 
-def _names_a_product(names: list[str], embedder: Embedder) -> bool:
-    """Whether one of `names` (words no tool knows) is not a person, place or time, by the model: a
-    request for a product or service the catalog has no server for ("send it on Discord")."""
+def _product_named(names: list[str], embedder: Embedder) -> str | None:
+    """The first of `names` (words no tool knows) that is not a person, place or time, by the model:
+    a product or service the catalog has no server for ("send it on Discord"); None if there is none."""
     if not names:
-        return False
+        return None
     phrases = [phrase for kind in KINDS_OF_NAMES for phrase in kind]
     rows = embedder.encode(phrases)
     for name in names:
         similarities = list(embedder.similarities(name, rows))
         closest = [max(similarities[i : i + len(kind)]) for i, kind in _spans(KINDS_OF_NAMES)]
         if all(s < floor for s, floor in zip(closest, NAME_KIND_SIMILARITY, strict=True)):
-            return True
-    return False
+            return name
+    return None
 
 
 def _spans(kinds: tuple[tuple[str, ...], ...]) -> list[tuple[int, tuple[str, ...]]]:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from gateway.catalog import Catalog, SemanticSearch, evaluate_search, load_tool_snapshots, semantic_installed
+from gateway.catalog._render import render_search
 from gateway.catalog._search import search
 from gateway.catalog._semantic import load_minilm
 from tests.real_servers import REPO
@@ -70,7 +71,15 @@ def test_the_held_out_queries_reach_the_targets(catalog: Catalog) -> None:
 def test_a_request_for_a_product_no_server_offers_says_no_tool_fits(catalog: Catalog, query: str) -> None:
     hits = search(catalog, query, limit=5)
     assert hits[0].weak
-    assert all(hit.elsewhere for hit in hits)
+    assert all(hit.elsewhere is not None and hit.elsewhere in query for hit in hits)
+
+
+def test_the_answer_names_the_product_no_server_knows(catalog: Catalog) -> None:
+    first = render_search(catalog, "open a ticket in Zendesk for the refund").splitlines()[0]
+    assert first == (
+        'No tool clearly fits "open a ticket in Zendesk for the refund" (no server here knows "Zendesk"); '
+        "the nearest:"
+    )
 
 
 @pytest.mark.parametrize(
@@ -86,7 +95,7 @@ def test_a_person_place_or_day_the_catalog_does_not_know_is_not_taken_for_a_miss
     catalog: Catalog, query: str, server: str
 ) -> None:
     hits = search(catalog, query, limit=5)
-    assert not any(hit.elsewhere for hit in hits)
+    assert all(hit.elsewhere is None for hit in hits)
     assert hits[0].entry.server_name == server
 
 
