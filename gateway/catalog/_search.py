@@ -69,8 +69,7 @@ WEAK_COVERAGE = 0.5  # a best hit matching less of the query than this is report
 WEAK_FUSED_SCORE = 0.41
 _NESTED_DEPTH = 3  # how deep parameter schemas are read for nested property names and descriptions
 # A word the catalog does not know names a person, place or time when the model puts it this close
-# to one of the phrases of that kind in KINDS_OF_NAMES: measured on 46 names of products and
-# services against 20 of people, cities and days, apart from any query.
+# to one of the phrases of that kind in KINDS_OF_NAMES (set on names alone, docs/search.md).
 NAME_KIND_SIMILARITY = (0.33, 0.42, 0.44)
 MAX_UNKNOWN_NAMES = 2  # names of one query checked against KINDS_OF_NAMES: a forward pass each
 MAX_CORRECTED_WORDS = 8
