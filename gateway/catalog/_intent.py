@@ -12,7 +12,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["ENTITY_WORDS", "KNOWLEDGE_WORDS", "QueryIntent", "read_intent", "tool_writes"]
+from gateway.catalog._vocabulary import STOPWORDS
+
+__all__ = [
+    "ENTITY_WORDS",
+    "KINDS_OF_NAMES",
+    "KNOWLEDGE_WORDS",
+    "QueryIntent",
+    "asks_about_someone",
+    "name_candidates",
+    "read_intent",
+    "tool_writes",
+]
 
 # A Unix command names an action; its words are what tool descriptions say instead.
 SHELL_COMMANDS: dict[str, str] = {
@@ -105,6 +116,9 @@ WRITE_VERBS = frozenset(
 
 # A question about someone or something named: what memory and knowledge tools keep.
 _ABOUT = re.compile(r"\b(about|on|regarding|know|knows|noted|notes|related|connected|who)\b", re.IGNORECASE)
+# The same without "on" and "notes", which also place a request ("post it on Discord"): a question
+# surely about someone or something named.
+_SURELY_ABOUT = re.compile(r"\b(about|regarding|know|knows|noted|related|connected|who)\b", re.IGNORECASE)
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+\b")
 ENTITY_WORDS = "entity person knowledge"
 # What a tool that keeps knowledge says in its name or first sentence.
@@ -130,6 +144,18 @@ INDEFINITE_PRONOUNS = frozenset(
 # A server is named as a server after these words ("on github", "in mongo") or before these ("slack server").
 SERVER_BEFORE = frozenset({"on", "in", "from", "via", "using", "with", "to", "into", "through", "at", "use"})
 SERVER_AFTER = frozenset({"server", "servers", "mcp", "tool", "tools", "api", "workspace", "instance"})
+
+# A word that may name a product or service: after a word that places an action somewhere ("on
+# Discord", "in Zendesk") or capitalized inside the sentence ("an Asana task"); all capitals is
+# more often a project key or an abbreviation ("PAY", "PST").
+_NAME_CANDIDATE = re.compile(r"[A-Za-z][A-Za-z-]*[A-Za-z]")
+KINDS_OF_NAMES = (
+    ("a person's first name", "a person", "someone's name"),
+    ("a city, a country or a place", "a city", "a country"),
+    ("a day of the week, a month or a date", "a holiday", "a time of day"),
+)
+"""What a word the catalog does not know names when it does not name a product: people, places
+and times are what tools are asked about, not where the asking goes."""
 
 
 @dataclass(frozen=True)
@@ -180,6 +206,30 @@ def read_intent(query: str, known: frozenset[str] = frozenset()) -> QueryIntent:
     asks = _QUESTION.search(query) is not None
     saves = _SAVE.search(query) is not None and not asks
     return QueryIntent(text, saves, asks, _entities(query, known))
+
+
+def asks_about_someone(query: str) -> bool:
+    """Whether `query` asks what is known of someone or something it names ("what do we know about
+    Carol"), rather than naming where to do something ("post it on Discord")."""
+    return _SURELY_ABOUT.search(query) is not None
+
+
+def name_candidates(query: str) -> list[str]:
+    """Words of `query` that may name a product or service where the action should happen."""
+    tokens = query.split()
+    found: list[str] = []
+    for i, token in enumerate(tokens):
+        word = token.strip(".,;:!?\"'()")
+        if token[0] in "\"'`" or not _NAME_CANDIDATE.fullmatch(word) or word.isupper():
+            continue  # quoted text is data, all capitals a project key or an abbreviation
+        if word.lower() in INDEFINITE_PRONOUNS or word.lower() in STOPWORDS:
+            continue
+        before = tokens[i - 1].lower() if i > 0 else ""
+        # "to" also starts a verb ("allowed to touch"): there only a capital says it is a name.
+        placed = before in SERVER_BEFORE and before != "to"
+        if placed or (i > 0 and word[0].isupper()):
+            found.append(word)
+    return found
 
 
 def tool_writes(name_words: list[str]) -> bool:

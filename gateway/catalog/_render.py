@@ -276,7 +276,8 @@ def render_search(
     where = f" on {only}" if only else ""
     if hits[0].weak:  # nothing fits: say so first, and show the nearest few as hints only
         hits = hits[:WEAK_HINTS]
-        lines = [f'No tool clearly fits "{query}"{where}; the nearest:']
+        unknown = f' (no server here knows "{hits[0].elsewhere}")' if hits[0].elsewhere else ""
+        lines = [f'No tool clearly fits "{query}"{where}{unknown}; the nearest:']
         lines += _render_entries(catalog, [hit.entry for hit in hits], detail)
         lines.append(_weak_note(catalog, query))
     else:

@@ -16,6 +16,7 @@ each query as it comes.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import threading
@@ -29,17 +30,20 @@ from gateway.catalog._catalog import Catalog, CatalogEntry
 from gateway.catalog._intent import (
     ENTITY_WORDS,
     INDEFINITE_PRONOUNS,
+    KINDS_OF_NAMES,
     KNOWLEDGE_WORDS,
     SERVER_AFTER,
     SERVER_BEFORE,
     QueryIntent,
+    asks_about_someone,
+    name_candidates,
     read_intent,
     tool_writes,
 )
 from gateway.catalog._semantic import Embedder, SemanticSearch, fuse
 from gateway.catalog._signatures import first_sentence
 from gateway.catalog._spelling import Speller
-from gateway.catalog._vocabulary import content_words, stem, synonyms, terms, words
+from gateway.catalog._vocabulary import STOPWORDS, content_words, stem, synonyms, terms, words
 from gateway.shared import as_array, as_object, properties_of
 from guest._precheck import MAX_NAME_CHARS
 
@@ -64,6 +68,10 @@ WEAK_COVERAGE = 0.5  # a best hit matching less of the query than this is report
 # development queries it flags 86% of the requests no tool serves and 13% of those some tool does.
 WEAK_FUSED_SCORE = 0.41
 _NESTED_DEPTH = 3  # how deep parameter schemas are read for nested property names and descriptions
+# A word the catalog does not know names a person, place or time when the model puts it this close
+# to one of the phrases of that kind in KINDS_OF_NAMES (set on names alone, docs/search.md).
+NAME_KIND_SIMILARITY = (0.33, 0.42, 0.44)
+MAX_UNKNOWN_NAMES = 2  # names of one query checked against KINDS_OF_NAMES: a forward pass each
 MAX_CORRECTED_WORDS = 8
 """Unknown words of one query that are spelling-corrected; the rest are searched as written, so
 that a query's correction work is bounded by this and the speller's word cap, not by its length."""
@@ -130,12 +138,17 @@ class Hit:
     score: float
     coverage: float
     similarity: float | None = None
+    elsewhere: str | None = None  # a product or service the query names that no tool knows
 
     @property
     def weak(self) -> bool:
+        if self.coverage >= 1.0 and self.similarity is not None:
+            return False  # a tool named exactly
+        if self.elsewhere is not None:
+            return True
         if self.similarity is None:
             return self.coverage < WEAK_COVERAGE
-        return self.score < WEAK_FUSED_SCORE and self.coverage < 1.0  # a tool named exactly is not weak
+        return self.score < WEAK_FUSED_SCORE
 
 
 def _parameter_text(
@@ -289,6 +302,28 @@ class _Index:
             )
         ]
         return " ".join(kept)
+
+    def unknown_names(self, query: str, intent: QueryIntent) -> list[str]:
+        """Words of `query` that may name a product or service and that no tool knows, not even
+        misspelt: where the request would go if the catalog had a server for it."""
+        if intent.saves or asks_about_someone(query):  # a name to remember or to look up: memory's
+            return []
+        found: list[str] = []
+        for word in name_candidates(query):
+            lower = word.lower()
+            term = stem(lower)
+            known = (
+                lower in STOPWORDS
+                or lower in self.known_words
+                or term in self.postings
+                or term in self.server_of_term
+                or synonyms((term,))
+                or self.word_speller.corrections(lower)
+                or self.term_speller.corrections(term)
+            )
+            if not known and word not in found:
+                found.append(word)
+        return found[:MAX_UNKNOWN_NAMES]
 
     def concepts(self, intent: QueryIntent) -> tuple[list[_Concept], set[str]]:
         """The query's concepts, and the servers it names."""
@@ -464,12 +499,35 @@ def search(
                 leaning[i] += _lean(
                     i, intent, index, tuning.write_similarity, tuning.knowledge_similarity, multiply=False
                 )
-        return _fused(index.entries, ranked, (similarities, leaning), server_id, catalog.semantic, limit)
+        product = _product_named(index.unknown_names(query, intent), embedder)
+        hits = _fused(index.entries, ranked, (similarities, leaning), server_id, catalog.semantic, limit)
+        return [dataclasses.replace(hit, elsewhere=product) for hit in hits] if product else hits
     # A tool named exactly is what the query asked for, whatever the words around it matched.
     return [
         Hit(index.entries[i], round(-negative, 4), coverage if inexact else 1.0)
         for inexact, negative, i, coverage in ranked[: max(limit, 0)]
     ]
+
+
+def _product_named(names: list[str], embedder: Embedder) -> str | None:
+    """The first of `names` (words no tool knows) that is not a person, place or time, by the model:
+    a product or service the catalog has no server for ("send it on Discord"); None if there is none."""
+    if not names:
+        return None
+    phrases = [phrase for kind in KINDS_OF_NAMES for phrase in kind]
+    rows = embedder.encode(phrases)
+    for name in names:
+        similarities = list(embedder.similarities(name, rows))
+        closest = [max(similarities[i : i + len(kind)]) for i, kind in _spans(KINDS_OF_NAMES)]
+        if all(s < floor for s, floor in zip(closest, NAME_KIND_SIMILARITY, strict=True)):
+            return name
+    return None
+
+
+def _spans(kinds: tuple[tuple[str, ...], ...]) -> list[tuple[int, tuple[str, ...]]]:
+    """Each kind with the index of its first phrase in the flattened list."""
+    starts = itertools.accumulate((len(kind) for kind in kinds), initial=0)
+    return list(zip(starts, kinds, strict=False))
 
 
 def _lean(

@@ -10,7 +10,7 @@ import pytest
 from mcp.types import Tool
 
 from gateway.catalog._catalog import Catalog
-from gateway.catalog._intent import read_intent, tool_writes
+from gateway.catalog._intent import name_candidates, read_intent, tool_writes
 from gateway.catalog._search import search
 from gateway.catalog._semantic import SemanticSearch
 from tests.catalog.fake_embedder import FakeEmbedder
@@ -155,3 +155,22 @@ def test_meaning_leans_the_same_way_as_words_for_a_query_saving_something() -> N
     hits = search(catalog, "remember it for me", limit=2)
     assert [hit.entry.qualified for hit in hits] == ["notes.update_note", "notes.get_note"]
     assert hits[0].similarity == hits[1].similarity  # the lean is in the score, not the similarity shown
+
+
+@pytest.mark.parametrize(
+    ("query", "names"),
+    [
+        ("send a message on Discord", ["Discord"]),
+        ("play some jazz on spotify", ["spotify"]),  # placed somewhere, though not capitalised
+        ("create an Asana task for the redesign", ["Asana"]),
+        ("Trello card for the bug", []),  # the first word of a sentence
+        ("list every open bug in PAY", []),  # all capitals: a project key
+        ("look for the text 'Sign in' here", []),  # quoted text is data
+        ("which paths is the server allowed to touch", []),  # "to" before a verb
+        ("show it to everyone in the channel", []),  # a pronoun, a stopword
+    ],
+)
+def test_a_word_that_may_name_a_product_is_one_placed_after_on_or_in_or_capitalised_inside(
+    query: str, names: list[str]
+) -> None:
+    assert name_candidates(query) == names

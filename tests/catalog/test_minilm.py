@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from gateway.catalog import Catalog
+from gateway.catalog._render import render_search
 from gateway.catalog._search import search
 from gateway.catalog._semantic import load_minilm, semantic_installed
 from gateway.catalog.docs import SemanticSearch
@@ -63,6 +64,41 @@ def test_the_held_out_queries_reach_the_targets(catalog: Catalog) -> None:
     report = evaluate_search(catalog, eval_cases(HOLDOUT_QUERIES), repeats=1)
     assert report.top3 >= 0.92, report.misses
     assert report.top5 >= 0.95
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["send the release notes on Telegram", "open a ticket in Zendesk for the refund", "add a Trello card"],
+)
+def test_a_request_for_a_product_no_server_offers_says_no_tool_fits(catalog: Catalog, query: str) -> None:
+    hits = search(catalog, query, limit=5)
+    assert hits[0].weak
+    assert all(hit.elsewhere is not None and hit.elsewhere in query for hit in hits)
+
+
+def test_the_answer_names_the_product_no_server_knows(catalog: Catalog) -> None:
+    first = render_search(catalog, "open a ticket in Zendesk for the refund").splitlines()[0]
+    assert first == (
+        'No tool clearly fits "open a ticket in Zendesk for the refund" (no server here knows "Zendesk"); '
+        "the nearest:"
+    )
+
+
+@pytest.mark.parametrize(
+    ("query", "server"),
+    [
+        ("what time is it in Lisbon", "time"),  # a place
+        ("find the slack profile of Jordan", "slack"),  # a person
+        ("list the jira issues due Friday", "atlassian"),  # a day
+        ("post the release notes on slack", "slack"),  # a server the catalog has
+    ],
+)
+def test_a_person_place_or_day_the_catalog_does_not_know_is_not_taken_for_a_missing_product(
+    catalog: Catalog, query: str, server: str
+) -> None:
+    hits = search(catalog, query, limit=5)
+    assert all(hit.elsewhere is None for hit in hits)
+    assert hits[0].entry.server_name == server
 
 
 def test_the_model_imports_neither_torch_nor_transformers(semantic: SemanticSearch) -> None:

@@ -18,6 +18,7 @@ import anyio
 import pytest
 from mcp import ClientSession
 
+from gateway.catalog import semantic_installed
 from tests.e2e.gateway_http import http_client, http_gateway
 from tests.e2e.gateway_process import (
     TINY,
@@ -224,6 +225,22 @@ async def test_a_request_no_tool_serves_says_so_first_with_at_most_three_hints_a
     found = (await search_docs(client, "git log --oneline -n 5")).splitlines()
     assert found[0] == '5 tools for "git log --oneline -n 5", best first:'
     assert found[1].startswith("git.git_log(")
+
+
+@pytest.mark.skipif(not semantic_installed(), reason="the semantic extra or its model is not installed")
+async def test_a_request_for_a_product_no_server_offers_names_it_and_search_still_serves(
+    client: ClientSession,
+) -> None:
+    query = "open a ticket in Zendesk for the refund"
+    with anyio.fail_after(60):  # searches are lexical until the gateway's model has loaded
+        first = (await search_docs(client, query)).splitlines()[0]
+        while "no server here knows" not in first:  # the gateway loads its model on a thread of its own
+            await anyio.sleep(0.2)
+            first = (await search_docs(client, query)).splitlines()[0]
+    assert first == f'No tool clearly fits "{query}" (no server here knows "Zendesk"); the nearest:'
+    found = (await search_docs(client, "what time is it in Lisbon")).splitlines()
+    assert "no server here knows" not in found[0]  # a place is not a product
+    assert any(line.startswith("time.get_current_time(") for line in found[1:4])
 
 
 async def test_a_search_answers_with_the_children_ready_and_names_those_still_starting(
