@@ -31,7 +31,7 @@ from gateway.cli._search_eval import add_search_eval_arguments, search_eval_comm
 from gateway.config import config_json_schema, config_reference
 from gateway.errors import ConfigError, GatewayError
 from gateway.sandbox import COMPONENT_PATH, WASMTIME_VERSION, Sandbox, component_sha256
-from gateway.server import run_stdio
+from gateway.server import run_http, run_stdio
 from gateway.shared import PACKAGE_NAME, leaf_error, package_version
 from gateway.telemetry import traces_from_environment
 
@@ -154,8 +154,6 @@ def _serve(args: argparse.Namespace) -> int:
         if http is None:
             run_stdio(config, reload_options(args), started=gc.freeze)
         else:
-            from gateway.server import run_http  # the HTTP stack: imported only to serve HTTP
-
             run_http(config, http, reload_options(args), started=gc.freeze)
     return EXIT_OK
 
