@@ -41,18 +41,20 @@ IMPORTED_BY_SERVE = """
 import sys
 from gateway.cli import main
 
+code = 0
 try:
     main(sys.argv[1:])
-except SystemExit:
-    pass
-print("imported:", *sorted(name for name in {names} if name in sys.modules), file=sys.stderr)
+except SystemExit as stopped:
+    code = stopped.code
+print("imported:", code, *sorted(name for name in {names} if name in sys.modules), file=sys.stderr)
 """
 # The escape suite (`sandbox-test`), redis-py (the `state` section), the OpenTelemetry SDK (OTEL_*).
 NOT_FOR_STDIO = ("gateway.escape", "redis", "opentelemetry.sdk")
 
 
 def modules_imported_by(*argv: str) -> list[str]:
-    """Which of NOT_FOR_STDIO `codemode-gateway ARGV` imported, run in a fresh interpreter."""
+    """Which of NOT_FOR_STDIO `codemode-gateway ARGV` imported, run in a fresh interpreter (which
+    must exit 0: a command that failed early would have imported nothing)."""
     driver = IMPORTED_BY_SERVE.format(names=NOT_FOR_STDIO)
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     done = subprocess.run(
@@ -64,7 +66,9 @@ def modules_imported_by(*argv: str) -> list[str]:
         env=env,
     )
     [line] = [line for line in done.stderr.splitlines() if line.startswith("imported:")]
-    return line.split()[1:]
+    _, code, *names = line.split()
+    assert code == "0", done.stderr[-2000:]
+    return names
 
 
 def test_serving_stdio_imports_neither_the_escape_suite_nor_redis_nor_the_tracing_sdk(tmp_path: Path) -> None:
