@@ -2736,7 +2736,11 @@ def render_method(report: Report) -> str:
             "to its first `search_docs` answer 1,715 -> 1,440 ms (median of 4 spawns each, interleaved, at "
             "a load average above 20, where wall times did not compare). The SDK itself imports starlette, "
             "uvicorn, sse-starlette, httpx and cryptography (`mcp.server.lowlevel` -> `streamable_http` "
-            "-> `sse_starlette` -> `uvicorn.main`): no stdio server built on it sheds them.",
+            "-> `sse_starlette` -> `uvicorn.main`): no stdio server built on it sheds them. The search model "
+            "loads on a worker thread once the gateway has started, and searches are lexical until it is "
+            "ready: it holds the event loop's GIL at most 76 ms at a time (importing numpy and onnxruntime; "
+            "creating the session and embedding let go of it, 3-6 ms at most), so the first answer does "
+            "not wait for it.",
             "- Gateway RSS: one more fresh gateway on the same config; VmRSS once every child is ready, then "
             f"after {plan.rss_executions:,} `execute_code` calls one after another (`print(1)`, and one in "
             f"{RSS_TOOL_EVERY} `tools.time.get_current_time(...)`). `make soak` reads it over 10,000 more, "
