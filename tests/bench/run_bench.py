@@ -2738,7 +2738,8 @@ def render_method(report: Report) -> str:
             "uvicorn, sse-starlette, httpx and cryptography (`mcp.server.lowlevel` -> `streamable_http` "
             "-> `sse_starlette` -> `uvicorn.main`): no stdio server built on it sheds them. The search model "
             "loads on a worker thread once the gateway has started, and searches are lexical until it is "
-            "ready: it holds the event loop's GIL at most 76 ms at a time (importing numpy and onnxruntime; "
+            "ready: it keeps the event loop off the GIL for at most 76 ms at a time (importing numpy and "
+            "onnxruntime; "
             "creating the session and embedding let go of it, 3-6 ms at most), so the first answer does "
             "not wait for it.",
             "- Gateway RSS: one more fresh gateway on the same config; VmRSS once every child is ready, then "
