@@ -20,7 +20,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import anyio
-from redis.exceptions import RedisError
 
 from gateway.config import GatewayConfig
 from gateway.config.server import BackgroundConfig
@@ -153,6 +152,8 @@ class SharedRuns:
             await self._redis.delete(*(self._run_key(run_id) for run_id in run_ids))
 
     async def cancels(self) -> AsyncIterator[str]:
+        from redis.exceptions import RedisError  # redis-py is imported only by a gateway with `state`
+
         attempt = 0
         while True:
             try:

@@ -21,6 +21,7 @@ import logging
 import os
 from collections.abc import Generator
 from contextlib import contextmanager
+from types import ModuleType
 
 import httpx2
 from opentelemetry import propagate, trace
@@ -28,11 +29,6 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from gateway.errors import ConfigError
 from gateway.shared import PACKAGE_NAME, package_version
-
-try:  # the `otel` extra: without it, spans stay no-ops and the gateway works unchanged
-    from gateway.telemetry import _sdk
-except ImportError:
-    _sdk = None
 
 __all__ = ["TraceSpan", "Tracing", "inject_trace_headers", "traces_from_environment"]
 
@@ -138,12 +134,22 @@ async def inject_trace_headers(request: httpx2.Request) -> None:
     propagate.inject(request.headers)
 
 
+def _sdk_module() -> ModuleType | None:
+    """`_sdk` (the `otel` extra), or None without it: spans then stay no-ops, the gateway works as ever."""
+    try:
+        from gateway.telemetry import _sdk  # imported only when a variable asks: the SDK is slow to import
+    except ImportError:
+        return None
+    return _sdk
+
+
 @contextmanager
 def traces_from_environment() -> Generator[bool]:
     """Export spans as the standard `OTEL_*` variables say while inside, and flush them on the way out;
     yields whether spans are exported. Installs the process's global tracer provider (once)."""
-    if _sdk is None:
-        named = sorted(name for name in os.environ if name.startswith("OTEL_"))
+    named = sorted(name for name in os.environ if name.startswith("OTEL_"))
+    sdk = _sdk_module() if named else None  # with no variable set, nothing is exported
+    if sdk is None:
         if named:
             log.warning(
                 "OTEL_* variables are set but the otel extra is not installed: no traces are exported",
@@ -152,14 +158,14 @@ def traces_from_environment() -> Generator[bool]:
         yield False
         return
     try:
-        provider = _sdk.tracer_provider()
+        provider = sdk.tracer_provider()
     except ValueError as exc:
         raise ConfigError(f"tracing: {exc}") from None
     if provider is None:
         yield False
         return
     trace.set_tracer_provider(provider)
-    log.info("exporting traces", extra={"exporters": _sdk.exporter_names()})
+    log.info("exporting traces", extra={"exporters": sdk.exporter_names()})
     try:
         yield True
     finally:

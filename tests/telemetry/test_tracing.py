@@ -197,7 +197,7 @@ async def test_each_child_gets_the_trace_context_of_its_call_in_meta_and_an_http
 def test_without_the_otel_extra_the_variables_are_named_in_a_warning_and_nothing_is_exported(
     monkeypatch: pytest.MonkeyPatch, telemetry_log: list[logging.LogRecord]
 ) -> None:
-    monkeypatch.setattr(_tracing, "_sdk", None)  # as if the SDK were not installed
+    monkeypatch.setattr(_tracing, "_sdk_module", lambda: None)  # as if the SDK were not installed
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
     with traces_from_environment() as exporting:
         assert exporting is False
