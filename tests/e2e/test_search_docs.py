@@ -18,7 +18,7 @@ import anyio
 import pytest
 from mcp import ClientSession
 
-from gateway.catalog import semantic_installed
+from gateway.catalog._semantic import semantic_installed
 from tests.e2e.gateway_http import http_client, http_gateway
 from tests.e2e.gateway_process import (
     TINY,
