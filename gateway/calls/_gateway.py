@@ -303,7 +303,8 @@ class Gateway(AsyncContextManagerMixin):
 
     async def sandbox(self) -> Sandbox:
         """The loaded sandbox, waiting for the background load if it is still running."""
-        await self._sandbox_ready.wait()
+        if not self._sandbox_ready.is_set():  # once loaded, no wait: a set event's wait yields a loop turn
+            await self._sandbox_ready.wait()
         if self._sandbox is None:
             raise SandboxUnavailable(f"the sandbox is unavailable: {self._sandbox_error}")
         return self._sandbox
@@ -431,6 +432,8 @@ class Gateway(AsyncContextManagerMixin):
         return ApprovalNeeded(run.paused.tool, run.paused.arguments, state)
 
     async def _ready_sandbox(self) -> Sandbox:
+        if self._sandbox is not None and self._pool.settled():  # the common case: nothing to wait for
+            return self._sandbox
         await self.sandbox()
         # Children still starting would be missing from the catalog: give them their startup time.
         await self._pool.wait_ready(timeout=self.config.startup_timeout_seconds)

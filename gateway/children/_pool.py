@@ -254,6 +254,10 @@ class ChildPool(AsyncContextManagerMixin):
             if child.tools or child.state is ChildState.READY
         }
 
+    def settled(self) -> bool:
+        """Whether no child is connecting now (what `wait_ready` waits for)."""
+        return all(child.state is not ChildState.CONNECTING for child in self._children.values())
+
     async def wait_ready(self, timeout: float | None = None) -> bool:
         """Wait until no child is connecting (ready, idle, reconnecting or failed); False on timeout."""
         with anyio.move_on_after(timeout):
