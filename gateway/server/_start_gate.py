@@ -41,8 +41,9 @@ class StartGate:
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         if ctx.method not in self.PASSES:
-            self._start_now()
-            await self._open.wait()
+            if not self._open.is_set():  # once open, no wait: a set event's wait yields a loop turn
+                self._start_now()
+                await self._open.wait()
             return await call_next(ctx)
         try:
             return await call_next(ctx)
