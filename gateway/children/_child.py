@@ -551,7 +551,9 @@ class Child:
     async def _request_in_slot(
         self, label: str, send: Callable[[ClientSession], Awaitable[T]], *, resources: bool
     ) -> T:
-        async with self.call_slots:
+        slots = self.call_slots
+        await _take_slot(slots)
+        try:
             connection = await self._ready_connection()
             session = connection.session
             assert session is not None
@@ -579,9 +581,12 @@ class Child:
             finally:
                 self._in_flight -= 1
                 self._last_used = anyio.current_time()
-                self._poke()  # the idle timer starts over
+                if self._idle_seconds is not None:  # only a lazy child's idle timer starts over
+                    self._poke()
             connection.timeouts = 0
             return answer
+        finally:
+            slots.release()
 
     @property
     def _full_timeout(self) -> float:
@@ -600,3 +605,11 @@ class Child:
 
 def _page(cursor: str | None) -> types.PaginatedRequestParams | None:
     return types.PaginatedRequestParams(cursor=cursor) if cursor else None
+
+
+async def _take_slot(slots: anyio.CapacityLimiter) -> None:
+    """A call slot of `slots`: a free one is the common case, taken without a checkpoint (a loop turn)."""
+    try:
+        slots.acquire_nowait()
+    except anyio.WouldBlock:
+        await slots.acquire()
