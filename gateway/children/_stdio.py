@@ -106,7 +106,7 @@ async def _read_stdout(
         async with to_session:
             async for chunk in process.stdout:
                 for line in lines.feed(chunk):
-                    await to_session.send(_parsed(line))
+                    await _hand_over(to_session, _parsed(line))
                 if lines.dropped:
                     _report_dropped(lines, child)
             lines.end()
@@ -115,6 +115,16 @@ async def _read_stdout(
         pass  # the session is gone, or our shutdown closed the pipe: the stream has ended either way
     finally:
         await _drain(process)
+
+
+async def _hand_over(
+    to_session: MemoryObjectSendStream[SessionMessage | Exception], item: SessionMessage | Exception
+) -> None:
+    """Send `item` to the session: to a reader already waiting at once, without a checkpoint (a loop turn)."""
+    try:
+        to_session.send_nowait(item)
+    except anyio.WouldBlock:
+        await to_session.send(item)
 
 
 async def _drain(process: Process) -> None:
