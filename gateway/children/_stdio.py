@@ -4,7 +4,10 @@ The SDK's `stdio_client` joins a child's pending stdout line again with every 64
 its cost grows with the square of a line's length and its memory with the line. `open_stdio_child`
 spawns the child in a new session (its pid is its process group's id), splits its stdout with
 `LineCap` (bounded memory, linear time), parses each line with the SDK's JSON-RPC message adapter
-and hands the messages to a `ClientSession` through memory streams, as the SDK's transport does.
+and hands the messages to a `ClientSession` through a memory stream, as the SDK's transport does.
+The session's messages go the other way without a task between: `StdinWriter` writes each one to
+the child's stdin from the task that sends it (a hand-over to a writer task costs loop turns on
+every call).
 It stops the child in MCP's order (close stdin, wait, SIGTERM, SIGKILL), shielded, every wait bounded.
 """
 
@@ -16,10 +19,11 @@ from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from types import TracebackType
+from typing import Self, TextIO
 
 import anyio
-from anyio.abc import AsyncResource, Process
+from anyio.abc import AsyncResource, ByteSendStream, Process
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import types
 from mcp.shared.message import SessionMessage
@@ -27,11 +31,10 @@ from mcp.shared.message import SessionMessage
 from gateway.children._message_cap import LineCap
 from gateway.children._process import signal_process_group
 
-__all__ = ["StdioChild", "open_stdio_child"]
+__all__ = ["StdinWriter", "StdioChild", "open_stdio_child"]
 
 log = logging.getLogger("gateway.children")
 
-_FLUSH_SECONDS = 0.5  # for the writer to send what the session handed it before stdin closes
 _EXIT_GRACE_SECONDS = 2.0  # for the child to exit on its own once its stdin is closed
 _SIGNAL_GRACE_SECONDS = 2.0  # after SIGTERM, and again after SIGKILL
 _EXIT_POLL_SECONDS = 0.01
@@ -43,8 +46,52 @@ class StdioChild:
     """A running stdio child: the streams a `ClientSession` takes, and its pid (its process group's id)."""
 
     read: MemoryObjectReceiveStream[SessionMessage | Exception]
-    write: MemoryObjectSendStream[SessionMessage]
+    write: StdinWriter
     pid: int
+
+
+class StdinWriter:
+    """The session's write stream: each message written to the child's stdin, one JSON line, by the
+    task that sends it. A line is written whole before any wait (asyncio's `write` buffers it), so
+    messages sent side by side never interleave; a send waits only while the child is slow to read."""
+
+    def __init__(
+        self, stdin: ByteSendStream, to_session: MemoryObjectSendStream[SessionMessage | Exception]
+    ) -> None:
+        self._stdin = stdin
+        self._to_session = to_session
+        self._closed = False
+
+    async def send(self, item: SessionMessage, /) -> None:
+        """Write one message; ClosedResourceError once closed, BrokenResourceError if the pipe broke."""
+        if self._closed:
+            raise anyio.ClosedResourceError
+        text = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+        try:
+            await self._stdin.send(text.encode() + b"\n")
+        except _PIPE_ERRORS as exc:
+            self._closed = True
+            # The child may live on without reading: the session must see the end.
+            await self._to_session.aclose()
+            raise anyio.BrokenResourceError from exc
+
+    def close(self) -> None:
+        """Refuse further messages (what was sent is already in the pipe's buffer)."""
+        self._closed = True
+
+    async def aclose(self) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> None:
+        self.close()
 
 
 @asynccontextmanager
@@ -67,16 +114,15 @@ async def open_stdio_child(
     )
     # No await before the task group: a cancellation in between would leave the process running.
     to_session, read = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    write, from_session = anyio.create_memory_object_stream[SessionMessage](0)
-    written = anyio.Event()
+    assert process.stdin is not None
+    write = StdinWriter(process.stdin, to_session)
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(_read_stdout, process, LineCap(max_message_bytes), to_session, child)
-        tasks.start_soon(_write_stdin, process, from_session, to_session, written)
         try:
             yield StdioChild(read, write, process.pid)
         finally:
             with anyio.CancelScope(shield=True):  # a cancelled caller must not leave the child running
-                await _stop(process, read, write, written, child)
+                await _stop(process, read, write, child)
             tasks.cancel_scope.cancel()
 
 
@@ -135,37 +181,15 @@ async def _drain(process: Process) -> None:
             await process.stdout.receive()
 
 
-async def _write_stdin(
-    process: Process,
-    from_session: MemoryObjectReceiveStream[SessionMessage],
-    to_session: MemoryObjectSendStream[SessionMessage | Exception],
-    written: anyio.Event,
-) -> None:
-    """Write each message the session sends to the child's stdin, one JSON line each."""
-    assert process.stdin is not None
-    try:
-        async with from_session:
-            async for item in from_session:
-                text = item.message.model_dump_json(by_alias=True, exclude_unset=True)
-                await process.stdin.send(text.encode() + b"\n")
-    except _PIPE_ERRORS:
-        await to_session.aclose()  # the child may live on without reading: the session must see the end
-    finally:
-        written.set()
-
-
 async def _stop(
     process: Process,
     read: MemoryObjectReceiveStream[SessionMessage | Exception],
-    write: MemoryObjectSendStream[SessionMessage],
-    written: anyio.Event,
+    write: StdinWriter,
     child: str,
 ) -> None:
-    """Stop the traffic, flush what was sent, close stdin, wait, then signal the group until it exits."""
+    """Stop the traffic, close stdin (after what was sent), wait, then signal the group until it exits."""
     read.close()  # the reader turns to draining: a child blocked writing stdout can read its stdin's end
     write.close()
-    with anyio.move_on_after(_FLUSH_SECONDS):
-        await written.wait()
     try:
         await _close(process.stdin)
         if not await _exited(process, _EXIT_GRACE_SECONDS):

@@ -237,3 +237,56 @@ async def test_a_child_that_ignores_its_stdin_and_sigterm_is_killed_when_the_con
                     await anyio.sleep(WAIT)
         assert pid
         assert is_gone(pid)
+
+
+async def test_large_messages_sent_side_by_side_reach_the_child_whole_each_on_its_own_line() -> None:
+    # Each message is larger than a pipe's buffer, so every send waits for the child to read.
+    size, count = 200_000, 8
+    messages = [
+        types.JSONRPCRequest(jsonrpc="2.0", id=n, method="ping", params={"pad": str(n) * size})
+        for n in range(count)
+    ]
+    echoed: list[types.JSONRPCMessage] = []
+    with anyio.fail_after(WAIT):
+        async with spawned(*python(PY_ECHO), cap=4 * size * count) as (child, _):
+
+            async def read_all() -> None:
+                for _ in range(count):
+                    echoed.append(await received(child))
+
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(read_all)
+                async with anyio.create_task_group() as senders:
+                    for message in messages:
+                        senders.start_soon(child.write.send, SessionMessage(message))
+
+    assert sorted(echoed, key=lambda message: int(getattr(message, "id", -1))) == messages
+
+
+CLOSES_STDIN = (
+    "import os, sys, time\nos.close(0)\n"
+    'sys.stdout.write(\'{"jsonrpc": "2.0", "method": "ready"}\\n\'); sys.stdout.flush()\ntime.sleep(600)'
+)
+
+
+async def send_until_refused(child: StdioChild, message: types.JSONRPCMessage) -> Exception | None:
+    """Send `message` until a send fails (the first write may land before the loop learns the pipe broke)."""
+    for _ in range(10):
+        try:
+            await child.write.send(SessionMessage(message))
+        except Exception as exc:
+            return exc
+        await anyio.sleep(0.05)
+    return None
+
+
+async def test_a_send_to_a_child_whose_stdin_closed_fails_as_a_lost_connection_and_ends_the_session() -> None:
+    ping = types.JSONRPCRequest(jsonrpc="2.0", id=1, method="ping")
+    with anyio.fail_after(WAIT):
+        async with spawned(*python(CLOSES_STDIN)) as (child, _):
+            assert isinstance(await received(child), types.JSONRPCNotification)  # stdin is closed by now
+            assert isinstance(await send_until_refused(child, ping), anyio.BrokenResourceError)
+            with pytest.raises(anyio.ClosedResourceError):
+                await child.write.send(SessionMessage(ping))
+            with pytest.raises((anyio.EndOfStream, anyio.ClosedResourceError)):
+                await child.read.receive()
