@@ -42,6 +42,7 @@ EXPECTED_ROWS = [
     "memory_8",
     "gateway_execute",
     "sdk_floor",
+    "gateway_execute_over_floors",
     "gateway_tool_time",
     "gateway_tool_everything",
     "gateway_throughput",
@@ -208,6 +209,7 @@ def test_the_rows_that_may_miss_name_the_floors_measured_beside_them(
     for key in ("fresh_sync", "fresh_async"):
         assert "ms of CPU per run, every thread: back to back" in rows[key].detail
     assert "2 native CPython processes against 1" in rows["gateway_throughput"].detail
+    assert "a paced fresh `print(1)` in process p50" in rows["gateway_execute_over_floors"].detail
 
 
 def test_the_unmetered_floor_takes_off_only_what_the_body_saved() -> None:
