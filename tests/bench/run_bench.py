@@ -2697,7 +2697,8 @@ def render_method(report: Report) -> str:
             "of `echo` on a minimal Python SDK server over stdio (`tests/servers/tiny_server.py`, the "
             "suite's `tiny`), timed the same way: what any stdio MCP tool call costs the SDK's client and "
             "server (JSON-RPC, pydantic validation both ways, the pipes), the floor under the gateway's "
-            "own. End to end is then at least that floor plus a fresh execution (the paced `print(1)` row).",
+            "own. End to end is then at least that floor plus a fresh execution (the paced `print(1)` row); "
+            "the row after them is what end to end takes beyond those two floors.",
             f"- Per child tool call: one `execute_code` whose snippet calls the tool "
             f"{plan.gateway_tool_calls} times, minus the same snippet with 0 calls, minus the client calling "
             f"the tool {plan.gateway_tool_calls} times on its own connection to a second copy of the child; "
