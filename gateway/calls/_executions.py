@@ -12,9 +12,10 @@ from typing import Any
 import anyio
 
 from gateway.audit import AuditLog
+from gateway.calls._pipeline import Run
 from gateway.calls._resources import ResourceReads
 from gateway.calls._resume import paused_run
-from gateway.calls._tool_calls import Run, ToolCalls, wire_digest
+from gateway.calls._tool_calls import ToolCalls, wire_digest
 from gateway.config import GatewayConfig
 from gateway.errors import ApprovalRequired, ExecutionFailed, GuestCrashed
 from gateway.sandbox import ErrorInfo, ExecutionResult, HostJournal, Sandbox, SandboxLimits, cancelled_error

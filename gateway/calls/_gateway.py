@@ -20,6 +20,7 @@ from gateway.calls._approvals import Approvals, Inline
 from gateway.calls._catalogs import Catalogs, searched
 from gateway.calls._executions import Executions
 from gateway.calls._exposed import ExposedTool, Exposure, PausedToolCall
+from gateway.calls._pipeline import Call, PausedCallAnswer, Progress, Run
 from gateway.calls._pool import child_pool, child_settings, gateway_secrets
 from gateway.calls._resources import ResourceReads
 from gateway.calls._resume import (
@@ -29,7 +30,7 @@ from gateway.calls._resume import (
     SpentStates,
     as_refusal,
 )
-from gateway.calls._tool_calls import AdmittedCall, PausedCallAnswer, Progress, Run, ToolCalls, wire_digest
+from gateway.calls._tool_calls import ToolCalls, wire_digest
 from gateway.catalog import (
     DEFAULT_SEARCH_LIMIT,
     Catalog,
@@ -285,7 +286,7 @@ class Gateway(AsyncContextManagerMixin):
             return ApprovalNeeded(pause.tool, pause.arguments, state.dump())
         return await self._complete_exposed(tool, call)
 
-    async def _complete_exposed(self, tool: ExposedTool, call: AdmittedCall) -> types.CallToolResult:
+    async def _complete_exposed(self, tool: ExposedTool, call: Call) -> types.CallToolResult:
         """The child's answer, bounded as a snippet's call is (`sandbox.tool_call_timeout_seconds`)."""
         timeout = self.config.sandbox.tool_call_timeout_seconds
         try:

@@ -1,6 +1,7 @@
 """One tool call from a snippet, from the name it wrote to the value it receives.
 
-`ToolCalls.call` is the pipeline, and the only statement of its order:
+A tool call is the kind of call (`_pipeline.py`) that goes through every step; `ToolCalls.call`
+states their order for it:
 
 0. secrets     a name or arguments holding a value the gateway keeps secret end the run, before
                anything could echo them back with the secret's place marked
@@ -24,28 +25,20 @@
 10. record     the audit record, the metrics and the call's span, and a progress report, whatever
                happened; and the shape of a value the snippet receives from a tool without an
                output schema, which its signature shows from then on
-
-Work that grows with what the snippet or a child sent (scanning, validating, converting) runs on
-the event loop only for small payloads; larger ones go to a worker thread, so that one big or
-hostile call cannot stall every other client.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import logging
-import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar, cast
 
-import anyio
-import anyio.to_thread
 from mcp import types
 
-from gateway.audit import NO_CALLER, Approval, AuditLog, Caller
+from gateway.audit import AuditLog
+from gateway.calls._pipeline import Call, PausedCallAnswer, Pipeline, Run, bounded_work, small
 from gateway.catalog import (
     DEFAULT_MAX_QUERY_CHARS,
     Catalog,
@@ -57,58 +50,17 @@ from gateway.catalog import (
     unknown_tool_message,
 )
 from gateway.children import ChildPool, ChildState
-from gateway.errors import (
-    ApprovalRequired,
-    ChildUnavailable,
-    PolicyDenied,
-    ResumeRefused,
-    SecretInArguments,
-    ToolCallError,
-)
-from gateway.middleware import Call, Chain, Passage
-from gateway.policy import ApprovalOutcome, Approver, ExecutionQuota, Policy
+from gateway.errors import ApprovalRequired, PolicyDenied, ResumeRefused, ToolCallError
+from gateway.middleware import Call as SeenCall
+from gateway.middleware import Passage
+from gateway.policy import ApprovalOutcome, Policy
 from gateway.sandbox import arguments_digest
 from gateway.shared import Redactor
-from gateway.telemetry import Telemetry, TraceSpan
+from gateway.telemetry import Telemetry
 
-__all__ = [
-    "PROGRESS_SECONDS",
-    "AdmittedCall",
-    "PausedCallAnswer",
-    "Progress",
-    "Run",
-    "ToolCalls",
-    "callee_of",
-    "unknown_tool_message",
-    "wire_digest",
-]
-
-log = logging.getLogger("gateway.tool_calls")
-
-Progress = Callable[[int, float], Awaitable[None]]
-"""Told (tool calls made so far, seconds elapsed) after each tool call and every PROGRESS_SECONDS."""
-
-PROGRESS_SECONDS = 1.0
+__all__ = ["ToolCalls", "callee_of", "unknown_tool_message", "wire_digest"]
 
 T = TypeVar("T")
-
-# What may be scanned, validated or converted on the event loop: past this, a worker thread does it.
-LOOP_WORK_NODES = 2_000
-LOOP_WORK_CHARS = 32_768
-
-
-@dataclass(frozen=True)
-class PausedCallAnswer:
-    """The user's answer to the call a run paused at, for the round that resumes the run.
-
-    It answers the round's first call alone, and only if that call is the one the user was shown:
-    if the first call is refused before it gets to approval (a quota filled meanwhile), the answer
-    is dropped, never handed to a later call the user did not see.
-    """
-
-    outcome: ApprovalOutcome
-    tool: str
-    arguments_digest: str  # of the wire arguments the prompt showed, and the tool's callee (`wire_digest`)
 
 
 def wire_digest(arguments: dict[str, Any], callee: str = "") -> str:
@@ -124,64 +76,6 @@ def callee_of(entry: CatalogEntry) -> str:
     return json.dumps([entry.server_name, entry.tool_name])
 
 
-@dataclass
-class AdmittedCall:
-    """One tool call between admission (steps 0-6) and completion (7-10)."""
-
-    run: Run
-    name: str  # as the snippet wrote it
-    wire: dict[str, Any]  # the arguments as the child gets them, once checked
-    entry: CatalogEntry | None = None
-    approval: Approval = "not_required"
-    started: float = field(default_factory=time.monotonic)
-    span: TraceSpan | None = None  # ended, and its metrics counted, with its audit record
-    answered_error: bool = False  # the child answered with isError
-    middleware: str | None = None  # the middleware that refused or failed it, for its audit record
-
-
-@dataclass
-class Run:
-    """What one execution's tool calls share: its id, the catalog and policy it started with (the
-    caller's, under `policy.roles`), its quota, approver, and who asked for it."""
-
-    execution_id: str
-    catalog: Catalog
-    policy: Policy
-    approver: Approver
-    progress: Progress | None = None
-    caller: Caller = NO_CALLER
-    # The gateway's middleware when the run started: a config reload changes it for later runs only.
-    middleware: Chain = field(default_factory=Chain)
-    quota: ExecutionQuota = field(init=False)
-    calls: int = 0
-    started: float = field(default_factory=time.monotonic)
-    # When the execution began (wall clock, which every process shares): a round resumed after an
-    # approval reports progress from there, so the client's progress keeps increasing across rounds.
-    began_at: float = field(default_factory=time.time)
-    paused: ApprovalRequired | None = None  # the call this run paused at, waiting for the user
-    answer: PausedCallAnswer | None = None  # in a resumed round, until its first call takes it
-    span: TraceSpan | None = None  # the execution's span: each tool call's span is its child
-
-    def __post_init__(self) -> None:
-        self.quota = self.policy.new_execution(self.caller.owner)
-
-    async def report(self) -> None:
-        """Tell the client how far the execution is (best effort: never fails the run)."""
-        if self.progress is None:
-            return
-        with anyio.CancelScope(shield=True):  # a progress message is never half sent
-            try:
-                await self.progress(self.calls, max(time.time() - self.began_at, 0.0))
-            except Exception:  # a client gone away must not fail the run
-                log.debug("progress notification failed", exc_info=True)
-
-    async def heartbeat(self) -> None:
-        """Report progress every PROGRESS_SECONDS until cancelled."""
-        while True:
-            await anyio.sleep(PROGRESS_SECONDS)
-            await self.report()
-
-
 class ToolCalls:
     """The tool-call pipeline over a pool of children, under each run's policy, redacted and audited."""
 
@@ -193,10 +87,9 @@ class ToolCalls:
         catalog: Callable[[], Catalog],
         telemetry: Telemetry | None = None,
     ) -> None:
+        self._pipeline = Pipeline(pool, redactor, audit, telemetry)
         self._pool = pool
-        self._telemetry = telemetry or Telemetry()
         self._redactor = redactor
-        self._audit = audit
         self._catalog = catalog  # the current catalog, for a lazy child's first listing
 
     async def call(self, run: Run, name: str, arguments: dict[str, Any]) -> Any:
@@ -208,19 +101,18 @@ class ToolCalls:
         """Admit a call now (see `admit`); return what completes it, for a call run side by side."""
         return partial(self.complete, await self.admit(run, name, arguments))
 
-    async def admit(self, run: Run, name: str, arguments: dict[str, Any]) -> AdmittedCall:
+    async def admit(self, run: Run, name: str, arguments: dict[str, Any]) -> Call:
         """Steps 0-6: the call as the child will get it, once it may be made; or the refusal.
 
         Calls a snippet runs side by side are admitted one at a time, in the order it made them, so
         quotas count exactly and the user is asked about one call at a time."""
-        call = AdmittedCall(run, name, wire=arguments)
+        call = self._pipeline.start(run, name, arguments)
         answer, run.answer = run.answer, None  # the first call of a resumed round takes it, or no one
-        call.span = self._telemetry.tool_call_started(run.span, run.execution_id)
         try:
-            self._refuse_secrets("a tool name", name)
+            self._pipeline.refuse_secrets("a tool name", name)
             call.entry = await self._resolve(run.catalog, name)
-            call.wire = await _bounded_work(
-                arguments, self._checked_arguments, run.policy, call.entry, arguments
+            call.wire = await bounded_work(
+                not small(arguments), self._checked_arguments, run.policy, call.entry, arguments
             )
             await run.quota.acquire(call.entry)
             if run.policy.needs_approval(call.entry):
@@ -235,10 +127,10 @@ class ToolCalls:
                 _raise_unless_approved(call.entry.qualified, call.approval)
             return call
         except BaseException as exc:
-            await self._finish(call, self._redacted(exc))
+            await self._pipeline.finish(call, self._pipeline.redacted(exc))
             raise
 
-    async def complete(self, call: AdmittedCall) -> Any:
+    async def complete(self, call: Call) -> Any:
         """Steps 7-10 of an admitted call: the child's answer as the snippet's value, redacted."""
         if call.run.middleware:
             value = await self._complete(call, partial(self._through_middleware, raw=False))
@@ -249,16 +141,14 @@ class ToolCalls:
             shapes.observe(call.entry, value)  # bounded work: a few items of each list, a few levels
         return value
 
-    async def complete_raw(self, call: AdmittedCall) -> types.CallToolResult:
+    async def complete_raw(self, call: Call) -> types.CallToolResult:
         """Steps 7, 9 and 10 of an admitted call: the child's CallToolResult itself, redacted (or, if
         a middleware returned another value, that value as a result)."""
         if call.run.middleware:
             return await self._complete(call, partial(self._through_middleware, raw=True))
         return await self._complete(call, partial(self._from_child, convert=self._redacted_result))
 
-    async def _complete(
-        self, call: AdmittedCall, answer: Callable[[AdmittedCall, CatalogEntry], Awaitable[T]]
-    ) -> T:
+    async def _complete(self, call: Call, answer: Callable[[Call, CatalogEntry], Awaitable[T]]) -> T:
         if call.entry is None:
             raise RuntimeError("complete() takes a call that admit() returned")
         failure: BaseException | None = None
@@ -268,34 +158,31 @@ class ToolCalls:
                 failure = ToolCallError(f"{call.entry.qualified} answered with an error (isError)")
             return answered
         except BaseException as exc:
-            failure = self._redacted(exc)
+            failure = self._pipeline.redacted(exc)
             raise
         finally:
-            await self._finish(call, failure)
+            await self._pipeline.finish(call, failure)
 
     async def _from_child(
-        self, call: AdmittedCall, entry: CatalogEntry, convert: Callable[[types.CallToolResult], T]
+        self, call: Call, entry: CatalogEntry, convert: Callable[[types.CallToolResult], T]
     ) -> T:
         """Steps 7 (child) and 8: the child's answer, converted by `convert` (which redacts)."""
         result = await self._child(call, entry)
         call.answered_error = bool(result.is_error)  # a snippet gets it as a ToolError (step 8)
-        return await _bounded_work(_payload(result), convert, result)
+        return await bounded_work(not small(_payload(result)), convert, result)
 
-    async def _child(self, call: AdmittedCall, entry: CatalogEntry) -> types.CallToolResult:
-        try:
-            with self._telemetry.calling(call.span):  # the child's trace context descends from it
-                return await self._pool.call_tool(entry.server_name, entry.tool_name, call.wire)
-        except ChildUnavailable as exc:
-            raise ToolCallError(str(exc)) from exc
+    async def _child(self, call: Call, entry: CatalogEntry) -> types.CallToolResult:
+        request = self._pool.call_tool(entry.server_name, entry.tool_name, call.wire)
+        return await self._pipeline.child(call, request)
 
-    async def _through_middleware(self, call: AdmittedCall, entry: CatalogEntry, *, raw: bool) -> Any:
+    async def _through_middleware(self, call: Call, entry: CatalogEntry, *, raw: bool) -> Any:
         """Step 7 with the run's middleware around the child: what the outermost returns, redacted
         again (step 9); for an exposed tool (`raw`), the child's own result if it was passed on."""
         run = call.run
         child: list[types.CallToolResult] = []  # its answer, once the call reached it
         inner: list[Any] = []  # the value the innermost middleware got, or the error it raised
 
-        async def innermost(final: Call, passage: Passage) -> Any:
+        async def innermost(final: SeenCall, passage: Passage) -> Any:
             if passage.changed_by is not None:  # checked again: a middleware is no way around policy
                 call.middleware = passage.changed_by  # named in the audit record if they are refused
                 call.wire = await self._rechecked(run.policy, entry, final.arguments, passage.changed_by)
@@ -304,14 +191,14 @@ class ToolCalls:
             child.append(result)
             call.answered_error = bool(result.is_error)
             try:
-                inner.append(await _bounded_work(_payload(result), self._value_of, result))
+                inner.append(await bounded_work(not small(_payload(result)), self._value_of, result))
             except ToolCallError as exc:  # isError: the middleware sees the snippet's ToolError
                 inner.append(exc)
                 raise
             return inner[0]
 
         caller = run.caller
-        seen = Call(
+        seen = SeenCall(
             entry.qualified,
             entry.server_name,
             call.wire,
@@ -331,7 +218,7 @@ class ToolCalls:
         if inner and value is inner[0]:  # passed on unchanged: already redacted (step 9)
             return self._redacted_result(child[0]) if raw else value
         call.answered_error = False  # what a middleware returned instead is the call's answer
-        value = await _bounded_work(value, self._redactor.redact_json, value)
+        value = await bounded_work(not small(value), self._redactor.redact_json, value)
         return _as_result(value) if raw else value
 
     async def _rechecked(
@@ -342,52 +229,15 @@ class ToolCalls:
         # A copy of its own: what is checked is what the child gets, whatever the middleware does next.
         arguments = {python_names.get(name, name): value for name, value in copy.deepcopy(wire).items()}
         try:
-            return await _bounded_work(arguments, self._checked_arguments, policy, entry, arguments)
+            return await bounded_work(not small(arguments), self._checked_arguments, policy, entry, arguments)
         except ToolCallError as exc:
             exc.args = (f"{exc} (in the arguments as middleware {changed_by} changed them)",)
             raise
-
-    def _redacted(self, exc: BaseException) -> BaseException:
-        """A refusal's text as the snippet may read it (step 9, for errors)."""
-        if isinstance(exc, ToolCallError):
-            exc.args = (self._redactor.redact(str(exc)),)
-        return exc
 
     def _redacted_result(self, result: types.CallToolResult) -> types.CallToolResult:
         """A secret the gateway expanded never reaches the snippet, in a result or a child's error text."""
         dumped = result.model_dump(mode="json", by_alias=True, exclude_none=True)
         return types.CallToolResult.model_validate(self._redactor.redact_json(dumped))
-
-    async def _finish(self, call: AdmittedCall, failure: BaseException | None) -> None:
-        """Step 10, whatever happened: the metrics and the span, the progress report, the audit record."""
-        run = call.run
-        run.calls += 1
-        self._telemetry.tool_call_finished(
-            call.span, call.started, failure, call.entry, call.approval, call.answered_error
-        )
-        await run.report()
-        if self._audit is not None:
-            ms = round((time.monotonic() - call.started) * 1000, 3)
-            name, wire, approval, middleware = call.name, call.wire, call.approval, call.middleware
-            resolved = call.entry is not None  # a name that resolved to nothing: recorded tersely
-            write = partial(
-                self._audit.record,
-                lambda audit: audit.tool_call(
-                    run.execution_id,
-                    name,
-                    wire,
-                    ms=ms,
-                    error=failure,
-                    approval=approval,
-                    caller=run.caller,
-                    middleware=middleware,
-                    resolved=resolved,
-                ),
-            )
-            # Redacting, measuring and digesting large arguments is work the event loop never does;
-            # shielded, so that a cancelled call is still recorded.
-            with anyio.CancelScope(shield=True):
-                await _bounded_work(wire, write)
 
     def read_catalog(
         self,
@@ -414,22 +264,11 @@ class ToolCalls:
             ]
         }
 
-    def _refuse_secrets(self, what: str, value: Any) -> None:
-        """End the run if `value` holds a secret; `what` says where, never echoing the value itself."""
-        label = self._redactor.secret_in(value)
-        if label is not None:
-            held = label.strip("[]").replace("REDACTED:", "the value of ").replace("REDACTED", "a secret")
-            raise SecretInArguments(
-                f"{what} carried {held}, which the gateway keeps from snippets and tools; the execution "
-                "was ended. Children get their secrets from the config (env, headers), never through "
-                "a snippet."
-            )
-
     def _checked_arguments(
         self, policy: Policy, entry: CatalogEntry, arguments: dict[str, Any]
     ) -> dict[str, Any]:
         """Steps 0 (arguments) and 2-4: what the child will get, or the refusal."""
-        self._refuse_secrets(f"the arguments of {entry.qualified}", arguments)
+        self._pipeline.refuse_secrets(f"the arguments of {entry.qualified}", arguments)
         policy.check_access(entry)
         wire = prepare_arguments(entry, arguments)
         policy.check_arguments(entry, wire)
@@ -459,32 +298,6 @@ class ToolCalls:
         self._pool.start(server.name)
         await self._pool.wait_child(server.name)  # the host's per-call timeout bounds this wait
         return self._catalog()
-
-
-async def _bounded_work(payload: object, work: Callable[..., T], *args: Any) -> T:
-    """`work(*args)` on the event loop when `payload` is small, else on a worker thread."""
-    if _small(payload):
-        return work(*args)
-    return await anyio.to_thread.run_sync(work, *args)
-
-
-def _small(value: object) -> bool:
-    """Whether a JSON-like value is within the event loop's budget; stops counting past it."""
-    nodes, chars, todo = 0, 0, [value]
-    while todo:
-        item = todo.pop()
-        nodes += 1
-        if isinstance(item, str):
-            chars += len(item)
-        elif isinstance(item, dict):
-            mapping = cast("dict[str, Any]", item)
-            todo.extend(mapping.values())
-            chars += sum(len(key) for key in mapping)
-        elif isinstance(item, list | tuple):
-            todo.extend(cast("list[Any]", item))
-        if nodes > LOOP_WORK_NODES or chars > LOOP_WORK_CHARS:
-            return False
-    return True
 
 
 def _as_result(value: Any) -> types.CallToolResult:

@@ -46,7 +46,8 @@ from packaging.utils import canonicalize_name
 from wasmtime.component import Linker
 
 from gateway import ExecutionResult, Sandbox, SandboxLimits
-from gateway.calls._tool_calls import Run, ToolCalls
+from gateway.calls._pipeline import Run
+from gateway.calls._tool_calls import ToolCalls
 from gateway.catalog import (
     Catalog,
     SearchCase,

@@ -19,9 +19,9 @@ from gateway import PolicyDenied, QuotaExceeded, SecretInArguments, ToolCallErro
 from gateway.audit import AuditLog
 from gateway.calls import _resources as resources_module
 from gateway.calls._gateway import Gateway
+from gateway.calls._pipeline import Run
 from gateway.calls._pool import child_pool, gateway_secrets
 from gateway.calls._resources import MAX_PAGES, ResourceReads
-from gateway.calls._tool_calls import Run
 from gateway.catalog import Catalog
 from gateway.children import ChildPool
 from gateway.config import parse_config

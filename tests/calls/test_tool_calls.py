@@ -14,7 +14,8 @@ from mcp import types
 from gateway import PolicyDenied, QuotaExceeded, SecretInArguments, ToolCallError
 from gateway.audit import AuditLog, Caller
 from gateway.calls import _tool_calls as tool_calls_module
-from gateway.calls._tool_calls import PausedCallAnswer, Run, ToolCalls, wire_digest
+from gateway.calls._pipeline import PausedCallAnswer, Run
+from gateway.calls._tool_calls import ToolCalls, wire_digest
 from gateway.catalog import Catalog, ObservedShapes
 from gateway.catalog._shapes import MemoryShapeStore
 from gateway.children import ChildPool
