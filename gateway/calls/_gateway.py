@@ -20,13 +20,13 @@ from gateway.calls._approvals import Approvals, Inline
 from gateway.calls._catalogs import Catalogs, searched
 from gateway.calls._executions import Executions
 from gateway.calls._exposed import ExposedTool, Exposure, PausedToolCall
-from gateway.calls._pipeline import Call, PausedCallAnswer, Progress, Run
+from gateway.calls._pipeline import Call, Execution, PausedCallAnswer, Progress
 from gateway.calls._pool import child_pool, child_settings, gateway_secrets
 from gateway.calls._resources import ResourceReads
 from gateway.calls._resume import (
     JOURNAL_BYTES_PER_STATE_BYTE,
     ApprovalNeeded,
-    PausedRun,
+    PausedExecution,
     SpentStates,
     as_refusal,
 )
@@ -83,7 +83,7 @@ class Gateway(AsyncContextManagerMixin):
         self.stores = Stores.of(config.state)
         self.policies = Policies(config.policy, windows=self.stores.rates)
         self.policy = self.policies.base  # the policy of a caller no role names
-        # The team's middleware (imported as the config was validated); each run takes the current one.
+        # The team's middleware (imported as the config was validated); each execution takes the current one.
         self.middleware = Chain.load(config.middleware, config.middleware_timeout_seconds)
         self.redactor = Redactor(gateway_secrets(config))
         self._audit: AuditLog | None = None
@@ -165,8 +165,8 @@ class Gateway(AsyncContextManagerMixin):
 
     def apply_config(self, config: GatewayConfig, lock: CatalogLock | None) -> PoolChanges:
         """Serve `config` from now on (a reload: validated, and holding only what applies live; see
-        `gateway/reload/`). New executions get its policy and catalog; a run in flight keeps those it
-        started with (its Run holds them). Children are started, stopped or replaced one by one."""
+        `gateway/reload/`). New executions get its policy and catalog; an execution in flight keeps those it
+        started with (its Execution holds them). Children are started, stopped or replaced one by one."""
         self.redactor.add(gateway_secrets(config))  # first: a new child's secret is never shown
         if config.policy != self.config.policy:
             shared = self.stores.rates if self.stores.shared is not None else None  # local ones start over
@@ -261,12 +261,12 @@ class Gateway(AsyncContextManagerMixin):
         rounds, a call needing approval answers ApprovalNeeded, and the client retries with `resume`,
         which admits the same call again with the user's answer (there is no snippet to replay)."""
         if isinstance(approvals, Inline):
-            run = self._new_run(new_execution_id(), approvals.approver, None, identity, client)
-            call = await self._tool_calls.admit(run, tool.entry.qualified, arguments)
+            execution = self._new_execution(new_execution_id(), approvals.approver, None, identity, client)
+            call = await self._tool_calls.admit(execution, tool.entry.qualified, arguments)
             return await self._complete_exposed(tool, call)
         resume = approvals.resume
         if resume is None:
-            run = self._new_run(new_execution_id(), pause_for_approval, None, identity, client)
+            execution = self._new_execution(new_execution_id(), pause_for_approval, None, identity, client)
         else:
             paused = PausedToolCall.load(resume.state)
             try:
@@ -277,12 +277,14 @@ class Gateway(AsyncContextManagerMixin):
                     "this approval was already used: an approval answers one call. Call the tool again "
                     "to be asked again"
                 ) from None
-            run = self._new_run(paused.execution_id, pause_for_approval, None, identity, client)
-            run.answer = PausedCallAnswer(resume.answer, paused.tool, paused.arguments_digest)
+            execution = self._new_execution(paused.execution_id, pause_for_approval, None, identity, client)
+            execution.answer = PausedCallAnswer(resume.answer, paused.tool, paused.arguments_digest)
         try:
-            call = await self._tool_calls.admit(run, tool.entry.qualified, arguments)
+            call = await self._tool_calls.admit(execution, tool.entry.qualified, arguments)
         except ApprovalRequired as pause:
-            state = PausedToolCall(run.execution_id, pause.tool, wire_digest(pause.arguments, pause.callee))
+            state = PausedToolCall(
+                execution.execution_id, pause.tool, wire_digest(pause.arguments, pause.callee)
+            )
             return ApprovalNeeded(pause.tool, pause.arguments, state.dump())
         return await self._complete_exposed(tool, call)
 
@@ -391,45 +393,51 @@ class Gateway(AsyncContextManagerMixin):
         cancelled_as: Callable[[], ExecutionFailed] = cancelled_error,
     ) -> ExecutionResult | ApprovalNeeded:
         """Run a snippet whose tool calls reach the children. Inline, the approver asks the user while
-        a call waits; in rounds (MCP 2026-07-28), a call needing approval pauses the run
+        a call waits; in rounds (MCP 2026-07-28), a call needing approval pauses the execution
         (ApprovalNeeded), and `resume` replays it to that call without touching a child, then runs
         on. `identity` (an authenticated HTTP caller) picks the policy's roles and is named in the
-        audit log. `limits` replaces the sandbox's for this run (a background execution's);
+        audit log. `limits` replaces the sandbox's for this execution (a background execution's);
         `cancelled_as` says in the audit log why a cancelled run ended."""
         sandbox = await self._ready_sandbox()
         if isinstance(approvals, Inline):
-            run = self._new_run(new_execution_id(), approvals.approver, progress, identity, client)
+            execution = self._new_execution(
+                new_execution_id(), approvals.approver, progress, identity, client
+            )
             result, _ = await self._executions.execute(
-                sandbox, code, run, timeout, limits=limits, cancelled_as=cancelled_as
+                sandbox, code, execution, timeout, limits=limits, cancelled_as=cancelled_as
             )
             return result
         resume = approvals.resume
         journal_cap = self.config.approvals.max_state_bytes * JOURNAL_BYTES_PER_STATE_BYTE
         if resume is None:
-            run = self._new_run(new_execution_id(), pause_for_approval, progress, identity, client)
+            execution = self._new_execution(
+                new_execution_id(), pause_for_approval, progress, identity, client
+            )
             journal, round_number = HostJournal(max_bytes=journal_cap), 1
         else:
             try:
-                paused = PausedRun.load(resume.state)
+                paused = PausedExecution.load(resume.state)
                 paused.check(code, sandbox.component_sha256)
                 await self._spent_states.spend(paused.nonce)
             except (ResumeRefused, StateUnavailable) as exc:
                 self.telemetry.approval_refused()
                 refused = ExecutionResult(ok=False, error=ErrorInfo.from_exception(as_refusal(exc)))
-                run = self._new_run(new_execution_id(), no_approver, None, identity, client)
-                self._executions.record(run, code, refused, sandbox, timeout)
+                execution = self._new_execution(new_execution_id(), no_approver, None, identity, client)
+                self._executions.record(execution, code, refused, sandbox, timeout)
                 return refused
-            run = self._new_run(paused.execution_id, pause_for_approval, progress, identity, client)
-            run.answer = PausedCallAnswer(resume.answer, paused.shown_tool, paused.shown_digest)
-            run.began_at = paused.began_at
-            run.quota.restore(paused.quota)
+            execution = self._new_execution(
+                paused.execution_id, pause_for_approval, progress, identity, client
+            )
+            execution.answer = PausedCallAnswer(resume.answer, paused.shown_tool, paused.shown_digest)
+            execution.began_at = paused.began_at
+            execution.quota.restore(paused.quota)
             journal, round_number = paused.journal(journal_cap), paused.round + 1
         result, state = await self._executions.execute(
-            sandbox, code, run, timeout, journal=journal, round_number=round_number
+            sandbox, code, execution, timeout, journal=journal, round_number=round_number
         )
-        if run.paused is None or state is None:
+        if execution.paused is None or state is None:
             return result
-        return ApprovalNeeded(run.paused.tool, run.paused.arguments, state)
+        return ApprovalNeeded(execution.paused.tool, execution.paused.arguments, state)
 
     async def _ready_sandbox(self) -> Sandbox:
         await self.sandbox()
@@ -437,14 +445,14 @@ class Gateway(AsyncContextManagerMixin):
         await self._pool.wait_ready(timeout=self.config.startup_timeout_seconds)
         return await self.sandbox()  # the one in force now: a reload may have replaced it meanwhile
 
-    def _new_run(
+    def _new_execution(
         self,
         execution_id: str,
         approver: Approver,
         progress: Progress | None,
         identity: Identity | None,
         client: types.Implementation | None,
-    ) -> Run:
+    ) -> Execution:
         policy = self.policies.for_caller(identity)
         caller = Caller(
             principal=identity.principal if identity else None,
@@ -454,4 +462,6 @@ class Gateway(AsyncContextManagerMixin):
             client_name=client.name if client else None,
             client_version=client.version if client else None,
         )
-        return Run(execution_id, self.catalog(policy), policy, approver, progress, caller, self.middleware)
+        return Execution(
+            execution_id, self.catalog(policy), policy, approver, progress, caller, self.middleware
+        )

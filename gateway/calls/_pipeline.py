@@ -47,11 +47,11 @@ __all__ = [
     "PROGRESS_SECONDS",
     "Call",
     "CallKind",
+    "Execution",
     "PausedCallAnswer",
     "Pipeline",
     "Progress",
     "ResourceNames",
-    "Run",
     "bounded_work",
     "small",
 ]
@@ -88,7 +88,7 @@ class PausedCallAnswer:
 
 
 @dataclass
-class Run:
+class Execution:
     """What one execution's calls share: its id, the catalog and policy it started with (the
     caller's, under `policy.roles`), its quota, approver, and who asked for it."""
 
@@ -143,7 +143,7 @@ class ResourceNames:
 class Call:
     """One call of an execution, of one kind, from its first step to its finish."""
 
-    run: Run
+    execution: Execution
     name: str  # as the snippet wrote it (for a resource request: `server:uri`)
     wire: dict[str, Any]  # the arguments as the child gets them, once checked
     kind: CallKind = "tools/call"
@@ -172,10 +172,12 @@ class Pipeline:
         self.telemetry = telemetry or Telemetry()
         self._audit = audit
 
-    def start(self, run: Run, name: str, wire: dict[str, Any], kind: CallKind = "tools/call") -> Call:
+    def start(
+        self, execution: Execution, name: str, wire: dict[str, Any], kind: CallKind = "tools/call"
+    ) -> Call:
         """A call's first step: its value, and its span under the execution's."""
-        call = Call(run, name, wire, kind)
-        call.span = self.telemetry.tool_call_started(run.span, run.execution_id, kind)
+        call = Call(execution, name, wire, kind)
+        call.span = self.telemetry.tool_call_started(execution.span, execution.execution_id, kind)
         return call
 
     def refuse_secrets(self, what: str, value: Any) -> None:
@@ -206,12 +208,12 @@ class Pipeline:
 
     async def finish(self, call: Call, failure: BaseException | None) -> None:
         """Step 10, whatever happened: the metric and the span, the progress report, the audit record."""
-        run = call.run
-        run.calls += 1
+        execution = call.execution
+        execution.calls += 1
         self.telemetry.tool_call_finished(
             call.span, call.started, failure, call.resolved, call.approval, call.answered_error
         )
-        await run.report()
+        await execution.report()
         if self._audit is None:
             return
         ms = round((time.monotonic() - call.started) * 1000, 3)
@@ -220,13 +222,13 @@ class Pipeline:
         write = partial(
             self._audit.record,
             lambda audit: audit.tool_call(
-                run.execution_id,
+                execution.execution_id,
                 call.name,
                 call.wire,
                 ms=ms,
                 error=failure,
                 approval=call.approval,
-                caller=run.caller,
+                caller=execution.caller,
                 middleware=call.middleware,
                 resolved=resolved,
             ),

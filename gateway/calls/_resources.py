@@ -6,8 +6,8 @@ A resource request is a kind of call (`_pipeline.py`) that skips the steps it do
    parse       the URI in its canonical form (`policy.canonical_uri`): what the policy judges and the
                child gets are one string; a URI with no single meaning (a percent-escape of `/`, a
                `..` segment) is refused
-0. secrets     a server name or URI holding a value the gateway keeps secret ends the run
-1. resolve     the server in the run's catalog (unknown: a did-you-mean; blocked by a policy typo: why)
+0. secrets     a server name or URI holding a value the gateway keeps secret ends the execution
+1. resolve     the server in the execution's catalog (unknown: a did-you-mean; blocked by a policy typo: why)
 2. access      a hidden resource is unknown; deny and allow refuse a read, naming the rule (the list
                leaves hidden entries out and marks denied ones, as search_docs marks denied tools)
 5. quota       each list or read counts one call toward `policy.max_tool_calls`, once 0-2 passed
@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 from mcp import types
 
 from gateway.audit import AuditLog
-from gateway.calls._pipeline import Call, Pipeline, ResourceNames, Run, bounded_work
+from gateway.calls._pipeline import Call, Execution, Pipeline, ResourceNames, bounded_work
 from gateway.catalog import Catalog, CatalogServer, resource_contents_value
 from gateway.children import ChildPool
 from gateway.errors import ToolCallError
@@ -71,7 +71,7 @@ class _Request:
 
 
 class ResourceReads:
-    """The resource requests of snippets, over a pool of children, under each run's policy, redacted and
+    """The resource requests of snippets, over a pool of children, under each execution's policy, redacted and
     audited."""
 
     def __init__(
@@ -81,30 +81,30 @@ class ResourceReads:
         self._pool = pool
         self._redactor = redactor
 
-    async def answer(self, run: Run, payload: dict[str, Any]) -> Any:
+    async def answer(self, execution: Execution, payload: dict[str, Any]) -> Any:
         """Answer `{"server": s, "op": "list"}` or `{"server": s, "op": "read", "uri": u}` for the snippet
-        of `run`. A list is `{"resources": [...], "templates": [...]}` (and `truncated`, saying why, when
+        of `execution`. A list is `{"resources": [...], "templates": [...]}` (`truncated` says why, when
         cut); a read is `{"uri": u, "contents": [...]}`. Raises ToolCallError, with any secret redacted."""
         # A resumed round's answer belongs to its first call, the paused tool call: never to a later one.
-        run.answer = None
+        execution.answer = None
         kind = "resources/list" if payload.get("op") == "list" else "resources/read"
-        call = self._pipeline.start(run, "resources:?", {}, kind)
+        call = self._pipeline.start(execution, "resources:?", {}, kind)
         failure: BaseException | None = None
         try:
             request = _parse(payload)
             call.name, call.wire = request.name, request.arguments
             # 0: a child could echo a secret back, its place marked
             self._pipeline.refuse_secrets("a resource request", [request.server, request.uri])
-            server = _resolve(run.catalog, request.server)
+            server = _resolve(execution.catalog, request.server)
             call.name = f"{server.identifier}:{request.uri or _LIST}"
             call.resource = ResourceNames(server.name, request.uri or _LIST, call.name)
             if request.uri is None:
-                run.quota.acquire_name(call.name)
+                execution.quota.acquire_name(call.name)
                 return await self._listing(call, server)
-            if not run.policy.resource_visible(server.identifier, request.uri):
+            if not execution.policy.resource_visible(server.identifier, request.uri):
                 raise ToolCallError(_unknown_resource(server, request.uri))
-            run.policy.check_resource(server.identifier, request.uri)
-            run.quota.acquire_name(call.name)
+            execution.policy.check_resource(server.identifier, request.uri)
+            execution.quota.acquire_name(call.name)
             return await self._read(call, server, request.uri)
         except BaseException as exc:
             failure = self._pipeline.redacted(exc)
@@ -114,7 +114,7 @@ class ResourceReads:
 
     async def _listing(self, call: Call, server: CatalogServer) -> dict[str, Any]:
         """Steps 7-9 of a list: every page of resources and of templates, less the hidden ones."""
-        policy = call.run.policy
+        policy = call.execution.policy
         notes: list[str] = []
 
         async def resources(cursor: str | None) -> tuple[list[types.Resource], str | None]:
@@ -163,7 +163,7 @@ class ResourceReads:
 
     async def _read(self, call: Call, server: CatalogServer, uri: str) -> dict[str, Any]:
         """Steps 7-9 of a read: the child's contents as the snippet receives them, redacted."""
-        policy = call.run.policy
+        policy = call.execution.policy
         result = await self._pipeline.child(call, self._pool.read_resource(server.name, uri))
         if result is None:  # the child has no such resource: the same words as for a hidden one
             raise ToolCallError(_unknown_resource(server, uri))
@@ -214,7 +214,7 @@ def _parse(payload: dict[str, Any]) -> _Request:
 
 
 def _resolve(catalog: Catalog, name: str) -> CatalogServer:
-    """The server `name` names in the run's catalog (Python or original name), or why none can serve."""
+    """The server `name` names in the execution's catalog (Python or original name), or why none can serve."""
     server = catalog.server(name)
     if server is None:
         offering = [s.identifier for s in catalog.servers if s.resources]

@@ -3,7 +3,7 @@
 A tool call is the kind of call (`_pipeline.py`) that goes through every step; `ToolCalls.call`
 states their order for it:
 
-0. secrets     a name or arguments holding a value the gateway keeps secret end the run, before
+0. secrets     a name or arguments holding a value the gateway keeps secret end the execution, before
                anything could echo them back with the secret's place marked
 1. resolve     the name in the execution's catalog (an idle lazy child that never listed is started)
 2. access      hidden tools are unknown; deny, allow and read_only refuse, before a schema is described
@@ -12,7 +12,7 @@ states their order for it:
 5. quota       per-execution counts and the shared rate windows, counted only once 0-4 passed
 6. approval    a human approves the exact call, where the policy asks for it; on 2026-07-28 the
                run pauses here instead (ApprovalRequired), the call's quota given back, until the
-               client has asked the user and the run resumes in a later round, whose first call
+               client has asked the user and the execution resumes in a later round, whose first call
                (the paused one, replayed to) alone gets the answer
 7. middleware  the team's own code (`middleware`, first listed outermost) around 7-9: it sees the call
                as checked (wire arguments), may change the arguments (checked again: 0, 3 and 4, so
@@ -38,7 +38,7 @@ from typing import Any, TypeVar, cast
 from mcp import types
 
 from gateway.audit import AuditLog
-from gateway.calls._pipeline import Call, PausedCallAnswer, Pipeline, Run, bounded_work, small
+from gateway.calls._pipeline import Call, Execution, PausedCallAnswer, Pipeline, bounded_work, small
 from gateway.catalog import (
     DEFAULT_MAX_QUERY_CHARS,
     Catalog,
@@ -77,7 +77,7 @@ def callee_of(entry: CatalogEntry) -> str:
 
 
 class ToolCalls:
-    """The tool-call pipeline over a pool of children, under each run's policy, redacted and audited."""
+    """The tool-call pipeline over a pool of children, under each execution's policy, redacted and audited."""
 
     def __init__(
         self,
@@ -92,38 +92,45 @@ class ToolCalls:
         self._redactor = redactor
         self._catalog = catalog  # the current catalog, for a lazy child's first listing
 
-    async def call(self, run: Run, name: str, arguments: dict[str, Any]) -> Any:
-        """Call `name` for the snippet of `run`; raises ToolCallError, with any secret redacted."""
-        admitted = await self.admit(run, name, arguments)
+    async def call(self, execution: Execution, name: str, arguments: dict[str, Any]) -> Any:
+        """Call `name` for the snippet of `execution`; raises ToolCallError, with any secret redacted."""
+        admitted = await self.admit(execution, name, arguments)
         return await self.complete(admitted)
 
-    async def prepare(self, run: Run, name: str, arguments: dict[str, Any]) -> Callable[[], Awaitable[Any]]:
+    async def prepare(
+        self, execution: Execution, name: str, arguments: dict[str, Any]
+    ) -> Callable[[], Awaitable[Any]]:
         """Admit a call now (see `admit`); return what completes it, for a call run side by side."""
-        return partial(self.complete, await self.admit(run, name, arguments))
+        return partial(self.complete, await self.admit(execution, name, arguments))
 
-    async def admit(self, run: Run, name: str, arguments: dict[str, Any]) -> Call:
+    async def admit(self, execution: Execution, name: str, arguments: dict[str, Any]) -> Call:
         """Steps 0-6: the call as the child will get it, once it may be made; or the refusal.
 
         Calls a snippet runs side by side are admitted one at a time, in the order it made them, so
         quotas count exactly and the user is asked about one call at a time."""
-        call = self._pipeline.start(run, name, arguments)
-        answer, run.answer = run.answer, None  # the first call of a resumed round takes it, or no one
+        call = self._pipeline.start(execution, name, arguments)
+        answer, execution.answer = (
+            execution.answer,
+            None,
+        )  # the first call of a resumed round takes it, or no one
         try:
             self._pipeline.refuse_secrets("a tool name", name)
-            call.entry = await self._resolve(run.catalog, name)
+            call.entry = await self._resolve(execution.catalog, name)
             call.wire = await bounded_work(
-                not small(arguments), self._checked_arguments, run.policy, call.entry, arguments
+                not small(arguments), self._checked_arguments, execution.policy, call.entry, arguments
             )
-            await run.quota.acquire(call.entry)
-            if run.policy.needs_approval(call.entry):
+            await execution.quota.acquire(call.entry)
+            if execution.policy.needs_approval(call.entry):
                 if answer is not None:
                     call.approval = _answer_for(answer, call.entry, call.wire)
                 else:
-                    call.approval = await run.approver(call.entry.qualified, call.wire)
+                    call.approval = await execution.approver(call.entry.qualified, call.wire)
                 if call.approval == "pending":
-                    await run.quota.release(call.entry)  # asked again when the run resumes
-                    run.paused = ApprovalRequired(call.entry.qualified, call.wire, callee_of(call.entry))
-                    raise run.paused
+                    await execution.quota.release(call.entry)  # asked again when the execution resumes
+                    execution.paused = ApprovalRequired(
+                        call.entry.qualified, call.wire, callee_of(call.entry)
+                    )
+                    raise execution.paused
                 _raise_unless_approved(call.entry.qualified, call.approval)
             return call
         except BaseException as exc:
@@ -132,11 +139,11 @@ class ToolCalls:
 
     async def complete(self, call: Call) -> Any:
         """Steps 7-10 of an admitted call: the child's answer as the snippet's value, redacted."""
-        if call.run.middleware:
+        if call.execution.middleware:
             value = await self._complete(call, partial(self._through_middleware, raw=False))
         else:
             value = await self._complete(call, partial(self._from_child, convert=self._value_of))
-        shapes = call.run.catalog.shapes
+        shapes = call.execution.catalog.shapes
         if shapes is not None and call.entry is not None:
             shapes.observe(call.entry, value)  # bounded work: a few items of each list, a few levels
         return value
@@ -144,7 +151,7 @@ class ToolCalls:
     async def complete_raw(self, call: Call) -> types.CallToolResult:
         """Steps 7, 9 and 10 of an admitted call: the child's CallToolResult itself, redacted (or, if
         a middleware returned another value, that value as a result)."""
-        if call.run.middleware:
+        if call.execution.middleware:
             return await self._complete(call, partial(self._through_middleware, raw=True))
         return await self._complete(call, partial(self._from_child, convert=self._redacted_result))
 
@@ -176,16 +183,18 @@ class ToolCalls:
         return await self._pipeline.child(call, request)
 
     async def _through_middleware(self, call: Call, entry: CatalogEntry, *, raw: bool) -> Any:
-        """Step 7 with the run's middleware around the child: what the outermost returns, redacted
+        """Step 7 with the execution's middleware around the child: what the outermost returns, redacted
         again (step 9); for an exposed tool (`raw`), the child's own result if it was passed on."""
-        run = call.run
+        execution = call.execution
         child: list[types.CallToolResult] = []  # its answer, once the call reached it
         inner: list[Any] = []  # the value the innermost middleware got, or the error it raised
 
         async def innermost(final: SeenCall, passage: Passage) -> Any:
             if passage.changed_by is not None:  # checked again: a middleware is no way around policy
                 call.middleware = passage.changed_by  # named in the audit record if they are refused
-                call.wire = await self._rechecked(run.policy, entry, final.arguments, passage.changed_by)
+                call.wire = await self._rechecked(
+                    execution.policy, entry, final.arguments, passage.changed_by
+                )
                 call.middleware = None
             result = await self._child(call, entry)
             child.append(result)
@@ -197,19 +206,19 @@ class ToolCalls:
                 raise
             return inner[0]
 
-        caller = run.caller
+        caller = execution.caller
         seen = SeenCall(
             entry.qualified,
             entry.server_name,
             call.wire,
             caller.principal,
             caller.roles,
-            run.execution_id,
+            execution.execution_id,
             caller.issuer,
         )
         passage = Passage()
         try:
-            value = await run.middleware.run(seen, innermost, passage)
+            value = await execution.middleware.run(seen, innermost, passage)
         except ToolCallError as exc:
             call.middleware = passage.blamed or call.middleware
             if raw and child and inner and exc is inner[0]:  # the child's isError, passed on as it is
@@ -241,22 +250,22 @@ class ToolCalls:
 
     def read_catalog(
         self,
-        run: Run,
+        execution: Execution,
         service: str,
         payload: dict[str, Any],
         *,
         max_query_chars: int = DEFAULT_MAX_QUERY_CHARS,
     ) -> Any:
-        """What the snippet asks of its run's catalog: `@search` (a query of at most `max_query_chars`,
+        """What the snippet asks of its execution's catalog: `@search` (a query of at most `max_query_chars`,
         `search.max_query_chars`), `@docs`, or `@precheck`."""
         if service == "@precheck":
-            return self.precheck(run, payload.get("calls"))
-        return read_docs(run.catalog, service, payload, max_query_chars)
+            return self.precheck(execution, payload.get("calls"))
+        return read_docs(execution.catalog, service, payload, max_query_chars)
 
-    def precheck(self, run: Run, calls: object) -> dict[str, Any]:
+    def precheck(self, execution: Execution, calls: object) -> dict[str, Any]:
         """The snippet's literal calls (as the guest found them) checked before it runs: the refusals
         they would meet at steps 1-3, each as the call would get it, redacted."""
-        findings = precheck_calls(run.catalog, calls, access=partial(_access_refusal, run.policy))
+        findings = precheck_calls(execution.catalog, calls, access=partial(_access_refusal, execution.policy))
         return {
             "findings": [
                 {"line": finding.line, "message": self._redactor.redact(finding.message)}
@@ -319,7 +328,7 @@ def _payload(result: types.CallToolResult) -> list[Any]:
 
 def _answer_for(answer: PausedCallAnswer, entry: CatalogEntry, wire: dict[str, Any]) -> ApprovalOutcome:
     """The user's answer, if this is the call they were shown (the same tool, by the child's own names
-    too); else the run ends before any call."""
+    too); else the execution ends before any call."""
     tool = entry.qualified
     if answer.tool != tool or answer.arguments_digest != wire_digest(wire, callee_of(entry)):
         raise ResumeRefused(

@@ -11,7 +11,7 @@ the worker's cancel scope, `asyncio.run_coroutine_threadsafe` chaining an asynci
 `concurrent.futures.Future`, and a condition variable to wait on. A tool call pays for it on every
 call; here it is one `call_soon_threadsafe`, a task, and a lock the task releases
 (measured by tests/bench/host_call_levers.py). Cancellation does not depend on the worker's cancel
-scope: the host's `Execution.cancel` reaches the wait's own scope on the loop (see `_host_call`).
+scope: the host's `ExecutionState.cancel` reaches the wait's own scope on the loop (see `_host_call`).
 """
 
 from __future__ import annotations

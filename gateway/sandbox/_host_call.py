@@ -3,7 +3,7 @@
 Runs on the execution's worker thread. A tool call reaches the async tool caller on the event
 loop (`_hop.call_on_loop`, else `anyio.from_thread.run`), bounded by the per-call timeout and by
 what remains of the execution's wall budget (wasm epochs never interrupt time spent in here). A
-limit ends the execution: the error is recorded on the `Execution` and a trap unwinds the guest, so
+limit ends the execution: the error is recorded on the `ExecutionState` and a trap unwinds the guest, so
 the snippet cannot catch it. Every other refusal is a catchable `ToolError` in the snippet.
 """
 
@@ -49,7 +49,7 @@ from gateway.sandbox.limits import SandboxLimits
 from gateway.sandbox.result import ShownItem, ToolCallRecord
 
 __all__ = [
-    "Execution",
+    "ExecutionState",
     "bound_to_thread",
     "cancelled_error",
     "host_call",
@@ -96,7 +96,7 @@ class _Refused(Exception):
 
 
 @dataclass
-class Execution:
+class ExecutionState:
     """Per-execution state the host function reads and writes."""
 
     limits: SandboxLimits
@@ -548,8 +548,8 @@ _current = threading.local()
 
 
 @contextmanager
-def bound_to_thread(execution: Execution) -> Generator[Execution]:
-    """Bind an Execution to the current worker thread for the host function to find."""
+def bound_to_thread(execution: ExecutionState) -> Generator[ExecutionState]:
+    """Bind an ExecutionState to the current worker thread for the host function to find."""
     _current.execution = execution
     try:
         yield execution
@@ -561,34 +561,34 @@ def _error(kind: str, message: str) -> Variant:
     return Variant("err", json.dumps({"type": kind, "message": message}))
 
 
-def _clock(execution: Execution, _args_json: str) -> str:
+def _clock(execution: ExecutionState, _args_json: str) -> str:
     journal = execution.journal
     clock = journal.clock() if journal else {"time_ns": time.time_ns(), "monotonic_ns": time.monotonic_ns()}
     return json.dumps(clock)
 
 
-def _sleep(execution: Execution, args_json: str) -> str:
+def _sleep(execution: ExecutionState, args_json: str) -> str:
     return json.dumps(execution.sleep(_parse_json(args_json, "host service arguments")))
 
 
-def _docs(service: str) -> Callable[[Execution, str], str]:
+def _docs(service: str) -> Callable[[ExecutionState, str], str]:
     return lambda execution, args_json: execution.read_docs(service, args_json)
 
 
-HOST_SERVICES: dict[str, Callable[[Execution, str], str]] = {
+HOST_SERVICES: dict[str, Callable[[ExecutionState, str], str]] = {
     "@clock": _clock,
     "@sleep": _sleep,
     **{service: _docs(service) for service in DOCS_SERVICES},
-    "@show": Execution.show,
-    "@resources": Execution.read_resources,
-    "@start": Execution.start_call,
-    "@wait": Execution.wait_calls,
-    "@cancel": Execution.cancel_calls,
+    "@show": ExecutionState.show,
+    "@resources": ExecutionState.read_resources,
+    "@start": ExecutionState.start_call,
+    "@wait": ExecutionState.wait_calls,
+    "@cancel": ExecutionState.cancel_calls,
 }
 """The host's services by the name the guest calls them with; any other name is a tool's."""
 
 
-def _dispatch(execution: Execution, name: str, args_json: str) -> str:
+def _dispatch(execution: ExecutionState, name: str, args_json: str) -> str:
     service = HOST_SERVICES.get(name)
     if service is not None:
         return service(execution, args_json)
@@ -596,7 +596,7 @@ def _dispatch(execution: Execution, name: str, args_json: str) -> str:
     return execution.call_tool(name, args_json)
 
 
-def _answer(execution: Execution, name: str, args_json: str) -> Variant:
+def _answer(execution: ExecutionState, name: str, args_json: str) -> Variant:
     """The host's answer to one call: from the journal when resuming, else live (and journaled)."""
     if name == "@show":
         # Kept in this run whether it replays or not (a resumed run shows what it showed before the
@@ -617,7 +617,7 @@ def _answer(execution: Execution, name: str, args_json: str) -> Variant:
     return answer
 
 
-def _live_answer(execution: Execution, name: str, args_json: str) -> Variant:
+def _live_answer(execution: ExecutionState, name: str, args_json: str) -> Variant:
     try:
         return Variant("ok", _dispatch(execution, name, args_json))
     except _Refused as refused:
@@ -683,7 +683,7 @@ def _encode_for_guest(result: Any) -> str:
     return encoded
 
 
-def _unexpected(execution: Execution, name: str, exc: BaseException) -> ExecutionFailed:
+def _unexpected(execution: ExecutionState, name: str, exc: BaseException) -> ExecutionFailed:
     if execution.cancelled or type(exc).__name__ in ("CancelledError", "Cancelled"):
         execution.cancelled = True
         return cancelled_error()
@@ -697,7 +697,7 @@ def _unexpected(execution: Execution, name: str, exc: BaseException) -> Executio
 
 def host_call(_store: object, name: str, args_json: str) -> Variant:
     """The `host.call` import: never raises anything but a WasmtimeError (which traps the guest)."""
-    execution: Execution | None = getattr(_current, "execution", None)
+    execution: ExecutionState | None = getattr(_current, "execution", None)
     if execution is None:  # cannot happen through Sandbox; refuse rather than act without limits
         return _error("ToolError", "no execution is bound to this thread")
     try:

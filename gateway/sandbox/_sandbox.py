@@ -26,7 +26,7 @@ from gateway.errors import (
     SnippetError,
 )
 from gateway.sandbox._hop import WorkerThreads, asyncio_loop
-from gateway.sandbox._host_call import Execution, bound_to_thread, cancelled_error
+from gateway.sandbox._host_call import ExecutionState, bound_to_thread, cancelled_error
 from gateway.sandbox._journal import HostJournal
 from gateway.sandbox._outcome import failed_result, outcome_result
 from gateway.sandbox._parallel import CallsInFlight
@@ -144,7 +144,7 @@ class Sandbox:
         holds are replayed (a run resumed after an approval). `limits` replaces the sandbox's own for
         this one execution (a background execution's wall time and fuel)."""
         limits = limits or self.limits
-        execution = Execution(
+        execution = ExecutionState(
             limits, self.timeout_for(timeout, limits), _served(services, tool_caller), journal
         )
         execution.loop = asyncio_loop()
@@ -197,9 +197,11 @@ class Sandbox:
     ) -> ExecutionResult:
         """Run a snippet on the calling thread. Tool calls need an anyio worker thread (see `execute`)."""
         services = _served(None, tool_caller)
-        return self._execute(code, Execution(self.limits, self.timeout_for(timeout), services))
+        return self._execute(code, ExecutionState(self.limits, self.timeout_for(timeout), services))
 
-    def _execute(self, code: str, execution: Execution, used: list[Slot] | None = None) -> ExecutionResult:
+    def _execute(
+        self, code: str, execution: ExecutionState, used: list[Slot] | None = None
+    ) -> ExecutionResult:
         """Run on a free slot. `used` gets that slot, for the caller to replenish once the result has
         reached it; without `used`, the slot is replenished here, as the result is returned."""
         execution.restart_clock()  # queueing for a slot is not the snippet's time
@@ -229,7 +231,7 @@ class Sandbox:
             else:
                 used.append(slot)
 
-    def _run_in(self, slot: Slot, code: str, execution: Execution) -> ExecutionResult:
+    def _run_in(self, slot: Slot, code: str, execution: ExecutionState) -> ExecutionResult:
         store, run = slot.fresh_instance()
         if execution.limits.fuel != self.limits.fuel:
             store.set_fuel(execution.limits.fuel)
@@ -247,7 +249,7 @@ class Sandbox:
         return outcome_result(execution, outcome, self.limits, fuel=fuel)
 
     def _call_run(
-        self, store: wasmtime.Store, run: Func, code: str, execution: Execution
+        self, store: wasmtime.Store, run: Func, code: str, execution: ExecutionState
     ) -> str | ExecutionFailed:
         """The guest's outcome JSON, or why the run ended without one."""
         with bound_to_thread(execution):
@@ -261,7 +263,7 @@ class Sandbox:
                 # collection; every run a limit, a cancellation or the host ended left one.
                 return self._trap_error(execution, exc.with_traceback(None))
 
-    def _trap_error(self, execution: Execution, exc: wasmtime.WasmtimeError) -> ExecutionFailed:
+    def _trap_error(self, execution: ExecutionState, exc: wasmtime.WasmtimeError) -> ExecutionFailed:
         if execution.cancelled:
             return cancelled_error()
         error = execution.ended_by or translate_trap(str(exc), execution.limits, execution.timeout)

@@ -15,7 +15,7 @@ an idle one. Variants put back the code each lever replaced:
   uses without an asyncio loop);
 - json: `json.loads`/`json.dumps` with options per call, and the node-by-node depth walk;
 - floor: the hop alone: the call's checks as shipped, but the hop to the event loop made with no
-  cancel scope and no timeout (what `Execution.cancel` and the per-call deadline cost);
+  cancel scope and no timeout (what `ExecutionState.cancel` and the per-call deadline cost);
 - floor: no hop: the call's checks as shipped, with the echo's coroutine driven on the worker thread
   (only a tool that never suspends allows it: every child lives on the event loop), for what the hop
   costs in all;
@@ -198,7 +198,7 @@ async def measure_calls(rounds: int, calls: int) -> dict[str, list[float]]:
     with patched(_slots, define_host_call=generic_import):
         generic = make_sandbox(calls)
     ours = make_sandbox(calls)
-    no_loop: Callable[[], None] = lambda: None  # noqa: E731 - Execution then hops with anyio
+    no_loop: Callable[[], None] = lambda: None  # noqa: E731 - ExecutionState then hops with anyio
     old_json = (_host_call, {"_parse_json": old_parse_json, "_encode_for_guest": old_encode})
     variants: dict[str, tuple[Sandbox, Patches]] = {
         "all levers (as shipped)": (ours, []),
@@ -206,8 +206,8 @@ async def measure_calls(rounds: int, calls: int) -> dict[str, list[float]]:
         "hop: anyio.from_thread.run": (ours, [(_sandbox, {"asyncio_loop": no_loop})]),
         "json: per-call options, old depth walk": (ours, [old_json]),
         "none (all three replaced)": (generic, [(_sandbox, {"asyncio_loop": no_loop}), old_json]),
-        HOP_ALONE: (ours, [(_host_call.Execution, {"_wait_from_worker": hop_without_its_scope})]),
-        NO_HOP: (ours, [(_host_call.Execution, {"_wait_from_worker": no_hop})]),
+        HOP_ALONE: (ours, [(_host_call.ExecutionState, {"_wait_from_worker": hop_without_its_scope})]),
+        NO_HOP: (ours, [(_host_call.ExecutionState, {"_wait_from_worker": no_hop})]),
     }
     try:
         import orjson  # pyright: ignore[reportMissingImports]

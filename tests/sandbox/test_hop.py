@@ -15,7 +15,7 @@ import pytest
 from gateway.errors import ExecutionCancelled, ToolCallError
 from gateway.sandbox import _hop
 from gateway.sandbox._hop import WorkerThreads, asyncio_loop, call_on_loop
-from gateway.sandbox._host_call import Execution
+from gateway.sandbox._host_call import ExecutionState
 from gateway.sandbox.limits import SandboxLimits
 
 pytestmark = pytest.mark.anyio
@@ -116,7 +116,7 @@ def test_a_hop_to_a_closed_loop_is_refused_instead_of_waiting_forever() -> None:
 async def test_a_cancel_that_lands_before_the_wait_starts_on_the_loop_stops_it_before_the_call() -> None:
     # The worker checks `cancelled` before it hops; a cancel between that check and the wait's start on
     # the loop must still stop the call, not leave it running until its timeout.
-    execution = Execution(SandboxLimits(), 30, None)
+    execution = ExecutionState(SandboxLimits(), 30, None)
     reached: list[bool] = []
 
     async def start() -> None:
@@ -129,7 +129,7 @@ async def test_a_cancel_that_lands_before_the_wait_starts_on_the_loop_stops_it_b
 
 
 async def test_the_wait_deadline_is_a_timeout_and_cancel_is_a_cancellation() -> None:
-    execution = Execution(SandboxLimits(), 30, None)
+    execution = ExecutionState(SandboxLimits(), 30, None)
 
     async def hang() -> None:
         await anyio.sleep_forever()
