@@ -6,18 +6,27 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import anyio
 
-from gateway.audit import AuditLog
-from gateway.calls._pipeline import Execution
+from gateway.audit import AuditLog, new_execution_id
+from gateway.calls._approvals import Approvals, Inline
+from gateway.calls._pipeline import Execution, ExecutionStart, PausedCallAnswer
 from gateway.calls._resources import ResourceReads
-from gateway.calls._resume import paused_execution
+from gateway.calls._resume import (
+    JOURNAL_BYTES_PER_STATE_BYTE,
+    ApprovalNeeded,
+    PausedExecution,
+    Resume,
+    SpentStates,
+    as_refusal,
+    paused_execution,
+)
 from gateway.calls._tool_calls import ToolCalls, wire_digest
 from gateway.config import GatewayConfig
-from gateway.errors import ApprovalRequired, ExecutionFailed, GuestCrashed
+from gateway.errors import ApprovalRequired, ExecutionFailed, GuestCrashed, ResumeRefused, StateUnavailable
+from gateway.policy import no_approver, pause_for_approval
 from gateway.sandbox import ErrorInfo, ExecutionResult, HostJournal, Sandbox, SandboxLimits, cancelled_error
 from gateway.shared import Redactor
 from gateway.telemetry import Telemetry
@@ -64,13 +73,72 @@ class Executions:
         redactor: Redactor,
         telemetry: Telemetry,
         audit: AuditLog | None,
+        spent_states: SpentStates,
     ) -> None:
         self.config = config  # replaced by a reload
         self._tool_calls = tool_calls
         self._resources = resources
+        self._spent_states = spent_states
         self._redactor = redactor
         self._telemetry = telemetry
         self._audit = audit
+
+    async def run(
+        self,
+        sandbox: Sandbox,
+        code: str,
+        approvals: Approvals,
+        start: ExecutionStart,
+        timeout: float | None,
+        *,
+        limits: SandboxLimits | None = None,
+        cancelled_as: Callable[[], ExecutionFailed] = cancelled_error,
+    ) -> ExecutionResult | ApprovalNeeded:
+        """Run a snippet as a new execution from `start`: inline, the approver asks the user while a call
+        waits; in rounds, a call needing approval pauses it (ApprovalNeeded) and a resume replays it."""
+        if isinstance(approvals, Inline):
+            execution = start.execution(new_execution_id(), approvals.approver)
+            result, _ = await self.execute(
+                sandbox, code, execution, timeout, limits=limits, cancelled_as=cancelled_as
+            )
+            return result
+        return await self._in_rounds(sandbox, code, approvals.resume, start, timeout)
+
+    async def _in_rounds(
+        self, sandbox: Sandbox, code: str, resume: Resume | None, start: ExecutionStart, timeout: float | None
+    ) -> ExecutionResult | ApprovalNeeded:
+        """One round of an execution on MCP 2026-07-28: the first, or the one `resume` starts."""
+        journal_cap = self.config.approvals.max_state_bytes * JOURNAL_BYTES_PER_STATE_BYTE
+        if resume is None:
+            execution = start.execution(new_execution_id(), pause_for_approval)
+            journal, round_number = HostJournal(max_bytes=journal_cap), 1
+        else:
+            try:
+                paused = PausedExecution.load(resume.state)
+                paused.check(code, sandbox.component_sha256)
+                await self._spent_states.spend(paused.nonce)
+            except (ResumeRefused, StateUnavailable) as exc:
+                self._telemetry.approval_refused()
+                refused = ExecutionResult(ok=False, error=ErrorInfo.from_exception(as_refusal(exc)))
+                self.record(
+                    start.execution(new_execution_id(), no_approver, reports=False),
+                    code,
+                    refused,
+                    sandbox,
+                    timeout,
+                )
+                return refused
+            execution = start.execution(paused.execution_id, pause_for_approval)
+            execution.answer = PausedCallAnswer(resume.answer, paused.shown_tool, paused.shown_digest)
+            execution.began_at = paused.began_at
+            execution.quota.restore(paused.quota)
+            journal, round_number = paused.journal(journal_cap), paused.round + 1
+        result, state = await self.execute(
+            sandbox, code, execution, timeout, journal=journal, round_number=round_number
+        )
+        if execution.paused is None or state is None:
+            return result
+        return ApprovalNeeded(execution.paused.tool, execution.paused.arguments, state)
 
     async def execute(
         self,
@@ -91,7 +159,7 @@ class Executions:
         try:
             result = redacted_result(
                 self._redactor,
-                await self._run_with_progress(sandbox, code, execution, timeout, journal, limits),
+                await self._execute_with_progress(sandbox, code, execution, timeout, journal, limits),
             )
             if execution.paused is not None and journal is not None:
                 try:
@@ -163,7 +231,7 @@ class Executions:
             )
         )
 
-    async def _run_with_progress(
+    async def _execute_with_progress(
         self,
         sandbox: Sandbox,
         code: str,
@@ -175,16 +243,19 @@ class Executions:
         services = ExecutionServices(
             execution, self._tool_calls, self._resources, self.config.search.max_query_chars
         )
-        execute = partial(
-            sandbox.execute, code, services=services, timeout=timeout, journal=journal, limits=limits
-        )
         if execution.progress is None:
-            return await execute()
+            return await sandbox.execute(
+                code, services=services, timeout=timeout, journal=journal, limits=limits
+            )
         results: list[ExecutionResult] = []
         async with anyio.create_task_group() as heartbeat:
             heartbeat.start_soon(execution.heartbeat)
             try:
-                results.append(await execute())
+                results.append(
+                    await sandbox.execute(
+                        code, services=services, timeout=timeout, journal=journal, limits=limits
+                    )
+                )
             finally:
                 heartbeat.cancel_scope.cancel()
         return results[0]

@@ -33,8 +33,10 @@ from typing import Any, Literal, TypeVar, cast
 
 import anyio
 import anyio.to_thread
+from mcp import types
 
 from gateway.audit import NO_CALLER, Approval, AuditLog, Caller
+from gateway.auth import Identity
 from gateway.catalog import Catalog, CatalogEntry
 from gateway.children import ChildPool
 from gateway.errors import ApprovalRequired, ChildUnavailable, SecretInArguments, ToolCallError
@@ -48,11 +50,13 @@ __all__ = [
     "Call",
     "CallKind",
     "Execution",
+    "ExecutionStart",
     "PausedCallAnswer",
     "Pipeline",
     "Progress",
     "ResourceNames",
     "bounded_work",
+    "caller_of",
     "small",
 ]
 
@@ -137,6 +141,39 @@ class ResourceNames:
     server_name: str
     tool_name: str  # the URI read, or resources/list
     qualified: str  # `server:uri`, as the audit log names it
+
+
+@dataclass(frozen=True)
+class ExecutionStart:
+    """What each execution a caller starts begins with: the caller's policy and catalog, the
+    middleware in force, who asks, and where its progress goes."""
+
+    catalog: Catalog
+    policy: Policy
+    caller: Caller
+    middleware: Chain
+    progress: Progress | None = None
+
+    def execution(self, execution_id: str, approver: Approver, *, reports: bool = True) -> Execution:
+        """A new execution from this start; `reports` False: one that tells the client no progress."""
+        progress = self.progress if reports else None
+        return Execution(
+            execution_id, self.catalog, self.policy, approver, progress, self.caller, self.middleware
+        )
+
+
+def caller_of(
+    identity: Identity | None, client: types.Implementation | None, roles: tuple[str, ...]
+) -> Caller:
+    """Who asks for an execution, as the audit log names them: the authenticated caller, its client."""
+    return Caller(
+        principal=identity.principal if identity else None,
+        issuer=identity.owner.issuer if identity else None,
+        roles=roles,
+        oauth_client=identity.client if identity else None,
+        client_name=client.name if client else None,
+        client_version=client.version if client else None,
+    )
 
 
 @dataclass

@@ -7,8 +7,6 @@ import json
 import logging
 import queue
 import secrets
-from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import NamedTuple
@@ -157,8 +155,7 @@ class Sandbox:
             async with anyio.create_task_group() as calls:  # the calls the snippet runs side by side
                 in_flight = execution.in_flight = CallsInFlight(calls)
                 try:
-                    run = partial(self._execute, code, execution, used)
-                    results.append(await self._on_worker(run, execution.loop))
+                    results.append(await self._on_worker(code, execution, used))
                 finally:
                     if in_flight.running:  # a run that ended leaves no call behind
                         calls.cancel_scope.cancel()  # (only then: cancelling costs 4x the group)
@@ -177,18 +174,19 @@ class Sandbox:
         else:
             loop.call_later(REPLENISH_DELAY_SECONDS, slot.replenish)
 
-    async def _on_worker(
-        self, run: Callable[[], ExecutionResult], loop: asyncio.AbstractEventLoop | None
-    ) -> ExecutionResult:
+    async def _on_worker(self, code: str, execution: ExecutionState, used: list[Slot]) -> ExecutionResult:
+        """`_execute` on a worker thread, in one of the sandbox's slots."""
         # Abandoned on cancel so that the caller can interrupt the worker instead of waiting for it.
-        if loop is None:  # another anyio backend (trio): its own worker threads
-            return await anyio.to_thread.run_sync(run, limiter=self._limiter, abandon_on_cancel=True)
+        if execution.loop is None:  # another anyio backend (trio): its own worker threads
+            return await anyio.to_thread.run_sync(
+                self._execute, code, execution, used, limiter=self._limiter, abandon_on_cancel=True
+            )
         try:  # a free slot is the common case: no checkpoint (a loop iteration) to take it
             self._limiter.acquire_nowait()
         except anyio.WouldBlock:
             await self._limiter.acquire()
         try:
-            return await self._workers.run(run)
+            return await self._workers.run(self._execute, code, execution, used)
         finally:
             self._limiter.release()
 
