@@ -54,6 +54,7 @@ from run_bench import hop_without_its_scope, no_hop, patched
 from wasmtime.component import LinkerInstance
 
 from gateway import Sandbox, SandboxLimits
+from gateway.errors import ToolCallError
 from gateway.sandbox import _host_call, _sandbox, _slots
 from gateway.sandbox._host_import import HostFunction
 
@@ -113,9 +114,9 @@ def old_parse_json(text: str, what: str) -> Any:
         value = json.loads(text, parse_constant=_host_call._not_json)  # pyright: ignore[reportPrivateUsage]
         depth = old_depth(value)
     except ValueError as exc:
-        raise _host_call._Refused("ToolError", f"{what} are not valid JSON: {exc}") from None  # pyright: ignore[reportPrivateUsage]
+        raise _host_call._Refused(ToolCallError, f"{what} are not valid JSON: {exc}") from None  # pyright: ignore[reportPrivateUsage]
     if depth > _host_call.MAX_JSON_DEPTH:
-        raise _host_call._Refused("ToolError", f"{what} nest deeper")  # pyright: ignore[reportPrivateUsage]
+        raise _host_call._Refused(ToolCallError, f"{what} nest deeper")  # pyright: ignore[reportPrivateUsage]
     return value
 
 
@@ -206,8 +207,8 @@ async def measure_calls(rounds: int, calls: int) -> dict[str, list[float]]:
         "hop: anyio.from_thread.run": (ours, [(_sandbox, {"asyncio_loop": no_loop})]),
         "json: per-call options, old depth walk": (ours, [old_json]),
         "none (all three replaced)": (generic, [(_sandbox, {"asyncio_loop": no_loop}), old_json]),
-        HOP_ALONE: (ours, [(_host_call.ExecutionState, {"_wait_from_worker": hop_without_its_scope})]),
-        NO_HOP: (ours, [(_host_call.ExecutionState, {"_wait_from_worker": no_hop})]),
+        HOP_ALONE: (ours, [(_host_call, {"_wait_from_worker": hop_without_its_scope})]),
+        NO_HOP: (ours, [(_host_call, {"_wait_from_worker": no_hop})]),
     }
     try:
         import orjson  # pyright: ignore[reportMissingImports]

@@ -64,7 +64,7 @@ from gateway.children import DEFAULT_MAX_MESSAGE_BYTES, ChildPool
 from gateway.children._stdio import open_stdio_child
 from gateway.children._transport import list_all_tools as gateway_list_all_tools
 from gateway.policy import Policy, PolicyConfig, no_approver
-from gateway.sandbox import HOST_INTERFACE, HostJournal
+from gateway.sandbox import HOST_INTERFACE, HostJournal, _host_call
 from gateway.sandbox._engine import COMPONENT_PATH, _engine_settings, load_component  # pyright: ignore[reportPrivateUsage]
 from gateway.sandbox._hop import WorkerThreads, call_on_loop
 from gateway.sandbox._host_call import ExecutionState, bound_to_thread, host_call
@@ -881,9 +881,9 @@ async def measure_tool_overhead(sandbox: Sandbox, calls: int, repeats: int) -> T
         samples["with"].append(await time_tool_snippet(sandbox, calls))
         samples["without"].append(await time_tool_snippet(sandbox, 0))
         samples["direct"].append(await time_direct_calls(calls))
-        with patched(ExecutionState, _wait_from_worker=hop_without_its_scope):
+        with patched(_host_call, _wait_from_worker=hop_without_its_scope):
             samples["hop"].append(await time_tool_snippet(sandbox, calls))
-        with patched(ExecutionState, _wait_from_worker=no_hop):
+        with patched(_host_call, _wait_from_worker=no_hop):
             samples["none"].append(await time_tool_snippet(sandbox, calls))
     median = {key: statistics.median(values) for key, values in samples.items()}
     return ToolOverhead(

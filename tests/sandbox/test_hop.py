@@ -124,7 +124,7 @@ async def test_a_cancel_that_lands_before_the_wait_starts_on_the_loop_stops_it_b
 
     execution.cancel()
     with anyio.fail_after(10), pytest.raises(ExecutionCancelled):
-        await execution._wait(start, 5)  # pyright: ignore[reportPrivateUsage]
+        await execution.wait(start, 5)
     assert reached == []
 
 
@@ -135,14 +135,14 @@ async def test_the_wait_deadline_is_a_timeout_and_cancel_is_a_cancellation() -> 
         await anyio.sleep_forever()
 
     with anyio.fail_after(10), pytest.raises(TimeoutError):
-        await execution._wait(hang, 0.05)  # pyright: ignore[reportPrivateUsage]
+        await execution.wait(hang, 0.05)
 
     with anyio.fail_after(10):
         async with anyio.create_task_group() as group:
 
             async def wait() -> None:
                 with pytest.raises(ExecutionCancelled):
-                    await execution._wait(hang, 5)  # pyright: ignore[reportPrivateUsage]
+                    await execution.wait(hang, 5)
 
             group.start_soon(wait)
             await anyio.sleep(0.05)
