@@ -64,13 +64,16 @@ from gateway.children import DEFAULT_MAX_MESSAGE_BYTES, ChildPool
 from gateway.children._stdio import open_stdio_child
 from gateway.children._transport import list_all_tools as gateway_list_all_tools
 from gateway.policy import Policy, PolicyConfig, no_approver
-from gateway.sandbox import HOST_INTERFACE, HostJournal, _host_call
+from gateway.sandbox import HostJournal, _host_call
 from gateway.sandbox._engine import COMPONENT_PATH, _engine_settings, load_component  # pyright: ignore[reportPrivateUsage]
 from gateway.sandbox._hop import WorkerThreads, call_on_loop
 from gateway.sandbox._host_call import ExecutionState, bound_to_thread, host_call
 from gateway.sandbox._host_import import define_host_call
 from gateway.sandbox._outcome import outcome_result
-from gateway.sandbox._sandbox import _run_options  # pyright: ignore[reportPrivateUsage]
+from gateway.sandbox._sandbox import (
+    HOST_INTERFACE,
+    _run_options,  # pyright: ignore[reportPrivateUsage]
+)
 from gateway.shared._redaction import Redactor
 
 MIB = 1024 * 1024

@@ -20,9 +20,10 @@ from gateway.errors import (
     ToolPayloadTooLarge,
     WallTimeExceeded,
 )
-from gateway.sandbox import ToolCaller, ToolsOnly
+from gateway.sandbox import ToolCaller
 from gateway.sandbox._hop import asyncio_loop
 from gateway.sandbox._host_call import ExecutionState, bound_to_thread, host_call
+from gateway.sandbox._services import ToolsOnly
 from gateway.sandbox.limits import SandboxLimits
 from gateway.testing import InProcessTools
 
