@@ -3,9 +3,9 @@
 from gateway.calls._approvals import Approvals, Inline, InRounds
 from gateway.calls._exposed import ExposedTool, expose_tools
 from gateway.calls._gateway import Gateway
+from gateway.calls._pipeline import Progress
 from gateway.calls._pool import child_pool, gateway_secrets
 from gateway.calls._resume import JOURNAL_BYTES_PER_STATE_BYTE, ApprovalNeeded, Resume
-from gateway.calls._tool_calls import Progress
 
 __all__ = (
     "JOURNAL_BYTES_PER_STATE_BYTE",

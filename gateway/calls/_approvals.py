@@ -19,7 +19,7 @@ class Inline:
 
 @dataclass(frozen=True)
 class InRounds:
-    """Approvals in rounds: a call needing one pauses the run (ApprovalNeeded); `resume` carries the
+    """Approvals in rounds: a call needing one pauses the execution (ApprovalNeeded); `resume` carries the
     state and the user's answer into the next round."""
 
     resume: Resume | None = None

@@ -6,10 +6,12 @@ import logging
 from typing import Any
 
 import anyio
+import anyio.to_thread
 
+from gateway.auth import Identity
 from gateway.calls._exposed import ExposedTool, Exposure, expose_tools
 from gateway.catalog import Catalog, ObservedShapes, ShapeStore
-from gateway.catalog.docs import SemanticSearch
+from gateway.catalog.docs import Detail, SemanticSearch, check_search, render_search, warm_search
 from gateway.catalog.lockfile import CatalogLock, Quarantine
 from gateway.children import ChildPool, ChildState
 from gateway.config import GatewayConfig
@@ -19,6 +21,12 @@ from gateway.policy import Policy
 __all__ = ["Catalogs", "searched"]
 
 log = logging.getLogger("gateway")
+
+# How long a search naming a child still connecting waits for it before it answers without it.
+SEARCH_WAIT_SECONDS = 10.0
+SEARCH_THREADS = 2
+"""Searches answered at once, each on a worker thread: the event loop never waits on one, and a
+burst of heavy ones queues here instead of taking every worker thread."""
 
 
 class Catalogs:
@@ -48,11 +56,16 @@ class Catalogs:
         self._exposure = Exposure()
         self._exposure_of: Catalog | None = None  # the catalog `_exposure` was computed from
         self._unlisted: dict[str, str] = {}  # expose entries logged as not listed, with the reason
+        self._search_threads = anyio.CapacityLimiter(SEARCH_THREADS)
 
     @property
     def lock(self) -> CatalogLock | None:
         """The lockfile in force, None without one."""
         return self._lock
+
+    def search_wait(self) -> float:
+        """How long a search, or a look at the exposed tools, waits for children still starting."""
+        return min(SEARCH_WAIT_SECONDS, self._config.startup_timeout_seconds)
 
     def reconfigure(self, config: GatewayConfig, policy: Policy, lock: CatalogLock | None) -> None:
         """Build from `config`, `policy` and `lock` from the next look on."""
@@ -150,20 +163,68 @@ class Catalogs:
         for name in self._exposed_servers(ChildState.IDLE):
             self._pool.start(name)
 
-    async def settled_exposure(self, wait_seconds: float) -> Exposure:
-        """The exposed tools, once their children still starting have had up to `wait_seconds`
-        to list their tools (as search_docs gives them): a client listing tools once, at start, finds them."""
-        with anyio.move_on_after(wait_seconds):
+    async def settled_exposure(self) -> Exposure:
+        """The exposed tools, once their children still starting have had up to `search_wait` to list
+        their tools (as search_docs gives them): a client listing tools once, at start, finds them."""
+        with anyio.move_on_after(self.search_wait()):
             for name in self._exposed_servers(ChildState.CONNECTING):
                 await self._pool.wait_child(name)
         return self.exposed()
 
-    async def exposed_tool(self, name: str, wait_seconds: float) -> ExposedTool | None:
+    async def exposed_tool(self, name: str) -> ExposedTool | None:
         """The exposed tool listed as `name`; while children are still starting, once they have."""
         found = self.exposed().get(name)
         if found is None and self._config.expose:
-            found = (await self.settled_exposure(wait_seconds)).get(name)
+            found = (await self.settled_exposure()).get(name)
         return found
+
+    async def search(
+        self,
+        policy: Policy,
+        query: str,
+        server: str | None,
+        limit: int,
+        detail: Detail,
+        identity: Identity | None,
+        middleware: Chain,
+        loaded: str | None,
+    ) -> str:
+        """The search_docs text under `policy`, naming the children still starting (a search naming one
+        waits for it, `search_wait`). SearchRefused for a query past `search.max_query_chars`
+        (or a server name past the name cap), before any work is spent on it."""
+        max_query_chars = self._config.search.max_query_chars
+        check_search(query, server, max_query_chars)
+        named = self.catalog(policy).server(server) if server is not None else None
+        if named is not None:
+            self._pool.start(named.name)  # a lazy child starts when a search names it
+            # Only a search naming one child waits for it; any other answers with the children
+            # that are ready and names those still starting.
+            with anyio.move_on_after(self.search_wait()):
+                await self._pool.wait_child(named.name)
+        catalog = self.catalog(policy)
+        if middleware.searches:
+            search = Search(query, server, identity.principal if identity else None, policy.roles)
+            catalog = await searched(middleware, catalog, search)
+        return await anyio.to_thread.run_sync(
+            self._render, catalog, query, server, limit, detail, loaded, limiter=self._search_threads
+        )
+
+    def _render(
+        self, catalog: Catalog, query: str, server: str | None, limit: int, detail: Detail, loaded: str | None
+    ) -> str:
+        max_query_chars = self._config.search.max_query_chars
+        return render_search(
+            catalog, query, server, limit, detail, loaded=loaded, max_query_chars=max_query_chars
+        )
+
+    async def load_semantic(self, semantic: SemanticSearch, scope: anyio.CancelScope) -> None:
+        """Load the search model off the event loop (or build it on a first run), then embed the tools
+        the first searches will see, once the children have listed them. Searches are lexical until then."""
+        with scope:
+            if await anyio.to_thread.run_sync(semantic.load, abandon_on_cancel=True) is None:
+                return  # logged by `load`
+            await self._pool.wait_ready(timeout=self._config.startup_timeout_seconds)
+            await anyio.to_thread.run_sync(warm_search, self.catalog(), abandon_on_cancel=True)
 
 
 async def searched(middleware: Chain, catalog: Catalog, search: Search) -> Catalog:

@@ -6,48 +6,60 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import anyio
 
-from gateway.audit import AuditLog
+from gateway.audit import AuditLog, new_execution_id
+from gateway.calls._approvals import Approvals, Inline
+from gateway.calls._pipeline import Execution, ExecutionStart, PausedCallAnswer
 from gateway.calls._resources import ResourceReads
-from gateway.calls._resume import paused_run
-from gateway.calls._tool_calls import Run, ToolCalls, wire_digest
+from gateway.calls._resume import (
+    JOURNAL_BYTES_PER_STATE_BYTE,
+    ApprovalNeeded,
+    PausedExecution,
+    Resume,
+    SpentStates,
+    as_refusal,
+    paused_execution,
+)
+from gateway.calls._tool_calls import ToolCalls, wire_digest
 from gateway.config import GatewayConfig
-from gateway.errors import ApprovalRequired, ExecutionFailed, GuestCrashed
+from gateway.errors import ApprovalRequired, ExecutionFailed, GuestCrashed, ResumeRefused, StateUnavailable
+from gateway.policy import no_approver, pause_for_approval
 from gateway.sandbox import ErrorInfo, ExecutionResult, HostJournal, Sandbox, SandboxLimits, cancelled_error
 from gateway.shared import Redactor
 from gateway.telemetry import Telemetry
 
-__all__ = ["Executions", "RunServices", "redacted_result"]
+__all__ = ["ExecutionServices", "Executions", "redacted_result"]
 
 
 @dataclass(frozen=True)
-class RunServices:
-    """The sandbox's `HostServices` for one run: its tool calls, resource reads and catalog."""
+class ExecutionServices:
+    """The sandbox's `HostServices` for one execution: its tool calls, resource reads and catalog."""
 
-    run: Run
+    execution: Execution
     tool_calls: ToolCalls
     resources: ResourceReads
     max_query_chars: int
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
         """Call a tool for the snippet; ToolCallError for a refusal."""
-        return await self.tool_calls.call(self.run, name, arguments)
+        return await self.tool_calls.call(self.execution, name, arguments)
 
     async def admit(self, name: str, arguments: dict[str, Any]) -> Callable[[], Awaitable[Any]]:
         """Admit a call the snippet runs side by side; return what completes it."""
-        return await self.tool_calls.prepare(self.run, name, arguments)
+        return await self.tool_calls.prepare(self.execution, name, arguments)
 
     async def read_resources(self, request: dict[str, Any]) -> Any:
         """List a server's resources or read one; ToolCallError for a refusal."""
-        return await self.resources.answer(self.run, request)
+        return await self.resources.answer(self.execution, request)
 
     def read_docs(self, service: str, payload: dict[str, Any]) -> Any:
-        """Answer `@search`, `@docs` or `@precheck` from the run's catalog."""
-        return self.tool_calls.read_catalog(self.run, service, payload, max_query_chars=self.max_query_chars)
+        """Answer `@search`, `@docs` or `@precheck` from the execution's catalog."""
+        return self.tool_calls.read_catalog(
+            self.execution, service, payload, max_query_chars=self.max_query_chars
+        )
 
 
 class Executions:
@@ -61,19 +73,78 @@ class Executions:
         redactor: Redactor,
         telemetry: Telemetry,
         audit: AuditLog | None,
+        spent_states: SpentStates,
     ) -> None:
         self.config = config  # replaced by a reload
         self._tool_calls = tool_calls
         self._resources = resources
+        self._spent_states = spent_states
         self._redactor = redactor
         self._telemetry = telemetry
         self._audit = audit
+
+    async def run(
+        self,
+        sandbox: Sandbox,
+        code: str,
+        approvals: Approvals,
+        start: ExecutionStart,
+        timeout: float | None,
+        *,
+        limits: SandboxLimits | None = None,
+        cancelled_as: Callable[[], ExecutionFailed] = cancelled_error,
+    ) -> ExecutionResult | ApprovalNeeded:
+        """Run a snippet as a new execution from `start`: inline, the approver asks the user while a call
+        waits; in rounds, a call needing approval pauses it (ApprovalNeeded) and a resume replays it."""
+        if isinstance(approvals, Inline):
+            execution = start.execution(new_execution_id(), approvals.approver)
+            result, _ = await self.execute(
+                sandbox, code, execution, timeout, limits=limits, cancelled_as=cancelled_as
+            )
+            return result
+        return await self._in_rounds(sandbox, code, approvals.resume, start, timeout)
+
+    async def _in_rounds(
+        self, sandbox: Sandbox, code: str, resume: Resume | None, start: ExecutionStart, timeout: float | None
+    ) -> ExecutionResult | ApprovalNeeded:
+        """One round of an execution on MCP 2026-07-28: the first, or the one `resume` starts."""
+        journal_cap = self.config.approvals.max_state_bytes * JOURNAL_BYTES_PER_STATE_BYTE
+        if resume is None:
+            execution = start.execution(new_execution_id(), pause_for_approval)
+            journal, round_number = HostJournal(max_bytes=journal_cap), 1
+        else:
+            try:
+                paused = PausedExecution.load(resume.state)
+                paused.check(code, sandbox.component_sha256)
+                await self._spent_states.spend(paused.nonce)
+            except (ResumeRefused, StateUnavailable) as exc:
+                self._telemetry.approval_refused()
+                refused = ExecutionResult(ok=False, error=ErrorInfo.from_exception(as_refusal(exc)))
+                self.record(
+                    start.execution(new_execution_id(), no_approver, reports=False),
+                    code,
+                    refused,
+                    sandbox,
+                    timeout,
+                )
+                return refused
+            execution = start.execution(paused.execution_id, pause_for_approval)
+            execution.answer = PausedCallAnswer(resume.answer, paused.shown_tool, paused.shown_digest)
+            execution.began_at = paused.began_at
+            execution.quota.restore(paused.quota)
+            journal, round_number = paused.journal(journal_cap), paused.round + 1
+        result, state = await self.execute(
+            sandbox, code, execution, timeout, journal=journal, round_number=round_number
+        )
+        if execution.paused is None or state is None:
+            return result
+        return ApprovalNeeded(execution.paused.tool, execution.paused.arguments, state)
 
     async def execute(
         self,
         sandbox: Sandbox,
         code: str,
-        run: Run,
+        execution: Execution,
         timeout: float | None,
         *,
         journal: HostJournal | None = None,
@@ -81,18 +152,21 @@ class Executions:
         limits: SandboxLimits | None = None,
         cancelled_as: Callable[[], ExecutionFailed] = cancelled_error,
     ) -> tuple[ExecutionResult, str | None]:
-        """The run's result, and its state when it paused for approval (then its error says so)."""
+        """The execution's result, and its state when it paused for approval (then its error says so)."""
         result: ExecutionResult | None = None
         state: str | None = None
-        run.span = self._telemetry.execution_started(run.execution_id, round_number)
+        execution.span = self._telemetry.execution_started(execution.execution_id, round_number)
         try:
             result = redacted_result(
-                self._redactor, await self._run_with_progress(sandbox, code, run, timeout, journal, limits)
+                self._redactor,
+                await self._execute_with_progress(sandbox, code, execution, timeout, journal, limits),
             )
-            if run.paused is not None and journal is not None:
+            if execution.paused is not None and journal is not None:
                 try:
-                    state = self._paused_state(run, run.paused, round_number, code, sandbox, journal)
-                except ExecutionFailed as exc:  # over an approvals limit: the run ends here
+                    state = self._paused_state(
+                        execution, execution.paused, round_number, code, sandbox, journal
+                    )
+                except ExecutionFailed as exc:  # over an approvals limit: the execution ends here
                     result = result.model_copy(update={"error": ErrorInfo.from_exception(exc)})
             return result, state
         finally:
@@ -100,37 +174,39 @@ class Executions:
             if result is None:
                 error = sys.exc_info()[1]
                 failure = cancelled_as() if isinstance(error, anyio.get_cancelled_exc_class()) else None
-                result = _unfinished(failure or GuestCrashed(f"the host failed: {type(error).__name__}"), run)
-            self.record(run, code, result, sandbox, timeout, round_number, limits)
+                result = _unfinished(
+                    failure or GuestCrashed(f"the host failed: {type(error).__name__}"), execution
+                )
+            self.record(execution, code, result, sandbox, timeout, round_number, limits)
 
     def _paused_state(
         self,
-        run: Run,
+        execution: Execution,
         paused_at: ApprovalRequired,
         round_number: int,
         code: str,
         sandbox: Sandbox,
         journal: HostJournal,
     ) -> str:
-        """The state that resumes a run which just paused, or ApprovalLimitExceeded."""
+        """The state that resumes an execution which just paused, or ApprovalLimitExceeded."""
         approvals = self.config.approvals
-        paused = paused_run(
-            run.execution_id,
-            run.began_at,
+        paused = paused_execution(
+            execution.execution_id,
+            execution.began_at,
             round_number,
             code,
             sandbox.component_sha256,
             journal,
             paused_at.tool,
             wire_digest(paused_at.arguments, paused_at.callee),
-            run.quota.counts(),
+            execution.quota.counts(),
             approvals,
         )
         return paused.dump(approvals)
 
     def record(
         self,
-        run: Run,
+        execution: Execution,
         code: str,
         result: ExecutionResult,
         sandbox: Sandbox,
@@ -139,50 +215,55 @@ class Executions:
         limits: SandboxLimits | None = None,
     ) -> None:
         """Count the execution, and write its audit record when the config has an audit log."""
-        self._telemetry.execution_finished(run.span, run.started, result, run.calls)
+        self._telemetry.execution_finished(execution.span, execution.started, result, execution.calls)
         if self._audit is None:
             return
         self._audit.record(
             lambda audit: audit.execution(
-                run.execution_id,
+                execution.execution_id,
                 code,
                 result,
                 limits=limits or sandbox.limits,
                 timeout=sandbox.timeout_for(timeout, limits),
-                tool_calls=run.calls,
+                tool_calls=execution.calls,
                 round_number=round_number,
-                caller=run.caller,
+                caller=execution.caller,
             )
         )
 
-    async def _run_with_progress(
+    async def _execute_with_progress(
         self,
         sandbox: Sandbox,
         code: str,
-        run: Run,
+        execution: Execution,
         timeout: float | None,
         journal: HostJournal | None,
         limits: SandboxLimits | None = None,
     ) -> ExecutionResult:
-        services = RunServices(run, self._tool_calls, self._resources, self.config.search.max_query_chars)
-        execute = partial(
-            sandbox.execute, code, services=services, timeout=timeout, journal=journal, limits=limits
+        services = ExecutionServices(
+            execution, self._tool_calls, self._resources, self.config.search.max_query_chars
         )
-        if run.progress is None:
-            return await execute()
+        if execution.progress is None:
+            return await sandbox.execute(
+                code, services=services, timeout=timeout, journal=journal, limits=limits
+            )
         results: list[ExecutionResult] = []
         async with anyio.create_task_group() as heartbeat:
-            heartbeat.start_soon(run.heartbeat)
+            heartbeat.start_soon(execution.heartbeat)
             try:
-                results.append(await execute())
+                results.append(
+                    await sandbox.execute(
+                        code, services=services, timeout=timeout, journal=journal, limits=limits
+                    )
+                )
             finally:
                 heartbeat.cancel_scope.cancel()
         return results[0]
 
 
-def _unfinished(error: ExecutionFailed, run: Run) -> ExecutionResult:
+def _unfinished(error: ExecutionFailed, execution: Execution) -> ExecutionResult:
     """What an execution that never returned a result looks like in the audit log."""
-    ms = round((time.monotonic() - run.started) * 1000, 3)
+    ms = round((time.monotonic() - execution.started) * 1000, 3)
     return ExecutionResult(ok=False, error=ErrorInfo.from_exception(error), ms=ms)
 
 

@@ -31,16 +31,24 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 from mcp import types
 
+from gateway.audit import new_execution_id
+from gateway.calls._approvals import Approvals, Inline
+from gateway.calls._pipeline import Call, ExecutionStart, PausedCallAnswer
+from gateway.calls._resume import ApprovalNeeded, SpentStates
+from gateway.calls._tool_calls import ToolCalls, wire_digest
 from gateway.catalog import Catalog, CatalogEntry, CatalogServer
 from gateway.children import ChildState
-from gateway.errors import ResumeRefused
-from gateway.policy import Policy
+from gateway.errors import ApprovalRequired, ResumeRefused, ToolCallError
+from gateway.policy import Policy, pause_for_approval
+from gateway.telemetry import Telemetry
 
 __all__ = [
     "MAX_WIRE_NAME",
     "WIRE_NAME",
+    "ExposedCalls",
     "ExposedTool",
     "Exposure",
     "PausedToolCall",
@@ -248,4 +256,61 @@ class PausedToolCall:
             raise ResumeRefused(
                 f"the approval state cannot be read by this gateway ({type(exc).__name__}); "
                 "call the tool again"
+            ) from None
+
+
+class ExposedCalls:
+    """Calls of exposed tools, each an execution of one call through the tool-call pipeline."""
+
+    def __init__(self, tool_calls: ToolCalls, spent_states: SpentStates, telemetry: Telemetry) -> None:
+        self._tool_calls = tool_calls
+        self._spent_states = spent_states
+        self._telemetry = telemetry
+
+    async def call(
+        self,
+        tool: ExposedTool,
+        arguments: dict[str, Any],
+        approvals: Approvals,
+        start: ExecutionStart,
+        timeout: float,
+    ) -> types.CallToolResult | ApprovalNeeded:
+        """The child's result, redacted; or the refusal. In rounds, a call needing approval answers
+        ApprovalNeeded, and the retry with `resume` admits the same call again with the user's answer."""
+        if isinstance(approvals, Inline):
+            execution = start.execution(new_execution_id(), approvals.approver)
+            call = await self._tool_calls.admit(execution, tool.entry.qualified, arguments)
+            return await self._complete(tool, call, timeout)
+        resume = approvals.resume
+        if resume is None:
+            execution = start.execution(new_execution_id(), pause_for_approval)
+        else:
+            paused = PausedToolCall.load(resume.state)
+            try:
+                await self._spent_states.spend(paused.nonce)
+            except ResumeRefused:
+                self._telemetry.approval_refused()
+                raise ResumeRefused(
+                    "this approval was already used: an approval answers one call. Call the tool again "
+                    "to be asked again"
+                ) from None
+            execution = start.execution(paused.execution_id, pause_for_approval)
+            execution.answer = PausedCallAnswer(resume.answer, paused.tool, paused.arguments_digest)
+        try:
+            call = await self._tool_calls.admit(execution, tool.entry.qualified, arguments)
+        except ApprovalRequired as pause:
+            state = PausedToolCall(
+                execution.execution_id, pause.tool, wire_digest(pause.arguments, pause.callee)
+            )
+            return ApprovalNeeded(pause.tool, pause.arguments, state.dump())
+        return await self._complete(tool, call, timeout)
+
+    async def _complete(self, tool: ExposedTool, call: Call, timeout: float) -> types.CallToolResult:
+        """The child's answer, bounded as a snippet's call is (`sandbox.tool_call_timeout_seconds`)."""
+        try:
+            with anyio.fail_after(timeout):
+                return await self._tool_calls.complete_raw(call)
+        except TimeoutError:
+            raise ToolCallError(
+                f"{tool.entry.qualified} timed out after {timeout:g} s (sandbox.tool_call_timeout_seconds)"
             ) from None

@@ -1,13 +1,13 @@
 """Resources a snippet reads from child servers: `resources.<server>.list()` and `.read(uri)`.
 
-`ResourceReads.answer` is the one statement of the order in which such a request is checked. It
-follows the tool-call pipeline (`_tool_calls.py`), numbered as there, with the steps that apply:
+A resource request is a kind of call (`_pipeline.py`) that skips the steps it does not need;
+`ResourceReads.answer` states the order of the steps it takes, numbered as there:
 
    parse       the URI in its canonical form (`policy.canonical_uri`): what the policy judges and the
                child gets are one string; a URI with no single meaning (a percent-escape of `/`, a
                `..` segment) is refused
-0. secrets     a server name or URI holding a value the gateway keeps secret ends the run
-1. resolve     the server in the run's catalog (unknown: a did-you-mean; blocked by a policy typo: why)
+0. secrets     a server name or URI holding a value the gateway keeps secret ends the execution
+1. resolve     the server in the execution's catalog (unknown: a did-you-mean; blocked by a policy typo: why)
 2. access      a hidden resource is unknown; deny and allow refuse a read, naming the rule (the list
                leaves hidden entries out and marks denied ones, as search_docs marks denied tools)
 5. quota       each list or read counts one call toward `policy.max_tool_calls`, once 0-2 passed
@@ -27,28 +27,23 @@ apply to a read, and a read `approve` would cover is refused (`Policy.resource_d
 
 from __future__ import annotations
 
-import logging
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import anyio.to_thread
 from mcp import types
 
 from gateway.audit import AuditLog
-from gateway.calls._tool_calls import Run
+from gateway.calls._pipeline import Call, Execution, Pipeline, ResourceNames, bounded_work
 from gateway.catalog import Catalog, CatalogServer, resource_contents_value
 from gateway.children import ChildPool
-from gateway.errors import ChildUnavailable, SecretInArguments, ToolCallError
+from gateway.errors import ToolCallError
 from gateway.policy import NonCanonicalUri, Policy, canonical_uri
 from gateway.sandbox import MAX_URI_CHARS
 from gateway.shared import Redactor
-from gateway.telemetry import Telemetry, TraceSpan
+from gateway.telemetry import Telemetry
 
 __all__ = ["MAX_ENTRIES", "MAX_PAGES", "ResourceReads"]
-
-log = logging.getLogger("gateway.resources")
 
 MAX_PAGES = 20
 """Pages of resources (and of templates) one list asks a child for: a paginator that never ends stops."""
@@ -73,77 +68,53 @@ class _Request:
     uri: str | None  # None for a list
     name: str
     arguments: dict[str, Any]
-    started: float
-
-
-@dataclass(frozen=True)
-class _Names:
-    """A resource request's names as telemetry records a tool call's: its server, what it asked for."""
-
-    server_name: str
-    tool_name: str  # the URI read, or resources/list
-    qualified: str  # `server:uri`, as the audit log names it
 
 
 class ResourceReads:
-    """The resource requests of snippets, over a pool of children, under each run's policy, redacted and
+    """The resource requests of snippets, over a pool of children, under each execution's policy, redacted and
     audited."""
 
     def __init__(
         self, pool: ChildPool, redactor: Redactor, audit: AuditLog | None, telemetry: Telemetry | None = None
     ) -> None:
+        self._pipeline = Pipeline(pool, redactor, audit, telemetry)
         self._pool = pool
         self._redactor = redactor
-        self._audit = audit
-        self._telemetry = telemetry or Telemetry()
 
-    async def answer(self, run: Run, payload: dict[str, Any]) -> Any:
+    async def answer(self, execution: Execution, payload: dict[str, Any]) -> Any:
         """Answer `{"server": s, "op": "list"}` or `{"server": s, "op": "read", "uri": u}` for the snippet
-        of `run`. A list is `{"resources": [...], "templates": [...]}` (and `truncated`, saying why, when
+        of `execution`. A list is `{"resources": [...], "templates": [...]}` (`truncated` says why, when
         cut); a read is `{"uri": u, "contents": [...]}`. Raises ToolCallError, with any secret redacted."""
-        request = _parse(payload)
         # A resumed round's answer belongs to its first call, the paused tool call: never to a later one.
-        run.answer = None
+        execution.answer = None
+        kind = "resources/list" if payload.get("op") == "list" else "resources/read"
+        call = self._pipeline.start(execution, "resources:?", {}, kind)
         failure: BaseException | None = None
-        method = "resources/list" if payload.get("op") == "list" else "resources/read"
-        span = self._telemetry.tool_call_started(run.span, run.execution_id, method)
-        names: _Names | None = None
         try:
-            if isinstance(request, ToolCallError):
-                raise request
-            self._refuse_secrets(request)
-            server = _resolve(run.catalog, request.server)
-            request.name = f"{server.identifier}:{request.uri or _LIST}"
-            names = _Names(server.name, request.uri or _LIST, request.name)
+            request = _parse(payload)
+            call.name, call.wire = request.name, request.arguments
+            # 0: a child could echo a secret back, its place marked
+            self._pipeline.refuse_secrets("a resource request", [request.server, request.uri])
+            server = _resolve(execution.catalog, request.server)
+            call.name = f"{server.identifier}:{request.uri or _LIST}"
+            call.resource = ResourceNames(server.name, request.uri or _LIST, call.name)
             if request.uri is None:
-                run.quota.acquire_name(request.name)
-                with self._telemetry.calling(span):  # the child's trace context descends from it
-                    return await self._listing(run.policy, server)
-            if not run.policy.resource_visible(server.identifier, request.uri):
+                execution.quota.acquire_name(call.name)
+                return await self._listing(call, server)
+            if not execution.policy.resource_visible(server.identifier, request.uri):
                 raise ToolCallError(_unknown_resource(server, request.uri))
-            run.policy.check_resource(server.identifier, request.uri)
-            run.quota.acquire_name(request.name)
-            with self._telemetry.calling(span):
-                return await self._read(run.policy, server, request.uri)
+            execution.policy.check_resource(server.identifier, request.uri)
+            execution.quota.acquire_name(call.name)
+            return await self._read(call, server, request.uri)
         except BaseException as exc:
-            failure = self._redacted(exc)
+            failure = self._pipeline.redacted(exc)
             raise
         finally:
-            recorded = request if isinstance(request, _Request) else None
-            await self._finish(run, recorded, failure, span, names)
+            await self._pipeline.finish(call, failure)
 
-    def _refuse_secrets(self, request: _Request) -> None:
-        """End the run if the request holds a secret: a child could echo it back, its place marked."""
-        label = self._redactor.secret_in([request.server, request.uri])
-        if label is not None:
-            held = label.strip("[]").replace("REDACTED:", "the value of ").replace("REDACTED", "a secret")
-            raise SecretInArguments(
-                f"a resource request carried {held}, which the gateway keeps from snippets and children; "
-                "the execution was ended"
-            )
-
-    async def _listing(self, policy: Policy, server: CatalogServer) -> dict[str, Any]:
+    async def _listing(self, call: Call, server: CatalogServer) -> dict[str, Any]:
         """Steps 7-9 of a list: every page of resources and of templates, less the hidden ones."""
+        policy = call.execution.policy
         notes: list[str] = []
 
         async def resources(cursor: str | None) -> tuple[list[types.Resource], str | None]:
@@ -161,10 +132,12 @@ class ResourceReads:
         def listed_template(template: types.ResourceTemplate) -> bool:
             return policy.resource_visible(server.identifier, template.uri_template)
 
-        found = await _child(_pages(resources, listed, "resources", notes))
-        found_templates = await _child(_pages(templates, listed_template, "templates", notes))
-        work = len(found) + len(found_templates) > _LOOP_WORK_ENTRIES
-        return await _bounded(work, self._listing_value, policy, server, found, found_templates, notes)
+        found = await self._pipeline.child(call, _pages(resources, listed, "resources", notes))
+        found_templates = await self._pipeline.child(
+            call, _pages(templates, listed_template, "templates", notes)
+        )
+        large = len(found) + len(found_templates) > _LOOP_WORK_ENTRIES
+        return await bounded_work(large, self._listing_value, policy, server, found, found_templates, notes)
 
     def _listing_value(
         self,
@@ -188,13 +161,15 @@ class ResourceReads:
             value["truncated"] = "; ".join(notes)
         return self._redactor.redact_json(value)
 
-    async def _read(self, policy: Policy, server: CatalogServer, uri: str) -> dict[str, Any]:
+    async def _read(self, call: Call, server: CatalogServer, uri: str) -> dict[str, Any]:
         """Steps 7-9 of a read: the child's contents as the snippet receives them, redacted."""
-        result = await _child(self._pool.read_resource(server.name, uri))
+        policy = call.execution.policy
+        result = await self._pipeline.child(call, self._pool.read_resource(server.name, uri))
         if result is None:  # the child has no such resource: the same words as for a hidden one
             raise ToolCallError(_unknown_resource(server, uri))
         size = sum(len(getattr(item, "text", "") or getattr(item, "blob", "")) for item in result.contents)
-        return await _bounded(size > _LOOP_WORK_CHARS, self._read_value, policy, server, uri, result.contents)
+        large = size > _LOOP_WORK_CHARS
+        return await bounded_work(large, self._read_value, policy, server, uri, result.contents)
 
     def _read_value(
         self,
@@ -212,64 +187,34 @@ class ResourceReads:
         ]
         return self._redactor.redact_json({"uri": uri, "contents": readable})
 
-    def _redacted(self, exc: BaseException) -> BaseException:
-        """A refusal's text as the snippet may read it (step 9, for errors)."""
-        if isinstance(exc, ToolCallError):
-            exc.args = (self._redactor.redact(str(exc)),)
-        return exc
 
-    async def _finish(
-        self,
-        run: Run,
-        request: _Request | None,
-        failure: BaseException | None,
-        span: TraceSpan,
-        names: _Names | None,
-    ) -> None:
-        """Step 10, whatever happened: the metric and the span, the progress report, the audit record."""
-        if request is None:
-            name, arguments, started = "resources:?", {}, time.monotonic()
-        else:
-            name, arguments, started = request.name, request.arguments, request.started
-        self._telemetry.tool_call_finished(span, started, failure, names)
-        run.calls += 1
-        await run.report()
-        if self._audit is None:
-            return
-        ms = round((time.monotonic() - started) * 1000, 3)
-        self._audit.record(
-            lambda audit: audit.tool_call(
-                run.execution_id, name, arguments, ms=ms, error=failure, caller=run.caller
-            )
-        )
-
-
-def _parse(payload: dict[str, Any]) -> _Request | ToolCallError:
-    """The request, or why it is malformed (the guest's proxy never sends one so)."""
-    started = time.monotonic()
+def _parse(payload: dict[str, Any]) -> _Request:
+    """The request, or ToolCallError saying why it is malformed (the guest's proxy never sends one so)."""
     server, op, uri = payload.get("server"), payload.get("op"), payload.get("uri")
     if not isinstance(server, str) or not server:
-        return ToolCallError('a resource request names its server: {"server": "github", "op": "list"}')
+        raise ToolCallError('a resource request names its server: {"server": "github", "op": "list"}')
     if op == "list" and uri is None:
-        return _Request(server, None, f"{server}:{_LIST}", {}, started)
+        return _Request(server, None, f"{server}:{_LIST}", {})
     if op != "read" or not isinstance(uri, str) or not uri:
-        return ToolCallError(
+        raise ToolCallError(
             'a resource request is {"server": ..., "op": "list"} or {"server": ..., "op": "read", "uri": ...}'
         )
     if len(uri) > MAX_URI_CHARS:
-        return ToolCallError(
+        raise ToolCallError(
             f"the URI is {len(uri):,} characters long; a resource URI takes at most {MAX_URI_CHARS:,}: "
             "read it by the URI list() shows"
         )
     try:
         uri = canonical_uri(uri)
     except NonCanonicalUri as exc:  # the URI itself is not repeated: it may hold a secret
-        return ToolCallError(f"the URI was refused: {exc} (the policy judges a URI as the child gets it)")
-    return _Request(server, uri, f"{server}:{uri}", {"uri": uri}, started)
+        raise ToolCallError(
+            f"the URI was refused: {exc} (the policy judges a URI as the child gets it)"
+        ) from None
+    return _Request(server, uri, f"{server}:{uri}", {"uri": uri})
 
 
 def _resolve(catalog: Catalog, name: str) -> CatalogServer:
-    """The server `name` names in the run's catalog (Python or original name), or why none can serve."""
+    """The server `name` names in the execution's catalog (Python or original name), or why none can serve."""
     server = catalog.server(name)
     if server is None:
         offering = [s.identifier for s in catalog.servers if s.resources]
@@ -320,21 +265,6 @@ async def _pages(
         f"at most {MAX_PAGES})"
     )
     return found
-
-
-async def _child(request: Awaitable[T]) -> T:
-    """A child's answer; a child that is down is a ToolError to the snippet, as for a tool call."""
-    try:
-        return await request
-    except ChildUnavailable as exc:
-        raise ToolCallError(str(exc)) from exc
-
-
-async def _bounded(large: bool, work: Callable[..., T], *args: Any) -> T:
-    """`work(*args)` on the event loop, or on a worker thread when the payload is `large`."""
-    if not large:
-        return work(*args)
-    return await anyio.to_thread.run_sync(work, *args)
 
 
 def _resource_entry(resource: types.Resource) -> dict[str, Any]:

@@ -1,9 +1,9 @@
-"""A run paused for approval, as the state the client carries to the round that resumes it.
+"""An execution paused for approval, as the state the client carries to the round that resumes it.
 
 On MCP 2026-07-28 a server may not ask the user mid-call: `execute_code` answers "input required"
 with the approval prompt and a `requestState`, and the client retries with the user's answer and
-that state. The state is the paused run: the seed and journal of host answers that let any
-process replay the run to its paused call without touching a child (`gateway.sandbox.HostJournal`).
+that state. The state is the paused execution: the seed and journal of host answers that let any
+process replay the execution to its paused call without touching a child (`gateway.sandbox.HostJournal`).
 
 The state is plaintext here. The server's `RequestStateBoundary` (the SDK's) seals it with AES-GCM
 under the approvals key and binds it to the `execute_code` call (its code and timeout), to this
@@ -33,19 +33,19 @@ from gateway.state import LocalSpentApprovals, SpentApprovals
 __all__ = [
     "JOURNAL_BYTES_PER_STATE_BYTE",
     "ApprovalNeeded",
-    "PausedRun",
+    "PausedExecution",
     "Resume",
     "SpentStates",
     "as_refusal",
     "code_sha256",
-    "paused_run",
+    "paused_execution",
     "state_too_large",
 ]
 
 _VERSION = 2
 JOURNAL_BYTES_PER_STATE_BYTE = 16
-"""A run stops journaling past this many raw bytes per byte of `max_state_bytes` (JSON results
-compress well, but not that well): what a run holds in memory is bounded too."""
+"""An execution stops journaling past this many raw bytes per byte of `max_state_bytes` (JSON results
+compress well, but not that well): what an execution holds in memory is bounded too."""
 
 
 def code_sha256(code: str) -> str:
@@ -63,15 +63,15 @@ class ApprovalNeeded:
 
 @dataclass(frozen=True)
 class Resume:
-    """What a client's retry carries: the paused run's state, and the user's answer for its call."""
+    """What a client's retry carries: the paused execution's state, and the user's answer for its call."""
 
     state: str
     answer: ApprovalOutcome
 
 
 @dataclass(frozen=True)
-class PausedRun:
-    """Everything a later round needs to replay a paused run to its paused call, in any process."""
+class PausedExecution:
+    """Everything a later round needs to replay a paused execution to its paused call, in any process."""
 
     execution_id: str
     began_at: float  # when the execution's first round began (wall clock)
@@ -85,10 +85,10 @@ class PausedRun:
     shown_tool: str  # the tool the user is shown
     shown_digest: str  # of the wire arguments the user is shown (and approves, or not)
     quota: dict[str, int]
-    settled: dict[int, str]  # answers of calls in flight when the run paused, not yet received
+    settled: dict[int, str]  # answers of calls in flight when the execution paused, not yet received
 
     def journal(self, max_bytes: int) -> HostJournal:
-        """A journal that replays this run's answers, then checks its first live call is the paused one."""
+        """Replays this execution's answers, then checks its first live call is the paused one."""
         return HostJournal(self.seed, self.answers, self.paused, settled=self.settled, max_bytes=max_bytes)
 
     def dump(self, config: ApprovalsConfig) -> str:
@@ -115,7 +115,7 @@ class PausedRun:
         return text
 
     @classmethod
-    def load(cls, text: str) -> PausedRun:
+    def load(cls, text: str) -> PausedExecution:
         """Read a state this gateway wrote (the boundary verified it), or ResumeRefused."""
         try:
             data = json.loads(zlib.decompress(base64.b64decode(text, validate=True)))
@@ -154,7 +154,7 @@ class PausedRun:
             )
 
 
-def paused_run(
+def paused_execution(
     execution_id: str,
     began_at: float,
     round_number: int,
@@ -165,8 +165,8 @@ def paused_run(
     shown_digest: str,
     quota: dict[str, int],
     config: ApprovalsConfig,
-) -> PausedRun:
-    """The state of a run that just paused at `journal.live_call`, or ApprovalLimitExceeded."""
+) -> PausedExecution:
+    """The state of an execution that just paused at `journal.live_call`, or ApprovalLimitExceeded."""
     paused = journal.live_call
     if paused is None:  # a pause ends the guest inside the call it paused at: never expected
         raise GuestCrashed("the run paused outside a tool call, so it cannot be resumed; see the gateway log")
@@ -178,7 +178,7 @@ def paused_run(
         )
     if journal.overflowed:
         raise state_too_large(shown_tool, journal.recorded_bytes, config.max_state_bytes)
-    return PausedRun(
+    return PausedExecution(
         execution_id=execution_id,
         began_at=began_at,
         round=round_number,

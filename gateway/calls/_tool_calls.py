@@ -1,8 +1,9 @@
 """One tool call from a snippet, from the name it wrote to the value it receives.
 
-`ToolCalls.call` is the pipeline, and the only statement of its order:
+A tool call is the kind of call (`_pipeline.py`) that goes through every step; `ToolCalls.call`
+states their order for it:
 
-0. secrets     a name or arguments holding a value the gateway keeps secret end the run, before
+0. secrets     a name or arguments holding a value the gateway keeps secret end the execution, before
                anything could echo them back with the secret's place marked
 1. resolve     the name in the execution's catalog (an idle lazy child that never listed is started)
 2. access      hidden tools are unknown; deny, allow and read_only refuse, before a schema is described
@@ -11,7 +12,7 @@
 5. quota       per-execution counts and the shared rate windows, counted only once 0-4 passed
 6. approval    a human approves the exact call, where the policy asks for it; on 2026-07-28 the
                run pauses here instead (ApprovalRequired), the call's quota given back, until the
-               client has asked the user and the run resumes in a later round, whose first call
+               client has asked the user and the execution resumes in a later round, whose first call
                (the paused one, replayed to) alone gets the answer
 7. middleware  the team's own code (`middleware`, first listed outermost) around 7-9: it sees the call
                as checked (wire arguments), may change the arguments (checked again: 0, 3 and 4, so
@@ -24,28 +25,20 @@
 10. record     the audit record, the metrics and the call's span, and a progress report, whatever
                happened; and the shape of a value the snippet receives from a tool without an
                output schema, which its signature shows from then on
-
-Work that grows with what the snippet or a child sent (scanning, validating, converting) runs on
-the event loop only for small payloads; larger ones go to a worker thread, so that one big or
-hostile call cannot stall every other client.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import logging
-import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar, cast
 
-import anyio
-import anyio.to_thread
 from mcp import types
 
-from gateway.audit import NO_CALLER, Approval, AuditLog, Caller
+from gateway.audit import AuditLog
+from gateway.calls._pipeline import Call, Execution, PausedCallAnswer, Pipeline, bounded_work, small
 from gateway.catalog import (
     Catalog,
     CatalogEntry,
@@ -57,58 +50,17 @@ from gateway.catalog import (
 from gateway.catalog.config import DEFAULT_MAX_QUERY_CHARS
 from gateway.catalog.docs import read_docs
 from gateway.children import ChildPool, ChildState
-from gateway.errors import (
-    ApprovalRequired,
-    ChildUnavailable,
-    PolicyDenied,
-    ResumeRefused,
-    SecretInArguments,
-    ToolCallError,
-)
-from gateway.middleware import Call, Chain, Passage
-from gateway.policy import ApprovalOutcome, Approver, ExecutionQuota, Policy
+from gateway.errors import ApprovalRequired, PolicyDenied, ResumeRefused, ToolCallError
+from gateway.middleware import Call as SeenCall
+from gateway.middleware import Passage
+from gateway.policy import ApprovalOutcome, Policy
 from gateway.sandbox import arguments_digest
 from gateway.shared import Redactor
-from gateway.telemetry import Telemetry, TraceSpan
+from gateway.telemetry import Telemetry
 
-__all__ = [
-    "PROGRESS_SECONDS",
-    "AdmittedCall",
-    "PausedCallAnswer",
-    "Progress",
-    "Run",
-    "ToolCalls",
-    "callee_of",
-    "unknown_tool_message",
-    "wire_digest",
-]
-
-log = logging.getLogger("gateway.tool_calls")
-
-Progress = Callable[[int, float], Awaitable[None]]
-"""Told (tool calls made so far, seconds elapsed) after each tool call and every PROGRESS_SECONDS."""
-
-PROGRESS_SECONDS = 1.0
+__all__ = ["ToolCalls", "callee_of", "unknown_tool_message", "wire_digest"]
 
 T = TypeVar("T")
-
-# What may be scanned, validated or converted on the event loop: past this, a worker thread does it.
-LOOP_WORK_NODES = 2_000
-LOOP_WORK_CHARS = 32_768
-
-
-@dataclass(frozen=True)
-class PausedCallAnswer:
-    """The user's answer to the call a run paused at, for the round that resumes the run.
-
-    It answers the round's first call alone, and only if that call is the one the user was shown:
-    if the first call is refused before it gets to approval (a quota filled meanwhile), the answer
-    is dropped, never handed to a later call the user did not see.
-    """
-
-    outcome: ApprovalOutcome
-    tool: str
-    arguments_digest: str  # of the wire arguments the prompt showed, and the tool's callee (`wire_digest`)
 
 
 def wire_digest(arguments: dict[str, Any], callee: str = "") -> str:
@@ -124,66 +76,8 @@ def callee_of(entry: CatalogEntry) -> str:
     return json.dumps([entry.server_name, entry.tool_name])
 
 
-@dataclass
-class AdmittedCall:
-    """One tool call between admission (steps 0-6) and completion (7-10)."""
-
-    run: Run
-    name: str  # as the snippet wrote it
-    wire: dict[str, Any]  # the arguments as the child gets them, once checked
-    entry: CatalogEntry | None = None
-    approval: Approval = "not_required"
-    started: float = field(default_factory=time.monotonic)
-    span: TraceSpan | None = None  # ended, and its metrics counted, with its audit record
-    answered_error: bool = False  # the child answered with isError
-    middleware: str | None = None  # the middleware that refused or failed it, for its audit record
-
-
-@dataclass
-class Run:
-    """What one execution's tool calls share: its id, the catalog and policy it started with (the
-    caller's, under `policy.roles`), its quota, approver, and who asked for it."""
-
-    execution_id: str
-    catalog: Catalog
-    policy: Policy
-    approver: Approver
-    progress: Progress | None = None
-    caller: Caller = NO_CALLER
-    # The gateway's middleware when the run started: a config reload changes it for later runs only.
-    middleware: Chain = field(default_factory=Chain)
-    quota: ExecutionQuota = field(init=False)
-    calls: int = 0
-    started: float = field(default_factory=time.monotonic)
-    # When the execution began (wall clock, which every process shares): a round resumed after an
-    # approval reports progress from there, so the client's progress keeps increasing across rounds.
-    began_at: float = field(default_factory=time.time)
-    paused: ApprovalRequired | None = None  # the call this run paused at, waiting for the user
-    answer: PausedCallAnswer | None = None  # in a resumed round, until its first call takes it
-    span: TraceSpan | None = None  # the execution's span: each tool call's span is its child
-
-    def __post_init__(self) -> None:
-        self.quota = self.policy.new_execution(self.caller.owner)
-
-    async def report(self) -> None:
-        """Tell the client how far the execution is (best effort: never fails the run)."""
-        if self.progress is None:
-            return
-        with anyio.CancelScope(shield=True):  # a progress message is never half sent
-            try:
-                await self.progress(self.calls, max(time.time() - self.began_at, 0.0))
-            except Exception:  # a client gone away must not fail the run
-                log.debug("progress notification failed", exc_info=True)
-
-    async def heartbeat(self) -> None:
-        """Report progress every PROGRESS_SECONDS until cancelled."""
-        while True:
-            await anyio.sleep(PROGRESS_SECONDS)
-            await self.report()
-
-
 class ToolCalls:
-    """The tool-call pipeline over a pool of children, under each run's policy, redacted and audited."""
+    """The tool-call pipeline over a pool of children, under each execution's policy, redacted and audited."""
 
     def __init__(
         self,
@@ -193,72 +87,75 @@ class ToolCalls:
         catalog: Callable[[], Catalog],
         telemetry: Telemetry | None = None,
     ) -> None:
+        self._pipeline = Pipeline(pool, redactor, audit, telemetry)
         self._pool = pool
-        self._telemetry = telemetry or Telemetry()
         self._redactor = redactor
-        self._audit = audit
         self._catalog = catalog  # the current catalog, for a lazy child's first listing
 
-    async def call(self, run: Run, name: str, arguments: dict[str, Any]) -> Any:
-        """Call `name` for the snippet of `run`; raises ToolCallError, with any secret redacted."""
-        admitted = await self.admit(run, name, arguments)
+    async def call(self, execution: Execution, name: str, arguments: dict[str, Any]) -> Any:
+        """Call `name` for the snippet of `execution`; raises ToolCallError, with any secret redacted."""
+        admitted = await self.admit(execution, name, arguments)
         return await self.complete(admitted)
 
-    async def prepare(self, run: Run, name: str, arguments: dict[str, Any]) -> Callable[[], Awaitable[Any]]:
+    async def prepare(
+        self, execution: Execution, name: str, arguments: dict[str, Any]
+    ) -> Callable[[], Awaitable[Any]]:
         """Admit a call now (see `admit`); return what completes it, for a call run side by side."""
-        return partial(self.complete, await self.admit(run, name, arguments))
+        return partial(self.complete, await self.admit(execution, name, arguments))
 
-    async def admit(self, run: Run, name: str, arguments: dict[str, Any]) -> AdmittedCall:
+    async def admit(self, execution: Execution, name: str, arguments: dict[str, Any]) -> Call:
         """Steps 0-6: the call as the child will get it, once it may be made; or the refusal.
 
         Calls a snippet runs side by side are admitted one at a time, in the order it made them, so
         quotas count exactly and the user is asked about one call at a time."""
-        call = AdmittedCall(run, name, wire=arguments)
-        answer, run.answer = run.answer, None  # the first call of a resumed round takes it, or no one
-        call.span = self._telemetry.tool_call_started(run.span, run.execution_id)
+        call = self._pipeline.start(execution, name, arguments)
+        answer, execution.answer = (
+            execution.answer,
+            None,
+        )  # the first call of a resumed round takes it, or no one
         try:
-            self._refuse_secrets("a tool name", name)
-            call.entry = await self._resolve(run.catalog, name)
-            call.wire = await _bounded_work(
-                arguments, self._checked_arguments, run.policy, call.entry, arguments
+            self._pipeline.refuse_secrets("a tool name", name)
+            call.entry = await self._resolve(execution.catalog, name)
+            call.wire = await bounded_work(
+                not small(arguments), self._checked_arguments, execution.policy, call.entry, arguments
             )
-            await run.quota.acquire(call.entry)
-            if run.policy.needs_approval(call.entry):
+            await execution.quota.acquire(call.entry)
+            if execution.policy.needs_approval(call.entry):
                 if answer is not None:
                     call.approval = _answer_for(answer, call.entry, call.wire)
                 else:
-                    call.approval = await run.approver(call.entry.qualified, call.wire)
+                    call.approval = await execution.approver(call.entry.qualified, call.wire)
                 if call.approval == "pending":
-                    await run.quota.release(call.entry)  # asked again when the run resumes
-                    run.paused = ApprovalRequired(call.entry.qualified, call.wire, callee_of(call.entry))
-                    raise run.paused
+                    await execution.quota.release(call.entry)  # asked again when the execution resumes
+                    execution.paused = ApprovalRequired(
+                        call.entry.qualified, call.wire, callee_of(call.entry)
+                    )
+                    raise execution.paused
                 _raise_unless_approved(call.entry.qualified, call.approval)
             return call
         except BaseException as exc:
-            await self._finish(call, self._redacted(exc))
+            await self._pipeline.finish(call, self._pipeline.redacted(exc))
             raise
 
-    async def complete(self, call: AdmittedCall) -> Any:
+    async def complete(self, call: Call) -> Any:
         """Steps 7-10 of an admitted call: the child's answer as the snippet's value, redacted."""
-        if call.run.middleware:
+        if call.execution.middleware:
             value = await self._complete(call, partial(self._through_middleware, raw=False))
         else:
             value = await self._complete(call, partial(self._from_child, convert=self._value_of))
-        shapes = call.run.catalog.shapes
+        shapes = call.execution.catalog.shapes
         if shapes is not None and call.entry is not None:
             shapes.observe(call.entry, value)  # bounded work: a few items of each list, a few levels
         return value
 
-    async def complete_raw(self, call: AdmittedCall) -> types.CallToolResult:
+    async def complete_raw(self, call: Call) -> types.CallToolResult:
         """Steps 7, 9 and 10 of an admitted call: the child's CallToolResult itself, redacted (or, if
         a middleware returned another value, that value as a result)."""
-        if call.run.middleware:
+        if call.execution.middleware:
             return await self._complete(call, partial(self._through_middleware, raw=True))
         return await self._complete(call, partial(self._from_child, convert=self._redacted_result))
 
-    async def _complete(
-        self, call: AdmittedCall, answer: Callable[[AdmittedCall, CatalogEntry], Awaitable[T]]
-    ) -> T:
+    async def _complete(self, call: Call, answer: Callable[[Call, CatalogEntry], Awaitable[T]]) -> T:
         if call.entry is None:
             raise RuntimeError("complete() takes a call that admit() returned")
         failure: BaseException | None = None
@@ -268,61 +165,60 @@ class ToolCalls:
                 failure = ToolCallError(f"{call.entry.qualified} answered with an error (isError)")
             return answered
         except BaseException as exc:
-            failure = self._redacted(exc)
+            failure = self._pipeline.redacted(exc)
             raise
         finally:
-            await self._finish(call, failure)
+            await self._pipeline.finish(call, failure)
 
     async def _from_child(
-        self, call: AdmittedCall, entry: CatalogEntry, convert: Callable[[types.CallToolResult], T]
+        self, call: Call, entry: CatalogEntry, convert: Callable[[types.CallToolResult], T]
     ) -> T:
         """Steps 7 (child) and 8: the child's answer, converted by `convert` (which redacts)."""
         result = await self._child(call, entry)
         call.answered_error = bool(result.is_error)  # a snippet gets it as a ToolError (step 8)
-        return await _bounded_work(_payload(result), convert, result)
+        return await bounded_work(not small(_payload(result)), convert, result)
 
-    async def _child(self, call: AdmittedCall, entry: CatalogEntry) -> types.CallToolResult:
-        try:
-            with self._telemetry.calling(call.span):  # the child's trace context descends from it
-                return await self._pool.call_tool(entry.server_name, entry.tool_name, call.wire)
-        except ChildUnavailable as exc:
-            raise ToolCallError(str(exc)) from exc
+    async def _child(self, call: Call, entry: CatalogEntry) -> types.CallToolResult:
+        request = self._pool.call_tool(entry.server_name, entry.tool_name, call.wire)
+        return await self._pipeline.child(call, request)
 
-    async def _through_middleware(self, call: AdmittedCall, entry: CatalogEntry, *, raw: bool) -> Any:
-        """Step 7 with the run's middleware around the child: what the outermost returns, redacted
+    async def _through_middleware(self, call: Call, entry: CatalogEntry, *, raw: bool) -> Any:
+        """Step 7 with the execution's middleware around the child: what the outermost returns, redacted
         again (step 9); for an exposed tool (`raw`), the child's own result if it was passed on."""
-        run = call.run
+        execution = call.execution
         child: list[types.CallToolResult] = []  # its answer, once the call reached it
         inner: list[Any] = []  # the value the innermost middleware got, or the error it raised
 
-        async def innermost(final: Call, passage: Passage) -> Any:
+        async def innermost(final: SeenCall, passage: Passage) -> Any:
             if passage.changed_by is not None:  # checked again: a middleware is no way around policy
                 call.middleware = passage.changed_by  # named in the audit record if they are refused
-                call.wire = await self._rechecked(run.policy, entry, final.arguments, passage.changed_by)
+                call.wire = await self._rechecked(
+                    execution.policy, entry, final.arguments, passage.changed_by
+                )
                 call.middleware = None
             result = await self._child(call, entry)
             child.append(result)
             call.answered_error = bool(result.is_error)
             try:
-                inner.append(await _bounded_work(_payload(result), self._value_of, result))
+                inner.append(await bounded_work(not small(_payload(result)), self._value_of, result))
             except ToolCallError as exc:  # isError: the middleware sees the snippet's ToolError
                 inner.append(exc)
                 raise
             return inner[0]
 
-        caller = run.caller
-        seen = Call(
+        caller = execution.caller
+        seen = SeenCall(
             entry.qualified,
             entry.server_name,
             call.wire,
             caller.principal,
             caller.roles,
-            run.execution_id,
+            execution.execution_id,
             caller.issuer,
         )
         passage = Passage()
         try:
-            value = await run.middleware.run(seen, innermost, passage)
+            value = await execution.middleware.run(seen, innermost, passage)
         except ToolCallError as exc:
             call.middleware = passage.blamed or call.middleware
             if raw and child and inner and exc is inner[0]:  # the child's isError, passed on as it is
@@ -331,7 +227,7 @@ class ToolCalls:
         if inner and value is inner[0]:  # passed on unchanged: already redacted (step 9)
             return self._redacted_result(child[0]) if raw else value
         call.answered_error = False  # what a middleware returned instead is the call's answer
-        value = await _bounded_work(value, self._redactor.redact_json, value)
+        value = await bounded_work(not small(value), self._redactor.redact_json, value)
         return _as_result(value) if raw else value
 
     async def _rechecked(
@@ -342,71 +238,34 @@ class ToolCalls:
         # A copy of its own: what is checked is what the child gets, whatever the middleware does next.
         arguments = {python_names.get(name, name): value for name, value in copy.deepcopy(wire).items()}
         try:
-            return await _bounded_work(arguments, self._checked_arguments, policy, entry, arguments)
+            return await bounded_work(not small(arguments), self._checked_arguments, policy, entry, arguments)
         except ToolCallError as exc:
             exc.args = (f"{exc} (in the arguments as middleware {changed_by} changed them)",)
             raise
-
-    def _redacted(self, exc: BaseException) -> BaseException:
-        """A refusal's text as the snippet may read it (step 9, for errors)."""
-        if isinstance(exc, ToolCallError):
-            exc.args = (self._redactor.redact(str(exc)),)
-        return exc
 
     def _redacted_result(self, result: types.CallToolResult) -> types.CallToolResult:
         """A secret the gateway expanded never reaches the snippet, in a result or a child's error text."""
         dumped = result.model_dump(mode="json", by_alias=True, exclude_none=True)
         return types.CallToolResult.model_validate(self._redactor.redact_json(dumped))
 
-    async def _finish(self, call: AdmittedCall, failure: BaseException | None) -> None:
-        """Step 10, whatever happened: the metrics and the span, the progress report, the audit record."""
-        run = call.run
-        run.calls += 1
-        self._telemetry.tool_call_finished(
-            call.span, call.started, failure, call.entry, call.approval, call.answered_error
-        )
-        await run.report()
-        if self._audit is not None:
-            ms = round((time.monotonic() - call.started) * 1000, 3)
-            name, wire, approval, middleware = call.name, call.wire, call.approval, call.middleware
-            resolved = call.entry is not None  # a name that resolved to nothing: recorded tersely
-            write = partial(
-                self._audit.record,
-                lambda audit: audit.tool_call(
-                    run.execution_id,
-                    name,
-                    wire,
-                    ms=ms,
-                    error=failure,
-                    approval=approval,
-                    caller=run.caller,
-                    middleware=middleware,
-                    resolved=resolved,
-                ),
-            )
-            # Redacting, measuring and digesting large arguments is work the event loop never does;
-            # shielded, so that a cancelled call is still recorded.
-            with anyio.CancelScope(shield=True):
-                await _bounded_work(wire, write)
-
     def read_catalog(
         self,
-        run: Run,
+        execution: Execution,
         service: str,
         payload: dict[str, Any],
         *,
         max_query_chars: int = DEFAULT_MAX_QUERY_CHARS,
     ) -> Any:
-        """What the snippet asks of its run's catalog: `@search` (a query of at most `max_query_chars`,
+        """What the snippet asks of its execution's catalog: `@search` (a query of at most `max_query_chars`,
         `search.max_query_chars`), `@docs`, or `@precheck`."""
         if service == "@precheck":
-            return self.precheck(run, payload.get("calls"))
-        return read_docs(run.catalog, service, payload, max_query_chars)
+            return self.precheck(execution, payload.get("calls"))
+        return read_docs(execution.catalog, service, payload, max_query_chars)
 
-    def precheck(self, run: Run, calls: object) -> dict[str, Any]:
+    def precheck(self, execution: Execution, calls: object) -> dict[str, Any]:
         """The snippet's literal calls (as the guest found them) checked before it runs: the refusals
         they would meet at steps 1-3, each as the call would get it, redacted."""
-        findings = precheck_calls(run.catalog, calls, access=partial(_access_refusal, run.policy))
+        findings = precheck_calls(execution.catalog, calls, access=partial(_access_refusal, execution.policy))
         return {
             "findings": [
                 {"line": finding.line, "message": self._redactor.redact(finding.message)}
@@ -414,22 +273,11 @@ class ToolCalls:
             ]
         }
 
-    def _refuse_secrets(self, what: str, value: Any) -> None:
-        """End the run if `value` holds a secret; `what` says where, never echoing the value itself."""
-        label = self._redactor.secret_in(value)
-        if label is not None:
-            held = label.strip("[]").replace("REDACTED:", "the value of ").replace("REDACTED", "a secret")
-            raise SecretInArguments(
-                f"{what} carried {held}, which the gateway keeps from snippets and tools; the execution "
-                "was ended. Children get their secrets from the config (env, headers), never through "
-                "a snippet."
-            )
-
     def _checked_arguments(
         self, policy: Policy, entry: CatalogEntry, arguments: dict[str, Any]
     ) -> dict[str, Any]:
         """Steps 0 (arguments) and 2-4: what the child will get, or the refusal."""
-        self._refuse_secrets(f"the arguments of {entry.qualified}", arguments)
+        self._pipeline.refuse_secrets(f"the arguments of {entry.qualified}", arguments)
         policy.check_access(entry)
         wire = prepare_arguments(entry, arguments)
         policy.check_arguments(entry, wire)
@@ -461,32 +309,6 @@ class ToolCalls:
         return self._catalog()
 
 
-async def _bounded_work(payload: object, work: Callable[..., T], *args: Any) -> T:
-    """`work(*args)` on the event loop when `payload` is small, else on a worker thread."""
-    if _small(payload):
-        return work(*args)
-    return await anyio.to_thread.run_sync(work, *args)
-
-
-def _small(value: object) -> bool:
-    """Whether a JSON-like value is within the event loop's budget; stops counting past it."""
-    nodes, chars, todo = 0, 0, [value]
-    while todo:
-        item = todo.pop()
-        nodes += 1
-        if isinstance(item, str):
-            chars += len(item)
-        elif isinstance(item, dict):
-            mapping = cast("dict[str, Any]", item)
-            todo.extend(mapping.values())
-            chars += sum(len(key) for key in mapping)
-        elif isinstance(item, list | tuple):
-            todo.extend(cast("list[Any]", item))
-        if nodes > LOOP_WORK_NODES or chars > LOOP_WORK_CHARS:
-            return False
-    return True
-
-
 def _as_result(value: Any) -> types.CallToolResult:
     """What a middleware returned for an exposed tool, as the result the client gets."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
@@ -506,7 +328,7 @@ def _payload(result: types.CallToolResult) -> list[Any]:
 
 def _answer_for(answer: PausedCallAnswer, entry: CatalogEntry, wire: dict[str, Any]) -> ApprovalOutcome:
     """The user's answer, if this is the call they were shown (the same tool, by the child's own names
-    too); else the run ends before any call."""
+    too); else the execution ends before any call."""
     tool = entry.qualified
     if answer.tool != tool or answer.arguments_digest != wire_digest(wire, callee_of(entry)):
         raise ResumeRefused(

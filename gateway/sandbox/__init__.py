@@ -3,14 +3,13 @@
 from gateway.sandbox._engine import COMPONENT_PATH, WASMTIME_VERSION, component_sha256, default_cache_dir
 from gateway.sandbox._host_call import MAX_DOCS_ARGS_BYTES, MAX_DOCS_QUERIES, MAX_URI_CHARS, cancelled_error
 from gateway.sandbox._journal import HostAnswer, HostJournal, PausedCall, arguments_digest
-from gateway.sandbox._sandbox import HOST_INTERFACE, Sandbox
-from gateway.sandbox._services import HostServices, ToolCaller, ToolsOnly
+from gateway.sandbox._sandbox import Sandbox
+from gateway.sandbox._services import HostServices, ToolCaller
 from gateway.sandbox.limits import SandboxLimits
 from gateway.sandbox.result import ErrorInfo, ExecutionResult, ShownItem, ToolCallRecord
 
 __all__ = (
     "COMPONENT_PATH",
-    "HOST_INTERFACE",
     "MAX_DOCS_ARGS_BYTES",
     "MAX_DOCS_QUERIES",
     "MAX_URI_CHARS",
@@ -26,7 +25,6 @@ __all__ = (
     "ShownItem",
     "ToolCallRecord",
     "ToolCaller",
-    "ToolsOnly",
     "arguments_digest",
     "cancelled_error",
     "component_sha256",

@@ -11,7 +11,7 @@ the worker's cancel scope, `asyncio.run_coroutine_threadsafe` chaining an asynci
 `concurrent.futures.Future`, and a condition variable to wait on. A tool call pays for it on every
 call; here it is one `call_soon_threadsafe`, a task, and a lock the task releases
 (measured by tests/bench/host_call_levers.py). Cancellation does not depend on the worker's cancel
-scope: the host's `Execution.cancel` reaches the wait's own scope on the loop (see `_host_call`).
+scope: the host's `ExecutionState.cancel` reaches the wait's own scope on the loop (see `_host_call`).
 """
 
 from __future__ import annotations
@@ -90,7 +90,9 @@ def call_on_loop(loop: asyncio.AbstractEventLoop, make: Callable[[], Coroutine[A
     return value
 
 
-_Job = tuple[contextvars.Context, Callable[[], Any], asyncio.AbstractEventLoop, "asyncio.Future[Any]"]
+_Job = tuple[
+    contextvars.Context, Callable[..., Any], tuple[Any, ...], asyncio.AbstractEventLoop, "asyncio.Future[Any]"
+]
 
 
 class WorkerThreads:
@@ -106,11 +108,11 @@ class WorkerThreads:
         self._idle = 0  # threads waiting for a job that no run has claimed yet
         self._started = 0
 
-    async def run(self, function: Callable[[], T]) -> T:
-        """Run `function` on a worker thread, in a copy of this task's context, and await its outcome."""
+    async def run(self, function: Callable[..., T], *args: Any) -> T:
+        """Run `function(*args)` on a worker thread, in a copy of this task's context; await its outcome."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        self._jobs.put((contextvars.copy_context(), function, loop, future))
+        self._jobs.put((contextvars.copy_context(), function, args, loop, future))
         with self._lock:
             claimed = self._idle > 0
             if claimed:
@@ -124,7 +126,7 @@ class WorkerThreads:
     def _serve(self) -> None:
         while True:
             try:
-                context, function, loop, future = self._jobs.get(timeout=_WORKER_IDLE_SECONDS)
+                context, function, args, loop, future = self._jobs.get(timeout=_WORKER_IDLE_SECONDS)
             except queue.Empty:
                 with self._lock:
                     if self._idle > 0:  # no run has claimed a thread since: this one can go
@@ -132,10 +134,10 @@ class WorkerThreads:
                         return
                 continue  # a run claimed this thread just now: its job is on the queue
             try:
-                outcome: tuple[bool, Any] = (True, context.run(function))
+                outcome: tuple[bool, Any] = (True, context.run(function, *args))
             except BaseException as exc:  # delivered to the awaiting task, as anyio.to_thread does
                 outcome = (False, exc)
-            del context, function  # nothing of the run outlives it on an idle thread
+            del context, function, args  # nothing of the run outlives it on an idle thread
             with self._lock:
                 self._idle += 1
             with suppress(RuntimeError):  # the loop closed: nobody awaits the outcome

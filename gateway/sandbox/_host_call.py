@@ -3,7 +3,7 @@
 Runs on the execution's worker thread. A tool call reaches the async tool caller on the event
 loop (`_hop.call_on_loop`, else `anyio.from_thread.run`), bounded by the per-call timeout and by
 what remains of the execution's wall budget (wasm epochs never interrupt time spent in here). A
-limit ends the execution: the error is recorded on the `Execution` and a trap unwinds the guest, so
+limit ends the execution: the error is recorded on the `ExecutionState` and a trap unwinds the guest, so
 the snippet cannot catch it. Every other refusal is a catchable `ToolError` in the snippet.
 """
 
@@ -49,7 +49,7 @@ from gateway.sandbox.limits import SandboxLimits
 from gateway.sandbox.result import ShownItem, ToolCallRecord
 
 __all__ = [
-    "Execution",
+    "ExecutionState",
     "bound_to_thread",
     "cancelled_error",
     "host_call",
@@ -88,15 +88,16 @@ validator quoting a huge argument back, must not flood the snippet (or the model
 
 
 class _Refused(Exception):
-    """A refusal the snippet sees as a catchable ToolError."""
+    """A refusal the snippet can catch: `error` is the class it raises there (translated by name once,
+    at the boundary, `_guest_error`)."""
 
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(self, error: type[ToolCallError] | type[ValueError], message: str) -> None:
         super().__init__(_cut(message))
-        self.kind = kind
+        self.error = error
 
 
 @dataclass
-class Execution:
+class ExecutionState:
     """Per-execution state the host function reads and writes."""
 
     limits: SandboxLimits
@@ -126,7 +127,7 @@ class Execution:
         if self._wait_scope is not None:
             self._wait_scope.cancel()
 
-    async def _wait(self, start: Callable[[], Awaitable[Any]], timeout: float | None) -> Any:
+    async def wait(self, start: Callable[[], Awaitable[Any]], timeout: float | None) -> Any:
         # Runs on the event loop, so `cancel` (also on the loop) can reach this scope; a cancel that ran
         # between the worker's check and this task's start is seen here.
         if self.cancelled:
@@ -144,298 +145,314 @@ class Execution:
             raise cancelled_error()
         raise TimeoutError
 
-    def _wait_from_worker(
-        self,
-        start: Callable[[], Awaitable[Any]],
-        timeout: float | None,
-        fallback: Callable[[], Any] | None = None,
-    ) -> Any:
-        if self.cancelled:
-            raise cancelled_error()
-        if self.loop is not None:
-            return call_on_loop(self.loop, lambda: self._wait(start, timeout))
-        try:
-            return anyio.from_thread.run(self._wait, start, timeout)
-        except anyio.NoEventLoopError:
-            # Outside an anyio worker thread (a synchronous embedding): only waits can do without the loop.
-            if fallback is None:
-                raise
-            return fallback()
-
-    def _on_loop(self, function: Callable[..., Any], *args: Any) -> Any:
-        """Call `function(*args)` on the event loop's thread, from the worker, and return its value."""
-        if self.loop is None:
-            return anyio.from_thread.run_sync(function, *args)
-
-        async def call() -> Any:
-            return function(*args)
-
-        return call_on_loop(self.loop, call)
-
     def remaining(self) -> float:
         return self.timeout - (time.monotonic() - self.started)
 
-    def _budget_error(self, what: str) -> WallTimeExceeded:
-        return WallTimeExceeded(
-            f"{what} would outlast the wall-clock budget of {self.timeout:g} s "
-            f"({max(self.remaining(), 0):.2f} s left; sandbox.timeout_seconds): do less per execution"
-        )
 
-    def sleep(self, payload: Any) -> dict[str, Any]:
-        raw: object = payload.get("seconds") if isinstance(payload, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-        try:
-            seconds = float(raw) if isinstance(raw, int | float) else math.nan  # a huge int overflows
-        except OverflowError:
-            seconds = math.nan
-        if not math.isfinite(seconds) or seconds < 0:
-            raise _Refused("ValueError", "time.sleep() takes a finite, non-negative number of seconds")
-        if seconds >= self.remaining():
-            raise self._budget_error(f"time.sleep({seconds:g})")
-        self._wait_from_worker(lambda: anyio.sleep(seconds), None, fallback=lambda: time.sleep(seconds))
-        return {}
-
-    def show(self, args_json: str) -> str:
-        """`@show`: keep an image, audio clip or file for the client, within the caps."""
-        limits = self.limits
-        if len(self.shown) >= limits.max_shown_items:
-            raise ShownTooMany(
-                f"the snippet showed more than {limits.max_shown_items} items (sandbox.max_shown_items): "
-                "show fewer, or combine them (one image with several panels, say)"
-            )
-        item = _shown_item(_parse_json(args_json, "arguments to show()"), len(self.shown) + 1)
-        total = item.size + sum(shown.size for shown in self.shown)
-        if total > limits.max_shown_bytes:
-            raise ShownTooLarge(
-                f"what the snippet showed would be {total:,} bytes, over the {limits.max_shown_bytes:,}-"
-                "byte cap (sandbox.max_shown_bytes): show smaller images (fewer pixels, JPEG), or fewer"
-            )
-        self.shown.append(item)
-        return "{}"
-
-    def read_docs(self, service: str, args_json: str) -> str:
-        services = self.services
-        if not serves_catalog(services) and service == "@precheck":
-            return '{"findings":[]}'  # no catalog to check against: every call is checked as it runs
-        if services is None or not serves_catalog(services):
-            raise _Refused("ToolError", "no catalog serves this sandbox, so there are no tools to look up")
-        if service == "@precheck":  # the guest's own, before the snippet runs: once, and not counted
-            if self.prechecked:
-                raise _Refused("ToolError", "the snippet's tool calls are checked once, before it runs")
-            self.prechecked = True
-        elif self.docs_queries >= MAX_DOCS_QUERIES:
-            raise _Refused(
-                "ToolError",
-                f"search(), help() and dir() on tools are limited to {MAX_DOCS_QUERIES} per execution: "
-                "look tools up once and keep what you need in a variable",
-            )
-        else:
-            self.docs_queries += 1
-        size = len(args_json.encode())
-        cap = MAX_PRECHECK_ARGS_BYTES if service == "@precheck" else MAX_DOCS_ARGS_BYTES
-        if size > cap:
-            raise _Refused(
-                "ToolError",
-                f"the question to {DOCS_SERVICES[service]} is {size:,} bytes, over the "
-                f"{cap:,}-byte cap: ask with a few words",
-            )
-        payload = _parse_json(args_json, f"arguments to {DOCS_SERVICES[service]}")
-        if not isinstance(payload, dict):
-            raise _Refused("ToolError", f"arguments to {DOCS_SERVICES[service]} must be a JSON object")
-        try:
-            answer = services.read_docs(service, cast("dict[str, Any]", payload))
-        except ValueError as exc:
-            raise _Refused("ToolError", str(exc)) from None
-        return json.dumps(answer, ensure_ascii=False)
-
-    def call_tool(self, name: str, args_json: str) -> str:
-        """Make one call and wait for it: the guest's blocking `tools.server.tool(...)`."""
-        arguments = self._parse_arguments(name, args_json, len(args_json.encode()))
-        services = self.services
-        return self._make_call(
-            name, None if services is None else partial(services.call_tool, name, arguments)
-        )
-
-    def read_resources(self, args_json: str) -> str:
-        """`@resources`: list a server's resources, or read one, counted and capped like a tool call."""
-        request = _resource_request(_parse_json(args_json, "arguments to resources"))
-        what = f"{request['server']}:{request.get('uri') or 'resources/list'}"[:MAX_NAME_CHARS]
-        services = self.services
-        start = None
-        if services is not None and serves_catalog(services):
-            start = partial(services.read_resources, request)
-        return self._make_call(what, start)
-
-    def _make_call(self, name: str, start: Callable[[], Awaitable[Any]] | None) -> str:
-        """One call the guest waits for: counted, bounded by its timeout, its outcome settled.
-        `start` is None when nothing serves such calls here (refused once the call limit is checked)."""
-        record, timeout = self._new_call(name, served=start is not None)
-        assert start is not None  # _new_call refused otherwise
-        started = time.monotonic()
-        try:
-            result = self._wait_from_worker(start, timeout)
-        except (TimeoutError, ToolCallError) as exc:
-            return self._settle(name, record, timeout, error=exc)
-        finally:
-            record.ms = round((time.monotonic() - started) * 1000, 3)
-        return self._settle(name, record, timeout, value=result)
-
-    def start_call(self, args_json: str) -> str:
-        """`@start`: admit a call the guest awaits, start it on the event loop, answer its id."""
-        payload = _parse_json(args_json, "arguments to a tool call")
-        name: object = payload.get("name") if isinstance(payload, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-        if not isinstance(name, str):
-            raise _Refused("ToolError", "a started tool call needs a name")
-        _check_tool_name(name)
-        raw = cast("dict[str, Any]", payload).get("arguments")
-        arguments = self._parse_arguments(name, raw, len(args_json.encode()))
-        record, timeout = self._new_call(name, served=self.services is not None)
-        if self.in_flight is None:
-            raise _Refused("ToolError", f"{name} cannot run side by side here: no event loop serves this run")
-        call = CallInFlight(len(self.tool_calls) - 1, name, record, timeout)
-        try:
-            self._wait_from_worker(lambda: self._admit_and_start(call, arguments), timeout)
-        except (TimeoutError, ToolCallError) as exc:
-            return self._settle(name, record, timeout, error=exc)
-        except ApprovalRequired:
-            if self.journal is not None:
-                self._keep_in_flight_for_resume()
+def _wait_from_worker(
+    execution: ExecutionState,
+    start: Callable[[], Awaitable[Any]],
+    timeout: float | None,
+    fallback: Callable[[], Any] | None = None,
+) -> Any:
+    if execution.cancelled:
+        raise cancelled_error()
+    if execution.loop is not None:
+        return call_on_loop(execution.loop, lambda: execution.wait(start, timeout))
+    try:
+        return anyio.from_thread.run(execution.wait, start, timeout)
+    except anyio.NoEventLoopError:
+        # Outside an anyio worker thread (a synchronous embedding): only waits can do without the loop.
+        if fallback is None:
             raise
-        return json.dumps({"id": call.id})
+        return fallback()
 
-    async def _admit_and_start(self, call: CallInFlight, arguments: dict[str, Any]) -> None:
-        in_flight, services = self.in_flight, self.services
-        assert in_flight is not None
-        assert services is not None
-        in_flight.start(call, await services.admit(call.name, arguments))
 
-    def wait_calls(self, args_json: str) -> str:
-        """`@wait`: the started calls among `ids` that finished, waiting up to `timeout` seconds."""
-        payload = _parse_json(args_json, "arguments to a wait")
-        ids, timeout = _wait_request(payload)
-        in_flight = self.in_flight
-        if in_flight is None:
-            raise _Refused("ToolError", "there are no tool calls in flight to wait for")
-        settled = self.journal.take_settled(ids) if self.journal is not None else {}
-        if settled:
-            return _done_answer(settled)
-        remaining = self.remaining()
-        running = [call_id for call_id in ids if call_id in in_flight]
-        if not running and timeout is None:
-            raise _Refused(
-                "ToolError", "every task waits and no tool call is in flight: nothing can wake them"
-            )
-        if not running and timeout is not None and timeout >= remaining:
-            raise self._budget_error(f"waiting {timeout:g} s for a timer (asyncio.sleep, a timeout)")
-        bound = remaining if timeout is None else min(timeout, remaining)
-        done = self._wait_from_worker(lambda: in_flight.wait(running, bound), None)
-        if not done and (timeout is None or timeout >= remaining):
-            raise self._budget_error("waiting for tool calls")
-        return _done_answer({call.id: self._settled_item(call) for call in done})
+def _on_loop(execution: ExecutionState, function: Callable[..., Any], *args: Any) -> Any:
+    """Call `function(*args)` on the event loop's thread, from the worker, and return its value."""
+    if execution.loop is None:
+        return anyio.from_thread.run_sync(function, *args)
 
-    def cancel_calls(self, args_json: str) -> str:
-        """`@cancel`: stop calls whose tasks the snippet cancelled."""
-        ids, _ = _wait_request(_parse_json(args_json, "arguments to a cancel"))
-        in_flight = self.in_flight
-        if in_flight is not None:
-            self._on_loop(in_flight.cancel, ids)
-        return "{}"
+    async def call() -> Any:
+        return function(*args)
 
-    def _keep_in_flight_for_resume(self) -> None:
-        """A run pausing for approval lets the calls it started finish, and keeps their answers: the
-        run that resumes it receives them without calling the children again."""
-        in_flight, journal = self.in_flight, self.journal
-        assert in_flight is not None
-        assert journal is not None
-        for call in self._wait_from_worker(in_flight.wait_all, None):
-            journal.settle(call.id, self._settled_item(call))
+    return call_on_loop(execution.loop, call)
 
-    def _settled_item(self, call: CallInFlight) -> str:
-        """One finished call as the guest receives it: `{"ok": true, "value": ...}` or its error."""
-        try:
-            encoded = self._settle(call.name, call.record, call.timeout, value=call.value, error=call.error)
-        except _Refused as refused:
-            return json.dumps({"ok": False, "error": {"type": refused.kind, "message": str(refused)}})
-        return f'{{"ok":true,"value":{encoded}}}'
 
-    def _parse_arguments(self, name: str, raw: object, size: int) -> dict[str, Any]:
-        """A call's arguments: `raw` is their JSON text (a blocking call, `size` its bytes), or their
-        value already parsed from `@start`'s payload (`size` counts the payload, so measure it alone)."""
-        cap = self.limits.max_tool_args_bytes
-        if size > cap and not isinstance(raw, str):
-            size = len(_encode_for_guest(raw).encode())
-        if size > cap:
-            raise ToolPayloadTooLarge(
-                f"arguments to {name} are {size} bytes, over the {cap}-byte cap (sandbox.max_tool_args_bytes)"
-            )
-        arguments = _parse_json(raw, f"arguments to {name}") if isinstance(raw, str) else raw
-        if not isinstance(arguments, dict):
-            raise _Refused(
-                "ToolError", f"arguments to {name} must be a JSON object, got {type(arguments).__name__}"
-            )
-        return cast("dict[str, Any]", arguments)
+def _budget_error(execution: ExecutionState, what: str) -> WallTimeExceeded:
+    return WallTimeExceeded(
+        f"{what} would outlast the wall-clock budget of {execution.timeout:g} s "
+        f"({max(execution.remaining(), 0):.2f} s left; sandbox.timeout_seconds): do less per execution"
+    )
 
-    def _new_call(self, name: str, *, served: bool) -> tuple[ToolCallRecord, float]:
-        """The checks every call passes before it is counted, then its record and its timeout.
-        `served`: whether anything here answers this kind of call."""
-        limits = self.limits
-        if len(self.tool_calls) >= limits.max_tool_calls:
-            raise ToolCallLimitExceeded(
-                f"tool call limit reached: {limits.max_tool_calls} calls per execution "
-                "(sandbox.max_tool_calls); "
-                "batch the work or split it across executions"
-            )
-        if not served:
-            raise _Refused(
-                "ToolError",
-                f"no child servers serve this sandbox, so {name} cannot be called "
-                "(codemode-gateway exec reaches them only with --config naming a config with mcpServers)",
-            )
-        remaining = self.remaining()
-        if remaining <= 0:
-            raise self._budget_error(f"calling {name}")
-        record = ToolCallRecord(tool=name, ms=0.0, ok=False)
-        self.tool_calls.append(record)
-        return record, min(limits.tool_call_timeout_seconds, remaining)
 
-    def _settle(
-        self,
-        name: str,
-        record: ToolCallRecord,
-        timeout: float,
-        *,
-        value: Any = None,
-        error: BaseException | None = None,
-    ) -> str:
-        """A call's outcome as the guest gets it: its value as JSON, a refusal, or the end of the run."""
-        limits = self.limits
-        if isinstance(error, TimeoutError):
-            record.error = "timeout"
-            if timeout < limits.tool_call_timeout_seconds:
-                raise self._budget_error(f"waiting for {name}") from None
-            message = f"{name} timed out after {timeout:g} s (sandbox.tool_call_timeout_seconds)"
-            record.message = _summary_line(message)
-            raise _Refused("ToolError", message) from None
-        if isinstance(error, ToolCallError):
-            record.error, record.message = error.kind, _summary_line(str(error))
-            raise _Refused(error.kind, str(error)) from None
-        if error is not None:
-            raise error
-        try:
-            encoded = _encode_for_guest(value)
-        except (TypeError, ValueError, RecursionError) as exc:
-            record.error = "bad result"
-            raise _Refused(
-                "ToolError", f"{name} returned a value that is not JSON the sandbox can take: {exc}"
-            ) from None
-        size = len(encoded.encode())
-        if size > limits.max_tool_result_bytes:
-            record.error = "result too large"
-            raise ToolPayloadTooLarge(
-                f"result of {name} is {size} bytes, over the {limits.max_tool_result_bytes}-byte cap "
-                "(sandbox.max_tool_result_bytes); ask the tool for less (filters, pagination)"
-            )
-        record.ok = True
-        return encoded
+def _sleep_seconds(execution: ExecutionState, payload: Any) -> dict[str, Any]:
+    raw: object = payload.get("seconds") if isinstance(payload, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    try:
+        seconds = float(raw) if isinstance(raw, int | float) else math.nan  # a huge int overflows
+    except OverflowError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds < 0:
+        raise _Refused(ValueError, "time.sleep() takes a finite, non-negative number of seconds")
+    if seconds >= execution.remaining():
+        raise _budget_error(execution, f"time.sleep({seconds:g})")
+    _wait_from_worker(execution, lambda: anyio.sleep(seconds), None, fallback=lambda: time.sleep(seconds))
+    return {}
+
+
+def _show(execution: ExecutionState, args_json: str) -> str:
+    """`@show`: keep an image, audio clip or file for the client, within the caps."""
+    limits = execution.limits
+    if len(execution.shown) >= limits.max_shown_items:
+        raise ShownTooMany(
+            f"the snippet showed more than {limits.max_shown_items} items (sandbox.max_shown_items): "
+            "show fewer, or combine them (one image with several panels, say)"
+        )
+    item = _shown_item(_parse_json(args_json, "arguments to show()"), len(execution.shown) + 1)
+    total = item.size + sum(shown.size for shown in execution.shown)
+    if total > limits.max_shown_bytes:
+        raise ShownTooLarge(
+            f"what the snippet showed would be {total:,} bytes, over the {limits.max_shown_bytes:,}-"
+            "byte cap (sandbox.max_shown_bytes): show smaller images (fewer pixels, JPEG), or fewer"
+        )
+    execution.shown.append(item)
+    return "{}"
+
+
+def _read_docs(execution: ExecutionState, service: str, args_json: str) -> str:
+    services = execution.services
+    if not serves_catalog(services) and service == "@precheck":
+        return '{"findings":[]}'  # no catalog to check against: every call is checked as it runs
+    if services is None or not serves_catalog(services):
+        raise _Refused(ToolCallError, "no catalog serves this sandbox, so there are no tools to look up")
+    if service == "@precheck":  # the guest's own, before the snippet runs: once, and not counted
+        if execution.prechecked:
+            raise _Refused(ToolCallError, "the snippet's tool calls are checked once, before it runs")
+        execution.prechecked = True
+    elif execution.docs_queries >= MAX_DOCS_QUERIES:
+        raise _Refused(
+            ToolCallError,
+            f"search(), help() and dir() on tools are limited to {MAX_DOCS_QUERIES} per execution: "
+            "look tools up once and keep what you need in a variable",
+        )
+    else:
+        execution.docs_queries += 1
+    size = len(args_json.encode())
+    cap = MAX_PRECHECK_ARGS_BYTES if service == "@precheck" else MAX_DOCS_ARGS_BYTES
+    if size > cap:
+        raise _Refused(
+            ToolCallError,
+            f"the question to {DOCS_SERVICES[service]} is {size:,} bytes, over the "
+            f"{cap:,}-byte cap: ask with a few words",
+        )
+    payload = _parse_json(args_json, f"arguments to {DOCS_SERVICES[service]}")
+    if not isinstance(payload, dict):
+        raise _Refused(ToolCallError, f"arguments to {DOCS_SERVICES[service]} must be a JSON object")
+    try:
+        answer = services.read_docs(service, cast("dict[str, Any]", payload))
+    except ValueError as exc:
+        raise _Refused(ToolCallError, str(exc)) from None
+    return json.dumps(answer, ensure_ascii=False)
+
+
+def _call_tool(execution: ExecutionState, name: str, args_json: str) -> str:
+    """Make one call and wait for it: the guest's blocking `tools.server.tool(...)`."""
+    arguments = _parse_arguments(execution, name, args_json, len(args_json.encode()))
+    services = execution.services
+    return _make_call(
+        execution, name, None if services is None else partial(services.call_tool, name, arguments)
+    )
+
+
+def _read_resources(execution: ExecutionState, args_json: str) -> str:
+    """`@resources`: list a server's resources, or read one, counted and capped like a tool call."""
+    request = _resource_request(_parse_json(args_json, "arguments to resources"))
+    what = f"{request['server']}:{request.get('uri') or 'resources/list'}"[:MAX_NAME_CHARS]
+    services = execution.services
+    start = None
+    if services is not None and serves_catalog(services):
+        start = partial(services.read_resources, request)
+    return _make_call(execution, what, start)
+
+
+def _make_call(execution: ExecutionState, name: str, start: Callable[[], Awaitable[Any]] | None) -> str:
+    """One call the guest waits for: counted, bounded by its timeout, its outcome settled.
+    `start` is None when nothing serves such calls here (refused once the call limit is checked)."""
+    record, timeout = _new_call(execution, name, served=start is not None)
+    assert start is not None  # _new_call refused otherwise
+    started = time.monotonic()
+    try:
+        result = _wait_from_worker(execution, start, timeout)
+    except (TimeoutError, ToolCallError) as exc:
+        return _settle(execution, name, record, timeout, error=exc)
+    finally:
+        record.ms = round((time.monotonic() - started) * 1000, 3)
+    return _settle(execution, name, record, timeout, value=result)
+
+
+def _start_call(execution: ExecutionState, args_json: str) -> str:
+    """`@start`: admit a call the guest awaits, start it on the event loop, answer its id."""
+    payload = _parse_json(args_json, "arguments to a tool call")
+    name: object = payload.get("name") if isinstance(payload, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    if not isinstance(name, str):
+        raise _Refused(ToolCallError, "a started tool call needs a name")
+    _check_tool_name(name)
+    raw = cast("dict[str, Any]", payload).get("arguments")
+    arguments = _parse_arguments(execution, name, raw, len(args_json.encode()))
+    record, timeout = _new_call(execution, name, served=execution.services is not None)
+    if execution.in_flight is None:
+        raise _Refused(ToolCallError, f"{name} cannot run side by side here: no event loop serves this run")
+    call = CallInFlight(len(execution.tool_calls) - 1, name, record, timeout)
+    try:
+        _wait_from_worker(execution, lambda: _admit_and_start(execution, call, arguments), timeout)
+    except (TimeoutError, ToolCallError) as exc:
+        return _settle(execution, name, record, timeout, error=exc)
+    except ApprovalRequired:
+        if execution.journal is not None:
+            _keep_in_flight_for_resume(execution)
+        raise
+    return json.dumps({"id": call.id})
+
+
+async def _admit_and_start(execution: ExecutionState, call: CallInFlight, arguments: dict[str, Any]) -> None:
+    in_flight, services = execution.in_flight, execution.services
+    assert in_flight is not None
+    assert services is not None
+    in_flight.start(call, await services.admit(call.name, arguments))
+
+
+def _wait_calls(execution: ExecutionState, args_json: str) -> str:
+    """`@wait`: the started calls among `ids` that finished, waiting up to `timeout` seconds."""
+    payload = _parse_json(args_json, "arguments to a wait")
+    ids, timeout = _wait_request(payload)
+    in_flight = execution.in_flight
+    if in_flight is None:
+        raise _Refused(ToolCallError, "there are no tool calls in flight to wait for")
+    settled = execution.journal.take_settled(ids) if execution.journal is not None else {}
+    if settled:
+        return _done_answer(settled)
+    remaining = execution.remaining()
+    running = [call_id for call_id in ids if call_id in in_flight]
+    if not running and timeout is None:
+        raise _Refused(ToolCallError, "every task waits and no tool call is in flight: nothing can wake them")
+    if not running and timeout is not None and timeout >= remaining:
+        raise _budget_error(execution, f"waiting {timeout:g} s for a timer (asyncio.sleep, a timeout)")
+    bound = remaining if timeout is None else min(timeout, remaining)
+    done = _wait_from_worker(execution, lambda: in_flight.wait(running, bound), None)
+    if not done and (timeout is None or timeout >= remaining):
+        raise _budget_error(execution, "waiting for tool calls")
+    return _done_answer({call.id: _settled_item(execution, call) for call in done})
+
+
+def _cancel_calls(execution: ExecutionState, args_json: str) -> str:
+    """`@cancel`: stop calls whose tasks the snippet cancelled."""
+    ids, _ = _wait_request(_parse_json(args_json, "arguments to a cancel"))
+    in_flight = execution.in_flight
+    if in_flight is not None:
+        _on_loop(execution, in_flight.cancel, ids)
+    return "{}"
+
+
+def _keep_in_flight_for_resume(execution: ExecutionState) -> None:
+    """A run pausing for approval lets the calls it started finish, and keeps their answers: the
+    run that resumes it receives them without calling the children again."""
+    in_flight, journal = execution.in_flight, execution.journal
+    assert in_flight is not None
+    assert journal is not None
+    for call in _wait_from_worker(execution, in_flight.wait_all, None):
+        journal.settle(call.id, _settled_item(execution, call))
+
+
+def _settled_item(execution: ExecutionState, call: CallInFlight) -> str:
+    """One finished call as the guest receives it: `{"ok": true, "value": ...}` or its error."""
+    try:
+        encoded = _settle(execution, call.name, call.record, call.timeout, value=call.value, error=call.error)
+    except _Refused as refused:
+        return json.dumps({"ok": False, "error": _guest_error(refused)})
+    return f'{{"ok":true,"value":{encoded}}}'
+
+
+def _parse_arguments(execution: ExecutionState, name: str, raw: object, size: int) -> dict[str, Any]:
+    """A call's arguments: `raw` is their JSON text (a blocking call, `size` its bytes), or their
+    value already parsed from `@start`'s payload (`size` counts the payload, so measure it alone)."""
+    cap = execution.limits.max_tool_args_bytes
+    if size > cap and not isinstance(raw, str):
+        size = len(_encode_for_guest(raw).encode())
+    if size > cap:
+        raise ToolPayloadTooLarge(
+            f"arguments to {name} are {size} bytes, over the {cap}-byte cap (sandbox.max_tool_args_bytes)"
+        )
+    arguments = _parse_json(raw, f"arguments to {name}") if isinstance(raw, str) else raw
+    if not isinstance(arguments, dict):
+        raise _Refused(
+            ToolCallError, f"arguments to {name} must be a JSON object, got {type(arguments).__name__}"
+        )
+    return cast("dict[str, Any]", arguments)
+
+
+def _new_call(execution: ExecutionState, name: str, *, served: bool) -> tuple[ToolCallRecord, float]:
+    """The checks every call passes before it is counted, then its record and its timeout.
+    `served`: whether anything here answers this kind of call."""
+    limits = execution.limits
+    if len(execution.tool_calls) >= limits.max_tool_calls:
+        raise ToolCallLimitExceeded(
+            f"tool call limit reached: {limits.max_tool_calls} calls per execution "
+            "(sandbox.max_tool_calls); "
+            "batch the work or split it across executions"
+        )
+    if not served:
+        raise _Refused(
+            ToolCallError,
+            f"no child servers serve this sandbox, so {name} cannot be called "
+            "(codemode-gateway exec reaches them only with --config naming a config with mcpServers)",
+        )
+    remaining = execution.remaining()
+    if remaining <= 0:
+        raise _budget_error(execution, f"calling {name}")
+    record = ToolCallRecord(tool=name, ms=0.0, ok=False)
+    execution.tool_calls.append(record)
+    return record, min(limits.tool_call_timeout_seconds, remaining)
+
+
+def _settle(
+    execution: ExecutionState,
+    name: str,
+    record: ToolCallRecord,
+    timeout: float,
+    *,
+    value: Any = None,
+    error: BaseException | None = None,
+) -> str:
+    """A call's outcome as the guest gets it: its value as JSON, a refusal, or the end of the run."""
+    limits = execution.limits
+    if isinstance(error, TimeoutError):
+        record.error = "timeout"
+        if timeout < limits.tool_call_timeout_seconds:
+            raise _budget_error(execution, f"waiting for {name}") from None
+        message = f"{name} timed out after {timeout:g} s (sandbox.tool_call_timeout_seconds)"
+        record.message = _summary_line(message)
+        raise _Refused(ToolCallError, message) from None
+    if isinstance(error, ToolCallError):
+        record.error, record.message = error.kind, _summary_line(str(error))
+        raise _Refused(type(error), str(error)) from None
+    if error is not None:
+        raise error
+    try:
+        encoded = _encode_for_guest(value)
+    except (TypeError, ValueError, RecursionError) as exc:
+        record.error = "bad result"
+        raise _Refused(
+            ToolCallError, f"{name} returned a value that is not JSON the sandbox can take: {exc}"
+        ) from None
+    size = len(encoded.encode())
+    if size > limits.max_tool_result_bytes:
+        record.error = "result too large"
+        raise ToolPayloadTooLarge(
+            f"result of {name} is {size} bytes, over the {limits.max_tool_result_bytes}-byte cap "
+            "(sandbox.max_tool_result_bytes); ask the tool for less (filters, pagination)"
+        )
+    record.ok = True
+    return encoded
 
 
 _RECORDED_MESSAGE_CHARS = 200
@@ -458,19 +475,19 @@ def _shown_item(payload: Any, number: int) -> ShownItem:
     fields = cast("dict[str, Any]", payload) if isinstance(payload, dict) else {}
     kind, mime_type, data, uri = (fields.get(key) for key in ("kind", "mime_type", "data", "uri"))
     if kind not in _SHOWN_KINDS or not isinstance(data, str):
-        raise _Refused("ValueError", "show() takes Blob objects (images, audio, files)")
+        raise _Refused(ValueError, "show() takes Blob objects (images, audio, files)")
     if not isinstance(mime_type, str) or not _MIME_TYPE.fullmatch(mime_type.lower()):
         raise _Refused(
-            "ValueError", f"show() needs the Blob's MIME type, such as 'image/png'; got {mime_type!r}"
+            ValueError, f"show() needs the Blob's MIME type, such as 'image/png'; got {mime_type!r}"
         )
     if not mime_type.lower().startswith(_SHOWN_KINDS[kind]):
-        raise _Refused("ValueError", f"a Blob of type {mime_type!r} cannot be shown as {kind}")
+        raise _Refused(ValueError, f"a Blob of type {mime_type!r} cannot be shown as {kind}")
     try:
         size = len(base64.b64decode(data, validate=True))
     except binascii.Error:
-        raise _Refused("ValueError", "show(): the Blob's data is not base64") from None
+        raise _Refused(ValueError, "show(): the Blob's data is not base64") from None
     if uri is not None and (not isinstance(uri, str) or len(uri) > MAX_URI_CHARS):
-        raise _Refused("ValueError", f"show(): a Blob's uri is text of at most {MAX_URI_CHARS:,} characters")
+        raise _Refused(ValueError, f"show(): a Blob's uri is text of at most {MAX_URI_CHARS:,} characters")
     if kind == "resource" and uri is None:
         uri = f"codemode://shown/{number}"  # an embedded resource needs one; the client only shows it
     return ShownItem(kind=kind, mime_type=mime_type, size=size, uri=uri, data=data)
@@ -481,13 +498,13 @@ def _resource_request(payload: Any) -> dict[str, Any]:
     fields = cast("dict[str, Any]", payload) if isinstance(payload, dict) else {}
     server, op, uri = fields.get("server"), fields.get("op"), fields.get("uri")
     if not isinstance(server, str) or not 0 < len(server) <= MAX_NAME_CHARS:
-        raise _Refused("ToolError", "resources.<server>: a server name, as search_docs lists it")
+        raise _Refused(ToolCallError, "resources.<server>: a server name, as search_docs lists it")
     if op == "list":
         return {"server": server, "op": op}
     if op == "read" and isinstance(uri, str) and 0 < len(uri) <= MAX_URI_CHARS:
         return {"server": server, "op": op, "uri": uri}
     raise _Refused(
-        "ToolError",
+        ToolCallError,
         f"resources.{server[:80]}.read(uri) takes the resource's uri, text of at most {MAX_URI_CHARS:,} "
         "characters, as list() shows it",
     )
@@ -495,31 +512,31 @@ def _resource_request(payload: Any) -> dict[str, Any]:
 
 def _check_tool_name(name: str) -> None:
     if name.startswith("@"):
-        raise _Refused("ToolError", f"unknown host service {name[:MAX_NAME_CHARS]!r}")
+        raise _Refused(ToolCallError, f"unknown host service {name[:MAX_NAME_CHARS]!r}")
     if len(name) > MAX_NAME_CHARS:
         raise _Refused(
-            "ToolError", f"tool name is {len(name)} characters, over the {MAX_NAME_CHARS}-character cap"
+            ToolCallError, f"tool name is {len(name)} characters, over the {MAX_NAME_CHARS}-character cap"
         )
 
 
 def _wait_request(payload: Any) -> tuple[list[int], float | None]:
     """The ids (and timeout) of a wait or cancel, checked: the guest's loop is the snippet's code too."""
     if not isinstance(payload, dict):
-        raise _Refused("ToolError", 'a wait names the calls it waits for: {"ids": [...]}')
+        raise _Refused(ToolCallError, 'a wait names the calls it waits for: {"ids": [...]}')
     fields = cast("dict[str, Any]", payload)
     ids: object = fields.get("ids")
     if not isinstance(ids, list) or len(cast("list[Any]", ids)) > MAX_WAIT_IDS:
-        raise _Refused("ToolError", f"a wait takes a list of at most {MAX_WAIT_IDS:,} call ids")
+        raise _Refused(ToolCallError, f"a wait takes a list of at most {MAX_WAIT_IDS:,} call ids")
     checked = [
         item for item in cast("list[Any]", ids) if isinstance(item, int) and not isinstance(item, bool)
     ]
     if len(checked) != len(cast("list[Any]", ids)):
-        raise _Refused("ToolError", "call ids are integers")
+        raise _Refused(ToolCallError, "call ids are integers")
     timeout: object = fields.get("timeout")
     if timeout is None:
         return checked, None
     if not isinstance(timeout, int | float) or isinstance(timeout, bool) or not 0 <= timeout < math.inf:
-        raise _Refused("ToolError", "a wait's timeout is a finite, non-negative number of seconds")
+        raise _Refused(ToolCallError, "a wait's timeout is a finite, non-negative number of seconds")
     return checked, float(timeout)
 
 
@@ -548,8 +565,8 @@ _current = threading.local()
 
 
 @contextmanager
-def bound_to_thread(execution: Execution) -> Generator[Execution]:
-    """Bind an Execution to the current worker thread for the host function to find."""
+def bound_to_thread(execution: ExecutionState) -> Generator[ExecutionState]:
+    """Bind an ExecutionState to the current worker thread for the host function to find."""
     _current.execution = execution
     try:
         yield execution
@@ -561,42 +578,62 @@ def _error(kind: str, message: str) -> Variant:
     return Variant("err", json.dumps({"type": kind, "message": message}))
 
 
-def _clock(execution: Execution, _args_json: str) -> str:
+def _guest_error(refused: _Refused) -> dict[str, str]:
+    """A refusal as the guest raises it: its class by name (`ToolError` for ToolCallError itself)."""
+    error = refused.error
+    kind = "ToolError" if error is ToolCallError else error.__name__
+    return {"type": kind, "message": str(refused)}
+
+
+def _clock(execution: ExecutionState, _args_json: str) -> str:
     journal = execution.journal
     clock = journal.clock() if journal else {"time_ns": time.time_ns(), "monotonic_ns": time.monotonic_ns()}
     return json.dumps(clock)
 
 
-def _sleep(execution: Execution, args_json: str) -> str:
-    return json.dumps(execution.sleep(_parse_json(args_json, "host service arguments")))
+def _sleep(execution: ExecutionState, args_json: str) -> str:
+    return json.dumps(_sleep_seconds(execution, _parse_json(args_json, "host service arguments")))
 
 
-def _docs(service: str) -> Callable[[Execution, str], str]:
-    return lambda execution, args_json: execution.read_docs(service, args_json)
+def _search(execution: ExecutionState, args_json: str) -> str:
+    return _read_docs(execution, "@search", args_json)
 
 
-HOST_SERVICES: dict[str, Callable[[Execution, str], str]] = {
+def _describe(execution: ExecutionState, args_json: str) -> str:
+    return _read_docs(execution, "@docs", args_json)
+
+
+def _precheck(execution: ExecutionState, args_json: str) -> str:
+    return _read_docs(execution, "@precheck", args_json)
+
+
+HostService = Callable[[ExecutionState, str], str]
+"""One host service: the execution's state and the guest's JSON arguments in, JSON text out."""
+
+HOST_SERVICES: dict[str, HostService] = {
     "@clock": _clock,
     "@sleep": _sleep,
-    **{service: _docs(service) for service in DOCS_SERVICES},
-    "@show": Execution.show,
-    "@resources": Execution.read_resources,
-    "@start": Execution.start_call,
-    "@wait": Execution.wait_calls,
-    "@cancel": Execution.cancel_calls,
+    "@search": _search,
+    "@docs": _describe,
+    "@precheck": _precheck,
+    "@show": _show,
+    "@resources": _read_resources,
+    "@start": _start_call,
+    "@wait": _wait_calls,
+    "@cancel": _cancel_calls,
 }
 """The host's services by the name the guest calls them with; any other name is a tool's."""
 
 
-def _dispatch(execution: Execution, name: str, args_json: str) -> str:
+def _dispatch(execution: ExecutionState, name: str, args_json: str) -> str:
     service = HOST_SERVICES.get(name)
     if service is not None:
         return service(execution, args_json)
     _check_tool_name(name)
-    return execution.call_tool(name, args_json)
+    return _call_tool(execution, name, args_json)
 
 
-def _answer(execution: Execution, name: str, args_json: str) -> Variant:
+def _answer(execution: ExecutionState, name: str, args_json: str) -> Variant:
     """The host's answer to one call: from the journal when resuming, else live (and journaled)."""
     if name == "@show":
         # Kept in this run whether it replays or not (a resumed run shows what it showed before the
@@ -617,11 +654,11 @@ def _answer(execution: Execution, name: str, args_json: str) -> Variant:
     return answer
 
 
-def _live_answer(execution: Execution, name: str, args_json: str) -> Variant:
+def _live_answer(execution: ExecutionState, name: str, args_json: str) -> Variant:
     try:
         return Variant("ok", _dispatch(execution, name, args_json))
     except _Refused as refused:
-        return _error(refused.kind, str(refused))
+        return Variant("err", json.dumps(_guest_error(refused)))
 
 
 def _depth(value: Any) -> int:
@@ -651,13 +688,13 @@ def _parse_json(text: str, what: str) -> Any:
         value = _DECODER.decode(text)
         depth = _depth(value)
     except ValueError as exc:
-        raise _Refused("ToolError", f"{what} are not valid JSON: {exc}") from None
+        raise _Refused(ToolCallError, f"{what} are not valid JSON: {exc}") from None
     except RecursionError:
         value = None
         depth = MAX_JSON_DEPTH + 1
     if depth > MAX_JSON_DEPTH:
         # Children, schema validators and the SDK all recurse on nesting; refuse before they do.
-        raise _Refused("ToolError", f"{what} nest deeper than {MAX_JSON_DEPTH} levels")
+        raise _Refused(ToolCallError, f"{what} nest deeper than {MAX_JSON_DEPTH} levels")
     return value
 
 
@@ -683,7 +720,7 @@ def _encode_for_guest(result: Any) -> str:
     return encoded
 
 
-def _unexpected(execution: Execution, name: str, exc: BaseException) -> ExecutionFailed:
+def _unexpected(execution: ExecutionState, name: str, exc: BaseException) -> ExecutionFailed:
     if execution.cancelled or type(exc).__name__ in ("CancelledError", "Cancelled"):
         execution.cancelled = True
         return cancelled_error()
@@ -697,7 +734,7 @@ def _unexpected(execution: Execution, name: str, exc: BaseException) -> Executio
 
 def host_call(_store: object, name: str, args_json: str) -> Variant:
     """The `host.call` import: never raises anything but a WasmtimeError (which traps the guest)."""
-    execution: Execution | None = getattr(_current, "execution", None)
+    execution: ExecutionState | None = getattr(_current, "execution", None)
     if execution is None:  # cannot happen through Sandbox; refuse rather than act without limits
         return _error("ToolError", "no execution is bound to this thread")
     try:

@@ -10,7 +10,7 @@ from typing import Any, cast
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from gateway.errors import ExecutionFailed, GuestCrashed, SnippetError
-from gateway.sandbox._host_call import Execution
+from gateway.sandbox._host_call import ExecutionState
 from gateway.sandbox._traps import memory_limit_error
 from gateway.sandbox.limits import SandboxLimits
 from gateway.sandbox.result import ErrorInfo, ExecutionResult
@@ -75,11 +75,11 @@ def _replace_lone_surrogates(value: Any) -> Any:
     return value
 
 
-def _elapsed_ms(execution: Execution) -> float:
+def _elapsed_ms(execution: ExecutionState) -> float:
     return round((time.monotonic() - execution.started) * 1000, 3)
 
 
-def failed_result(execution: Execution, error: ExecutionFailed, *, fuel: int) -> ExecutionResult:
+def failed_result(execution: ExecutionState, error: ExecutionFailed, *, fuel: int) -> ExecutionResult:
     """The result of an execution that a limit, a trap or a refusal ended."""
     return ExecutionResult(
         ok=False,
@@ -106,7 +106,7 @@ def _snippet_error(failure: _GuestFailure, limits: SandboxLimits) -> ErrorInfo:
 
 
 def outcome_result(
-    execution: Execution, outcome_json: str, limits: SandboxLimits, *, fuel: int
+    execution: ExecutionState, outcome_json: str, limits: SandboxLimits, *, fuel: int
 ) -> ExecutionResult:
     """Check the guest's JSON outcome against its schema and its caps, then describe it."""
     fields = limits.max_stdout_bytes + limits.max_stderr_bytes + 3 * limits.max_value_bytes

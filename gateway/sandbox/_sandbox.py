@@ -7,8 +7,6 @@ import json
 import logging
 import queue
 import secrets
-from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import NamedTuple
@@ -26,7 +24,7 @@ from gateway.errors import (
     SnippetError,
 )
 from gateway.sandbox._hop import WorkerThreads, asyncio_loop
-from gateway.sandbox._host_call import Execution, bound_to_thread, cancelled_error
+from gateway.sandbox._host_call import ExecutionState, bound_to_thread, cancelled_error
 from gateway.sandbox._journal import HostJournal
 from gateway.sandbox._outcome import failed_result, outcome_result
 from gateway.sandbox._parallel import CallsInFlight
@@ -144,7 +142,7 @@ class Sandbox:
         holds are replayed (a run resumed after an approval). `limits` replaces the sandbox's own for
         this one execution (a background execution's wall time and fuel)."""
         limits = limits or self.limits
-        execution = Execution(
+        execution = ExecutionState(
             limits, self.timeout_for(timeout, limits), _served(services, tool_caller), journal
         )
         execution.loop = asyncio_loop()
@@ -157,8 +155,7 @@ class Sandbox:
             async with anyio.create_task_group() as calls:  # the calls the snippet runs side by side
                 in_flight = execution.in_flight = CallsInFlight(calls)
                 try:
-                    run = partial(self._execute, code, execution, used)
-                    results.append(await self._on_worker(run, execution.loop))
+                    results.append(await self._on_worker(code, execution, used))
                 finally:
                     if in_flight.running:  # a run that ended leaves no call behind
                         calls.cancel_scope.cancel()  # (only then: cancelling costs 4x the group)
@@ -177,18 +174,19 @@ class Sandbox:
         else:
             loop.call_later(REPLENISH_DELAY_SECONDS, slot.replenish)
 
-    async def _on_worker(
-        self, run: Callable[[], ExecutionResult], loop: asyncio.AbstractEventLoop | None
-    ) -> ExecutionResult:
+    async def _on_worker(self, code: str, execution: ExecutionState, used: list[Slot]) -> ExecutionResult:
+        """`_execute` on a worker thread, in one of the sandbox's slots."""
         # Abandoned on cancel so that the caller can interrupt the worker instead of waiting for it.
-        if loop is None:  # another anyio backend (trio): its own worker threads
-            return await anyio.to_thread.run_sync(run, limiter=self._limiter, abandon_on_cancel=True)
+        if execution.loop is None:  # another anyio backend (trio): its own worker threads
+            return await anyio.to_thread.run_sync(
+                self._execute, code, execution, used, limiter=self._limiter, abandon_on_cancel=True
+            )
         try:  # a free slot is the common case: no checkpoint (a loop iteration) to take it
             self._limiter.acquire_nowait()
         except anyio.WouldBlock:
             await self._limiter.acquire()
         try:
-            return await self._workers.run(run)
+            return await self._workers.run(self._execute, code, execution, used)
         finally:
             self._limiter.release()
 
@@ -197,9 +195,11 @@ class Sandbox:
     ) -> ExecutionResult:
         """Run a snippet on the calling thread. Tool calls need an anyio worker thread (see `execute`)."""
         services = _served(None, tool_caller)
-        return self._execute(code, Execution(self.limits, self.timeout_for(timeout), services))
+        return self._execute(code, ExecutionState(self.limits, self.timeout_for(timeout), services))
 
-    def _execute(self, code: str, execution: Execution, used: list[Slot] | None = None) -> ExecutionResult:
+    def _execute(
+        self, code: str, execution: ExecutionState, used: list[Slot] | None = None
+    ) -> ExecutionResult:
         """Run on a free slot. `used` gets that slot, for the caller to replenish once the result has
         reached it; without `used`, the slot is replenished here, as the result is returned."""
         execution.restart_clock()  # queueing for a slot is not the snippet's time
@@ -229,7 +229,7 @@ class Sandbox:
             else:
                 used.append(slot)
 
-    def _run_in(self, slot: Slot, code: str, execution: Execution) -> ExecutionResult:
+    def _run_in(self, slot: Slot, code: str, execution: ExecutionState) -> ExecutionResult:
         store, run = slot.fresh_instance()
         if execution.limits.fuel != self.limits.fuel:
             store.set_fuel(execution.limits.fuel)
@@ -247,7 +247,7 @@ class Sandbox:
         return outcome_result(execution, outcome, self.limits, fuel=fuel)
 
     def _call_run(
-        self, store: wasmtime.Store, run: Func, code: str, execution: Execution
+        self, store: wasmtime.Store, run: Func, code: str, execution: ExecutionState
     ) -> str | ExecutionFailed:
         """The guest's outcome JSON, or why the run ended without one."""
         with bound_to_thread(execution):
@@ -261,7 +261,7 @@ class Sandbox:
                 # collection; every run a limit, a cancellation or the host ended left one.
                 return self._trap_error(execution, exc.with_traceback(None))
 
-    def _trap_error(self, execution: Execution, exc: wasmtime.WasmtimeError) -> ExecutionFailed:
+    def _trap_error(self, execution: ExecutionState, exc: wasmtime.WasmtimeError) -> ExecutionFailed:
         if execution.cancelled:
             return cancelled_error()
         error = execution.ended_by or translate_trap(str(exc), execution.limits, execution.timeout)

@@ -19,7 +19,7 @@ from wasmtime.component import Component, Func, Linker
 
 from gateway.errors import SandboxUnavailable
 from gateway.sandbox._engine import LoadedComponent, load_component, make_engine
-from gateway.sandbox._host_call import Execution, host_call
+from gateway.sandbox._host_call import ExecutionState, host_call
 from gateway.sandbox._host_import import define_host_call
 from gateway.sandbox._instances import InstancePool
 from gateway.sandbox._pooling import MAX_CORE_INSTANCES, MAX_MEMORIES, MAX_TABLES, PoolSize
@@ -53,7 +53,7 @@ class Slot:
     _linker: Linker = field(init=False)
     _instances: InstancePool[Instance] = field(init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _running: Execution | None = None
+    _running: ExecutionState | None = None
 
     def __post_init__(self) -> None:
         self._linker = Linker(self.engine)
@@ -121,7 +121,7 @@ class Slot:
         result has reached its caller."""
         self._instances.replenish()
 
-    def begin(self, execution: Execution) -> None:
+    def begin(self, execution: ExecutionState) -> None:
         with self._lock:
             self._running = execution
 
@@ -129,13 +129,13 @@ class Slot:
         with self._lock:
             self._running = None
 
-    def interrupt(self, execution: Execution) -> None:
+    def interrupt(self, execution: ExecutionState) -> None:
         """Stop `execution` if it is still the one running here (safe from any thread)."""
         with self._lock:
             if self._running is execution:
                 self.engine.increment_epoch()
 
-    def overdue(self, now: float) -> Execution | None:
+    def overdue(self, now: float) -> ExecutionState | None:
         with self._lock:
             running = self._running
         return running if running is not None and now - running.started >= running.timeout else None

@@ -7,7 +7,7 @@ configured they are no-ops (a trace context a client sent still passes through t
 `otel` extra is installed; `_sdk` is the one module that imports it, and this the one place that
 guards that import.
 
-A tool call's span names its parent explicitly (the execution's span, which the `Run` carries):
+A tool call's span names its parent explicitly (the execution's span, which the core's `Execution` carries):
 tool calls start on the event loop from the sandbox's worker thread, and no ambient context is
 relied on across that hop. While the child is called, the tool call's span is the current one, so
 that the SDK's own client span, and the `traceparent` it writes into the request's `params._meta`

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 
 from gateway import Sandbox, SandboxLimits
-from gateway.sandbox._host_call import Execution, bound_to_thread
+from gateway.sandbox._host_call import ExecutionState, bound_to_thread
 from gateway.sandbox._sandbox import _run_options  # pyright: ignore[reportPrivateUsage]
 
 PHASES = ("instantiate", "run", "free")
@@ -44,7 +44,7 @@ def rounds(
         started = time.perf_counter()
         store, run = slot.fresh_instance()
         instantiated = time.perf_counter()
-        with bound_to_thread(Execution(limits, 10.0, None)):
+        with bound_to_thread(ExecutionState(limits, 10.0, None)):
             outcome = str(run(store, "print(1)", _run_options(limits, None)))
         ran = time.perf_counter()
         del store, run

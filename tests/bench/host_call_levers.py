@@ -15,7 +15,7 @@ an idle one. Variants put back the code each lever replaced:
   uses without an asyncio loop);
 - json: `json.loads`/`json.dumps` with options per call, and the node-by-node depth walk;
 - floor: the hop alone: the call's checks as shipped, but the hop to the event loop made with no
-  cancel scope and no timeout (what `Execution.cancel` and the per-call deadline cost);
+  cancel scope and no timeout (what `ExecutionState.cancel` and the per-call deadline cost);
 - floor: no hop: the call's checks as shipped, with the echo's coroutine driven on the worker thread
   (only a tool that never suspends allows it: every child lives on the event loop), for what the hop
   costs in all;
@@ -54,6 +54,7 @@ from run_bench import hop_without_its_scope, no_hop, patched
 from wasmtime.component import LinkerInstance
 
 from gateway import Sandbox, SandboxLimits
+from gateway.errors import ToolCallError
 from gateway.sandbox import _host_call, _sandbox, _slots
 from gateway.sandbox._host_import import HostFunction
 
@@ -113,9 +114,9 @@ def old_parse_json(text: str, what: str) -> Any:
         value = json.loads(text, parse_constant=_host_call._not_json)  # pyright: ignore[reportPrivateUsage]
         depth = old_depth(value)
     except ValueError as exc:
-        raise _host_call._Refused("ToolError", f"{what} are not valid JSON: {exc}") from None  # pyright: ignore[reportPrivateUsage]
+        raise _host_call._Refused(ToolCallError, f"{what} are not valid JSON: {exc}") from None  # pyright: ignore[reportPrivateUsage]
     if depth > _host_call.MAX_JSON_DEPTH:
-        raise _host_call._Refused("ToolError", f"{what} nest deeper")  # pyright: ignore[reportPrivateUsage]
+        raise _host_call._Refused(ToolCallError, f"{what} nest deeper")  # pyright: ignore[reportPrivateUsage]
     return value
 
 
@@ -198,7 +199,7 @@ async def measure_calls(rounds: int, calls: int) -> dict[str, list[float]]:
     with patched(_slots, define_host_call=generic_import):
         generic = make_sandbox(calls)
     ours = make_sandbox(calls)
-    no_loop: Callable[[], None] = lambda: None  # noqa: E731 - Execution then hops with anyio
+    no_loop: Callable[[], None] = lambda: None  # noqa: E731 - ExecutionState then hops with anyio
     old_json = (_host_call, {"_parse_json": old_parse_json, "_encode_for_guest": old_encode})
     variants: dict[str, tuple[Sandbox, Patches]] = {
         "all levers (as shipped)": (ours, []),
@@ -206,8 +207,8 @@ async def measure_calls(rounds: int, calls: int) -> dict[str, list[float]]:
         "hop: anyio.from_thread.run": (ours, [(_sandbox, {"asyncio_loop": no_loop})]),
         "json: per-call options, old depth walk": (ours, [old_json]),
         "none (all three replaced)": (generic, [(_sandbox, {"asyncio_loop": no_loop}), old_json]),
-        HOP_ALONE: (ours, [(_host_call.Execution, {"_wait_from_worker": hop_without_its_scope})]),
-        NO_HOP: (ours, [(_host_call.Execution, {"_wait_from_worker": no_hop})]),
+        HOP_ALONE: (ours, [(_host_call, {"_wait_from_worker": hop_without_its_scope})]),
+        NO_HOP: (ours, [(_host_call, {"_wait_from_worker": no_hop})]),
     }
     try:
         import orjson  # pyright: ignore[reportMissingImports]

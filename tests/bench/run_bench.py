@@ -46,7 +46,8 @@ from packaging.utils import canonicalize_name
 from wasmtime.component import Linker
 
 from gateway import ExecutionResult, Sandbox, SandboxLimits
-from gateway.calls._tool_calls import Run, ToolCalls
+from gateway.calls._pipeline import Execution
+from gateway.calls._tool_calls import ToolCalls
 from gateway.catalog import Catalog
 from gateway.catalog._search import BASELINE
 from gateway.catalog._semantic import semantic_installed
@@ -64,13 +65,16 @@ from gateway.children._transport import list_all_tools as gateway_list_all_tools
 from gateway.children.config import DEFAULT_MAX_MESSAGE_BYTES
 from gateway.policy import Policy, no_approver
 from gateway.policy.config import PolicyConfig
-from gateway.sandbox import HOST_INTERFACE, HostJournal
+from gateway.sandbox import HostJournal, _host_call
 from gateway.sandbox._engine import COMPONENT_PATH, _engine_settings, load_component  # pyright: ignore[reportPrivateUsage]
 from gateway.sandbox._hop import WorkerThreads, call_on_loop
-from gateway.sandbox._host_call import Execution, bound_to_thread, host_call
+from gateway.sandbox._host_call import ExecutionState, bound_to_thread, host_call
 from gateway.sandbox._host_import import define_host_call
 from gateway.sandbox._outcome import outcome_result
-from gateway.sandbox._sandbox import _run_options  # pyright: ignore[reportPrivateUsage]
+from gateway.sandbox._sandbox import (
+    HOST_INTERFACE,
+    _run_options,  # pyright: ignore[reportPrivateUsage]
+)
 from gateway.shared._redaction import Redactor
 
 MIB = 1024 * 1024
@@ -631,7 +635,7 @@ class UnmeteredGuest:
         run = self._linker.instantiate(store, self._component).get_func(store, "run")
         if run is None:
             raise BenchError("the sandbox component exports no `run` function")
-        execution = Execution(self._limits, 600, None)
+        execution = ExecutionState(self._limits, 600, None)
         with bound_to_thread(execution):
             outcome = str(run(store, workload.timed_snippet, _run_options(self._limits, None)))
         result = outcome_result(execution, outcome, self._limits, fuel=0)
@@ -838,7 +842,7 @@ async def time_direct_calls(calls: int) -> float:
 
 
 def hop_without_its_scope(
-    execution: Execution, start: Callable[[], Awaitable[Any]], *_: object, **__: object
+    execution: ExecutionState, start: Callable[[], Awaitable[Any]], *_: object, **__: object
 ) -> Any:
     """The hop to the event loop and back with nothing else: no cancel scope, no timeout."""
     assert execution.loop is not None
@@ -850,7 +854,7 @@ async def awaited(start: Callable[[], Awaitable[Any]]) -> Any:
     return await start()
 
 
-def no_hop(execution: Execution, start: Callable[[], Awaitable[Any]], *_: object, **__: object) -> Any:
+def no_hop(execution: ExecutionState, start: Callable[[], Awaitable[Any]], *_: object, **__: object) -> Any:
     """The tool's coroutine driven on the worker thread: possible only for one that never suspends
     (the in-process echo), so a floor, not a design: every child lives on the event loop."""
     coroutine = awaited(start)
@@ -882,9 +886,9 @@ async def measure_tool_overhead(sandbox: Sandbox, calls: int, repeats: int) -> T
         samples["with"].append(await time_tool_snippet(sandbox, calls))
         samples["without"].append(await time_tool_snippet(sandbox, 0))
         samples["direct"].append(await time_direct_calls(calls))
-        with patched(Execution, _wait_from_worker=hop_without_its_scope):
+        with patched(_host_call, _wait_from_worker=hop_without_its_scope):
             samples["hop"].append(await time_tool_snippet(sandbox, calls))
-        with patched(Execution, _wait_from_worker=no_hop):
+        with patched(_host_call, _wait_from_worker=no_hop):
             samples["none"].append(await time_tool_snippet(sandbox, calls))
     median = {key: statistics.median(values) for key, values in samples.items()}
     return ToolOverhead(
@@ -1376,7 +1380,7 @@ async def time_pipeline_calls(direct: ClientSession, tool: ChildTool, calls: int
     catalog = Catalog({tool.server: await list_all_tools(direct)})
     pool = cast(ChildPool, AnsweringPool(answer))
     pipeline = ToolCalls(pool, Redactor({}), None, lambda: catalog)
-    run = Run("bench", catalog, Policy(PolicyConfig()), no_approver)
+    run = Execution("bench", catalog, Policy(PolicyConfig()), no_approver)
     name = f"{tool.server}.{tool.tool}"
     for _ in range(10):
         await pipeline.call(run, name, dict(tool.arguments))
@@ -2647,7 +2651,7 @@ def render_method(report: Report) -> str:
             f"{plan.tool_calls} awaits made directly on the event loop; divided by the call count. "
             f"Median of {plan.tool_repeats}. Interleaved with it, the floors: the same snippet with each "
             "call's hop to the event loop made bare (no cancel scope and no per-call deadline: what "
-            "`Execution.cancel` and the call's timeout cost), and with no hop at all (the echo's "
+            "`ExecutionState.cancel` and the call's timeout cost), and with no hop at all (the echo's "
             "coroutine driven on the worker thread, possible only for a tool that never suspends: every "
             "child lives on the event loop). The bare hop's cost over no hop is two thread wake-ups "
             "and the task the loop runs the call in.",

@@ -9,7 +9,7 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from gateway.calls import _gateway
+from gateway.calls import _catalogs, _gateway
 from gateway.calls._gateway import Gateway
 from gateway.catalog.docs import SearchRefused, SemanticSearch
 from gateway.config import parse_config
@@ -72,13 +72,13 @@ async def test_lexical_search_docs_ranks_on_a_worker_thread_never_on_the_event_l
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     threads: list[int] = []
-    render = _gateway.render_search
+    render = _catalogs.render_search
 
     def probe(*args: object, **kwargs: object) -> str:
         threads.append(threading.get_ident())
         return render(*args, **kwargs)  # pyright: ignore[reportArgumentType]
 
-    monkeypatch.setattr(_gateway, "render_search", probe)
+    monkeypatch.setattr(_catalogs, "render_search", probe)
     config = parse_config(
         {"mcpServers": {"time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]}}}, "t"
     )

@@ -19,9 +19,9 @@ from gateway import PolicyDenied, QuotaExceeded, SecretInArguments, ToolCallErro
 from gateway.audit import AuditLog
 from gateway.calls import _resources as resources_module
 from gateway.calls._gateway import Gateway
+from gateway.calls._pipeline import Execution
 from gateway.calls._pool import child_pool, gateway_secrets
 from gateway.calls._resources import MAX_PAGES, ResourceReads
-from gateway.calls._tool_calls import Run
 from gateway.catalog import Catalog
 from gateway.children import ChildPool
 from gateway.config import parse_config
@@ -53,12 +53,12 @@ class Reads:
     pool: ChildPool
     catalog: Catalog
     reads: ResourceReads
-    run: Run
+    execution: Execution
     audit_path: Path
 
     async def ask(self, server: str, op: str = "list", **more: Any) -> Any:
         with anyio.fail_after(WAIT):
-            return await self.reads.answer(self.run, {"server": server, "op": op, **more})
+            return await self.reads.answer(self.execution, {"server": server, "op": op, **more})
 
     async def read(self, server: str, uri: str) -> Any:
         return await self.ask(server, "read", uri=uri)
@@ -87,8 +87,8 @@ async def reads_over(
                 blocked=rules.unmatched(everything),
                 resources=rules.resources_visible,
             )
-            run = Run("exec-1", catalog, rules, no_approver)
-            yield Reads(pool, catalog, ResourceReads(pool, redactor, audit), run, audit_path)
+            execution = Execution("exec-1", catalog, rules, no_approver)
+            yield Reads(pool, catalog, ResourceReads(pool, redactor, audit), execution, audit_path)
 
 
 async def test_a_list_pages_through_every_resource_and_lists_the_templates(tmp_path: Path) -> None:
@@ -150,7 +150,7 @@ async def test_an_unknown_resource_and_a_hidden_one_are_refused_in_the_same_word
             await reads.read("res", "secret://token")
         with pytest.raises(ToolCallError) as absent:
             await reads.read("res", "secrets://token")
-        calls = reads.run.quota.calls
+        calls = reads.execution.quota.calls
     assert "secret://token" not in [entry["uri"] for entry in listing["resources"]]
     assert str(hidden.value) == (
         "no resource 'secret://token' on res; resources.res.list() lists its resources and URI templates"
@@ -236,7 +236,7 @@ async def test_each_request_counts_toward_the_runs_quota_and_is_audited(tmp_path
         with pytest.raises(ToolCallError):
             await reads.ask("nowhere")
         records = reads.records()
-        calls = reads.run.calls
+        calls = reads.execution.calls
     assert [(r["kind"], r["tool"], r.get("arguments"), r["ok"], r["error"]) for r in records] == [
         ("tool_call", "res:resources/list", {}, True, None),
         ("tool_call", "res:note://readme", {"uri": "note://readme"}, True, None),
@@ -269,7 +269,7 @@ async def test_a_uri_holding_a_secret_ends_the_run_before_the_child_sees_it(tmp_
     async with reads_over(tmp_path, {"res": resource_server()}) as reads:
         with pytest.raises(SecretInArguments) as ended:
             await reads.read("res", f"docs://page/{TOKEN}")
-        calls = reads.run.quota.calls
+        calls = reads.execution.quota.calls
     assert TOKEN not in str(ended.value)
     assert "RESOURCE_TOKEN" in str(ended.value)
     assert calls == 0
@@ -338,6 +338,6 @@ async def test_a_malformed_request_is_refused_and_recorded(
 ) -> None:
     async with reads_over(tmp_path, {"res": resource_server()}) as reads:
         with pytest.raises(ToolCallError, match=complaint), anyio.fail_after(WAIT):
-            await reads.reads.answer(reads.run, payload)
+            await reads.reads.answer(reads.execution, payload)
         records = reads.records()
     assert [record["ok"] for record in records] == [False]

@@ -1,4 +1,4 @@
-"""A paused run's state: what it binds, single use, and the caps on what a client carries back."""
+"""A paused execution's state: what it binds, single use, and the caps on what a client carries back."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 import anyio
 import pytest
 
-from gateway.calls._resume import PausedRun, SpentStates, code_sha256, paused_run
+from gateway.calls._resume import PausedExecution, SpentStates, code_sha256, paused_execution
 from gateway.errors import ApprovalLimitExceeded, ResumeRefused
 from gateway.policy.config import ApprovalsConfig
 from gateway.sandbox import HostJournal, ToolCallRecord
@@ -20,12 +20,12 @@ def journal_paused_at(tool: str = "repo.delete", payload: str = '{"ok": true}') 
     journal = HostJournal()
     journal.replay("repo.list", "{}")
     journal.record(True, payload, ToolCallRecord(tool="repo.list", ms=1.0, ok=True))
-    journal.replay(tool, '{"name": "x"}')  # the live call the run paused in
+    journal.replay(tool, '{"name": "x"}')  # the live call the execution paused in
     return journal
 
 
-def pause(journal: HostJournal, round: int = 1, config: ApprovalsConfig = CONFIG) -> PausedRun:
-    return paused_run(
+def pause(journal: HostJournal, round: int = 1, config: ApprovalsConfig = CONFIG) -> PausedExecution:
+    return paused_execution(
         "exec-1",
         1700000000.0,
         round,
@@ -41,7 +41,7 @@ def pause(journal: HostJournal, round: int = 1, config: ApprovalsConfig = CONFIG
 
 def test_a_paused_run_comes_back_from_its_state_as_it_was() -> None:
     paused = pause(journal_paused_at())
-    loaded = PausedRun.load(paused.dump(CONFIG))
+    loaded = PausedExecution.load(paused.dump(CONFIG))
     assert loaded == paused
     assert loaded.paused.name == "repo.delete"
     assert loaded.quota == {"repo.list": 1}
@@ -51,7 +51,7 @@ def test_a_paused_run_comes_back_from_its_state_as_it_was() -> None:
 def test_answers_of_calls_in_flight_at_the_pause_travel_with_the_state() -> None:
     journal = journal_paused_at()
     journal.settle(3, '{"ok":true,"value":42}')
-    loaded = PausedRun.load(pause(journal).dump(CONFIG))
+    loaded = PausedExecution.load(pause(journal).dump(CONFIG))
     assert loaded.settled == {3: '{"ok":true,"value":42}'}
     resumed = loaded.journal(max_bytes=1 << 20)
     assert resumed.take_settled([3]) == {}  # replaying: waits are answered from the journal
@@ -118,4 +118,4 @@ def test_more_pauses_than_max_rounds_end_the_run_with_the_key_to_change() -> Non
 @pytest.mark.parametrize("state", ["", "not base64!", "aGVsbG8=", "eJyrVipTslIqSy0qzszPUzIy0DOwUKoFADtwBWI="])
 def test_a_state_this_gateway_cannot_read_is_refused_not_resumed(state: str) -> None:
     with pytest.raises(ResumeRefused, match="cannot be read"):
-        PausedRun.load(state)
+        PausedExecution.load(state)

@@ -14,7 +14,8 @@ from mcp import types
 from gateway import PolicyDenied, QuotaExceeded, SecretInArguments, ToolCallError
 from gateway.audit import AuditLog, Caller
 from gateway.calls import _tool_calls as tool_calls_module
-from gateway.calls._tool_calls import PausedCallAnswer, Run, ToolCalls, wire_digest
+from gateway.calls._pipeline import Execution, PausedCallAnswer
+from gateway.calls._tool_calls import ToolCalls, wire_digest
 from gateway.catalog import Catalog, ObservedShapes
 from gateway.catalog._shapes import MemoryShapeStore
 from gateway.children import ChildPool
@@ -71,7 +72,7 @@ class Harness:
         self.progress: list[int] = []
         self.asked: list[str] = []
         self.approval: ApprovalOutcome = "approved"
-        self.run = Run("exec-1", catalog, self.policy, self._approve, self._report)
+        self.execution = Execution("exec-1", catalog, self.policy, self._approve, self._report)
 
     async def _approve(self, tool: str, arguments: dict[str, Any]) -> ApprovalOutcome:
         self.asked.append(tool)
@@ -82,7 +83,7 @@ class Harness:
 
     async def call(self, name: str, **arguments: Any) -> Any:
         with anyio.fail_after(5):
-            return await self.tool_calls.call(self.run, name, arguments)
+            return await self.tool_calls.call(self.execution, name, arguments)
 
     def records(self) -> list[dict[str, Any]]:
         return [json.loads(line) for line in self.audit_path.read_text().splitlines()]
@@ -104,7 +105,7 @@ async def test_calls_refused_by_access_arguments_or_constraints_count_against_no
         await calls.call("calc.get_sum", a="one", b=2)
     with pytest.raises(PolicyDenied, match="maximum"):
         await calls.call("calc.get_sum", a=101, b=0)
-    assert calls.run.quota.calls == 0
+    assert calls.execution.quota.calls == 0
     assert calls.pool.calls == []
     assert await calls.call("calc.get_sum", a=100, b=0) == 3
     with pytest.raises(QuotaExceeded):
@@ -134,11 +135,11 @@ async def test_a_results_shape_is_kept_once_redacted_so_a_secret_key_never_becom
 ) -> None:
     store = MemoryShapeStore()
     calls = Harness(tmp_path, _text(json.dumps({SECRET: {"n": 1}, "count": 2})))
-    calls.run.catalog = _catalog(ObservedShapes(store))
+    calls.execution.catalog = _catalog(ObservedShapes(store))
     await calls.call("calc.get_sum", a=1, b=2)
-    entry = calls.run.catalog.get("calc.get_sum")
+    entry = calls.execution.catalog.get("calc.get_sum")
     assert entry is not None
-    assert calls.run.catalog.observed(entry) == {
+    assert calls.execution.catalog.observed(entry) == {
         "type": "object",
         "additionalProperties": {
             "anyOf": [
@@ -155,7 +156,7 @@ async def test_a_results_shape_is_kept_once_redacted_so_a_secret_key_never_becom
 async def test_a_failed_call_leaves_no_shape(tmp_path: Path) -> None:
     store = MemoryShapeStore()
     calls = Harness(tmp_path, _text("no such repository", error=True))
-    calls.run.catalog = _catalog(ObservedShapes(store))
+    calls.execution.catalog = _catalog(ObservedShapes(store))
     with pytest.raises(ToolCallError):
         await calls.call("calc.get_sum", a=1, b=2)
     assert len(store) == 0
@@ -190,7 +191,7 @@ async def test_every_call_is_audited_and_reported_whatever_its_outcome(tmp_path:
 async def test_a_hidden_tool_is_unknown_to_the_pipeline(tmp_path: Path) -> None:
     calls = Harness(tmp_path, _text("3"), hidden=["calc.commit"])
     visible = _catalog().filtered(calls.policy.visible)
-    calls.run = Run("exec-2", visible, calls.policy, no_approver)
+    calls.execution = Execution("exec-2", visible, calls.policy, no_approver)
     with pytest.raises(ToolCallError, match=r"unknown tool 'calc\.commit'") as caught:
         await calls.call("calc.commit")
     assert "denied" not in str(caught.value)
@@ -232,19 +233,19 @@ async def test_a_secret_in_a_name_or_in_arguments_ends_the_run_without_echoing_i
 
 def _resumed(calls: Harness, outcome: ApprovalOutcome, tool: str, **shown: Any) -> None:
     """Make the harness's run a resumed round: the user answered `outcome` about `tool(**shown)`."""
-    calls.run.approver = pause_for_approval
+    calls.execution.approver = pause_for_approval
     callee = json.dumps(["calc", tool.partition(".")[2]])  # the child's own names, as the prompt's call had
-    calls.run.answer = PausedCallAnswer(outcome, tool, wire_digest(shown, callee))
+    calls.execution.answer = PausedCallAnswer(outcome, tool, wire_digest(shown, callee))
 
 
 async def test_a_call_that_needs_approval_pauses_the_run_and_gives_its_quota_back(tmp_path: Path) -> None:
     calls = Harness(tmp_path, _text("made"), approve=["calc.create_thing"], max_tool_calls=1)
-    calls.run.approver = pause_for_approval
+    calls.execution.approver = pause_for_approval
     with pytest.raises(ApprovalRequired) as paused:
         await calls.call("calc.create_thing", title="x")
     assert (paused.value.tool, paused.value.arguments) == ("calc.create_thing", {"title": "x"})
-    assert calls.run.paused is paused.value
-    assert calls.run.quota.counts() == {}  # asked again, and counted, when the run resumes
+    assert calls.execution.paused is paused.value
+    assert calls.execution.quota.counts() == {}  # asked again, and counted, when the execution resumes
     assert calls.pool.calls == []
     assert calls.records()[-1]["approval"] == "pending"
 
@@ -264,9 +265,9 @@ async def test_an_answer_is_not_given_to_another_tool_that_took_the_shown_tools_
     # The user approved `calc.create_thing` when that name was the child's `create-thing`; the child
     # has since listed a `create_thing`, which took the name.
     calls = Harness(tmp_path, _text("made"), approve_destructive=True)
-    calls.run.approver = pause_for_approval
+    calls.execution.approver = pause_for_approval
     shown = wire_digest({"title": "x"}, json.dumps(["calc", "create-thing"]))
-    calls.run.answer = PausedCallAnswer("approved", "calc.create_thing", shown)
+    calls.execution.answer = PausedCallAnswer("approved", "calc.create_thing", shown)
     with pytest.raises(ResumeRefused, match="is not the call the user was shown"):
         await calls.call("calc.create_thing", title="x")
     assert calls.pool.calls == []
@@ -334,7 +335,9 @@ async def test_a_middleware_sees_the_callers_issuer_beside_its_principal(tmp_pat
     calls = Harness(tmp_path, _text("3"))
     caller = Caller(principal="alice", issuer="https://idp.example.com")
     chain = Chain((Layer("recording", recording),))
-    calls.run = Run("exec-3", _catalog(), calls.policy, no_approver, caller=caller, middleware=chain)
+    calls.execution = Execution(
+        "exec-3", _catalog(), calls.policy, no_approver, caller=caller, middleware=chain
+    )
     await calls.call("calc.get_sum", a=1, b=2)
     [call] = seen
     assert (call.principal, call.issuer) == ("alice", "https://idp.example.com")

@@ -79,13 +79,15 @@ async def test_a_middleware_refuses_an_exposed_tool_as_it_would_a_snippets_call(
         await call_echo(gateway, "hi")
 
 
-async def test_a_run_keeps_the_chain_it_started_with_when_the_gateway_gets_another(gateway: Gateway) -> None:
+async def test_an_execution_keeps_the_chain_it_started_with_when_the_gateway_gets_another(
+    gateway: Gateway,
+) -> None:
     before = Chain((Layer("test:passes", passes),))
     gateway.middleware = before
-    run = gateway._new_run("exec-1", no_approver, None, None, None)  # pyright: ignore[reportPrivateUsage]
+    execution = gateway._start(None, None).execution("exec-1", no_approver)  # pyright: ignore[reportPrivateUsage]
     gateway.middleware = Chain((Layer("test:refuses", refuses),))  # as a config reload would
-    assert run.middleware is before
-    later = gateway._new_run("exec-2", no_approver, None, None, None)  # pyright: ignore[reportPrivateUsage]
+    assert execution.middleware is before
+    later = gateway._start(None, None).execution("exec-2", no_approver)  # pyright: ignore[reportPrivateUsage]
     assert later.middleware is gateway.middleware
 
 

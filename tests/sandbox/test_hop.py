@@ -15,7 +15,7 @@ import pytest
 from gateway.errors import ExecutionCancelled, ToolCallError
 from gateway.sandbox import _hop
 from gateway.sandbox._hop import WorkerThreads, asyncio_loop, call_on_loop
-from gateway.sandbox._host_call import Execution
+from gateway.sandbox._host_call import ExecutionState
 from gateway.sandbox.limits import SandboxLimits
 
 pytestmark = pytest.mark.anyio
@@ -116,7 +116,7 @@ def test_a_hop_to_a_closed_loop_is_refused_instead_of_waiting_forever() -> None:
 async def test_a_cancel_that_lands_before_the_wait_starts_on_the_loop_stops_it_before_the_call() -> None:
     # The worker checks `cancelled` before it hops; a cancel between that check and the wait's start on
     # the loop must still stop the call, not leave it running until its timeout.
-    execution = Execution(SandboxLimits(), 30, None)
+    execution = ExecutionState(SandboxLimits(), 30, None)
     reached: list[bool] = []
 
     async def start() -> None:
@@ -124,25 +124,25 @@ async def test_a_cancel_that_lands_before_the_wait_starts_on_the_loop_stops_it_b
 
     execution.cancel()
     with anyio.fail_after(10), pytest.raises(ExecutionCancelled):
-        await execution._wait(start, 5)  # pyright: ignore[reportPrivateUsage]
+        await execution.wait(start, 5)
     assert reached == []
 
 
 async def test_the_wait_deadline_is_a_timeout_and_cancel_is_a_cancellation() -> None:
-    execution = Execution(SandboxLimits(), 30, None)
+    execution = ExecutionState(SandboxLimits(), 30, None)
 
     async def hang() -> None:
         await anyio.sleep_forever()
 
     with anyio.fail_after(10), pytest.raises(TimeoutError):
-        await execution._wait(hang, 0.05)  # pyright: ignore[reportPrivateUsage]
+        await execution.wait(hang, 0.05)
 
     with anyio.fail_after(10):
         async with anyio.create_task_group() as group:
 
             async def wait() -> None:
                 with pytest.raises(ExecutionCancelled):
-                    await execution._wait(hang, 5)  # pyright: ignore[reportPrivateUsage]
+                    await execution.wait(hang, 5)
 
             group.start_soon(wait)
             await anyio.sleep(0.05)

@@ -20,9 +20,10 @@ from gateway.errors import (
     ToolPayloadTooLarge,
     WallTimeExceeded,
 )
-from gateway.sandbox import ToolCaller, ToolsOnly
+from gateway.sandbox import ToolCaller
 from gateway.sandbox._hop import asyncio_loop
-from gateway.sandbox._host_call import Execution, bound_to_thread, host_call
+from gateway.sandbox._host_call import ExecutionState, bound_to_thread, host_call
+from gateway.sandbox._services import ToolsOnly
 from gateway.sandbox.limits import SandboxLimits
 from gateway.testing import InProcessTools
 
@@ -43,15 +44,15 @@ def run(
     timeout: float = 30,
     *,
     fast_hop: bool = True,
-) -> Execution:
+) -> ExecutionState:
     """An execution as `Sandbox.execute` makes one: it hops back to this loop with `call_on_loop`
     (`fast_hop=False`: through `anyio.from_thread.run`, as under a backend other than asyncio)."""
-    execution = Execution(limits or SandboxLimits(), timeout, ToolsOnly(tools) if tools else None)
+    execution = ExecutionState(limits or SandboxLimits(), timeout, ToolsOnly(tools) if tools else None)
     execution.loop = asyncio_loop() if fast_hop else None
     return execution
 
 
-async def call(execution: Execution, name: str, args_json: str = "{}") -> Variant | None:
+async def call(execution: ExecutionState, name: str, args_json: str = "{}") -> Variant | None:
     """What the guest gets back from one host call; None when the host trapped it."""
 
     def on_worker() -> Variant | None:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from gateway.errors import WallTimeExceeded
-from gateway.sandbox._host_call import Execution
+from gateway.sandbox._host_call import ExecutionState
 from gateway.sandbox._outcome import failed_result, outcome_result
 from gateway.sandbox.limits import SandboxLimits
 from gateway.sandbox.result import ToolCallRecord
@@ -19,10 +19,10 @@ LIMITS = SandboxLimits(max_stdout_bytes=100, max_stderr_bytes=50, max_value_byte
 CEILING = 6 * (100 + 50 + 3 * 256) + 4096
 
 
-def execution() -> Execution:
-    run = Execution(LIMITS, timeout=5.0, services=None)
-    run.tool_calls.append(ToolCallRecord(tool="m.add", ms=1.5, ok=True))
-    return run
+def execution() -> ExecutionState:
+    state = ExecutionState(LIMITS, timeout=5.0, services=None)
+    state.tool_calls.append(ToolCallRecord(tool="m.add", ms=1.5, ok=True))
+    return state
 
 
 def outcome(**fields: Any) -> str:

@@ -26,9 +26,10 @@ import numpy as np
 import onnxruntime
 from tokenizers import Tokenizer
 
-from gateway.catalog import Catalog, SearchCase, evaluate_search, load_tool_snapshots
+from gateway.catalog import Catalog
 from gateway.catalog._search import search, tool_text
 from gateway.catalog._semantic import MODEL_DIR, MODEL_FILES, Embedder, SemanticSearch, load_minilm
+from gateway.catalog.evaluation import SearchCase, evaluate_search, load_tool_snapshots
 from tests.search_eval.eval_set import CATALOG_DIRS, HOLDOUT_QUERIES, eval_cases
 
 VARIANTS = ((384, "log-rank"), (256, "log-rank"), (256, "none"), (128, "log-rank"))

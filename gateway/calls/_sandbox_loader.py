@@ -1,0 +1,69 @@
+"""The sandbox the gateway runs executions in: loaded in the background, replaced by a reload."""
+
+from __future__ import annotations
+
+import logging
+from typing import Literal
+
+import anyio
+import anyio.to_thread
+
+from gateway.errors import SandboxUnavailable
+from gateway.sandbox import Sandbox, SandboxLimits
+from gateway.telemetry import SlotUsage
+
+__all__ = ["SandboxLoader"]
+
+log = logging.getLogger("gateway")
+
+
+class SandboxLoader:
+    """The sandbox in force: none while it loads, or the reason it failed to."""
+
+    def __init__(self) -> None:
+        self._sandbox: Sandbox | None = None
+        self._error: Exception | None = None
+        self._ready = anyio.Event()
+
+    async def load(self, limits: SandboxLimits) -> None:
+        """Build the sandbox on a worker thread; a failure is logged once and reported on every `get`."""
+        try:
+            self._sandbox = await anyio.to_thread.run_sync(Sandbox, limits)
+        except Exception as exc:
+            log.exception("the sandbox failed to load")
+            self._error = exc
+        finally:
+            self._ready.set()
+
+    def close(self) -> None:
+        """Close the sandbox in force, if one loaded."""
+        if self._sandbox is not None:
+            self._sandbox.close()
+
+    async def get(self) -> Sandbox:
+        """The loaded sandbox, waiting for the background load if it is still running."""
+        if not self._ready.is_set():  # once loaded, no wait: a set event's wait yields a loop turn
+            await self._ready.wait()
+        if self._sandbox is None:
+            raise SandboxUnavailable(f"the sandbox is unavailable: {self._error}")
+        return self._sandbox
+
+    def loaded(self) -> Sandbox | None:
+        """The sandbox in force, without waiting; None while it loads or if it failed to."""
+        return self._sandbox
+
+    def state(self) -> Literal["loading", "ready", "failed"]:
+        """Where the background load is, without waiting (for readiness probes)."""
+        if not self._ready.is_set():
+            return "loading"
+        return "ready" if self._sandbox is not None else "failed"
+
+    def swap(self, sandbox: Sandbox) -> Sandbox | None:
+        """Run new executions in `sandbox`; returns the one it replaces."""
+        replaced, self._sandbox, self._error = self._sandbox, sandbox, None
+        self._ready.set()
+        return replaced
+
+    def slot_usage(self) -> SlotUsage | None:
+        """How many slots the sandbox in force has and how many are busy, None before it loaded."""
+        return self._sandbox.slot_usage() if self._sandbox is not None else None

@@ -1,0 +1,43 @@
+"""The sandbox in force: loaded in the background, its failure reported each time, swapped by a reload."""
+
+from __future__ import annotations
+
+from typing import cast
+
+import anyio
+import pytest
+
+from gateway.calls import _sandbox_loader
+from gateway.calls._sandbox_loader import SandboxLoader
+from gateway.errors import SandboxUnavailable
+from gateway.sandbox import Sandbox, SandboxLimits
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_sandbox_that_failed_to_load_is_refused_on_every_execution_naming_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(limits: SandboxLimits) -> Sandbox:
+        raise RuntimeError("the component is missing")
+
+    monkeypatch.setattr(_sandbox_loader, "Sandbox", broken)
+    loader = SandboxLoader()
+    assert loader.state() == "loading"
+    with anyio.fail_after(10):
+        await loader.load(SandboxLimits())
+        for _ in range(2):
+            with pytest.raises(SandboxUnavailable, match="the component is missing"):
+                await loader.get()
+    assert loader.state() == "failed"
+    assert loader.slot_usage() is None
+
+
+async def test_a_swapped_sandbox_serves_from_then_on_and_the_one_it_replaces_is_returned() -> None:
+    loader = SandboxLoader()
+    first, second = cast("Sandbox", object()), cast("Sandbox", object())
+    assert loader.swap(first) is None
+    assert loader.swap(second) is first
+    with anyio.fail_after(5):
+        assert await loader.get() is second
+    assert loader.state() == "ready"
