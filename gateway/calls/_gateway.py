@@ -424,7 +424,7 @@ class Gateway(AsyncContextManagerMixin):
             run.quota.restore(paused.quota)
             journal, round_number = paused.journal(journal_cap), paused.round + 1
         result, state = await self._executions.execute(
-            sandbox, code, run, timeout, journal=journal, round_number=round_number
+            sandbox, code, run, timeout, journal=journal, round_number=round_number, limits=limits
         )
         if run.paused is None or state is None:
             return result
