@@ -102,10 +102,16 @@ class Executions:
                 sandbox, code, execution, timeout, limits=limits, cancelled_as=cancelled_as
             )
             return result
-        return await self._in_rounds(sandbox, code, approvals.resume, start, timeout)
+        return await self._in_rounds(sandbox, code, approvals.resume, start, timeout, limits)
 
     async def _in_rounds(
-        self, sandbox: Sandbox, code: str, resume: Resume | None, start: ExecutionStart, timeout: float | None
+        self,
+        sandbox: Sandbox,
+        code: str,
+        resume: Resume | None,
+        start: ExecutionStart,
+        timeout: float | None,
+        limits: SandboxLimits | None,
     ) -> ExecutionResult | ApprovalNeeded:
         """One round of an execution on MCP 2026-07-28: the first, or the one `resume` starts."""
         journal_cap = self.config.approvals.max_state_bytes * JOURNAL_BYTES_PER_STATE_BYTE
@@ -134,7 +140,7 @@ class Executions:
             execution.quota.restore(paused.quota)
             journal, round_number = paused.journal(journal_cap), paused.round + 1
         result, state = await self.execute(
-            sandbox, code, execution, timeout, journal=journal, round_number=round_number
+            sandbox, code, execution, timeout, journal=journal, round_number=round_number, limits=limits
         )
         if execution.paused is None or state is None:
             return result

@@ -150,10 +150,15 @@ class Target(Protocol):
     def limits(self) -> SandboxLimits: ...
 
     async def execute(
-        self, code: str, *, approve: bool = False, caller: Identity | None = None
+        self,
+        code: str,
+        *,
+        approve: bool = False,
+        caller: Identity | None = None,
+        limits: SandboxLimits | None = None,
     ) -> ExecutionResult:
-        """Run `code` to its end, for `caller` (an authenticated HTTP caller) if given; the user approves
-        every call that asks, or (by default) declines it."""
+        """Run `code` to its end under `limits` (default: the target's), for `caller` (an authenticated
+        HTTP caller) if given; the user approves every call that asks, or (by default) declines it."""
         ...
 
     async def serves_tool_calls(self) -> str | None:
@@ -181,11 +186,16 @@ class SandboxTarget:
         return self.sandbox.limits
 
     async def execute(
-        self, code: str, *, approve: bool = False, caller: Identity | None = None
+        self,
+        code: str,
+        *,
+        approve: bool = False,
+        caller: Identity | None = None,
+        limits: SandboxLimits | None = None,
     ) -> ExecutionResult:
         """Run `code`; nothing asks for approval or knows callers without a gateway, so `approve` and
         `caller` change nothing."""
-        return await self.sandbox.execute(code, tool_caller=probe_tools())
+        return await self.sandbox.execute(code, tool_caller=probe_tools(), limits=limits)
 
     async def serves_tool_calls(self) -> str | None:
         call = await self.execute("tools.probe.echo(n=1)")
@@ -224,19 +234,24 @@ class GatewayTarget:
         return self._limits
 
     async def execute(
-        self, code: str, *, approve: bool = False, caller: Identity | None = None
+        self,
+        code: str,
+        *,
+        approve: bool = False,
+        caller: Identity | None = None,
+        limits: SandboxLimits | None = None,
     ) -> ExecutionResult:
         """Run `code` round after round for `caller`, answering each approval prompt for the user."""
         answer: ApprovalOutcome = "approved" if approve else "declined"
         self._caller = caller
-        outcome = await self.gateway.execute_code(code, None, InRounds(), identity=caller)
+        outcome = await self.gateway.execute_code(code, None, InRounds(), identity=caller, limits=limits)
         pauses = 0
         while isinstance(outcome, ApprovalNeeded):
             pauses += 1
             self._check_rounds(pauses)
             self._prompts.append(approval_prompt(outcome.tool, outcome.arguments))
-            resume = Resume(outcome.state, answer)
-            outcome = await self.gateway.execute_code(code, None, InRounds(resume), identity=caller)
+            resume = InRounds(Resume(outcome.state, answer))
+            outcome = await self.gateway.execute_code(code, None, resume, identity=caller, limits=limits)
         return outcome
 
     def _check_rounds(self, pauses: int) -> None:
@@ -411,19 +426,21 @@ class _HostFailed(Exception):
 
 
 async def _execute(target: Target, code: str, case: EscapeCase) -> ExecutionResult:
+    limits = case.run_limits(target.limits)
     try:
-        return await target.execute(code, approve=case.approve, caller=case.caller)
+        return await target.execute(code, approve=case.approve, caller=case.caller, limits=limits)
     except Exception as exc:  # a snippet made the host fail: the most serious finding of all
         raise _HostFailed(f"the host raised {_innermost(exc)}") from exc
 
 
 async def _judge(target: Target, case: EscapeCase) -> tuple[bool, str]:
-    limits = target.limits
+    limits = case.run_limits(target.limits)
     try:
         first = await _execute(target, case.source(limits), case)
         problem = case.expect.judge(first, limits)
         if problem is None and case.sees is not None:
-            problem = case.sees(await target.seen())
+            seen_wrong = case.sees(await target.seen())
+            problem = None if seen_wrong is None else f"{seen_wrong}; the run: {summarize(first)}"
         if problem is not None:
             return False, problem
         if case.then is not None:
@@ -439,7 +456,7 @@ async def _judge(target: Target, case: EscapeCase) -> tuple[bool, str]:
 
 async def run_case(target: Target, case: EscapeCase) -> CaseOutcome:
     """Run one hostile snippet (and its follow-up), then check that the target still serves."""
-    reason = case.needs(target.limits) if case.needs is not None else None
+    reason = case.needs(case.run_limits(target.limits)) if case.needs is not None else None
     if reason is not None:
         return CaseOutcome(case, "skip", reason, 0.0)
     started = time.monotonic()

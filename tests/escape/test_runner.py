@@ -7,8 +7,8 @@ from collections.abc import Callable
 import pytest
 
 from gateway.auth import Identity
-from gateway.escape._runner import still_serves
-from gateway.escape.cases._model import Seen
+from gateway.escape._runner import run_case, still_serves
+from gateway.escape.cases._model import ROOMY_CLOCK_SECONDS, EscapeCase, Seen, roomy_clock, succeeds
 from gateway.sandbox import ExecutionResult, SandboxLimits
 
 pytestmark = pytest.mark.anyio
@@ -23,14 +23,21 @@ class Flaky:
     def __init__(self, failures: list[str]) -> None:
         self.failures = failures
         self.attempts = 0
+        self.given: list[SandboxLimits | None] = []  # the limits each execution was given
 
     @property
     def limits(self) -> SandboxLimits:
         return SandboxLimits()
 
     async def execute(
-        self, code: str, *, approve: bool = False, caller: Identity | None = None
+        self,
+        code: str,
+        *,
+        approve: bool = False,
+        caller: Identity | None = None,
+        limits: SandboxLimits | None = None,
     ) -> ExecutionResult:
+        self.given.append(limits)
         return SERVED
 
     async def serves_tool_calls(self) -> str | None:
@@ -69,3 +76,15 @@ async def test_a_middleware_timeout_is_a_wall_clock_limit_too() -> None:
     target = Flaky([f"a normal tool call failed: ToolError: middleware m {late}"])
     assert await still_serves(target) is None
     assert target.attempts == 2
+
+
+async def test_a_case_about_another_limit_runs_each_execution_under_a_roomy_clock() -> None:
+    target = Flaky([])
+    case = EscapeCase("roomy", "serving", "1", succeeds(), then="2", limits=roomy_clock)
+    assert (await run_case(target, case)).status == "pass"
+    hostile, follow_up, *serving = target.given
+    for given in (hostile, follow_up):
+        assert given is not None
+        assert given.timeout_seconds == ROOMY_CLOCK_SECONDS
+        assert given.tool_call_timeout_seconds == ROOMY_CLOCK_SECONDS / 2
+    assert serving == [None]  # the serving check keeps the suite's own limits

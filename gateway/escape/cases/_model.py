@@ -26,6 +26,7 @@ __all__ = [
     "NO_STDIN",
     "REFUSE_OFF",
     "RESOURCE_LIMITS",
+    "ROOMY_CLOCK_SECONDS",
     "CaseMaker",
     "Check",
     "EscapeCase",
@@ -43,6 +44,7 @@ __all__ = [
     "needs_fuel",
     "needs_tool_calls",
     "refused",
+    "roomy_clock",
     "succeeds",
     "summarize",
     "value_is",
@@ -102,8 +104,23 @@ _LOAD_DEPENDENT = "WallTimeExceeded"
 
 HANG_SECONDS = 30.0
 """How long an execution may hold the host before the suite calls it held: far past any budget the
-suite runs with (it caps the budget at 1.5 s) plus a loaded machine's delay, far below what the cases
-ask the host to wait for (10**6-second sleeps, checks quadratic in 100,000 items)."""
+suite runs with (it caps the budget at 1.5 s, ROOMY_CLOCK_SECONDS for a case given a roomy clock) plus
+a loaded machine's delay, far below what the cases ask the host to wait for (10**6-second sleeps,
+checks quadratic in 100,000 items)."""
+
+ROOMY_CLOCK_SECONDS = 20.0
+"""The run's budget for a case whose claim is another limit than the wall clock (its per-call timeout
+is half of it): far past what such a case takes on a loaded machine, well below HANG_SECONDS."""
+
+
+def roomy_clock(limits: SandboxLimits) -> SandboxLimits:
+    """`limits` with a wall clock that cannot fire before the limit a case is about, whatever the load."""
+    return limits.model_copy(
+        update={
+            "timeout_seconds": ROOMY_CLOCK_SECONDS,
+            "tool_call_timeout_seconds": ROOMY_CLOCK_SECONDS / 2,
+        }
+    )
 
 
 # What the prelude's refusals say: the snippet learns which capability is missing.
@@ -319,6 +336,13 @@ class EscapeCase:
     # Gateway cases: `then` runs once search_docs' overview satisfies this (the gateway has seen a
     # child's tool list change, say), waited for a bounded time.
     then_when: Callable[[str], bool] | None = None
+    # The limits its executions run under, made from the suite's (`roomy_clock` for a case whose claim
+    # is another limit, so that a loaded machine's wall clock cannot decide it); None: the suite's.
+    limits: Callable[[SandboxLimits], SandboxLimits] | None = None
+
+    def run_limits(self, suite: SandboxLimits) -> SandboxLimits:
+        """The limits the case runs under, given the suite's."""
+        return suite if self.limits is None else self.limits(suite)
 
     def source(self, limits: SandboxLimits) -> str:
         """The snippet to run under `limits`."""
@@ -346,6 +370,7 @@ class CaseMaker:
         approve: bool = False,
         caller: Identity | None = None,
         then_when: Callable[[str], bool] | None = None,
+        limits: Callable[[SandboxLimits], SandboxLimits] | None = None,
     ) -> EscapeCase:
         return EscapeCase(
             id,
@@ -360,6 +385,7 @@ class CaseMaker:
             approve,
             caller,
             then_when,
+            limits,
         )
 
 

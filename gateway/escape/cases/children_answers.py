@@ -4,7 +4,9 @@ Through a whole Gateway in front of the probe MCP server, at the default `max_me
 answer past the cap must fail its call at once with a ToolError naming the cap and the key (not
 stall the gateway while the SDK reads it), and leave the child serving; one within the cap must
 arrive whole. A child flooding its stdout with one line far past the cap (no message at all) is read
-in bounded memory and linear time: the line is dropped and the call's answer after it arrives. A
+in bounded memory and linear time: the line is dropped and the call's answer after it arrives. These
+cases are about the cap, not the clock: they run with a roomy clock, so that on a loaded machine the
+per-call timeout cannot fire first and stand in for the cap's error or the answer. A
 call cut short by the run's budget is not the child's timeout, so it never counts toward restarting
 a healthy child.
 """
@@ -14,7 +16,14 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.children.config import DEFAULT_MAX_MESSAGE_BYTES
-from gateway.escape.cases._model import EscapeCase, case_maker, limit, succeeds
+from gateway.escape.cases._model import (
+    EscapeCase,
+    case_maker,
+    limit,
+    needs_tool_calls,
+    roomy_clock,
+    succeeds,
+)
 from gateway.sandbox import ExecutionResult, SandboxLimits
 
 __all__ = ["CASES"]
@@ -37,8 +46,8 @@ def _values(result: ExecutionResult) -> list[Any]:
 
 
 def _refused_at_once(result: ExecutionResult, _limits: SandboxLimits) -> bool:
-    """[the error, seconds it took, the next call's value]: the cap named (a call that stalled on the
-    answer would have failed by its timeout instead), and the next call answered."""
+    """[the error, seconds it took, the next call's value]: the cap named (not an answer read whole,
+    nor the per-call timeout of a call that stalled on it), and the next call answered."""
     values = _values(result)
     return (
         len(values) == 3
@@ -58,13 +67,10 @@ def _refused_then_serves(call: str) -> str:
 
 
 def _just_within(_first: ExecutionResult, second: ExecutionResult) -> bool:
-    """The answer just within the cap arrived whole: delivered, or refused only by the sandbox's own cap
-    (or, on a loaded machine, by the call's timeout: a wall-clock limit, never the message cap)."""
+    """The answer just within the cap arrived whole: delivered, or refused only by the sandbox's own cap."""
     error = second.error
     if error is None:
         return second.value == _JUST_WITHIN
-    if error.type == "ToolError" and "(sandbox.tool_call_timeout_seconds)" in error.message:
-        return _CAP_NAMED not in error.message
     return error.type == "ToolPayloadTooLarge" and "result of probe.big_answer is" in error.message
 
 
@@ -99,13 +105,6 @@ def _room_for_a_full_timeout(limits: SandboxLimits) -> str | None:
     return "needs sandbox.timeout_seconds of at least twice sandbox.tool_call_timeout_seconds"
 
 
-def _time_for_a_huge_answer(limits: SandboxLimits) -> str | None:
-    # Writing an answer this large takes the probe a while: the call must have time for that.
-    if limits.tool_call_timeout_seconds >= 0.5 and limits.max_tool_calls >= 6:
-        return None
-    return "needs sandbox.tool_call_timeout_seconds of at least 0.5 s and 6 tool calls"
-
-
 def _no_restart(_first: ExecutionResult, second: ExecutionResult) -> bool:
     values = _values(second)
     return second.ok and len(values) == 2 and values[1] == {"result": "still the same child"}
@@ -116,7 +115,8 @@ CASES: tuple[EscapeCase, ...] = (
         "children-answer-past-the-cap-fails-that-call-at-once",
         _refused_then_serves(f"tools.probe.big_answer(size={2 * _PAST})"),
         succeeds(_refused_at_once, "a ToolError naming the cap and its key, at once; the child serves on"),
-        needs=_time_for_a_huge_answer,
+        needs=needs_tool_calls(6),
+        limits=roomy_clock,
     ),
     _case(
         "children-answer-at-the-cap-boundary",
@@ -125,6 +125,7 @@ CASES: tuple[EscapeCase, ...] = (
         succeeds(lambda r, _: _CAP_NAMED in str(r.value), "just past the cap: refused, naming it"),
         then=f"len(tools.probe.big_answer(size={_JUST_WITHIN})['result'])",
         then_check=_just_within,
+        limits=roomy_clock,
     ),
     _case(
         "children-answers-alternating-past-and-within-the-cap",
@@ -133,24 +134,27 @@ CASES: tuple[EscapeCase, ...] = (
             lambda r, _: r.value == [True, True] * 3,
             "each answer past the cap refused, each one within it (up to the result cap) delivered",
         ),
-        needs=_time_for_a_huge_answer,
+        needs=needs_tool_calls(6),
+        limits=roomy_clock,
     ),
     _case(
         "children-huge-error-result-fails-that-call-at-once",
         _refused_then_serves(f"tools.probe.big_error(size={2 * _CAP})"),
         succeeds(_refused_at_once, "a ToolError naming the cap and its key, at once; the child serves on"),
-        needs=_time_for_a_huge_answer,
+        needs=needs_tool_calls(6),
+        limits=roomy_clock,
     ),
     _case(
         "children-oversized-notifications-are-dropped-and-the-answer-arrives",
         "import time\nstarted = time.monotonic()\n"
         f"[tools.probe.chatty(count=3, size={2 * _CAP}), time.monotonic() - started]",
         succeeds(
-            # A call that stalled on the notifications would have failed by its timeout instead.
+            # A call that stalled on the notifications never answers (its roomy timeout fires).
             lambda r, _: len(values := _values(r)) == 2 and values[0] == {"result": "done"},
             "the notifications are dropped as they are read, the answer arrives",
         ),
-        needs=_time_for_a_huge_answer,
+        needs=needs_tool_calls(6),
+        limits=roomy_clock,
     ),
     _case(
         # A line the reader must drop in bounded memory as it reads it: none of it is a message.
@@ -160,7 +164,8 @@ CASES: tuple[EscapeCase, ...] = (
             lambda r, _: r.value == [{"result": "flooded"}, {"result": "next"}],
             "the line is dropped as it is read; that call's answer and the next call arrive",
         ),
-        needs=_time_for_a_huge_answer,
+        needs=needs_tool_calls(6),
+        limits=roomy_clock,
     ),
     _case(
         # Two calls that ran out their whole per-call timeout count toward restart.after_timeouts (3);

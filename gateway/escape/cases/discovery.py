@@ -24,6 +24,7 @@ from gateway.escape.cases._model import (
     limit,
     needs_tool_calls,
     refused,
+    roomy_clock,
     succeeds,
     value_is,
     within_budget,
@@ -405,6 +406,7 @@ CASES: tuple[EscapeCase, ...] = (
         needs=_room_and_calls(1),
         sees=_nothing_written_nor_shown,
         approve=True,
+        limits=roomy_clock,
     ),
     _case(
         "discovery-flood-across-approval-rounds",
@@ -419,6 +421,8 @@ CASES: tuple[EscapeCase, ...] = (
         needs=_room_and_calls(1),
         sees=_written_once("discovery-rounds", "once"),
         approve=True,
+        # About the cap and the replay: a wall clock cutting a round short would leave no note.
+        limits=roomy_clock,
     ),
     _case(
         "discovery-answers-replayed-on-resume",
@@ -432,6 +436,8 @@ CASES: tuple[EscapeCase, ...] = (
         needs=needs_tool_calls(1),
         sees=_written_once("discovery-replayed", "once"),
         approve=True,
+        # About the cap and the replay: a wall clock cutting a round short would leave no note.
+        limits=roomy_clock,
     ),
     # Oversized and malformed questions: refusals the snippet can catch, naming what was wrong.
     _case(
