@@ -109,14 +109,14 @@ load: setup ## LOAD_CLIENTS HTTP clients (16) on 1, then 2 replicas behind HAPro
 	$(PY) -m tests.bench.run_load --clients $(LOAD_CLIENTS) --seconds $(LOAD_SECONDS) --write docs/benchmarks.md
 
 lint: setup ## ruff, pyright --strict, and the layering of gateway/ (import-linter)
-	$(VENV)/bin/ruff check gateway guest tests examples runtime-wasm/build.py
-	$(VENV)/bin/ruff format --check gateway guest tests examples runtime-wasm/build.py
+	$(VENV)/bin/ruff check gateway guest tests examples scripts runtime-wasm/build.py
+	$(VENV)/bin/ruff format --check gateway guest tests examples scripts runtime-wasm/build.py
 	$(VENV)/bin/pyright
 	$(VENV)/bin/lint-imports
 
 format: setup ## Apply ruff's formatting and safe fixes
-	$(VENV)/bin/ruff check --fix gateway guest tests examples runtime-wasm/build.py
-	$(VENV)/bin/ruff format gateway guest tests examples runtime-wasm/build.py
+	$(VENV)/bin/ruff check --fix gateway guest tests examples scripts runtime-wasm/build.py
+	$(VENV)/bin/ruff format gateway guest tests examples scripts runtime-wasm/build.py
 
 run: runtime ## Serve MCP over stdio on the built-in default config
 	$(VENV)/bin/codemode-gateway serve
