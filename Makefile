@@ -72,7 +72,7 @@ runtime: ## Install only what the product runs on, build the search model, build
 	@$(MAKE) --no-print-directory -j$(SETUP_JOBS) -O sandbox-build model-build
 
 # FastMCP CodeMode in its own venv: the peer of the bench's codemode rows (which the suite's quick bench runs too).
-peer-venv: $(RUNTIME_STAMP)
+peer-venv: $(STAMP)
 	$(PY) -c "from tests.agent_eval.interfaces import ensure_peer_venv; ensure_peer_venv()"
 
 # HAProxy, the real load balancer of tests/e2e/test_replicas.py and `make load`, and redis-server, the real
