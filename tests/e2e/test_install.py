@@ -71,11 +71,14 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Dist:
     with (out.parent / "dist.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not any(out.glob("*.whl")):
+            # The clone's build cache: the sdist's inputs hash to the clone's builds, so the component and
+            # the model are copied, and a file the sdist forgets still changes the hash and fails the build.
             subprocess.run(
                 [sys.executable, "-m", "build", "--outdir", str(out), str(REPO)],
                 check=True,
                 capture_output=True,
                 timeout=BUILD_SECONDS,
+                env=os.environ | {"CODEMODE_BUILD_CACHE": str(REPO / ".cache")},
             )
     [sdist] = out.glob("*.tar.gz")
     [wheel] = out.glob("*.whl")
