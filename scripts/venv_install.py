@@ -1,9 +1,9 @@
 """Install requirements into the venv with uv, reading the package indexes pip is configured with.
 
-`python scripts/venv_install.py ARGS...` runs `uv pip install --python <this python> ARGS...` with the
-uv beside this python (make setup installs it there with pip) and the index URLs, find-links,
-constraints and CA bundle of `pip config list` (uv does not read pip.conf), so both see the same
-packages.
+`python scripts/venv_install.py [--python PYTHON] ARGS...` runs `uv pip install --python PYTHON ARGS...`
+(PYTHON: this python unless given) with the uv beside this python (make setup installs it there with
+pip) and the index URLs, find-links, constraints and CA bundle of `pip config list` (uv does not read
+pip.conf), so both see the same packages.
 """
 
 from __future__ import annotations
@@ -37,10 +37,10 @@ def pip_settings() -> dict[str, list[str]]:
     return settings
 
 
-def uv_command(uv: Path, args: list[str]) -> tuple[list[str], dict[str, str]]:
-    """uv's install command and environment for `args`, on pip's indexes."""
+def uv_command(uv: Path, python: str, args: list[str]) -> tuple[list[str], dict[str, str]]:
+    """uv's install command (into `python`'s environment) and its environment for `args`, on pip's indexes."""
     settings = pip_settings()
-    command = [str(uv), "pip", "install", "--quiet", "--python", sys.executable]
+    command = [str(uv), "pip", "install", "--quiet", "--python", python]
     for option, flag in _FLAGS.items():
         for value in settings.get(option, []):
             command += [flag, value]
@@ -53,8 +53,11 @@ def uv_command(uv: Path, args: list[str]) -> tuple[list[str], dict[str, str]]:
 
 
 def main(args: list[str]) -> int:
-    """Install `args` with the uv beside this python."""
-    command, env = uv_command(Path(sys.executable).with_name("uv"), args)
+    """Install `args` with the uv beside this python (into `--python PYTHON`'s environment if given)."""
+    python = sys.executable
+    if args[:1] == ["--python"]:
+        python, args = args[1], args[2:]
+    command, env = uv_command(Path(sys.executable).with_name("uv"), python, args)
     return subprocess.run(command, env=env, check=False).returncode
 
 
