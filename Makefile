@@ -94,7 +94,7 @@ setup: ## runtime, plus the test, bench and lint tools, the npm test servers and
 	@$(MAKE) --no-print-directory -j$(SETUP_JOBS) -O $(STAMP) $(NPM_STAMP) sandbox-build model-build peer-venv system-tools
 
 test: setup ## Run the whole test suite (escape suite included), on TEST_WORKERS processes (3)
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 sandbox-test: setup ## Run the sandbox escape suite on its own
 	$(PY) -m pytest -m sandbox $(PYTEST_ARGS)

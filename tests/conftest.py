@@ -26,33 +26,6 @@ from tests.state.redis_server import redis_server, redis_url  # noqa: F401  (fix
 Entry = dict[str, Any]
 
 
-# Module fixtures cheaper to make on each worker than to keep a module's tests on one worker.
-_MADE_ON_EACH_WORKER = {"anyio_backend", "suite_sandbox", "gateway_portal"}
-
-
-def _shared_fixtures(item: pytest.Item) -> set[str]:
-    """The module- or session-scoped fixtures `item` uses that its own module defines."""
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:
-        return set()
-    module = item.nodeid.split("::")[0]
-    return {
-        name
-        for name, definitions in info.name2fixturedefs.items()
-        if name not in _MADE_ON_EACH_WORKER
-        and definitions[-1].scope in ("module", "session")
-        and definitions[-1].baseid == module
-    }
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A module's tests that share an expensive fixture of its own run on one xdist worker
-    (`--dist loadgroup`, as `make test` runs), so the fixture is made once, not once per worker."""
-    for item in items:
-        if _shared_fixtures(item):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
-
-
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
