@@ -197,15 +197,19 @@ def test_with_the_semantic_extra_search_re_ranks_by_meaning_with_no_torch_instal
 
 
 def test_the_bare_wheel_searches_lexically_and_says_once_how_to_install_the_extra(
-    dist: Dist, installed: Install, tmp_path: Path
+    dist: Dist, installed: Install
 ) -> None:
-    venv = tmp_path / "bare"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=INSTALL_SECONDS)
-    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", str(dist.wheel)]
-    subprocess.run(pip, check=True, env=installed.env, capture_output=True, timeout=INSTALL_SECONDS)
-    bare = replace(installed, bin=venv / "bin")
-    done = bare.run(
-        "check", "--log-level", "warning", "--", "tiny", str(bare.bin / "python"), str(TINY_SERVER)
+    # uvx installs the bare wheel (no extras); its environment is cached for the uvx test below.
+    uvx = Path(sys.executable).with_name("uvx")
+    gateway = [str(uvx), "--from", str(dist.wheel), "codemode-gateway"]
+    tiny = [str(installed.bin / "python"), str(TINY_SERVER)]  # the child needs the SDK, not the extra
+    done = subprocess.run(
+        [*gateway, "check", "--log-level", "warning", "--", "tiny", *tiny],
+        cwd=installed.home,
+        env=installed.env,
+        capture_output=True,
+        text=True,
+        timeout=INSTALL_SECONDS,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     [line] = [line for line in done.stderr.splitlines() if "search is lexical" in line]
