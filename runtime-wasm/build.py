@@ -3,6 +3,8 @@
 Writes runtime-wasm/build/sandbox.wasm, its sha256 (sandbox.wasm.sha256) and the hash of the
 inputs it was built from (inputs.sha256). The inputs are the WIT world, every guest source,
 this script and the exact componentize-py version: when their hash matches, nothing is done.
+A build is also kept under `$CODEMODE_BUILD_CACHE/sandbox/<inputs hash>` (default `.cache` of the
+clone), so a second tree of the same inputs (a wheel built from the sdist, another clone) copies it.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ INPUTS_SHA = BUILD_DIR / "inputs.sha256"
 BINDINGS_DIR = BUILD_DIR / "bindings"  # for type checkers and editors; the build generates its own
 WORLD = "sandbox"
 APP_MODULE = "guest.main"
+BUILD_CACHE_ENV = "CODEMODE_BUILD_CACHE"  # shared with setup.py's search model cache
+OUTPUTS = (COMPONENT.name, COMPONENT_SHA.name, INPUTS_SHA.name, BINDINGS_DIR.name)
 
 
 def _input_files() -> list[tuple[str, Path]]:
@@ -71,10 +75,64 @@ def _componentize_py(*args: str, cwd: str) -> None:
         raise SystemExit(f"componentize-py {args[0]} failed (exit {done.returncode}); see the output above")
 
 
+def cache_dir() -> Path:
+    """Where builds are kept by their inputs hash."""
+    return Path(os.environ.get(BUILD_CACHE_ENV) or ROOT / ".cache") / "sandbox"
+
+
+def _copy_outputs(source: Path, target: Path) -> None:
+    for name in OUTPUTS:
+        if (source / name).is_dir():
+            shutil.copytree(source / name, target / name)
+        else:
+            shutil.copyfile(source / name, target / name)
+
+
+def _restore(expected: str) -> bool:
+    """Copy a kept build of these inputs into the build directory; whether one was there."""
+    kept = cache_dir() / expected
+    if not all((kept / name).exists() for name in OUTPUTS):
+        return False
+    if (
+        hashlib.sha256((kept / COMPONENT.name).read_bytes()).hexdigest()
+        != (kept / COMPONENT_SHA.name).read_text().strip()
+    ):
+        return False
+    BUILD_DIR.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(BINDINGS_DIR, ignore_errors=True)
+    for name in (INPUTS_SHA.name, COMPONENT_SHA.name):  # stale until the component is in place
+        (BUILD_DIR / name).unlink(missing_ok=True)
+    with tempfile.TemporaryDirectory(dir=BUILD_DIR, prefix=".restore-") as tmp:
+        _copy_outputs(kept, Path(tmp))
+        os.replace(Path(tmp) / BINDINGS_DIR.name, BINDINGS_DIR)
+        for name in (COMPONENT.name, COMPONENT_SHA.name, INPUTS_SHA.name):  # the inputs hash last
+            os.replace(Path(tmp) / name, BUILD_DIR / name)
+    print(f"copied {COMPONENT.relative_to(ROOT)} from {kept}", file=sys.stderr)
+    return True
+
+
+def _keep(expected: str) -> None:
+    """Keep this build under its inputs hash (best effort: the build itself already succeeded)."""
+    kept = cache_dir() / expected
+    if kept.exists():
+        return
+    try:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=kept.parent, prefix=".keep-") as tmp:
+            (Path(tmp) / "build").mkdir()
+            _copy_outputs(BUILD_DIR, Path(tmp) / "build")
+            os.rename(Path(tmp) / "build", kept)
+    except OSError as error:  # another build kept the same inputs first, or the cache is read-only
+        print(f"not kept in {kept.parent}: {error}", file=sys.stderr)
+
+
 def build(force: bool = False) -> bool:
-    """Build the component if needed; return whether a build ran."""
+    """Build the component if needed (or copy a kept build of the same inputs); return whether a build ran."""
     expected = inputs_hash()
     if not force and is_current(expected):
+        _keep(expected)  # a clone built before builds were kept
+        return False
+    if not force and _restore(expected):
         return False
     BUILD_DIR.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="codemode-guest-") as tmp:
@@ -91,6 +149,7 @@ def build(force: bool = False) -> bool:
         os.replace(tmp_component, COMPONENT)
     COMPONENT_SHA.write_text(hashlib.sha256(data).hexdigest() + "\n")
     INPUTS_SHA.write_text(expected + "\n")
+    _keep(expected)
     print(
         f"built {COMPONENT.relative_to(ROOT)} ({len(data) / 1e6:.1f} MB) "
         f"in {time.monotonic() - started:.1f} s",

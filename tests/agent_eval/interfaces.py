@@ -87,8 +87,14 @@ def ensure_peer_venv() -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         stamp, pins = venv / "installed", "\n".join(PEER_PINS) + "\n"
         if not stamp.exists() or stamp.read_text(encoding="utf-8") != pins:
-            subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True, timeout=300)
-            install = [str(python), "-m", "pip", "install", "--quiet", *PEER_PINS]
+            # With the uv `make setup` puts beside this python (on pip's indexes), else with pip.
+            uv = Path(sys.executable).with_name("uv").is_file()
+            bare = ["--without-pip"] if uv else []
+            create = [sys.executable, "-m", "venv", "--clear", *bare, str(venv)]
+            subprocess.run(create, check=True, timeout=300)
+            with_uv = [sys.executable, str(REPO / "scripts" / "venv_install.py"), "--python", str(python)]
+            with_pip = [str(python), "-m", "pip", "install", "--quiet"]
+            install = [*(with_uv if uv else with_pip), *PEER_PINS]
             subprocess.run(install, check=True, timeout=1800)
             stamp.write_text(pins, encoding="utf-8")
     return python

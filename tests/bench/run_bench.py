@@ -143,6 +143,8 @@ class Plan:
     rss_executions: int  # execute_code calls before the gateway RSS row reads its RSS
     peer_fresh_runs: int  # fresh Pyodide interpreters (seconds each)
     live_levels: tuple[int, ...] = (1, 4, MAX_LIVE)
+    search_cases: int | None = None  # the first this many queries of each search set (None: all of them)
+    search_repeats: int = 3  # each query's latency is the best of this many searches
 
 
 FULL = Plan(
@@ -182,6 +184,8 @@ QUICK = Plan(
     throughput_repeats=1,
     peer_fresh_runs=1,
     rss_executions=8,
+    search_cases=5,
+    search_repeats=1,
 )
 
 
@@ -2252,40 +2256,50 @@ def load_semantic_model() -> SemanticModel | None:
     return SemanticModel(semantic, elapsed_ms(started))
 
 
-def measure_search(name: str, queries: Path, model: SemanticModel | None = None) -> SearchFigures:
+def measure_search(
+    name: str, queries: Path, model: SemanticModel | None = None, plan: Plan | None = None
+) -> SearchFigures:
     """Both tunings over one query set of the evaluation set's 22 servers (`measure_cases`)."""
     return measure_cases(
-        name, load_tool_snapshots(list(SEARCH_CATALOG_DIRS)), load_search_cases(queries), model
+        name, load_tool_snapshots(list(SEARCH_CATALOG_DIRS)), load_search_cases(queries), model, plan
     )
 
 
-def measure_blind_search(model: SemanticModel | None = None) -> SearchFigures:
+def measure_blind_search(model: SemanticModel | None = None, plan: Plan | None = None) -> SearchFigures:
     """The blind set's queries over its whole catalog (`measure_cases`); never tuned on."""
     lines = [
         json.loads(line) for line in BLIND_QUERIES.read_text(encoding="utf-8").splitlines() if line.strip()
     ]
     cases = [SearchCase(query=line["query"], accept=line["accept"], kind=line["kind"]) for line in lines]
-    return measure_cases("blind", load_tool_snapshots(list(BLIND_CATALOG_DIRS)), cases, model)
+    return measure_cases("blind", load_tool_snapshots(list(BLIND_CATALOG_DIRS)), cases, model, plan)
 
 
 def measure_cases(
-    name: str, tools: dict[str, list[types.Tool]], cases: list[SearchCase], model: SemanticModel | None
+    name: str,
+    tools: dict[str, list[types.Tool]],
+    cases: list[SearchCase],
+    model: SemanticModel | None,
+    plan: Plan | None = None,
 ) -> SearchFigures:
-    """Both tunings over one query set; the index is built on a fresh catalog, timed once. With the
-    model, the same queries searched by meaning too, on a catalog of their own (its tools embedded
-    once, timed)."""
+    """Both tunings over one query set (all of it, or the plan's first `search_cases`); the index is
+    built on a fresh catalog, timed once. With the model, the same queries searched by meaning too, on
+    a catalog of their own (its tools embedded once, timed)."""
+    plan = plan or FULL
+    cases = cases[: plan.search_cases]
+    repeats = plan.search_repeats
     catalog = Catalog(tools)
     started = time.perf_counter_ns()
     evaluate_search(catalog, cases[:1], repeats=1)  # the first search builds the index
     index_ms = elapsed_ms(started)
-    tuned, baseline = evaluate_search(catalog, cases), evaluate_search(catalog, cases, tuning=BASELINE)
+    tuned = evaluate_search(catalog, cases, repeats)
+    baseline = evaluate_search(catalog, cases, repeats, tuning=BASELINE)
     if model is None:
         return SearchFigures(name, tuned, baseline, index_ms, servers=len(tools))
     semantic_catalog = Catalog(tools, semantic=model.search)
     started = time.perf_counter_ns()
     warm_search(semantic_catalog)
     embed_ms = elapsed_ms(started)
-    semantic = evaluate_search(semantic_catalog, cases)
+    semantic = evaluate_search(semantic_catalog, cases, repeats)
     return SearchFigures(name, tuned, baseline, index_ms, semantic, embed_ms, servers=len(tools))
 
 
@@ -2541,8 +2555,8 @@ async def collect(plan: Plan) -> Report:
     # After the in-process sandboxes are gone; their first load left the compiled component cached.
     report.rows.extend(gateway_rows(await measure_gateway(plan), paced, host_call))
     model = load_semantic_model()
-    searches = [measure_search(name, path, model) for name, path in SEARCH_QUERY_SETS.items()]
-    searches.append(measure_blind_search(model))
+    searches = [measure_search(name, path, model, plan) for name, path in SEARCH_QUERY_SETS.items()]
+    searches.append(measure_blind_search(model, plan))
     for figures in searches:
         report.rows.extend(search_rows(figures))
     report.rows.append(search_latency_row(searches[0]))

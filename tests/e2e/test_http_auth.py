@@ -16,7 +16,7 @@ from mcp.client.client import ConnectMode
 
 from tests.e2e.gateway_http import WAIT, http_client, http_gateway
 from tests.e2e.gateway_process import cli, environment, write_config
-from tests.real_servers import TINY_SERVER
+from tests.real_servers import SERVERS, TINY_SERVER
 
 pytestmark = pytest.mark.anyio
 
@@ -24,12 +24,12 @@ ALICE = "alice-token-" + "a" * 40
 BOB = "bob-token-" + "b" * 40
 
 
-def config(tmp_path: Path) -> Path:
+def config(tmp_path: Path, **children: dict[str, Any]) -> Path:
     tiny = {"command": sys.executable, "args": [str(TINY_SERVER)]}
     return write_config(
         tmp_path,
         {
-            "mcpServers": {"tiny": tiny},
+            "mcpServers": {"tiny": tiny, **children},
             "audit": {"path": str(tmp_path / "audit.jsonl")},
             "auth": {"tokens": {"alice": "${ALICE_TOKEN}", "bob": "${BOB_TOKEN}"}},
             "http": {"max_executions_in_flight_per_caller": 1, "max_executions_queued_per_caller": 0},
@@ -67,33 +67,35 @@ async def test_only_a_configured_token_reaches_the_gateway_on_both_eras(tmp_path
 
 async def test_the_per_caller_cap_counts_each_principal_apart(tmp_path: Path) -> None:
     env = environment({"ALICE_TOKEN": ALICE, "BOB_TOKEN": BOB})
-    slow = {"code": "import time\ntime.sleep(5)\n'slept'", "details": True}
+    latch = {"command": sys.executable, "args": [str(SERVERS / "latch_server.py")]}
+    release = tmp_path / "release"
+    # Alice's first run holds her one place until the test releases it, however slow the machine is.
+    held = {"code": f"tools.latch.wait_for(path={str(release)!r})", "details": True}
+    slow = {"code": "'second'", "details": True}
     outcomes: dict[str, types.CallToolResult | Exception] = {}
-    running = anyio.Event()
-
-    async def progressed(progress: float, total: float | None, message: str | None) -> None:
-        running.set()
 
     async def run(name: str, client: Client, code: dict[str, Any]) -> None:
         try:
-            outcomes[name] = await client.call_tool("execute_code", code, progress_callback=progressed)
+            outcomes[name] = await client.call_tool("execute_code", code)
         except Exception as exc:  # a refusal arrives as the request's error
             outcomes[name] = exc
 
     async with (
-        http_gateway(config(tmp_path), env=env) as gateway,
+        http_gateway(config(tmp_path, latch=latch), env=env) as gateway,
         http_client(gateway.url, token=ALICE) as alice,
         http_client(gateway.url, token=BOB) as bob,
     ):
         with anyio.fail_after(WAIT):
             async with anyio.create_task_group() as tg:
-                tg.start_soon(run, "alice-first", alice, slow)
-                await running.wait()  # alice's first run reports progress: it holds her one place
-                tg.start_soon(run, "alice-second", alice, slow)
-                tg.start_soon(run, "bob", bob, {"code": "'bob ran'", "details": True})
+                tg.start_soon(run, "alice-first", alice, held)
+                while not release.with_name("release.waiting").exists():  # noqa: ASYNC110 (the child makes it)
+                    await anyio.sleep(0.02)
+                await run("alice-second", alice, slow)
+                await run("bob", bob, {"code": "'bob ran'", "details": True})
+                release.touch()
     assert isinstance(outcomes["alice-second"], Exception)
     assert "max_executions_in_flight_per_caller" in str(outcomes["alice-second"])
-    for name, value in (("bob", "bob ran"), ("alice-first", "slept")):
+    for name, value in (("bob", "bob ran"), ("alice-first", {"result": "released"})):
         result = outcomes[name]
         assert isinstance(result, types.CallToolResult), result
         assert result.structured_content is not None

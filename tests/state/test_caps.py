@@ -45,7 +45,9 @@ async def test_replicas_on_one_store_share_a_callers_cap(redis_url: str) -> None
 async def test_a_dead_replicas_places_free_themselves_once_its_leases_lapse(
     redis_server: RedisServer, redis_url: str
 ) -> None:
-    config = patient(redis_url, lease_seconds=1)
+    # Long enough that the refusal below comes before the lease lapses on a loaded machine, short
+    # enough to wait out.
+    config = patient(redis_url, lease_seconds=3)
     with anyio.fail_after(WAIT):
         async with SharedState.connected(config) as dead, SharedState.connected(config) as alive:
             assert await RedisCallerCaps(dead).enter("alice", 1) is not None  # never renewed, never left
