@@ -19,11 +19,10 @@ from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
-from typing import Self, TextIO
+from typing import TextIO
 
 import anyio
-from anyio.abc import AsyncResource, ByteSendStream, Process
+from anyio.abc import AsyncResource, ByteSendStream, ObjectSendStream, Process
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import types
 from mcp.shared.message import SessionMessage
@@ -50,7 +49,7 @@ class StdioChild:
     pid: int
 
 
-class StdinWriter:
+class StdinWriter(ObjectSendStream[SessionMessage]):
     """The session's write stream: each message written to the child's stdin, one JSON line, by the
     task that sends it. A line is written whole before any wait (asyncio's `write` buffers it), so
     messages sent side by side never interleave; a send waits only while the child is slow to read."""
@@ -62,7 +61,7 @@ class StdinWriter:
         self._to_session = to_session
         self._closed = False
 
-    async def send(self, item: SessionMessage, /) -> None:
+    async def send(self, item: SessionMessage) -> None:
         """Write one message; ClosedResourceError once closed, BrokenResourceError if the pipe broke."""
         if self._closed:
             raise anyio.ClosedResourceError
@@ -80,17 +79,6 @@ class StdinWriter:
         self._closed = True
 
     async def aclose(self) -> None:
-        self.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> None:
         self.close()
 
 
