@@ -283,20 +283,11 @@ class Gateway(AsyncContextManagerMixin):
         authenticated HTTP caller) picks the policy's roles and is named in the audit log. `limits`
         replaces the sandbox's for this execution (a background execution's); `cancelled_as` says in
         the audit log why a cancelled execution ended."""
-        sandbox = await self._ready_sandbox()
+        sandbox = await self._sandboxes.ready(self._pool, self.config.startup_timeout_seconds)
         start = self._start(identity, client, progress)
         return await self._executions.run(
             sandbox, code, approvals, start, timeout, limits=limits, cancelled_as=cancelled_as
         )
-
-    async def _ready_sandbox(self) -> Sandbox:
-        loaded = self._sandboxes.loaded()
-        if loaded is not None and self._pool.settled():  # the common case: nothing to wait for
-            return loaded
-        await self.sandbox()
-        # Children still starting would be missing from the catalog: give them their startup time.
-        await self._pool.wait_ready(timeout=self.config.startup_timeout_seconds)
-        return await self.sandbox()  # the one in force now: a reload may have replaced it meanwhile
 
     def _start(
         self, identity: Identity | None, client: types.Implementation | None, progress: Progress | None = None

@@ -8,6 +8,7 @@ from typing import Literal
 import anyio
 import anyio.to_thread
 
+from gateway.children import ChildPool
 from gateway.errors import SandboxUnavailable
 from gateway.sandbox import Sandbox, SandboxLimits
 from gateway.telemetry import SlotUsage
@@ -48,9 +49,14 @@ class SandboxLoader:
             raise SandboxUnavailable(f"the sandbox is unavailable: {self._error}")
         return self._sandbox
 
-    def loaded(self) -> Sandbox | None:
-        """The sandbox in force, without waiting; None while it loads or if it failed to."""
-        return self._sandbox
+    async def ready(self, children: ChildPool, startup_timeout: float) -> Sandbox:
+        """The sandbox in force once loaded and once the children still starting have had up to
+        `startup_timeout` (a snippet's catalog would miss their tools)."""
+        if self._sandbox is not None and children.settled():  # the common case: nothing to wait for
+            return self._sandbox
+        await self.get()
+        await children.wait_ready(timeout=startup_timeout)
+        return await self.get()  # the one in force now: a reload may have replaced it meanwhile
 
     def state(self) -> Literal["loading", "ready", "failed"]:
         """Where the background load is, without waiting (for readiness probes)."""
