@@ -44,7 +44,9 @@ try:
         ToolPayloadTooLarge,
         WallTimeExceeded,
     )
-    from gateway.sandbox import ErrorInfo, ExecutionResult, Sandbox, SandboxLimits, ToolCaller, ToolCallRecord
+    from gateway.sandbox import Sandbox, ToolCaller
+    from gateway.sandbox.limits import SandboxLimits
+    from gateway.sandbox.result import ErrorInfo, ExecutionResult, ToolCallRecord
     from gateway.server import serve_http, serve_stdio
     from gateway.shared import Redactor
     from gateway.shared import package_version as _package_version

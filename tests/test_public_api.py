@@ -32,7 +32,14 @@ WINGS = (
 )
 
 # A wing's second surface, a public module that only re-exports, held to the same rules as a face.
-SUB_FACES = ("catalog.docs", "catalog.lockfile", "config.server", "policy.elicitation")
+SUB_FACES = (
+    "catalog.docs",
+    "catalog.lockfile",
+    "config.server",
+    "policy.elicitation",
+    "sandbox.component",
+    "sandbox.journal",
+)
 
 PUBLIC = (
     # serve

@@ -50,7 +50,8 @@ from typing import Any, Literal, Self
 from gateway.audit.config import ArgumentsMode, AuditConfig
 from gateway.auth import STATIC_ISSUER, Owner
 from gateway.errors import ConfigError, ToolCallError
-from gateway.sandbox import ExecutionResult, SandboxLimits
+from gateway.sandbox.limits import SandboxLimits
+from gateway.sandbox.result import ExecutionResult
 from gateway.shared import Redactor
 
 __all__ = ["Approval", "AuditLog", "Caller", "new_execution_id"]

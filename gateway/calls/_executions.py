@@ -27,7 +27,10 @@ from gateway.calls._tool_calls import ToolCalls, wire_digest
 from gateway.config import GatewayConfig
 from gateway.errors import ApprovalRequired, ExecutionFailed, GuestCrashed, ResumeRefused, StateUnavailable
 from gateway.policy import no_approver, pause_for_approval
-from gateway.sandbox import ErrorInfo, ExecutionResult, HostJournal, Sandbox, SandboxLimits, cancelled_error
+from gateway.sandbox import Sandbox, cancelled_error
+from gateway.sandbox.journal import HostJournal
+from gateway.sandbox.limits import SandboxLimits
+from gateway.sandbox.result import ErrorInfo, ExecutionResult
 from gateway.shared import Redactor
 from gateway.telemetry import Telemetry
 

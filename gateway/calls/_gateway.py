@@ -41,7 +41,9 @@ from gateway.errors import (
 )
 from gateway.middleware import Chain
 from gateway.policy import Policies, Policy
-from gateway.sandbox import ExecutionResult, Sandbox, SandboxLimits, cancelled_error
+from gateway.sandbox import Sandbox, cancelled_error
+from gateway.sandbox.limits import SandboxLimits
+from gateway.sandbox.result import ExecutionResult
 from gateway.shared import Redactor
 from gateway.state import Stores
 from gateway.telemetry import Telemetry

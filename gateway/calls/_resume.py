@@ -27,7 +27,7 @@ from typing import Any
 from gateway.errors import ApprovalLimitExceeded, GuestCrashed, ResumeRefused, StateUnavailable
 from gateway.policy import ApprovalOutcome
 from gateway.policy.config import ApprovalsConfig
-from gateway.sandbox import HostAnswer, HostJournal, PausedCall
+from gateway.sandbox.journal import HostAnswer, HostJournal, PausedCall
 from gateway.state import LocalSpentApprovals, SpentApprovals
 
 __all__ = [

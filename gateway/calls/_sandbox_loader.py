@@ -10,7 +10,8 @@ import anyio.to_thread
 
 from gateway.children import ChildPool
 from gateway.errors import SandboxUnavailable
-from gateway.sandbox import Sandbox, SandboxLimits
+from gateway.sandbox import Sandbox
+from gateway.sandbox.limits import SandboxLimits
 from gateway.telemetry import SlotUsage
 
 __all__ = ["SandboxLoader"]

@@ -54,7 +54,7 @@ from gateway.errors import ApprovalRequired, PolicyDenied, ResumeRefused, ToolCa
 from gateway.middleware import Call as SeenCall
 from gateway.middleware import Passage
 from gateway.policy import ApprovalOutcome, Policy
-from gateway.sandbox import arguments_digest
+from gateway.sandbox.journal import arguments_digest
 from gateway.shared import Redactor
 from gateway.telemetry import Telemetry
 

@@ -12,7 +12,8 @@ from gateway.cli._exit_codes import EXIT_FAILED, EXIT_OK
 from gateway.cli._loading import load_config_for_cli
 from gateway.config import GatewayConfig, find_config_file
 from gateway.errors import ConfigError
-from gateway.sandbox import ExecutionResult, Sandbox
+from gateway.sandbox import Sandbox
+from gateway.sandbox.result import ExecutionResult
 
 __all__ = ["exec_command"]
 

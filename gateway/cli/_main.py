@@ -30,7 +30,8 @@ from gateway.cli._sandbox_test import add_sandbox_test_arguments, sandbox_test_c
 from gateway.cli._search_eval import add_search_eval_arguments, search_eval_command
 from gateway.config import config_json_schema, config_reference
 from gateway.errors import ConfigError, GatewayError
-from gateway.sandbox import COMPONENT_PATH, WASMTIME_VERSION, Sandbox, component_sha256
+from gateway.sandbox import Sandbox
+from gateway.sandbox.component import COMPONENT_PATH, WASMTIME_VERSION, component_sha256
 from gateway.server import run_http, run_stdio
 from gateway.shared import PACKAGE_NAME, leaf_error, package_version
 from gateway.telemetry import traces_from_environment

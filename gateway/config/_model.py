@@ -33,7 +33,7 @@ from gateway.middleware.config import (
     MiddlewarePath,
 )
 from gateway.policy.config import ApprovalsConfig, PolicyConfig, ToolName
-from gateway.sandbox import SandboxLimits
+from gateway.sandbox.limits import SandboxLimits
 from gateway.state.config import StateConfig
 
 __all__ = ["GatewayConfig", "config_json_schema"]

@@ -23,7 +23,8 @@ from gateway.escape._runner import (
 )
 from gateway.escape.cases import EscapeCase
 from gateway.escape.cases._model import clip
-from gateway.sandbox import Sandbox, SandboxLimits
+from gateway.sandbox import Sandbox
+from gateway.sandbox.limits import SandboxLimits
 from gateway.shared import format_row
 
 __all__ = [

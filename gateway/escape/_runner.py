@@ -40,7 +40,9 @@ from gateway.escape.cases._probe import (
 )
 from gateway.policy import ApprovalOutcome
 from gateway.policy.elicitation import approval_prompt
-from gateway.sandbox import ExecutionResult, Sandbox, SandboxLimits
+from gateway.sandbox import Sandbox
+from gateway.sandbox.limits import SandboxLimits
+from gateway.sandbox.result import ExecutionResult
 from gateway.shared import leaf_error
 from gateway.testing import InProcessTools
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from gateway.catalog.lockfile import lock_path
 from gateway.children.config import StdioServer
 from gateway.config import GatewayConfig
-from gateway.sandbox import default_cache_dir
+from gateway.sandbox.component import default_cache_dir
 
 __all__ = ["OwnFile", "own_files", "reach_warnings"]
 

@@ -17,7 +17,8 @@ from typing import Any
 
 from mcp import types
 
-from gateway.sandbox import ExecutionResult, SandboxLimits, ShownItem, ToolCallRecord
+from gateway.sandbox.limits import SandboxLimits
+from gateway.sandbox.result import ExecutionResult, ShownItem, ToolCallRecord
 
 __all__ = ["ERROR_TEXT_CHARS", "execution_tool_result", "full_record", "max_result_chars", "model_text"]
 

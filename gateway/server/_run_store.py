@@ -26,7 +26,7 @@ from mcp import types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gateway.auth import Owner
-from gateway.sandbox import default_cache_dir
+from gateway.sandbox.component import default_cache_dir
 
 __all__ = ["FileRuns", "RunRecord", "RunStore", "Status", "runs_file"]
 

@@ -44,7 +44,7 @@ from gateway.policy.elicitation import (
     elicitation_approver,
     outcome_of,
 )
-from gateway.sandbox import ErrorInfo, ExecutionResult
+from gateway.sandbox.result import ErrorInfo, ExecutionResult
 from gateway.server._arguments import BackgroundExecuteCodeArgs, execute_code_arguments
 from gateway.server._background import BackgroundExecution, BackgroundExecutions
 from gateway.server._gate import caller_of

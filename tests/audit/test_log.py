@@ -20,7 +20,7 @@ from gateway.audit import AuditLog, Caller, new_execution_id, read_audit
 from gateway.audit._log import MAX_TOOL_CHARS
 from gateway.audit._read import audit_files
 from gateway.audit.config import AuditConfig
-from gateway.sandbox import ErrorInfo, ToolCallRecord
+from gateway.sandbox.result import ErrorInfo, ToolCallRecord
 from gateway.shared._redaction import Redactor
 
 TOKEN = "ghp_Zq8vN3kLp0Xw7Rt2Yb5Hc9Jd4Mf6Gs1Ae"

@@ -65,7 +65,7 @@ from gateway.children._transport import list_all_tools as gateway_list_all_tools
 from gateway.children.config import DEFAULT_MAX_MESSAGE_BYTES
 from gateway.policy import Policy, no_approver
 from gateway.policy.config import PolicyConfig
-from gateway.sandbox import HostJournal, _host_call
+from gateway.sandbox import _host_call
 from gateway.sandbox._engine import COMPONENT_PATH, _engine_settings, load_component  # pyright: ignore[reportPrivateUsage]
 from gateway.sandbox._hop import WorkerThreads, call_on_loop
 from gateway.sandbox._host_call import ExecutionState, bound_to_thread, host_call
@@ -75,6 +75,7 @@ from gateway.sandbox._sandbox import (
     HOST_INTERFACE,
     _run_options,  # pyright: ignore[reportPrivateUsage]
 )
+from gateway.sandbox.journal import HostJournal
 from gateway.shared._redaction import Redactor
 
 MIB = 1024 * 1024

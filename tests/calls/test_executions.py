@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gateway.calls._executions import redacted_result
-from gateway.sandbox import ErrorInfo, ExecutionResult, ToolCallRecord
+from gateway.sandbox.result import ErrorInfo, ExecutionResult, ToolCallRecord
 from gateway.shared import Redactor
 
 TOKEN = "ghp_Zq8vN3kLp0Xw7Rt2Yb5Hc9Jd4Mf6Gs1Ae"

@@ -10,7 +10,8 @@ import pytest
 from gateway.calls._resume import PausedExecution, SpentStates, code_sha256, paused_execution
 from gateway.errors import ApprovalLimitExceeded, ResumeRefused
 from gateway.policy.config import ApprovalsConfig
-from gateway.sandbox import HostJournal, ToolCallRecord
+from gateway.sandbox.journal import HostJournal
+from gateway.sandbox.result import ToolCallRecord
 
 CONFIG = ApprovalsConfig()
 CODE = "tools.repo.delete(name='x')"

@@ -10,7 +10,8 @@ import pytest
 from gateway.calls import _sandbox_loader
 from gateway.calls._sandbox_loader import SandboxLoader
 from gateway.errors import SandboxUnavailable
-from gateway.sandbox import Sandbox, SandboxLimits
+from gateway.sandbox import Sandbox
+from gateway.sandbox.limits import SandboxLimits
 
 pytestmark = pytest.mark.anyio
 

@@ -24,7 +24,8 @@ from gateway.config._defaults import PYPI_SERVER_PINS
 from gateway.config._variables import VARIABLE_REFERENCE
 from gateway.config.server import HEALTH_PATHS
 from gateway.errors import ConfigError
-from gateway.sandbox import SandboxLimits, default_cache_dir
+from gateway.sandbox.component import default_cache_dir
+from gateway.sandbox.limits import SandboxLimits
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "k8s"

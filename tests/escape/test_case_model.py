@@ -9,8 +9,7 @@ from gateway import Sandbox, SandboxLimits
 from gateway.escape._runner import SandboxTarget, run_case
 from gateway.escape.cases import CASES
 from gateway.escape.cases._model import HANG_SECONDS, LIMIT_KEYS, limit, refused, value_is, within_budget
-from gateway.sandbox import ExecutionResult
-from gateway.sandbox.result import ErrorInfo
+from gateway.sandbox.result import ErrorInfo, ExecutionResult
 
 LIMITS = SandboxLimits(timeout_seconds=1.5)
 FUEL_OR_MEMORY = limit("FuelExhausted", "MemoryLimitExceeded")

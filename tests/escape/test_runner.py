@@ -9,7 +9,8 @@ import pytest
 from gateway.auth import Identity
 from gateway.escape._runner import run_case, still_serves
 from gateway.escape.cases._model import ROOMY_CLOCK_SECONDS, EscapeCase, Seen, roomy_clock, succeeds
-from gateway.sandbox import ExecutionResult, SandboxLimits
+from gateway.sandbox.limits import SandboxLimits
+from gateway.sandbox.result import ExecutionResult
 
 pytestmark = pytest.mark.anyio
 

@@ -10,7 +10,7 @@ import pytest
 
 from gateway import ExecutionResult, Sandbox
 from gateway.errors import ResumeRefused, ToolCallError
-from gateway.sandbox import HostJournal, PausedCall, arguments_digest
+from gateway.sandbox.journal import HostJournal, PausedCall, arguments_digest
 
 pytestmark = pytest.mark.anyio
 

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 from annotated_types import Ge, Le
 
-from gateway.sandbox import Sandbox, SandboxLimits
+from gateway.sandbox import Sandbox
+from gateway.sandbox.limits import SandboxLimits
 
 # A slot or two and no prewarming keep each sandbox cheap; the fields under test override them.
 _SMALL = {"max_concurrent_executions": 1, "prewarm_instances": 0}

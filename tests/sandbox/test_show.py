@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from gateway import Sandbox
-from gateway.sandbox import ExecutionResult
+from gateway.sandbox.result import ExecutionResult
 from gateway.testing import InProcessTools
 
 pytestmark = pytest.mark.anyio

@@ -13,7 +13,7 @@ from gateway.errors import (
     SecretInArguments,
     ToolCallError,
 )
-from gateway.sandbox import ErrorInfo, ExecutionResult
+from gateway.sandbox.result import ErrorInfo, ExecutionResult
 from gateway.telemetry._telemetry import call_outcome, execution_outcome
 
 pytestmark = pytest.mark.anyio

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from gateway.auth import Identity
-from gateway.sandbox import ExecutionResult, SandboxLimits
+from gateway.sandbox.limits import SandboxLimits
+from gateway.sandbox.result import ExecutionResult
 
 __all__ = [
     "ALLOWLIST",

@@ -27,7 +27,7 @@ from gateway.escape.cases._model import (
     wrote_nothing,
 )
 from gateway.escape.cases._probe import APPROVAL_ROUNDS, QUOTA, STATE_BYTES
-from gateway.sandbox import SandboxLimits
+from gateway.sandbox.limits import SandboxLimits
 
 __all__ = ["CASES"]
 

@@ -21,7 +21,8 @@ from gateway.escape.cases._model import (
     value_is,
 )
 from gateway.escape.cases._probe import PROBE_SECRET, QUOTA
-from gateway.sandbox import ExecutionResult, SandboxLimits
+from gateway.sandbox.limits import SandboxLimits
+from gateway.sandbox.result import ExecutionResult
 
 __all__ = ["CASES"]
 

@@ -24,7 +24,8 @@ from gateway.escape.cases._model import (
     roomy_clock,
     succeeds,
 )
-from gateway.sandbox import ExecutionResult, SandboxLimits
+from gateway.sandbox.limits import SandboxLimits
+from gateway.sandbox.result import ExecutionResult
 
 __all__ = ["CASES"]
 

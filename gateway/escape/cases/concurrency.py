@@ -26,7 +26,8 @@ from gateway.escape.cases._model import (
     wrote_nothing,
 )
 from gateway.escape.cases._probe import PROBE_MAX_CONCURRENT_CALLS, QUOTA, TOOL_QUOTA
-from gateway.sandbox import ExecutionResult, SandboxLimits
+from gateway.sandbox.limits import SandboxLimits
+from gateway.sandbox.result import ExecutionResult
 
 __all__ = ["CASES"]
 

@@ -30,7 +30,9 @@ from gateway.escape.cases._model import (
     within_budget,
 )
 from gateway.escape.cases._probe import PROBE_PIN, PROBE_PROXY_PASSWORD, PROBE_SECRET
-from gateway.sandbox import MAX_DOCS_ARGS_BYTES, MAX_DOCS_QUERIES, ExecutionResult, SandboxLimits
+from gateway.sandbox import MAX_DOCS_ARGS_BYTES, MAX_DOCS_QUERIES
+from gateway.sandbox.limits import SandboxLimits
+from gateway.sandbox.result import ExecutionResult
 from guest._precheck import MAX_NAME_CHARS
 
 __all__ = ["CASES"]

@@ -20,7 +20,8 @@ from gateway.escape.cases._model import (
     succeeds,
     value_is,
 )
-from gateway.sandbox import ExecutionResult, SandboxLimits
+from gateway.sandbox.limits import SandboxLimits
+from gateway.sandbox.result import ExecutionResult
 
 __all__ = ["CASES"]
 

@@ -26,7 +26,8 @@ from gateway.escape.cases._model import (
 )
 from gateway.escape.cases._probe import PROBE_SECRET
 from gateway.escape.probe_middleware import MODE_PREFIX
-from gateway.sandbox import ExecutionResult, SandboxLimits
+from gateway.sandbox.limits import SandboxLimits
+from gateway.sandbox.result import ExecutionResult
 
 __all__ = ["CASES"]
 

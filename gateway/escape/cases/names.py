@@ -14,7 +14,8 @@ import json
 from typing import cast
 
 from gateway.escape.cases._model import EscapeCase, Expect, case_maker, needs_tool_calls, succeeds, value_is
-from gateway.sandbox import ExecutionResult, SandboxLimits
+from gateway.sandbox.limits import SandboxLimits
+from gateway.sandbox.result import ExecutionResult
 
 __all__ = ["CASES"]
 

@@ -14,7 +14,7 @@ from gateway.escape.cases._model import (
     succeeds,
     value_is,
 )
-from gateway.sandbox import ExecutionResult
+from gateway.sandbox.result import ExecutionResult
 
 __all__ = ["CASES"]
 

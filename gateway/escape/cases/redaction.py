@@ -13,7 +13,8 @@ import json
 
 from gateway.escape.cases._model import EscapeCase, Expect, Seen, case_maker, needs_tool_calls, succeeds
 from gateway.escape.cases._probe import PROBE_PIN, PROBE_PROXY_PASSWORD, PROBE_SECRET
-from gateway.sandbox import ExecutionResult, SandboxLimits
+from gateway.sandbox.limits import SandboxLimits
+from gateway.sandbox.result import ExecutionResult
 
 __all__ = ["CASES"]
 

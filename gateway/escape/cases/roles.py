@@ -32,7 +32,8 @@ from gateway.escape.cases._probe import (
     ROLE_QUOTA,
     ROLE_RATE,
 )
-from gateway.sandbox import ExecutionResult, SandboxLimits
+from gateway.sandbox.limits import SandboxLimits
+from gateway.sandbox.result import ExecutionResult
 
 __all__ = ["CASES"]
 

@@ -18,7 +18,8 @@ from gateway.escape.cases._model import (
     value_is,
     within_budget,
 )
-from gateway.sandbox import ExecutionResult, SandboxLimits
+from gateway.sandbox.limits import SandboxLimits
+from gateway.sandbox.result import ExecutionResult
 
 __all__ = ["CASES"]
 

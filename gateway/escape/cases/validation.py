@@ -23,7 +23,7 @@ from gateway.escape.cases._model import (
     within_budget,
 )
 from gateway.escape.cases._probe import PROBE_PIN
-from gateway.sandbox import SandboxLimits
+from gateway.sandbox.limits import SandboxLimits
 
 __all__ = ["CASES"]
 

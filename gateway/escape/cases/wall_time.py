@@ -18,7 +18,7 @@ from gateway.escape.cases._model import (
     value_is,
     within_budget,
 )
-from gateway.sandbox import ExecutionResult
+from gateway.sandbox.result import ExecutionResult
 
 __all__ = ["CASES"]
 
