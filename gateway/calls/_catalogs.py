@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
 import anyio
@@ -25,9 +24,6 @@ log = logging.getLogger("gateway")
 
 # How long a search naming a child still connecting waits for it before it answers without it.
 SEARCH_WAIT_SECONDS = 10.0
-# How long after start any search waits for the children still starting: a model's first look is
-# rarely empty, and still comes within the first-answer budget of `docs/benchmarks.md`.
-FIRST_SEARCH_SECONDS = 1.0
 SEARCH_THREADS = 2
 """Searches answered at once, each on a worker thread: the event loop never waits on one, and a
 burst of heavy ones queues here instead of taking every worker thread."""
@@ -48,7 +44,6 @@ class Catalogs:
     ) -> None:
         self._pool = pool
         self._config = config
-        self._first_searches_until = time.monotonic() + FIRST_SEARCH_SECONDS
         self._policy = policy  # the policy of a caller no role names
         self._lock = lock
         self._semantic = semantic
@@ -194,10 +189,9 @@ class Catalogs:
         middleware: Chain,
         loaded: str | None,
     ) -> str:
-        """The search_docs text under `policy`, naming the children still starting. A search naming one
-        waits for it (`search_wait`); any other waits for them only in the gateway's first
-        `FIRST_SEARCH_SECONDS`. SearchRefused for a query past `search.max_query_chars` (or a server
-        name past the name cap), before any work is spent on it."""
+        """The search_docs text under `policy`, naming the children still starting (a search naming one
+        waits for it, `search_wait`). SearchRefused for a query past `search.max_query_chars`
+        (or a server name past the name cap), before any work is spent on it."""
         max_query_chars = self._config.search.max_query_chars
         check_search(query, server, max_query_chars)
         named = self.catalog(policy).server(server) if server is not None else None
@@ -207,8 +201,6 @@ class Catalogs:
             # that are ready and names those still starting.
             with anyio.move_on_after(self.search_wait()):
                 await self._pool.wait_child(named.name)
-        elif (left := self._first_searches_until - time.monotonic()) > 0:
-            await self._pool.wait_ready(timeout=left)
         catalog = self.catalog(policy)
         if middleware.searches:
             search = Search(query, server, identity.principal if identity else None, policy.roles)
