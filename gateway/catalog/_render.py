@@ -186,7 +186,10 @@ def _starting_note(catalog: Catalog, only: str | None = None) -> list[str]:
         and not catalog.tools_of(s.identifier)
         and (only is None or s.identifier == only)
     ]
-    return [f"{STILL_STARTING} {', '.join(starting)}; search again in a moment."] if starting else []
+    if not starting:
+        return []
+    again = f'search again in a moment, or with server="{starting[0]}" to wait for it'
+    return [f"{STILL_STARTING} {', '.join(starting)}; {again}."]
 
 
 def server_listing(

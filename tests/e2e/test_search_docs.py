@@ -260,4 +260,6 @@ async def test_a_search_answers_with_the_children_ready_and_names_those_still_st
         await overview_once(connected, "tiny (ready")
         found = await search_docs(connected, "echo", settled=False)
     assert "tiny.echo" in found
-    assert found.split("\n")[-1] == "Still starting: slow; search again in a moment."
+    assert found.split("\n")[-1] == (
+        'Still starting: slow; search again in a moment, or with server="slow" to wait for it.'
+    )
