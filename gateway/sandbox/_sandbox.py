@@ -244,7 +244,7 @@ class Sandbox:
             del store, run  # the prewarm thread holds the last reference and frees it
         if isinstance(outcome, ExecutionFailed):
             return failed_result(execution, outcome, fuel=fuel)
-        return outcome_result(execution, outcome, self.limits, fuel=fuel)
+        return outcome_result(execution, outcome, execution.limits, fuel=fuel)
 
     def _call_run(
         self, store: wasmtime.Store, run: Func, code: str, execution: ExecutionState
@@ -254,7 +254,7 @@ class Sandbox:
             if execution.cancelled:
                 return cancelled_error()
             try:
-                return str(run(store, code, _run_options(self.limits, execution.journal)))
+                return str(run(store, code, _run_options(execution.limits, execution.journal)))
             except wasmtime.WasmtimeError as exc:
                 # Without its traceback: wasmtime-py's frame in it holds the trap, a reference cycle
                 # that kept this frame, so the store and its room in the engine's pool, until a

@@ -9,10 +9,12 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from gateway.calls import _catalogs, _gateway
+from gateway.calls import Inline, InRounds, _catalogs, _gateway
 from gateway.calls._gateway import Gateway
 from gateway.catalog.docs import SearchRefused, SemanticSearch
 from gateway.config import parse_config
+from gateway.sandbox.limits import SandboxLimits
+from gateway.sandbox.result import ExecutionResult
 from tests.catalog.fake_embedder import FakeEmbedder
 from tests.real_servers import TINY_SERVER
 
@@ -130,3 +132,27 @@ async def test_observed_shapes_and_a_childs_instructions_follow_the_search_secti
     else:
         assert line.startswith("tiny.plain_echo(*, text: str) -> Any  # Return the text unchanged")
         assert "nstructions" not in listing
+
+
+@pytest.mark.parametrize("approvals", [Inline(), InRounds()], ids=["inline", "in rounds"])
+async def test_the_limits_given_for_one_execution_bound_it_inline_and_in_rounds(
+    approvals: Inline | InRounds,
+) -> None:
+    config = parse_config({"mcpServers": {}}, "test")
+    burn, prints = "sum(range(2_000_000))", "print('x' * 5000)"
+    async with Gateway(config) as gateway:
+        with anyio.fail_after(60):
+            burnt = await gateway.execute_code(burn, None, approvals, limits=SandboxLimits(fuel=10_000_000))
+            printed = await gateway.execute_code(
+                prints, None, approvals, limits=SandboxLimits(max_stdout_bytes=1000)
+            )
+            unbounded = [await gateway.execute_code(code, None, approvals) for code in (burn, prints)]
+    assert isinstance(burnt, ExecutionResult)
+    assert isinstance(printed, ExecutionResult)
+    assert burnt.error is not None
+    assert "fuel" in burnt.error.message  # the execution's own budget, not the gateway's
+    assert printed.ok
+    assert printed.stdout_truncated  # and its own output cap
+    assert "x" * 1001 not in printed.stdout
+    assert [getattr(result, "value", None) for result in unbounded] == [sum(range(2_000_000)), None]
+    assert getattr(unbounded[1], "stdout", "").count("x") == 5000
