@@ -10,14 +10,15 @@ the session, address or stdio). A caller a token vouched for alone reaches its r
 the id is unknown, as it is told of an id that never existed or expired. Without `auth` the id is the
 capability (a reconnecting client collects with it), and only listing goes by owner.
 
-What finished runs keep is budgeted per owner and in total, by count and by bytes: an owner past its
+What finished executions keep is budgeted per owner and in total, by count and by bytes: an owner past its
 own share loses its own oldest results, never another's; past the total, a new run is refused (count)
 or its result is not kept (bytes), saying which limit.
 
-Beyond memory, a `RunStore` (`_run_store.py`) keeps them too: a local file that a restarted process
-reads back, or with `state` the Redis every replica reads (`_shared_runs.py`), where the process
-running a run holds a lease on it and hears cancels asked elsewhere. A run this process does not hold
-is looked up there (`find`), waited for by reading its record again, and cancelled through it.
+Beyond memory, an `ExecutionStore` (`_execution_store.py`) keeps them too: a local file that a restarted
+process reads back, or with `state` the Redis every replica reads (`_shared_executions.py`), where the
+process running an execution holds a lease on it and hears cancels asked elsewhere. An execution this
+process does not hold is looked up there (`find`), waited for by reading its record again, and cancelled
+through it.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from mcp import types
 from gateway.auth import Owner
 from gateway.config.server import BackgroundConfig
 from gateway.errors import BackgroundRefused, EndedByShutdown, ExecutionCancelled, ExecutionFailed
-from gateway.server._run_store import RunRecord, RunStore, Status
+from gateway.server._execution_store import ExecutionRecord, ExecutionStore, Status
 
 __all__ = [
     "SHUTDOWN_SECONDS",
@@ -54,9 +55,9 @@ log = logging.getLogger("gateway.server.background")
 SHUTDOWN_SECONDS = 5.0
 """How long leaving the lifespan waits for cancelled executions to record their end."""
 STORE_SECONDS = 5.0
-"""How long a run's end waits for its store to take it: the store's own timeouts come first."""
+"""How long an execution's end waits for its store to take it: the store's own timeouts come first."""
 ELSEWHERE_POLL_SECONDS = 0.25
-"""How often waiting for a run another process runs reads its record again."""
+"""How often waiting for an execution another process runs reads its record again."""
 
 
 def ended_by_shutdown() -> EndedByShutdown:
@@ -143,7 +144,7 @@ Work = Callable[[BackgroundExecution], Awaitable[types.CallToolResult]]
 
 
 def kept_bytes(result: types.CallToolResult | None) -> int:
-    """What a kept result holds, in bytes: its text and what the run showed (base64, as kept)."""
+    """What a kept result holds, in bytes: its text and what the execution showed (base64, as kept)."""
     if result is None:
         return 0
     return sum(_block_bytes(block) for block in result.content)
@@ -179,12 +180,12 @@ class BackgroundExecutions:
         self._clock = clock
         self._executions: dict[str, BackgroundExecution] = {}
         self._group: TaskGroup | None = None
-        self._store: RunStore | None = None
+        self._store: ExecutionStore | None = None
         self._dropped: list[str] = []  # ids the store is yet to forget
         self._dropping = anyio.Event()
 
     @asynccontextmanager
-    async def running(self, store: RunStore | None = None) -> AsyncGenerator[BackgroundExecutions]:
+    async def running(self, store: ExecutionStore | None = None) -> AsyncGenerator[BackgroundExecutions]:
         """Serve background executions while inside, keeping them in `store` too if given (a file
         across restarts, or the store replicas share); leaving ends those still running (shutdown)."""
         self._store = store
@@ -213,11 +214,11 @@ class BackgroundExecutions:
         if running:
             log.info("background executions ended by shutdown", extra={"count": len(running)})
 
-    async def _take_back(self, store: RunStore) -> None:
-        """Count the finished runs `store` kept (from before a restart) as this process's own."""
+    async def _take_back(self, store: ExecutionStore) -> None:
+        """Count the finished executions `store` kept (from before a restart) as this process's own."""
         try:
             records = await store.kept()
-        except Exception:  # the store failing leaves the runs of this process working
+        except Exception:  # the store failing leaves the executions of this process working
             log.warning("background results from before the restart could not be read", exc_info=True)
             return
         for record in records:
@@ -226,17 +227,17 @@ class BackgroundExecutions:
         if records:
             log.info("background results kept from before the restart", extra={"count": len(records)})
 
-    async def _follow_cancels(self, store: RunStore) -> None:
-        """Cancel the runs of this process whose cancel another process was asked for."""
+    async def _follow_cancels(self, store: ExecutionStore) -> None:
+        """Cancel the executions of this process whose cancel another process was asked for."""
         while True:
             try:
-                async for run_id in store.cancels():
-                    self._cancel_here(run_id)
+                async for execution_id in store.cancels():
+                    self._cancel_here(execution_id)
             except Exception:  # the store's connection broke: listen again
                 log.warning("listening for background cancels failed; listening again", exc_info=True)
                 await anyio.sleep(1.0)
 
-    async def _forget_dropped(self, store: RunStore) -> None:
+    async def _forget_dropped(self, store: ExecutionStore) -> None:
         while True:
             await self._dropping.wait()
             self._dropping = anyio.Event()
@@ -246,25 +247,25 @@ class BackgroundExecutions:
             except Exception:  # left to expire there (a file keeps it until the next start)
                 log.warning("dropped background results could not be forgotten", exc_info=True)
 
-    def _drop(self, run_ids: Sequence[str]) -> None:
-        for run_id in run_ids:
-            del self._executions[run_id]
-        if self._store is not None and run_ids:
-            self._dropped.extend(run_ids)
+    def _drop(self, execution_ids: Sequence[str]) -> None:
+        for execution_id in execution_ids:
+            del self._executions[execution_id]
+        if self._store is not None and execution_ids:
+            self._dropped.extend(execution_ids)
             self._dropping.set()
 
-    def _cancel_here(self, run_id: str) -> None:
-        execution = self._executions.get(run_id)
+    def _cancel_here(self, execution_id: str) -> None:
+        execution = self._executions.get(execution_id)
         if execution is not None and not execution.finished:
             execution.ended_by = _cancelled_by_request()
             execution.scope.cancel()
 
-    def _record(self, execution: BackgroundExecution) -> RunRecord:
+    def _record(self, execution: BackgroundExecution) -> ExecutionRecord:
         """`execution` as a store keeps it."""
         ended_at = None
         if execution.ended_at is not None:
             ended_at = time.time() - (self._clock() - execution.ended_at)
-        return RunRecord(
+        return ExecutionRecord(
             id=execution.id,
             issuer=execution.owner.issuer,
             principal=execution.owner.principal,
@@ -279,8 +280,8 @@ class BackgroundExecutions:
             input_requests=dict(execution.input_requests),
         )
 
-    def _view(self, record: RunRecord) -> BackgroundExecution:
-        """A run a store holds, as this process answers for it."""
+    def _view(self, record: ExecutionRecord) -> BackgroundExecution:
+        """An execution a store holds, as this process answers for it."""
         execution = BackgroundExecution(
             record.id,
             record.owner,
@@ -300,14 +301,14 @@ class BackgroundExecutions:
         return execution
 
     async def _stored(self, execution: BackgroundExecution, *, ended: bool) -> None:
-        """Tell the store a run began or ended; a store that fails is logged, and the run goes on."""
+        """Tell the store an execution began or ended; a failing store is logged and the execution goes on."""
         if self._store is None:
             return
         record = self._record(execution)
         try:
             await (self._store.ended(record) if ended else self._store.started(record))
         except Exception:
-            log.warning("the run store failed to take a background run", exc_info=True)
+            log.warning("the execution store failed to take a background run", exc_info=True)
 
     async def _renew(self, execution: BackgroundExecution, every: float, scope: anyio.CancelScope) -> None:
         """Hold `execution` in the store while it runs, and cancel it if another process was asked to."""
@@ -318,8 +319,8 @@ class BackgroundExecutions:
                     return
                 try:
                     asked = await self._store.renew(self._record(execution))
-                except Exception:  # the lease may lapse: the run goes on here, and its end is written
-                    log.warning("a background run's lease could not be renewed", exc_info=True)
+                except Exception:  # the lease may lapse: the execution goes on here, and its end is written
+                    log.warning("a background execution's lease could not be renewed", exc_info=True)
                     continue
                 if asked:
                     self._cancel_here(execution.id)
@@ -412,7 +413,7 @@ class BackgroundExecutions:
         return execution
 
     async def find(self, caller: Owner, execution_id: str) -> BackgroundExecution:
-        """As `get`, and a run this process does not hold is looked up in the store: one another
+        """As `get`, and an execution this process does not hold is looked up in the store: one another
         replica runs or ran, or one kept from before a restart."""
         try:
             return self.get(caller, execution_id)
@@ -422,13 +423,13 @@ class BackgroundExecutions:
                 raise
             return self._view(record)
 
-    async def _read(self, execution_id: str) -> RunRecord | None:
+    async def _read(self, execution_id: str) -> ExecutionRecord | None:
         if self._store is None:
             return None
         try:
             record = await self._store.read(execution_id)
         except Exception as exc:
-            log.warning("the run store could not be read", exc_info=True)
+            log.warning("the execution store could not be read", exc_info=True)
             raise BackgroundRefused(
                 f"background execution {execution_id!r} could not be looked up: {self._store.name} "
                 f"failed ({type(exc).__name__}). Check that it is reachable, and retry"
@@ -454,7 +455,7 @@ class BackgroundExecutions:
         return execution
 
     async def cancel_anywhere(self, caller: Owner, execution_id: str) -> BackgroundExecution:
-        """As `cancel`, and a run another process runs is cancelled there, through the store."""
+        """As `cancel`, and an execution another process runs is cancelled there, through the store."""
         execution = await self.find(caller, execution_id)
         if self.runs_here(execution):
             return self.cancel(caller, execution_id)
@@ -462,7 +463,7 @@ class BackgroundExecutions:
             try:
                 await self._store.ask_cancel(execution_id)
             except Exception as exc:
-                log.warning("a cancel could not reach the run store", exc_info=True)
+                log.warning("a cancel could not reach the execution store", exc_info=True)
                 raise BackgroundRefused(
                     "the background execution runs on another replica, and the state store that would "
                     "carry the cancel there failed: check that the store (state.url) is up, and retry"

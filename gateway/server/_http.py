@@ -136,7 +136,7 @@ async def serve_http(
                 _configure_http_logs()
                 if reload is not None:
                     await reloads.start(serve_reloads, gateway, reload)
-                app = HttpApp(gateway, http, lasting_runs=True)
+                app = HttpApp(gateway, http, lasting_executions=True)
                 server = _Uvicorn(
                     uvicorn.Config(
                         app,

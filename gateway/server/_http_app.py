@@ -40,7 +40,7 @@ class HttpApp:
     """An ASGI app serving `gateway`: MCP at `http.path`, `/healthz`, `/readyz`, `/metrics`; and its
     shutdown."""
 
-    def __init__(self, gateway: Gateway, http: HttpConfig, *, lasting_runs: bool = False) -> None:
+    def __init__(self, gateway: Gateway, http: HttpConfig, *, lasting_executions: bool = False) -> None:
         self.http = http
         shared = gateway.stores.caps if gateway.stores.shared is not None else None
         self.admission = Admission(ExecutionCaps.of(http), shared)
@@ -48,7 +48,7 @@ class HttpApp:
         self.shutting_down = False
         self._open: set[anyio.CancelScope] = set()
         self._closed = False
-        server = build_server(gateway, lasting_runs=lasting_runs)
+        server = build_server(gateway, lasting_executions=lasting_executions)
         server.middleware.append(hold_ticket)
         self.sessions = SharedSessions(server, http)
         # `handle_request`, not the SDK's ASGI wrapper: that one skips it, and with it each caller's share.

@@ -39,7 +39,7 @@ from gateway.server._arguments import (
 from gateway.server._background import BackgroundExecutions
 from gateway.server._metrics import RefusedStates
 from gateway.server._results import execution_tool_result, max_result_chars
-from gateway.server._shared_runs import open_run_store
+from gateway.server._shared_executions import open_execution_store
 from gateway.server._start_gate import HANDSHAKE_HEAD_START_SECONDS, StartGate
 from gateway.server._stdio import StdinLines, cancel_on_signals, pipe_stdin, pipe_stdout
 from gateway.server._tasks import (
@@ -151,11 +151,11 @@ class _Server(Server[Any]):
         )
 
 
-def build_server(gateway: Gateway, *, lasting_runs: bool = False) -> Server[Any]:
+def build_server(gateway: Gateway, *, lasting_executions: bool = False) -> Server[Any]:
     """A lowlevel MCP server whose two tools, and the exposed ones, are served by `gateway`.
 
-    While it runs, it tells clients when its tool list changes (`_tool_list.py`). With `lasting_runs`
-    (a served process), finished background runs outlive it in a file (`_run_store.py`); with
+    While it runs, it tells clients when its tool list changes (`_tool_list.py`). With `lasting_executions`
+    (a served process), finished background runs outlive it in a file (`_execution_store.py`); with
     `state`, background runs are shared with the other replicas either way.
     """
     changes = ToolListChanges()
@@ -208,7 +208,7 @@ def build_server(gateway: Gateway, *, lasting_runs: bool = False) -> Server[Any]
     @asynccontextmanager
     async def lifespan(_: Server[Any]) -> AsyncGenerator[dict[str, Any]]:
         async with (
-            open_run_store(gateway.config, gateway.stores.shared, lasting=lasting_runs) as store,
+            open_execution_store(gateway.config, gateway.stores.shared, lasting=lasting_executions) as store,
             background.running(store),
             anyio.create_task_group() as task_group,
         ):
@@ -361,7 +361,7 @@ async def serve_stdio(
     warn_of_unidentified_callers(config, "stdio")
     gateway = Gateway(config)
     redact_logs(gateway.redactor)
-    server = build_server(gateway, lasting_runs=True)
+    server = build_server(gateway, lasting_executions=True)
     start_now = anyio.Event()  # the handshake is answered, work has come, or stdin closed
     stdin_closed = anyio.Event()
     gate = StartGate(start_now=start_now.set)

@@ -92,17 +92,17 @@ async def call(url: str, arguments: dict[str, Any], token: str = ALICE) -> types
         return await client.call_tool("execute_code", arguments)
 
 
-async def collect(url: str, run_id: str) -> types.CallToolResult:
+async def collect(url: str, execution_id: str) -> types.CallToolResult:
     """`collect` on `url`, again while it answers that the run is still running (it waits a while
     each time)."""
-    while "Collect it again later" in text(answer := await call(url, {"collect": run_id})):
+    while "Collect it again later" in text(answer := await call(url, {"collect": execution_id})):
         pass
     return answer
 
 
-async def task(url: str, run_id: str) -> TaskState:
+async def task(url: str, execution_id: str) -> TaskState:
     async with client_at(url, tasks=True) as client:
-        return await client.session.send_request(GetTask(params=TaskId(task_id=run_id)), TaskState)
+        return await client.session.send_request(GetTask(params=TaskId(task_id=execution_id)), TaskState)
 
 
 async def ledger_has(directory: Path, entry: str) -> None:
@@ -173,14 +173,14 @@ async def test_a_replica_killed_mid_run_leaves_its_run_ended_because_its_replica
     async with cluster(tmp_path) as (gateways, _):
         doomed, survivor, other = gateways
         with anyio.fail_after(WAIT):
-            run_id = await start(doomed.url, FOREVER.format(name="doomed"))
+            execution_id = await start(doomed.url, FOREVER.format(name="doomed"))
             await ledger_has(tmp_path, "doomed started")
-            before = await task(survivor.url, run_id)
+            before = await task(survivor.url, execution_id)
             doomed.process.kill()  # SIGKILL: no shutdown, no end written, the lease is left to lapse
             await doomed.process.wait()
-            while (state := await task(other.url, run_id)).status == "working":  # noqa: ASYNC110
+            while (state := await task(other.url, execution_id)).status == "working":  # noqa: ASYNC110
                 await anyio.sleep(0.2)  # until the lease lapses
-            collected = await collect(survivor.url, run_id)
+            collected = await collect(survivor.url, execution_id)
             after = await call(survivor.url, {"code": "tools.tiny.echo(text='still serving')"})
 
     assert before.status == "working"

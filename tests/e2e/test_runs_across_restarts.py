@@ -43,10 +43,10 @@ def _started_id(result: types.CallToolResult) -> str:
 async def _start_and_see_it_end(client: Client) -> tuple[str, str]:
     """Start SNIPPET in the background and collect it once (so it has ended); its id and result."""
     started = await client.call_tool("execute_code", {"code": SNIPPET, "background": True})
-    run_id = _started_id(started)
-    collected = await client.call_tool("execute_code", {"collect": run_id})
+    execution_id = _started_id(started)
+    collected = await client.call_tool("execute_code", {"collect": execution_id})
     assert not collected.is_error, text(collected)
-    return run_id, text(collected)
+    return execution_id, text(collected)
 
 
 async def test_a_restarted_stdio_gateway_still_answers_collect_for_a_run_that_ended_before(
@@ -55,9 +55,9 @@ async def test_a_restarted_stdio_gateway_still_answers_collect_for_a_run_that_en
     config = _config(tmp_path)
     with anyio.fail_after(WAIT):
         async with sdk_client(config) as client:
-            run_id, before = await _start_and_see_it_end(client)
+            execution_id, before = await _start_and_see_it_end(client)
         async with sdk_client(config) as client:  # a new process on the same config and cache directory
-            after = await client.call_tool("execute_code", {"collect": run_id})
+            after = await client.call_tool("execute_code", {"collect": execution_id})
             unknown = await client.call_tool("execute_code", {"collect": "never-started"})
     assert not after.is_error, text(after)
     assert text(after) == before
@@ -72,13 +72,13 @@ async def test_after_a_restart_only_the_caller_that_started_a_run_collects_it(tm
     env = environment({"ALICE_TOKEN": ALICE, "BOB_TOKEN": BOB})
     with anyio.fail_after(WAIT):
         async with http_gateway(config, env=env) as gateway, http_client(gateway.url, token=ALICE) as alice:
-            run_id, before = await _start_and_see_it_end(alice)
+            execution_id, before = await _start_and_see_it_end(alice)
         async with http_gateway(config, env=env) as gateway:
             async with http_client(gateway.url, token=BOB) as bob:
-                refused = await bob.call_tool("execute_code", {"collect": run_id})
-                cancel_refused = await bob.call_tool("execute_code", {"cancel": run_id})
+                refused = await bob.call_tool("execute_code", {"collect": execution_id})
+                cancel_refused = await bob.call_tool("execute_code", {"cancel": execution_id})
             async with http_client(gateway.url, token=ALICE) as alice:
-                after = await alice.call_tool("execute_code", {"collect": run_id})
+                after = await alice.call_tool("execute_code", {"collect": execution_id})
     assert refused.is_error
     assert cancel_refused.is_error
     for answer in (refused, cancel_refused):

@@ -1,4 +1,4 @@
-"""Background runs shared through a real Redis (gateway/server/_shared_runs.py): two stores of
+"""Background runs shared through a real Redis (gateway/server/_shared_executions.py): two stores of
 executions on one Redis stand for two replicas; what one runs, the other finds, collects and cancels,
 and a run whose replica stopped renewing its lease reads as ended, never as unknown."""
 
@@ -18,8 +18,8 @@ from gateway.auth import STATIC_ISSUER, Owner
 from gateway.config.server import BackgroundConfig
 from gateway.errors import BackgroundRefused
 from gateway.server._background import BackgroundExecution, BackgroundExecutions
-from gateway.server._run_store import RunRecord
-from gateway.server._shared_runs import SharedRuns
+from gateway.server._execution_store import ExecutionRecord
+from gateway.server._shared_executions import SharedExecutions
 from gateway.state import SharedState
 from gateway.state.config import StateConfig
 from tests.state.redis_server import NOT_INSTALLED, REDIS_SERVER, own_redis_server
@@ -74,7 +74,7 @@ async def replicas(
             for _ in range(count):
                 shared = await stack.enter_async_context(SharedState.connected(state))
                 executions = BackgroundExecutions(background)
-                await stack.enter_async_context(executions.running(SharedRuns(shared, background)))
+                await stack.enter_async_context(executions.running(SharedExecutions(shared, background)))
                 stores.append(executions)
             yield stores, state
 
@@ -127,8 +127,8 @@ async def test_a_run_whose_replica_stopped_renewing_reads_ended_once_its_lease_l
         SharedState.connected(state) as shared,
     ):
         # The replica that started it died at once: its record and a lease no one renews.
-        dead = SharedRuns(shared, BackgroundConfig(lease_seconds=0.5))
-        orphan = RunRecord(
+        dead = SharedExecutions(shared, BackgroundConfig(lease_seconds=0.5))
+        orphan = ExecutionRecord(
             id="orphan",
             issuer=ALICE.issuer,
             principal=ALICE.principal,
@@ -157,7 +157,7 @@ async def test_with_the_store_down_a_lookup_names_the_state_store_and_local_runs
         )
         async with SharedState.connected(state) as shared:
             executions = BackgroundExecutions(background)
-            async with executions.running(SharedRuns(shared, background)):
+            async with executions.running(SharedExecutions(shared, background)):
                 redis.stop()
                 with anyio.fail_after(WAIT):
                     with pytest.raises(BackgroundRefused, match=r"the state store \(state.url\) failed"):

@@ -1,4 +1,4 @@
-"""Background runs kept in a local SQLite file across restarts (gateway/server/_run_store.py), as
+"""Background runs kept in a local SQLite file across restarts (gateway/server/_execution_store.py), as
 `BackgroundExecutions` uses it: a process ends, another starts on the same file, and collects."""
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from gateway.config import load_config
 from gateway.config.server import BackgroundConfig
 from gateway.errors import BackgroundRefused
 from gateway.server._background import BackgroundExecution, BackgroundExecutions
-from gateway.server._run_store import FileRuns, RunRecord, runs_file
-from gateway.server._shared_runs import open_run_store
+from gateway.server._execution_store import ExecutionRecord, FileExecutions, executions_file
+from gateway.server._shared_executions import open_execution_store
 
 pytestmark = pytest.mark.anyio
 
@@ -47,14 +47,14 @@ async def _finished(store: BackgroundExecutions, owner: Owner, text: str) -> str
     return execution.id
 
 
-def _record(run_id: str, ended_at: float | None = None) -> RunRecord:
-    return RunRecord(
-        id=run_id,
+def _record(execution_id: str, ended_at: float | None = None) -> ExecutionRecord:
+    return ExecutionRecord(
+        id=execution_id,
         issuer=ALICE.issuer,
         principal=ALICE.principal,
         created_at=datetime(2026, 1, 1, tzinfo=UTC),
         status="completed",
-        result=_result(run_id),
+        result=_result(execution_id),
         ended_at=ended_at if ended_at is not None else time.time(),
     )
 
@@ -68,26 +68,26 @@ async def test_a_finished_result_is_collected_by_its_owner_after_a_restart_and_b
 ) -> None:
     path = tmp_path / "runs.sqlite3"
     before = _executions()
-    runs = FileRuns(path)
+    runs = FileExecutions(path)
     async with before.running(runs):
-        run_id = await _finished(before, ALICE, "kept")
+        execution_id = await _finished(before, ALICE, "kept")
     runs.close()
 
     after = _executions()
-    runs = FileRuns(path)
+    runs = FileExecutions(path)
     async with after.running(runs):
         with anyio.fail_after(WAIT):
-            collected = await after.wait_for(ALICE, run_id, WAIT)
+            collected = await after.wait_for(ALICE, execution_id, WAIT)
         assert (collected.status, collected.result) == ("completed", _result("kept"))
         with pytest.raises(BackgroundRefused, match="another caller started it"):
-            await after.find(BOB, run_id)
-        assert [e.id for e in after.owned_by(ALICE)] == [run_id]
+            await after.find(BOB, execution_id)
+        assert [e.id for e in after.owned_by(ALICE)] == [execution_id]
     runs.close()
 
 
 async def test_results_past_keep_seconds_are_not_brought_back_after_a_restart(tmp_path: Path) -> None:
     path = tmp_path / "runs.sqlite3"
-    store = FileRuns(path)
+    store = FileExecutions(path)
     old = _record("old", ended_at=1_000_000.0)  # long before keep_seconds
     await store.ended(old)
     executions = _executions(keep_seconds=60)
@@ -102,7 +102,7 @@ async def test_results_past_keep_seconds_are_not_brought_back_after_a_restart(tm
 
 async def test_a_result_dropped_for_the_callers_share_is_forgotten_in_the_file_too(tmp_path: Path) -> None:
     path = tmp_path / "runs.sqlite3"
-    runs = FileRuns(path)
+    runs = FileExecutions(path)
     executions = _executions(max_kept=10, max_kept_per_caller=1)
     async with executions.running(runs):
         first = await _finished(executions, ALICE, "first")
@@ -117,8 +117,8 @@ async def test_a_result_dropped_for_the_callers_share_is_forgotten_in_the_file_t
 async def test_the_file_is_made_when_a_run_ends_for_the_gateways_user_alone_and_never_through_a_symlink(
     tmp_path: Path,
 ) -> None:
-    path = runs_file(tmp_path / "team.json", tmp_path / "cache")
-    runs = FileRuns(path)
+    path = executions_file(tmp_path / "team.json", tmp_path / "cache")
+    runs = FileExecutions(path)
     assert not path.exists()  # a gateway that runs nothing in the background leaves no file
     await runs.ended(_record("kept"))
     runs.close()
@@ -126,17 +126,17 @@ async def test_the_file_is_made_when_a_run_ends_for_the_gateways_user_alone_and_
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
 
     target = tmp_path / "elsewhere.sqlite3"
-    planted = runs_file(tmp_path / "other.json", tmp_path / "cache")
+    planted = executions_file(tmp_path / "other.json", tmp_path / "cache")
     os.symlink(target, planted)
     with pytest.raises(OSError, match="symbolic links"):
-        FileRuns(planted)
+        FileExecutions(planted)
     assert not target.exists()
 
 
 def test_two_configs_sharing_a_cache_directory_keep_their_runs_in_two_files(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
-    assert runs_file(tmp_path / "a.json", cache) != runs_file(tmp_path / "b.json", cache)
-    assert runs_file(tmp_path / "a.json", cache) == runs_file(tmp_path / "a.json", cache)
+    assert executions_file(tmp_path / "a.json", cache) != executions_file(tmp_path / "b.json", cache)
+    assert executions_file(tmp_path / "a.json", cache) == executions_file(tmp_path / "a.json", cache)
 
 
 async def test_a_symlink_planted_where_the_results_file_goes_is_never_followed_and_runs_still_serve(
@@ -146,16 +146,16 @@ async def test_a_symlink_planted_where_the_results_file_goes_is_never_followed_a
     path = tmp_path / "team.json"
     path.write_text('{"mcpServers": {}}', encoding="utf-8")
     config = load_config(path)
-    planted = runs_file(config.config_file)
+    planted = executions_file(config.config_file)
     planted.parent.mkdir(parents=True)
     target = tmp_path / "attacker-chosen.sqlite3"
     os.symlink(target, planted)
-    async with open_run_store(config, None, lasting=True) as store:
+    async with open_execution_store(config, None, lasting=True) as store:
         assert store is None  # results stay in memory: the gateway serves as without the file
         executions = BackgroundExecutions(config.background)
         async with executions.running(store):
-            run_id = await _finished(executions, ALICE, "served")
-            collected = await executions.find(ALICE, run_id)
+            execution_id = await _finished(executions, ALICE, "served")
+            collected = await executions.find(ALICE, execution_id)
     assert collected.result == _result("served")
     assert not target.exists()
     assert planted.is_symlink()

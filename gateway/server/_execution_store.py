@@ -1,11 +1,12 @@
-"""Where background runs are kept beyond one process's memory: the `RunStore` seam, and its local
+"""Where background executions are kept beyond one process's memory: the `ExecutionStore` seam, and its local
 SQLite file.
 
-Without `state`, a process writes each finished run (record, status, result) to a SQLite file in the
-cache directory, so `collect` and `tasks/result` answer after a restart; the file is the process's
-user's alone. With `state`, the runs live in Redis instead (`_shared_runs.py`), where every replica
-reads them. Either way the process that runs a run keeps it in memory too, and the budgets of
-`_background.py` decide what is kept: a store forgets what they drop.
+Without `state`, a process writes each finished execution (record, status, result) to a SQLite file in
+the cache directory, so `collect` and `tasks/result` answer after a restart; the file is the process's
+user's alone. With `state`, the executions live in Redis instead (`_shared_executions.py`), where every
+replica reads them. Either way the process that runs an execution keeps it in memory too, and the budgets
+of `_background.py` decide what is kept: a store forgets what they drop. The stored names (the `runs`
+table, the `runs-*.sqlite3` file) are kept from earlier versions, so their files still read.
 """
 
 from __future__ import annotations
@@ -28,15 +29,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from gateway.auth import Owner
 from gateway.sandbox.component import default_cache_dir
 
-__all__ = ["FileRuns", "RunRecord", "RunStore", "Status", "runs_file"]
+__all__ = ["ExecutionRecord", "ExecutionStore", "FileExecutions", "Status", "executions_file"]
 
-log = logging.getLogger("gateway.server.runs")
+log = logging.getLogger("gateway.server.background")
 
 Status = Literal["working", "input_required", "completed", "failed", "cancelled"]
 FINISHED: frozenset[Status] = frozenset({"completed", "failed", "cancelled"})
 
 
-class RunRecord(BaseModel):
+class ExecutionRecord(BaseModel):
     """A background run as a store keeps it: whose it is, how it stands, and once ended its result."""
 
     model_config = ConfigDict(frozen=True)
@@ -69,7 +70,7 @@ class RunRecord(BaseModel):
         return self.model_dump_json(by_alias=True, exclude_none=True)
 
     @classmethod
-    def from_json(cls, data: str | bytes) -> RunRecord | None:
+    def from_json(cls, data: str | bytes) -> ExecutionRecord | None:
         """A stored record, or None if it cannot be read (written by another version, or damaged)."""
         try:
             return cls.model_validate_json(data)
@@ -77,51 +78,51 @@ class RunRecord(BaseModel):
             return None
 
 
-class RunStore(Protocol):
+class ExecutionStore(Protocol):
     """What `BackgroundExecutions` asks of a store beyond its own memory."""
 
     name: str
     """What the store is, as an error names it: which config key to check."""
     renew_seconds: float | None
-    """How often the process running a run renews its hold on it; None if no one else could take it."""
+    """How often the process running an execution renews its hold on it; None if no one else could take it."""
 
-    async def kept(self) -> list[RunRecord]:
-        """The finished runs this process should count as its own at start, oldest first."""
+    async def kept(self) -> list[ExecutionRecord]:
+        """The finished executions this process should count as its own at start, oldest first."""
         ...
 
-    async def started(self, record: RunRecord) -> None:
-        """A run began in this process."""
+    async def started(self, record: ExecutionRecord) -> None:
+        """An execution began in this process."""
         ...
 
-    async def renew(self, record: RunRecord) -> bool:
-        """Renew this process's hold on a running run, storing how it stands; True if a cancel of it
+    async def renew(self, record: ExecutionRecord) -> bool:
+        """Renew this process's hold on a running execution, storing how it stands; True if a cancel of it
         was asked elsewhere."""
         ...
 
-    async def ended(self, record: RunRecord) -> None:
-        """A run of this process ended: keep its record (`background.keep_seconds`)."""
+    async def ended(self, record: ExecutionRecord) -> None:
+        """An execution of this process ended: keep its record (`background.keep_seconds`)."""
         ...
 
-    async def read(self, run_id: str) -> RunRecord | None:
-        """The run `run_id`, if the store has it (another process's too)."""
+    async def read(self, execution_id: str) -> ExecutionRecord | None:
+        """The execution `execution_id`, if the store has it (another process's too)."""
         ...
 
-    async def ask_cancel(self, run_id: str) -> None:
-        """Ask the process running `run_id` to cancel it."""
+    async def ask_cancel(self, execution_id: str) -> None:
+        """Ask the process running `execution_id` to cancel it."""
         ...
 
-    async def forget(self, run_ids: Sequence[str]) -> None:
-        """Drop these runs (expired, or dropped to keep within the budgets)."""
+    async def forget(self, execution_ids: Sequence[str]) -> None:
+        """Drop these executions (expired, or dropped to keep within the budgets)."""
         ...
 
     def cancels(self) -> AsyncIterator[str]:
-        """The ids of runs whose cancel another process asked for, as they come."""
+        """The ids of executions whose cancel another process asked for, as they come."""
         ...
 
 
-def runs_file(config_file: Path | None, cache_dir: Path | None = None) -> Path:
-    """The SQLite file of the runs of the gateway serving `config_file`: one per config, so that two
-    gateways on different configs sharing the cache directory keep their runs apart."""
+def executions_file(config_file: Path | None, cache_dir: Path | None = None) -> Path:
+    """The SQLite file of the executions of the gateway serving `config_file`: one per config, so that two
+    gateways on different configs sharing the cache directory keep their executions apart."""
     name = str(config_file) if config_file is not None else "built-in default"
     digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return (cache_dir or default_cache_dir()) / "background" / f"runs-{digest}.sqlite3"
@@ -133,7 +134,7 @@ _SCHEMA = (
 
 
 def _create_owner_only(path: Path) -> None:
-    """Create `path` (and its directory) for the gateway's user only, never through a symlink: runs'
+    """Create `path` (and its directory) for the gateway's user only, never through a symlink: executions'
     results may hold whatever the children answered."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
@@ -144,8 +145,8 @@ def _create_owner_only(path: Path) -> None:
         os.close(fd)
 
 
-class FileRuns:
-    """Finished runs in a SQLite file (WAL): one process's, kept across its restarts. The file is
+class FileExecutions:
+    """Finished executions in a SQLite file (WAL): one process's, kept across its restarts. The file is
     made when the first run ends, so a gateway that runs nothing in the background leaves none."""
 
     name = "the local results file (background.keep_on_disk)"
@@ -163,7 +164,7 @@ class FileRuns:
             _create_owner_only(self.path)
             db = sqlite3.connect(self.path, timeout=5.0, check_same_thread=False, isolation_level=None)
             db.execute("PRAGMA journal_mode=WAL")
-            # Durable across a crash of the process (what a restart needs), without a sync per run.
+            # Durable across a crash of the process (what a restart needs), without a sync per execution.
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute(_SCHEMA)
             self._db = db
@@ -185,22 +186,24 @@ class FileRuns:
 
         return await anyio.to_thread.run_sync(run)
 
-    async def kept(self) -> list[RunRecord]:
+    async def kept(self) -> list[ExecutionRecord]:
         rows = await self._run("SELECT id, record FROM runs ORDER BY ended_at")
-        records = [(run_id, RunRecord.from_json(data)) for run_id, data in rows]
-        unreadable = [run_id for run_id, record in records if record is None]
+        records = [(execution_id, ExecutionRecord.from_json(data)) for execution_id, data in rows]
+        unreadable = [execution_id for execution_id, record in records if record is None]
         if unreadable:
-            log.warning("background runs left out: unreadable records", extra={"count": len(unreadable)})
+            log.warning(
+                "background executions left out: unreadable records", extra={"count": len(unreadable)}
+            )
             await self.forget(unreadable)
         return [record for _, record in records if record is not None]
 
-    async def started(self, record: RunRecord) -> None:
-        return None  # only ended runs outlive the process
+    async def started(self, record: ExecutionRecord) -> None:
+        return None  # only ended executions outlive the process
 
-    async def renew(self, record: RunRecord) -> bool:
+    async def renew(self, record: ExecutionRecord) -> bool:
         return False
 
-    async def ended(self, record: RunRecord) -> None:
+    async def ended(self, record: ExecutionRecord) -> None:
         await self._run(
             "INSERT OR REPLACE INTO runs (id, ended_at, record) VALUES (?, ?, ?)",
             record.id,
@@ -209,16 +212,16 @@ class FileRuns:
             create=True,
         )
 
-    async def read(self, run_id: str) -> RunRecord | None:
-        rows = await self._run("SELECT record FROM runs WHERE id = ?", run_id)
-        return RunRecord.from_json(rows[0][0]) if rows else None
+    async def read(self, execution_id: str) -> ExecutionRecord | None:
+        rows = await self._run("SELECT record FROM runs WHERE id = ?", execution_id)
+        return ExecutionRecord.from_json(rows[0][0]) if rows else None
 
-    async def ask_cancel(self, run_id: str) -> None:
-        return None  # a run of this file is running in this process, or not at all
+    async def ask_cancel(self, execution_id: str) -> None:
+        return None  # an execution of this file is running in this process, or not at all
 
-    async def forget(self, run_ids: Sequence[str]) -> None:
-        for run_id in run_ids:
-            await self._run("DELETE FROM runs WHERE id = ?", run_id)
+    async def forget(self, execution_ids: Sequence[str]) -> None:
+        for execution_id in execution_ids:
+            await self._run("DELETE FROM runs WHERE id = ?", execution_id)
 
     async def cancels(self) -> AsyncIterator[str]:
         await anyio.sleep_forever()
