@@ -181,20 +181,19 @@ async def test_one_callers_background_runs_never_push_out_another_callers_result
     assert text(collected) == "'alice result'"
 
 
-SHOW_4_MIB = "import os\nshow(Blob(os.urandom(4 * 2**20 - 64), mime_type='image/png'))\n'shown'"
+SHARE = 256 * 1024  # background.max_kept_bytes_per_caller, small so that a few shown blobs pass it
+SHOW_64_KIB = "import os\nshow(Blob(os.urandom(64 * 2**10 - 64), mime_type='image/png'))\n'shown'"
 
 
 async def test_what_finished_runs_showed_is_kept_within_the_callers_byte_share(
     tmp_path: Path, issuer: LocalIssuer
 ) -> None:
-    background = {"max_running": 1, "max_running_per_caller": 1}
+    background = {"max_running": 1, "max_running_per_caller": 1, "max_kept_bytes_per_caller": SHARE}
     ids: list[str] = []
     async with gateway_with(tmp_path, issuer, background=background) as gateway, client_of(gateway) as alice:
         with anyio.fail_after(WAIT * 3):
-            for _ in range(
-                7
-            ):  # 7 x 5.6 MB of base64: past the 32 MiB of background.max_kept_bytes_per_caller
-                run = await alice.call_tool("execute_code", {"code": SHOW_4_MIB, "background": True})
+            for _ in range(4):  # 4 x 87 KB of base64: past the caller's share of 256 KiB
+                run = await alice.call_tool("execute_code", {"code": SHOW_64_KIB, "background": True})
                 ids.append(started_id(run))
                 done = await alice.call_tool("execute_code", {"collect": ids[-1]}, read_timeout_seconds=WAIT)
                 assert not done.is_error, text(done)
