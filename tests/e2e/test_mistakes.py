@@ -4,9 +4,9 @@ A typo in a policy rule, an unset variable, a config holding the gateway's own e
 and configs written by other clients: each as a team would make it in its first hour.
 
 Tests whose mistakes do not meet share a config, its `check` and one gateway serving it: a team
-directory (a launcher, relative paths, an optional rule that matches nothing), and a config whose
-broken entries (an unset variable, a failing child with a secret, the gateway's own entry) each fail
-alone beside a working one.
+directory (a launcher, relative paths, an optional rule that matches nothing, entries as Cursor and
+Claude Desktop write them), and a config whose broken entries (a rule with a typo, an unset variable,
+a failing child with a secret, the gateway's own entry) each fail alone beside a working one.
 """
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ def anyio_backend() -> str:
 @pytest.fixture(scope="module")
 async def team_directory(tmp_path_factory: pytest.TempPathFactory) -> Checked:
     """A team's directory: a launcher for the tiny server under bin/ started in work/, the audit log
-    under logs/, and a deny rule marked optional that matches no tool; checked."""
+    under logs/, a deny rule marked optional that matches no tool, and keys of other clients (a
+    disabled entry, an `autoApprove` list); checked."""
     root = tmp_path_factory.mktemp("paths")
     team = root / "team"
     (team / "bin").mkdir(parents=True)
@@ -59,7 +60,10 @@ async def team_directory(tmp_path_factory: pytest.TempPathFactory) -> Checked:
     config = write_config(
         team,
         {
-            "mcpServers": {"tiny": {"command": "./bin/tiny", "cwd": "work"}},
+            "mcpServers": {
+                "tiny": {"command": "./bin/tiny", "cwd": "work", "autoApprove": ["echo"]},
+                "off": {**TINY, "disabled": True},
+            },
             "audit": {"path": "logs/audit.jsonl"},
             "policy": {"deny": [{"pattern": "tiny.di", "optional": True}]},
         },
@@ -79,8 +83,9 @@ async def team_client(team_directory: Checked) -> AsyncIterator[ClientSession]:
 
 @pytest.fixture(scope="module")
 async def broken_entries(tmp_path_factory: pytest.TempPathFactory) -> Checked:
-    """A working tiny entry beside three broken ones, checked at INFO: `needy` names an unset
-    variable, `failing` prints its secret token to stderr and exits, `codemode` runs the gateway."""
+    """A working tiny entry beside four broken ones, checked at INFO: a deny rule meant for `typo`
+    matches none of its tools, `needy` names an unset variable, `failing` prints its secret token to
+    stderr and exits, `codemode` runs the gateway."""
     needy = {**TINY, "env": {"TOKEN": "${" + UNSET + "}"}}
     failing = {
         "command": sys.executable,
@@ -92,8 +97,12 @@ async def broken_entries(tmp_path_factory: pytest.TempPathFactory) -> Checked:
         "restart": {"max_attempts": 0},
     }
     own = {"command": "uvx", "args": ["codemode-gateway", "serve", "--config", ".mcp.json"]}
-    servers = {"tiny": TINY, "needy": needy, "failing": failing, "codemode": own}
-    config = write_config(tmp_path_factory.mktemp("broken"), {"mcpServers": servers}, name=".mcp.json")
+    servers = {"tiny": TINY, "typo": TINY, "needy": needy, "failing": failing, "codemode": own}
+    config = write_config(
+        tmp_path_factory.mktemp("broken"),
+        {"mcpServers": servers, "policy": {"deny": ["typo.di"]}},
+        name=".mcp.json",
+    )
     env = environment({"CODEMODE_TEST_API_TOKEN": SECRET}, drop=(UNSET,))
     return Checked(config, env, *await cli("check", "--config", str(config), "--log-level", "INFO", env=env))
 
@@ -113,20 +122,20 @@ async def test_a_rule_naming_a_server_that_is_not_configured_refuses_the_config(
     assert 'did you mean "tiny"' in err
 
 
-async def test_a_rule_that_matches_no_tool_blocks_its_server_until_it_is_fixed(tmp_path: Path) -> None:
-    config = write_config(tmp_path, {"mcpServers": {"tiny": TINY}, "policy": {"deny": ["tiny.di"]}})
-    code, out, err = await cli("check", "--config", str(config))
+async def test_a_rule_that_matches_no_tool_blocks_its_server_until_it_is_fixed(
+    broken_entries: Checked, broken_client: ClientSession
+) -> None:
+    code, out, err = broken_entries.code, broken_entries.out, broken_entries.err
     assert code == 1, out + err
     assert (
-        'server tiny is blocked: policy.deny[0] "tiny.di" matches none of its tools (did you mean tiny.die'
+        'server typo is blocked: policy.deny[0] "typo.di" matches none of its tools (did you mean typo.die'
         in err
     )
-    async with session(config) as client:
-        overview = await search_docs(client)
-        result = await execute(client, "tools.tiny.echo(text='hi')")
-    assert 'tiny (blocked: policy.deny[0] "tiny.di" matches none of its tools' in overview
+    overview = await search_docs(broken_client)
+    result = await execute(broken_client, "tools.typo.echo(text='hi')")
+    assert 'typo (blocked: policy.deny[0] "typo.di" matches none of its tools' in overview
     assert result["error"]["type"] == "ToolError"
-    assert "server 'tiny' is blocked" in result["error"]["message"]
+    assert "server 'typo' is blocked" in result["error"]["message"]
     assert not result["tool_calls"] or not result["tool_calls"][0]["ok"]
 
 
@@ -231,12 +240,9 @@ async def test_a_vs_code_config_is_refused_with_what_to_do(tmp_path: Path) -> No
 
 
 async def test_cursor_and_claude_desktop_entries_load_and_other_clients_keys_are_noted(
-    tmp_path: Path,
+    team_directory: Checked,
 ) -> None:
-    off = {**TINY, "disabled": True}
-    approving = {**TINY, "autoApprove": ["echo"]}
-    config = write_config(tmp_path, {"mcpServers": {"tiny": approving, "off": off}})
-    code, out, err = await cli("check", "--config", str(config))
+    code, out, err = team_directory.code, team_directory.out, team_directory.err
     assert code == 0, out + err
     assert "mcpServers.off: left out" in err
     assert "mcpServers.tiny.autoApprove: ignored" in err
