@@ -1,12 +1,17 @@
 """One caller never reaches another's, through the real gateway process over HTTP with the SDK's own
 clients: static tokens beside JWTs from a loopback issuer, callers without `auth`, and the budgets
-one caller could otherwise spend for everyone (kept background results, sessions)."""
+one caller could otherwise spend for everyone (kept background results, sessions).
+
+Two tests share one gateway (a policy asking approval for `ledger.append`, room for two background
+runs, eight sessions): the one approving another caller's task and the one opening sessions, which
+closes the sessions it opened."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +21,7 @@ import pytest
 from mcp import types
 from mcp.shared.exceptions import MCPError
 
-from tests.auth.issuer import AUDIENCE, LocalIssuer
+from tests.auth.issuer import AUDIENCE, Keys, LocalIssuer
 from tests.e2e.gateway_http import HttpGateway, http_client, http_gateway
 from tests.e2e.gateway_process import (
     WAIT,
@@ -41,6 +46,7 @@ from tests.e2e.test_background import (
     task_until,
 )
 from tests.e2e.test_http import HANDSHAKE_HEADERS, INITIALIZE
+from tests.real_servers import serve_asgi_app
 
 pytestmark = pytest.mark.anyio
 
@@ -63,13 +69,46 @@ async def gateway_with(
         yield gateway
 
 
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+async def shared_issuer(issuer_keys: Keys) -> AsyncIterator[LocalIssuer]:
+    """An OAuth issuer whose JWKS is served on 127.0.0.1 for the module's shared gateway."""
+    local = LocalIssuer(issuer_keys)
+    async with serve_asgi_app(local.app()) as (port, _):
+        local.port = port
+        yield local
+
+
+@dataclass
+class Shared:
+    gateway: HttpGateway
+    directory: Path
+
+
+@pytest.fixture(scope="module")
+async def shared(
+    tmp_path_factory: pytest.TempPathFactory, shared_issuer: LocalIssuer
+) -> AsyncIterator[Shared]:
+    directory = tmp_path_factory.mktemp("callers")
+    sections: dict[str, Any] = {
+        "policy": {"approve": ["ledger.append"]},
+        "background": {"max_running": 2},
+        "http": {"max_sessions": 8},
+    }
+    async with gateway_with(directory, shared_issuer, **sections) as gateway:
+        yield Shared(gateway, directory)
+
+
 async def test_a_jwt_whose_sub_is_a_static_tokens_name_cannot_approve_read_or_list_that_callers_task(
-    tmp_path: Path, issuer: LocalIssuer
+    shared: Shared, shared_issuer: LocalIssuer
 ) -> None:
-    mallory = issuer.mint(sub="alice", client_id="mallory-app")
-    sections = {"policy": {"approve": ["ledger.append"]}, "background": {"max_running": 2}}
+    tmp_path, gateway = shared.directory, shared.gateway
+    mallory = shared_issuer.mint(sub="alice", client_id="mallory-app")
     async with (
-        gateway_with(tmp_path, issuer, **sections) as gateway,
         client_of(gateway, tasks=True) as alice,
         client_of(gateway, tasks=True, token=mallory) as as_jwt,
         client_of(gateway, "legacy", token=mallory) as as_jwt_in_a_session,
@@ -181,20 +220,19 @@ async def test_one_callers_background_runs_never_push_out_another_callers_result
     assert text(collected) == "'alice result'"
 
 
-SHOW_4_MIB = "import os\nshow(Blob(os.urandom(4 * 2**20 - 64), mime_type='image/png'))\n'shown'"
+SHARE = 256 * 1024  # background.max_kept_bytes_per_caller, small so that a few shown blobs pass it
+SHOW_64_KIB = "import os\nshow(Blob(os.urandom(64 * 2**10 - 64), mime_type='image/png'))\n'shown'"
 
 
 async def test_what_finished_runs_showed_is_kept_within_the_callers_byte_share(
     tmp_path: Path, issuer: LocalIssuer
 ) -> None:
-    background = {"max_running": 1, "max_running_per_caller": 1}
+    background = {"max_running": 1, "max_running_per_caller": 1, "max_kept_bytes_per_caller": SHARE}
     ids: list[str] = []
     async with gateway_with(tmp_path, issuer, background=background) as gateway, client_of(gateway) as alice:
         with anyio.fail_after(WAIT * 3):
-            for _ in range(
-                7
-            ):  # 7 x 5.6 MB of base64: past the 32 MiB of background.max_kept_bytes_per_caller
-                run = await alice.call_tool("execute_code", {"code": SHOW_4_MIB, "background": True})
+            for _ in range(4):  # 4 x 87 KB of base64: past the caller's share of 256 KiB
+                run = await alice.call_tool("execute_code", {"code": SHOW_64_KIB, "background": True})
                 ids.append(started_id(run))
                 done = await alice.call_tool("execute_code", {"collect": ids[-1]}, read_timeout_seconds=WAIT)
                 assert not done.is_error, text(done)
@@ -206,38 +244,42 @@ async def test_what_finished_runs_showed_is_kept_within_the_callers_byte_share(
 
 
 async def test_one_caller_cannot_take_every_session_and_another_still_opens_one(
-    tmp_path: Path, issuer: LocalIssuer
+    shared: Shared, shared_issuer: LocalIssuer
 ) -> None:
-    async with gateway_with(tmp_path, issuer, http={"max_sessions": 8}) as gateway:
-        async with httpx2.AsyncClient(timeout=WAIT) as http:
+    gateway = shared.gateway
+    async with httpx2.AsyncClient(timeout=WAIT) as http:
 
-            async def initialize(token: str) -> httpx2.Response:
-                headers = HANDSHAKE_HEADERS | {"authorization": f"Bearer {token}"}
-                return await http.post(gateway.url, json=INITIALIZE, headers=headers)
+        async def initialize(token: str) -> httpx2.Response:
+            headers = HANDSHAKE_HEADERS | {"authorization": f"Bearer {token}"}
+            return await http.post(gateway.url, json=INITIALIZE, headers=headers)
 
-            bobs: list[httpx2.Response] = []
+        async def close(token: str, opened: httpx2.Response) -> httpx2.Response:
+            headers = {"authorization": f"Bearer {token}", "mcp-session-id": opened.headers["mcp-session-id"]}
+            return await http.delete(gateway.url, headers=headers)
 
-            async def bob_opens() -> None:
-                bobs.append(await initialize(BOB))
+        bobs: list[httpx2.Response] = []
 
-            with anyio.fail_after(WAIT):
-                async with anyio.create_task_group() as at_once:  # all at once: none slips past the share
-                    for _ in range(8):
-                        at_once.start_soon(bob_opens)
-                alices = await initialize(ALICE)
-                jwt_alices = await initialize(issuer.mint(sub="alice"))
-                opened = [r for r in bobs if r.status_code == 200]
-                closed = await http.delete(
-                    gateway.url,
-                    headers={
-                        "authorization": f"Bearer {BOB}",
-                        "mcp-session-id": opened[0].headers["mcp-session-id"],
-                    },
-                )
-                reopened = await initialize(BOB)
+        async def bob_opens() -> None:
+            bobs.append(await initialize(BOB))
+
+        jwt_alice = shared_issuer.mint(sub="alice")
+        with anyio.fail_after(WAIT):
+            async with anyio.create_task_group() as at_once:  # all at once: none slips past the share
+                for _ in range(8):
+                    at_once.start_soon(bob_opens)
+            alices = await initialize(ALICE)
+            jwt_alices = await initialize(jwt_alice)
+            opened = [r for r in bobs if r.status_code == 200]
+            closed = await close(BOB, opened[0])
+            reopened = await initialize(BOB)
         async with http_client(gateway.url, "legacy", token=ALICE) as client:
             with anyio.fail_after(WAIT):
                 served = await client.call_tool("execute_code", {"code": "'still serving'"})
+        with anyio.fail_after(WAIT):  # the sessions it opened are closed: the gateway serves other tests
+            left_open = [(BOB, opened[-1]), (BOB, reopened), (ALICE, alices), (jwt_alice, jwt_alices)]
+            for token, response in left_open:
+                if response.status_code == 200:
+                    await close(token, response)
     assert len(opened) == 2, [r.status_code for r in bobs]  # a quarter of max_sessions
     refusals = [r for r in bobs if r.status_code != 200]
     assert [r.status_code for r in refusals] == [429] * 6

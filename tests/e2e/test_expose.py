@@ -3,6 +3,10 @@
 The real gateway process, real child processes (`tests/servers/screen_server.py` answers an image,
 the ledger counts side effects, the fault server changes its tools at run time) and the SDK's own
 `Client`: `mode="auto"` negotiates 2026-07-28, `mode="legacy"` the handshake era.
+
+One gateway per era serves the module's tests that need no config of their own: it exposes the screen
+server's three tools and the ledger's `append` (which needs approval); each test tags its ledger
+entries and reads only the audit records written while it ran.
 """
 
 from __future__ import annotations
@@ -11,6 +15,8 @@ import base64
 import json
 import secrets
 import sys
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +50,108 @@ SCREEN: dict[str, Any] = {
 }
 
 
+SHARED_EXPOSE = ["screen.screenshot", "screen.status", "screen.broken", "ledger.append"]
+
+
+class User:
+    """The person at the client: answers each approval in turn and remembers each prompt."""
+
+    def __init__(self, *actions: str) -> None:
+        self.actions = list(actions)
+        self.prompts: list[str] = []
+
+    async def __call__(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        self.prompts.append(params.message)
+        return types.ElicitResult(action=self.actions.pop(0), content={})  # type: ignore[arg-type]
+
+
+@dataclass
+class Shared:
+    """The module's gateways: their directory (config, ledger, audit log), the screen token they
+    redact, and the user at their clients, whom each test gives its own answers."""
+
+    directory: Path
+    token: str
+    user: User
+
+    @property
+    def config(self) -> Path:
+        return self.directory / "team.json"
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Shared:
+    directory = tmp_path_factory.mktemp("expose")
+    write_config(
+        directory,
+        {
+            "mcpServers": {"screen": SCREEN, "ledger": ledger_server(directory)},
+            "expose": SHARED_EXPOSE,
+            "policy": {"approve": ["ledger.append"]},
+            "audit": {"path": str(directory / "audit.jsonl")},
+        },
+    )
+    return Shared(directory, "scr-" + secrets.token_hex(16), User())
+
+
+@pytest.fixture(scope="module")
+async def auto_client(shared: Shared) -> AsyncIterator[Client]:
+    env = environment({TOKEN_VAR: shared.token})
+    async with sdk_client(shared.config, "auto", env=env, elicitation=shared.user) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+async def legacy_client(shared: Shared) -> AsyncIterator[Client]:
+    env = environment({TOKEN_VAR: shared.token})
+    async with sdk_client(shared.config, "legacy", env=env, elicitation=shared.user) as client:
+        yield client
+
+
+@pytest.fixture
+def eras(auto_client: Client, legacy_client: Client) -> dict[str, Client]:
+    """The shared client of each era, by its mode."""
+    return {"auto": auto_client, "legacy": legacy_client}
+
+
+@pytest.fixture
+def user(shared: Shared) -> User:
+    """The user at the shared clients, with no answers until the test gives some."""
+    shared.user.actions, shared.user.prompts = [], []
+    return shared.user
+
+
+@pytest.fixture
+def tag() -> str:
+    """This test's own token: its ledger entries carry it."""
+    return secrets.token_hex(6)
+
+
+@pytest.fixture
+def new_calls(shared: Shared) -> Callable[[], list[dict[str, Any]]]:
+    """The tool calls the shared gateways audited since the test began (one test runs at a time)."""
+    path = shared.directory / "audit.jsonl"
+    seen = len(path.read_text(encoding="utf-8").splitlines()) if path.exists() else 0
+
+    def calls() -> list[dict[str, Any]]:
+        records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()[seen:]]
+        return [record for record in records if record["kind"] == "tool_call"]
+
+    return calls
+
+
+def entries(directory: Path, tag: str) -> list[str]:
+    """What reached the ledger under `tag`, oldest first, without the tag."""
+    return [
+        entry.removeprefix(f"{tag} ") for entry in ledger_entries(directory) if entry.startswith(f"{tag} ")
+    ]
+
+
 def screen_config(tmp_path: Path, expose: list[str], **sections: Any) -> Path:
     return write_config(
         tmp_path,
@@ -75,6 +183,7 @@ async def call(client: Client, name: str, arguments: dict[str, Any] | None = Non
         return await client.call_tool(name, arguments or {})
 
 
+@pytest.fixture(scope="module")
 async def the_childs_own_tools() -> dict[str, types.Tool]:
     """The screen server's tools as it lists them to a client of its own."""
     params = StdioServerParameters(command=sys.executable, args=[str(SCREEN_SERVER)], env=environment())
@@ -84,16 +193,22 @@ async def the_childs_own_tools() -> dict[str, types.Tool]:
 
 @ERAS
 async def test_an_exposed_tool_is_listed_beside_the_two_tools_with_the_childs_definition(
-    tmp_path: Path, mode: ConnectMode
+    eras: dict[str, Client], the_childs_own_tools: dict[str, types.Tool], mode: ConnectMode
 ) -> None:
-    config = screen_config(tmp_path, ["screen.screenshot", "screen.status"])
-    async with sdk_client(config, mode) as client:
-        tools = await listed(client)
-        declared = client.server_capabilities.tools
-    assert list(tools) == ["search_docs", "execute_code", "screen__screenshot", "screen__status"]
+    client = eras[mode]
+    tools = await listed(client)
+    declared = client.server_capabilities.tools
+    assert list(tools) == [
+        "search_docs",
+        "execute_code",
+        "screen__screenshot",
+        "screen__status",
+        "screen__broken",
+        "ledger__append",
+    ]
     assert declared is not None
     assert declared.list_changed is True
-    own = (await the_childs_own_tools())["screenshot"]
+    own = the_childs_own_tools["screenshot"]
     shot = tools["screen__screenshot"]
     assert (shot.title, shot.description) == (own.title, own.description)
     assert shot.input_schema == own.input_schema
@@ -105,12 +220,10 @@ async def test_an_exposed_tool_is_listed_beside_the_two_tools_with_the_childs_de
 
 @ERAS
 async def test_an_exposed_tool_answers_with_the_childs_image_intact_and_each_call_is_audited(
-    tmp_path: Path, mode: ConnectMode
+    eras: dict[str, Client], new_calls: Callable[[], list[dict[str, Any]]], mode: ConnectMode
 ) -> None:
-    config = screen_config(tmp_path, ["screen.screenshot"])
-    async with sdk_client(config, mode) as client:
-        first = await call(client, "screen__screenshot", {"label": "login page"})
-        second = await call(client, "screen__screenshot", {})
+    first = await call(eras[mode], "screen__screenshot", {"label": "login page"})
+    second = await call(eras[mode], "screen__screenshot", {})
     assert not first.is_error, text(first)
     image, caption = first.content
     assert isinstance(image, types.ImageContent)
@@ -119,7 +232,7 @@ async def test_an_exposed_tool_answers_with_the_childs_image_intact_and_each_cal
     assert isinstance(caption, types.TextContent)
     assert caption.text == "screenshot of login page"
     assert text(second) == "screenshot of screen"
-    records = tool_calls(tmp_path)
+    records = new_calls()
     assert [(r["tool"], r["ok"], r["approval"]) for r in records] == [
         ("screen.screenshot", True, "not_required"),
         ("screen.screenshot", True, "not_required"),
@@ -128,21 +241,18 @@ async def test_an_exposed_tool_answers_with_the_childs_image_intact_and_each_cal
 
 
 async def test_a_secret_in_an_exposed_tools_result_is_redacted_and_a_child_error_stays_an_error(
-    tmp_path: Path,
+    auto_client: Client, shared: Shared, new_calls: Callable[[], list[dict[str, Any]]]
 ) -> None:
-    token = "scr-" + secrets.token_hex(16)
-    config = screen_config(tmp_path, ["screen.status", "screen.broken"])
-    async with sdk_client(config, env=environment({TOKEN_VAR: token})) as client:
-        status = await call(client, "screen__status")
-        broken = await call(client, "screen__broken")
+    status = await call(auto_client, "screen__status")
+    broken = await call(auto_client, "screen__broken")
     assert not status.is_error, text(status)
     assert status.structured_content == {"session": "open", "token": f"[REDACTED:{TOKEN_VAR}]"}
-    assert token not in text(status)
+    assert shared.token not in text(status)
     assert f"[REDACTED:{TOKEN_VAR}]" in text(status)
     assert broken.is_error
     assert "broken" in text(broken)
-    assert token not in (tmp_path / "audit.jsonl").read_text(encoding="utf-8")
-    assert [r["tool"] for r in tool_calls(tmp_path)] == ["screen.status", "screen.broken"]
+    assert shared.token not in (shared.directory / "audit.jsonl").read_text(encoding="utf-8")
+    assert [r["tool"] for r in new_calls()] == ["screen.status", "screen.broken"]
 
 
 async def test_the_policy_decides_what_is_exposed_and_refuses_calls_with_the_pipelines_message(
@@ -181,18 +291,6 @@ async def test_the_policy_decides_what_is_exposed_and_refuses_calls_with_the_pip
     assert "did you mean screen.screenshot" in err
 
 
-class User:
-    """The person at the client: answers each approval in turn and remembers each prompt."""
-
-    def __init__(self, *actions: str) -> None:
-        self.actions = list(actions)
-        self.prompts: list[str] = []
-
-    async def __call__(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-        self.prompts.append(params.message)
-        return types.ElicitResult(action=self.actions.pop(0), content={})  # type: ignore[arg-type]
-
-
 def ledger_config(tmp_path: Path) -> Path:
     return write_config(
         tmp_path,
@@ -207,22 +305,28 @@ def ledger_config(tmp_path: Path) -> Path:
 
 @ERAS
 async def test_an_exposed_tool_needing_approval_reaches_the_child_once_accepted_and_never_declined(
-    tmp_path: Path, mode: ConnectMode
+    eras: dict[str, Client],
+    shared: Shared,
+    user: User,
+    tag: str,
+    new_calls: Callable[[], list[dict[str, Any]]],
+    mode: ConnectMode,
 ) -> None:
-    user = User("accept", "decline")
-    async with sdk_client(ledger_config(tmp_path), mode, elicitation=user) as client:
-        accepted = await call(client, "ledger__append", {"entry": "approved"})
-        declined = await call(client, "ledger__append", {"entry": "refused"})
+    user.actions = ["accept", "decline"]
+    accepted = await call(eras[mode], "ledger__append", {"entry": f"{tag} approved"})
+    declined = await call(eras[mode], "ledger__append", {"entry": f"{tag} refused"})
     assert not accepted.is_error, text(accepted)
-    assert accepted.structured_content == {"result": 1}
+    # The child's count of its (shared) ledger: the declined call added nothing after it.
+    assert accepted.structured_content == {"result": len(ledger_entries(shared.directory))}
     assert declined.is_error
     assert "the user declined" in text(declined)
-    assert ledger_entries(tmp_path) == ["approved"]
+    assert entries(shared.directory, tag) == ["approved"]
     assert len(user.prompts) == 2
     assert "ledger.append" in user.prompts[0]
-    assert 'entry: "approved"' in user.prompts[0]
-    assert 'entry: "refused"' in user.prompts[1]
-    made = [(r["tool"], r["approval"], r["ok"]) for r in tool_calls(tmp_path)]
+    assert f'entry: "{tag} approved"' in user.prompts[0]
+    assert f'entry: "{tag} refused"' in user.prompts[1]
+    calls = new_calls()
+    made = [(r["tool"], r["approval"], r["ok"]) for r in calls]
     if mode == "auto":  # each call paused once (its quota given back), then was answered
         assert made == [
             ("ledger.append", "pending", False),
@@ -230,7 +334,7 @@ async def test_an_exposed_tool_needing_approval_reaches_the_child_once_accepted_
             ("ledger.append", "pending", False),
             ("ledger.append", "declined", False),
         ]
-        ids = [r["execution_id"] for r in tool_calls(tmp_path)]
+        ids = [r["execution_id"] for r in calls]
         assert ids[0] == ids[1] != ids[2] == ids[3]  # a round continues its call's execution
     else:
         assert made == [("ledger.append", "approved", True), ("ledger.append", "declined", False)]
@@ -248,27 +352,26 @@ async def test_a_client_that_cannot_ask_gets_a_refusal_for_an_exposed_tool_needi
     assert [r["approval"] for r in tool_calls(tmp_path)] == ["unavailable"]
 
 
-async def test_an_approval_state_for_an_exposed_call_answers_that_call_once(tmp_path: Path) -> None:
+async def test_an_approval_state_for_an_exposed_call_answers_that_call_once(
+    auto_client: Client, shared: Shared, user: User, tag: str
+) -> None:
     approve = types.ElicitResult(action="accept", content={})
-    arguments = {"entry": "once"}
-    async with sdk_client(ledger_config(tmp_path), elicitation=User()) as client:
-        session = client.session
-        with anyio.fail_after(WAIT):
-            paused = await session.call_tool("ledger__append", arguments, allow_input_required=True)
-            assert isinstance(paused, types.InputRequiredResult), paused
-            assert paused.request_state is not None
-            assert "once" not in paused.request_state  # sealed
-            retry = {"input_responses": {"approval": approve}, "request_state": paused.request_state}
-            done = await session.call_tool("ledger__append", arguments, allow_input_required=True, **retry)
-            replayed = await session.call_tool(
-                "ledger__append", arguments, allow_input_required=True, **retry
-            )
+    arguments = {"entry": f"{tag} once"}
+    session = auto_client.session
+    with anyio.fail_after(WAIT):
+        paused = await session.call_tool("ledger__append", arguments, allow_input_required=True)
+        assert isinstance(paused, types.InputRequiredResult), paused
+        assert paused.request_state is not None
+        assert "once" not in paused.request_state  # sealed
+        retry = {"input_responses": {"approval": approve}, "request_state": paused.request_state}
+        done = await session.call_tool("ledger__append", arguments, allow_input_required=True, **retry)
+        replayed = await session.call_tool("ledger__append", arguments, allow_input_required=True, **retry)
     assert isinstance(done, types.CallToolResult)
     assert not done.is_error, text(done)
     assert isinstance(replayed, types.CallToolResult)
     assert replayed.is_error
     assert "already used" in text(replayed)
-    assert ledger_entries(tmp_path) == ["once"]
+    assert entries(shared.directory, tag) == ["once"]
 
 
 @ERAS

@@ -1,6 +1,9 @@
 """Config reload without a restart, end to end: the real gateway process, real child servers, the SDK
 client in one session throughout; reloads triggered by SIGHUP, by a change to the file, and by
-`codemode-gateway reload`."""
+`codemode-gateway reload`.
+
+The two tests whose reloads are refused share one gateway (a refused reload leaves the config in force
+as it was): each waits for the record of its own reload, the next one after those already written."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ import json
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -193,38 +196,62 @@ async def test_the_cli_tightens_policy_mid_session_and_a_run_in_flight_finishes_
     assert record["sections"] == ["policy"]
 
 
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def refusing_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return team(tmp_path_factory.mktemp("refusing"), {"a": LATCH})
+
+
+@pytest.fixture(scope="module")
+async def refusing(refusing_config: Path) -> AsyncIterator[Client]:
+    """A gateway that only ever refuses reloads: each test that uses it rewrites its config to one
+    the gateway refuses, and puts the config back afterwards."""
+    async with gateway(refusing_config, "--no-watch") as client:
+        yield client
+
+
+@pytest.fixture
+def next_reload(refusing_config: Path) -> Iterator[int]:
+    """The number the shared gateway's next reload gets; the config is restored after the test."""
+    original = refusing_config.read_text(encoding="utf-8")
+    yield 1 + sum(1 for r in audit(refusing_config.parent) if r["kind"] == "reload")
+    refusing_config.write_text(original, encoding="utf-8")
+
+
 async def test_an_invalid_config_is_refused_the_old_one_serves_on_and_the_audit_says_so(
-    tmp_path: Path,
+    refusing: Client, refusing_config: Path, next_reload: int
 ) -> None:
-    config = team(tmp_path, {"a": LATCH})
-    async with gateway(config, "--no-watch") as client:
-        team(tmp_path, {"a": LATCH}, startup_timeout_seconds=-1, policy={"deny": ["nowhere.tool"]})
-        code, out, _ = await cli("reload", "--pid-file", str(pid_file(config)))
-        still = await execute(client, "tools.a.echo(text='still here')")
-        shown = await overview(client)
+    directory = refusing_config.parent
+    team(directory, {"a": LATCH}, startup_timeout_seconds=-1, policy={"deny": ["nowhere.tool"]})
+    code, out, _ = await cli("reload", "--pid-file", str(pid_file(refusing_config)))
+    still = await execute(refusing, "tools.a.echo(text='still here')")
+    shown = await overview(refusing)
     assert code == 1
-    assert "reload 1: refused" in out
+    assert f"reload {next_reload}: refused" in out
     assert "startup_timeout_seconds" in out
     assert "nowhere" in out
     assert still["ok"]
     assert still["value"] == {"result": "still here"}
     assert "(reload" not in shown  # the config in force is still the one loaded at start
-    record = await reload_record(tmp_path, 1)
+    record = await reload_record(directory, next_reload)
     assert record["outcome"] == "refused"
     assert record["ok"] is False
     assert any("startup_timeout_seconds" in error for error in record["errors"])
 
 
 async def test_a_policy_rule_that_would_match_no_tool_of_a_ready_child_refuses_the_reload(
-    tmp_path: Path,
+    refusing: Client, refusing_config: Path, next_reload: int
 ) -> None:
-    config = team(tmp_path, {"a": LATCH})
-    async with gateway(config, "--no-watch") as client:
-        await execute(client, "tools.a.echo(text='ready')")
-        team(tmp_path, {"a": LATCH}, policy={"deny": ["a.ecko"]})
-        sighup(config)
-        record = await reload_record(tmp_path, 1)
-        still = await execute(client, "tools.a.echo(text='still callable')")
+    directory = refusing_config.parent
+    await execute(refusing, "tools.a.echo(text='ready')")
+    team(directory, {"a": LATCH}, policy={"deny": ["a.ecko"]})
+    sighup(refusing_config)
+    record = await reload_record(directory, next_reload)
+    still = await execute(refusing, "tools.a.echo(text='still callable')")
     assert record["outcome"] == "refused"
     assert any("a.ecko" in error and "a.echo" in error for error in record["errors"]), record["errors"]
     assert still["ok"]

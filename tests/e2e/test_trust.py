@@ -1,12 +1,19 @@
-"""What the audit log, the model and the command line see, through the real gateway process."""
+"""What the audit log, the model and the command line see, through the real gateway process.
+
+One gateway serves the module's tests that need no config of their own (a tiny child, a small fuel
+budget, a policy denying one tool and asking approval for another); each reads only the audit
+records written while it ran."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import anyio
 import pytest
+from mcp import ClientSession
 
 from tests.e2e.gateway_process import TINY, WAIT, cli, execute, search_docs, session, write_config
 
@@ -17,30 +24,48 @@ def _audit_records(path: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text(encoding="ascii").splitlines()]
 
 
-async def test_a_cancelled_or_limited_execution_gets_its_execution_record(tmp_path: Path) -> None:
-    config = write_config(
-        tmp_path,
-        {"mcpServers": {"tiny": TINY}, "audit": {"path": "audit.jsonl"}, "sandbox": {"fuel": 50_000_000}},
-    )
-    async with session(config) as client:
-        await execute(client, "tools.tiny.echo(text='first')")
-        limited = await execute(client, "while True: pass")
-        with anyio.move_on_after(3):
-            await client.call_tool("execute_code", {"code": "import time\ntime.sleep(25)"})
-        await execute(client, "1")  # the gateway serves on after the cancellation
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def shared_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    config = {
+        "mcpServers": {"tiny": TINY},
+        "audit": {"path": "audit.jsonl"},
+        "sandbox": {"fuel": 50_000_000},
+        "policy": {"deny": ["tiny.die"], "approve": ["tiny.env"]},
+    }
+    return write_config(tmp_path_factory.mktemp("trust"), config)
+
+
+@pytest.fixture(scope="module")
+async def client(shared_config: Path) -> AsyncIterator[ClientSession]:
+    async with session(shared_config) as connected:
+        yield connected
+
+
+async def test_a_cancelled_or_limited_execution_gets_its_execution_record(
+    client: ClientSession, shared_config: Path
+) -> None:
+    log = shared_config.parent / "audit.jsonl"
+    seen = len(_audit_records(log)) if log.exists() else 0
+    await execute(client, "tools.tiny.echo(text='first')")
+    limited = await execute(client, "while True: pass")
+    with anyio.move_on_after(3):
+        await client.call_tool("execute_code", {"code": "import time\ntime.sleep(25)"})
+    await execute(client, "1")  # the gateway serves on after the cancellation
     assert limited["error"]["type"] == "FuelExhausted"
-    executions = [r for r in _audit_records(tmp_path / "audit.jsonl") if r["kind"] == "execution"]
+    executions = [r for r in _audit_records(log)[seen:] if r["kind"] == "execution"]
     assert [r["error"] for r in executions] == [None, "FuelExhausted", "ExecutionCancelled", None]
     assert executions[1]["error_category"] == "limit"
     assert executions[2]["error_category"] == "cancelled"
 
 
-async def test_search_docs_marks_denied_and_approval_tools(tmp_path: Path) -> None:
-    policy = {"deny": ["tiny.die"], "approve": ["tiny.env"]}
-    config = write_config(tmp_path, {"mcpServers": {"tiny": TINY}, "policy": policy})
-    async with session(config) as client:
-        overview = await search_docs(client)
-        listing = await search_docs(client, "", server="tiny")
+async def test_search_docs_marks_denied_and_approval_tools(client: ClientSession) -> None:
+    overview = await search_docs(client)
+    listing = await search_docs(client, "", server="tiny")
     assert "die [denied by policy]" in overview
     assert "env [needs the user's approval]" in overview
     assert "echo [" not in overview
@@ -49,11 +74,9 @@ async def test_search_docs_marks_denied_and_approval_tools(tmp_path: Path) -> No
     )
 
 
-async def test_a_positional_argument_gets_the_keyword_only_message(tmp_path: Path) -> None:
-    config = write_config(tmp_path, {"mcpServers": {"tiny": TINY}})
-    async with session(config) as client:
-        checked = await execute(client, "tools.tiny.echo('hi')")  # refused before the run
-        built = await execute(client, "echo = getattr(tools.tiny, 'echo')\necho('hi')")  # as it runs
+async def test_a_positional_argument_gets_the_keyword_only_message(client: ClientSession) -> None:
+    checked = await execute(client, "tools.tiny.echo('hi')")  # refused before the run
+    built = await execute(client, "echo = getattr(tools.tiny, 'echo')\necho('hi')")  # as it runs
     assert checked["error"]["type"] == "ToolError"
     assert (
         "line 1: tools take keyword arguments only: tools.tiny.echo(name=value, ...)"
@@ -90,16 +113,18 @@ async def test_log_level_works_after_the_subcommand(tmp_path: Path) -> None:
     assert '"level": "info"' not in err
 
 
-async def test_the_audit_table_shows_a_forged_tool_name_as_one_escaped_row(tmp_path: Path) -> None:
-    config = write_config(tmp_path, {"mcpServers": {"tiny": TINY}, "audit": {"path": "audit.jsonl"}})
+async def test_the_audit_table_shows_a_forged_tool_name_as_one_escaped_row(
+    client: ClientSession, shared_config: Path
+) -> None:
     forged = (
         "x.y\\n2099-01-01T00:00:00.000Z  tool_call  deadbeef  memory.delete_entities  ok (approved)\\x1b[2K"
     )
-    async with session(config) as client:
-        # Built at run time: a literal name is refused before the run, with no call to audit.
-        await execute(client, f"name = '{forged}'\ntry:\n    call_tool(name)\nexcept ToolError:\n    pass")
+    # The shared log's records from here on: --since the next millisecond (records carry milliseconds).
+    since = (datetime.now(UTC) + timedelta(milliseconds=1)).isoformat(timespec="milliseconds")
+    # Built at run time: a literal name is refused before the run, with no call to audit.
+    await execute(client, f"name = '{forged}'\ntry:\n    call_tool(name)\nexcept ToolError:\n    pass")
     with anyio.fail_after(WAIT):
-        code, out, err = await cli("audit", "--config", str(config))
+        code, out, err = await cli("audit", "--config", str(shared_config), "--since", since)
     assert code == 0, err
     rows = out.splitlines()
     assert len(rows) == 3  # the header, the tool call, the execution

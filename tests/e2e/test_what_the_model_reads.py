@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -25,10 +24,16 @@ View = Callable[[types.CallToolResult], str]
 MODEL_VIEWS = pytest.mark.parametrize("view", [claude_code_view, text_view], ids=["claude-code", "text"])
 
 
-@pytest.fixture
-async def client(tmp_path: Path) -> AsyncIterator[Client]:
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+async def client(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Client]:
+    """One gateway serves the module: each test reads only the result of its own executions."""
     trace = {"command": sys.executable, "args": [str(TRACE_SERVER)]}
-    config = write_config(tmp_path, {"mcpServers": {"tiny": TINY, "trace": trace}})
+    config = write_config(tmp_path_factory.mktemp("config"), {"mcpServers": {"tiny": TINY, "trace": trace}})
     async with sdk_client(config) as connected:
         yield connected
 
