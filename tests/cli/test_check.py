@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,8 +11,8 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.cli.command import WAIT, run_command
-from tests.real_servers import REPO
+from tests.cli.command import run_command
+from tests.real_servers import REPO, TINY_SERVER
 
 TOKEN = "ghp_Zq8vN3kLp0Xw7Rt2Yb5Hc9Jd4Mf6Gs1Ae"
 
@@ -34,20 +34,47 @@ def table(stdout: str) -> dict[str, list[str]]:
     return {row.split()[0]: row.split(None, 5) for row in rows}
 
 
-async def test_check_prints_a_row_per_child_and_exits_0_when_all_connect(
-    tmp_path: Path, git_repo: Path
-) -> None:
-    config = write_config(
-        tmp_path,
-        {
-            "time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]},
-            "git": {
-                "command": sys.executable,
-                "args": ["-m", "mcp_server_git", "--repository", str(git_repo)],
-            },
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """Module-wide, so that one `check` run serves the tests that read it."""
+    return "asyncio"
+
+
+Run = tuple[int, str, str]
+
+
+@pytest.fixture(scope="module")
+def team_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh git repository with one untracked file, holding the team's config."""
+    repo = tmp_path_factory.mktemp("team") / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "--quiet", str(repo)], check=True, timeout=30)
+    (repo / "hello.txt").write_text("hello\n", encoding="utf-8")
+    return repo
+
+
+@pytest.fixture(scope="module")
+async def team_check(team_repo: Path) -> Run:
+    """One `check` of a config whose children all connect: time and git (serving the repository that
+    holds the config, the lockfile's place and the audit log), and tiny with a literal secret in its env."""
+    config = team_repo / ".mcp.json"
+    servers = {
+        "time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]},
+        "git": {"command": sys.executable, "args": ["-m", "mcp_server_git", "--repository", str(team_repo)]},
+        "tiny": {
+            "command": sys.executable,
+            "args": [str(TINY_SERVER)],
+            "env": {"GITHUB_TOKEN": TOKEN, "OK": "${CODEMODE_TEST_REGION}"},
         },
+    }
+    config.write_text(
+        json.dumps({"mcpServers": servers, "audit": {"path": "logs/audit.jsonl"}}), encoding="utf-8"
     )
-    code, out, err = await gateway("check", "--config", config)
+    return await gateway("check", "--config", str(config), env={"CODEMODE_TEST_REGION": "eu-west-1"})
+
+
+async def test_check_prints_a_row_per_child_and_exits_0_when_all_connect(team_check: Run) -> None:
+    code, out, err = team_check
     assert code == 0, err
     rows = table(out)
     assert rows["time"][1:4] == ["stdio", "ready", "2"]
@@ -56,15 +83,21 @@ async def test_check_prints_a_row_per_child_and_exits_0_when_all_connect(
     assert float(rows["time"][4]) > 0
 
 
-async def test_check_exits_1_and_shows_the_error_of_a_child_that_failed(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+async def failing_check(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """One `check` of a config, named by $CODEMODE_CONFIG, where time connects and broken cannot start."""
     config = write_config(
-        tmp_path,
+        tmp_path_factory.mktemp("failing"),
         {
             "time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]},
             "broken": {"command": "/nonexistent/codemode-server"},
         },
     )
-    code, out, err = await gateway("check", "--config", config)
+    return await gateway("check", env={"CODEMODE_CONFIG": config})
+
+
+async def test_check_exits_1_and_shows_the_error_of_a_child_that_failed(failing_check: Run) -> None:
+    code, out, err = failing_check
     assert code == 1, err
     rows = table(out)
     assert rows["time"][2] == "ready"
@@ -92,11 +125,10 @@ async def test_check_exits_2_naming_every_bad_key_without_a_traceback(tmp_path: 
     assert "Traceback" not in err
 
 
-async def test_check_reads_the_config_named_by_the_environment(tmp_path: Path) -> None:
-    config = write_config(tmp_path, {"broken": {"command": "/nonexistent/codemode-server"}})
-    code, out, _ = await gateway("check", env={"CODEMODE_CONFIG": config})
+async def test_check_reads_the_config_named_by_the_environment(failing_check: Run) -> None:
+    code, out, _ = failing_check
     assert code == 1
-    assert list(table(out)) == ["broken"]
+    assert list(table(out)) == ["time", "broken"]
 
 
 async def test_schema_prints_exactly_the_shipped_schema_file() -> None:
@@ -122,25 +154,14 @@ async def test_check_fails_on_a_policy_rule_that_matches_no_tool_of_its_server(t
     ) in stderr
 
 
-@pytest.mark.anyio
-async def test_check_prints_a_warning_line_per_literal_secret(
-    tmp_path: Path, tiny_server: dict[str, Any]
-) -> None:
-    config = tmp_path / "gateway.json"
-    entry = {**tiny_server, "env": {"GITHUB_TOKEN": TOKEN, "OK": "${HOME}"}}
-    config.write_text(json.dumps({"mcpServers": {"tiny": entry}}), encoding="utf-8")
-    environ = {k: v for k, v in os.environ.items() if k != "CODEMODE_CONFIG"}
-    with anyio.fail_after(WAIT):
-        done = await anyio.run_process(
-            [sys.executable, "-m", "gateway", "check", "--config", str(config)], env=environ, check=False
-        )
-    stderr = done.stderr.decode()
-    assert done.returncode == 0, stderr
+async def test_check_prints_a_warning_line_per_literal_secret(team_check: Run) -> None:
+    code, out, err = team_check
+    assert code == 0, err
     assert (
         "warning: mcpServers.tiny.env.GITHUB_TOKEN looks like a literal secret; use ${GITHUB_TOKEN}"
-        in stderr.splitlines()
+        in err.splitlines()
     )
-    assert done.stdout.decode().splitlines()[1].split()[:3] == ["tiny", "stdio", "ready"]
+    assert table(out)["tiny"][:3] == ["tiny", "stdio", "ready"]
 
 
 async def test_semantic_search_required_without_its_extra_is_a_config_error_naming_the_extra(
@@ -161,19 +182,13 @@ async def test_semantic_search_required_without_its_extra_is_a_config_error_nami
     assert "missing: onnxruntime" in err
 
 
-async def test_check_warns_when_a_child_may_write_where_the_gateways_own_files_are(git_repo: Path) -> None:
+async def test_check_warns_when_a_child_may_write_where_the_gateways_own_files_are(
+    team_check: Run, team_repo: Path
+) -> None:
     # The team's config in the repository its git child serves: a checkout can rewrite it.
-    config = git_repo / ".mcp.json"
-    servers = {
-        "time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]},
-        "git": {"command": sys.executable, "args": ["-m", "mcp_server_git", "--repository", str(git_repo)]},
-    }
-    config.write_text(
-        json.dumps({"mcpServers": servers, "audit": {"path": "logs/audit.jsonl"}}), encoding="utf-8"
-    )
-    code, _, err = await gateway("check", "--config", str(config))
+    code, _, err = team_check
     warnings = [line for line in err.splitlines() if line.startswith("warning: child")]
-    resolved = await anyio.Path(git_repo).resolve()
+    resolved = await anyio.Path(team_repo).resolve()
     assert code == 0, err  # a heuristic warns; it does not fail the check
     assert warnings == [
         f"warning: child 'git' may write under a path (its argument 4) that holds the gateway's config "

@@ -6,6 +6,7 @@ import json
 import runpy
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -23,11 +24,39 @@ pytestmark = pytest.mark.anyio
 TINY = ["tiny", sys.executable, str(TINY_SERVER)]
 
 
-async def test_check_connects_to_children_given_only_on_the_command_line() -> None:
-    code, out, err = await run_command("check", "--", *TINY)
-    assert code == 0, err
-    assert "children from the command line: tiny" in out
-    assert any(line.split()[:3] == ["tiny", "stdio", "ready"] for line in out.splitlines())
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """Module-wide, so that one `check` run serves the tests that read it."""
+    return "asyncio"
+
+
+@dataclass
+class Checked:
+    """`check` with children given only on the command line: tiny over stdio, and remote over HTTP
+    with a header naming a variable."""
+
+    code: int
+    out: str
+    err: str
+    seen: list[dict[str, str]]  # the headers of every request remote got
+
+
+@pytest.fixture(scope="module")
+async def checked() -> Checked:
+    build: Callable[[], MCPServer] = runpy.run_path(str(TINY_SERVER))["build"]
+    async with serve_asgi_app(build().streamable_http_app()) as (port, seen):
+        url = f"http://127.0.0.1:{port}/mcp"
+        header = "Authorization: Bearer ${CHILD_TOKEN}"
+        env = {"CHILD_TOKEN": "tok-123"}
+        remote = ["remote", "--transport", "http", url, "-H", header]
+        code, out, err = await run_command("check", "--", *TINY, "--", *remote, env=env)
+    return Checked(code, out, err, seen)
+
+
+async def test_check_connects_to_children_given_only_on_the_command_line(checked: Checked) -> None:
+    assert checked.code == 0, checked.err
+    assert "children from the command line: tiny, remote" in checked.out
+    assert any(line.split()[:3] == ["tiny", "stdio", "ready"] for line in checked.out.splitlines())
 
 
 async def test_the_command_line_replaces_the_config_files_entry_of_the_same_name(tmp_path: Path) -> None:
@@ -40,18 +69,10 @@ async def test_the_command_line_replaces_the_config_files_entry_of_the_same_name
     assert "(replacing the config file's tiny)" in out
 
 
-async def test_an_http_child_gets_its_headers_with_variables_expanded() -> None:
-    build: Callable[[], MCPServer] = runpy.run_path(str(TINY_SERVER))["build"]
-    async with serve_asgi_app(build().streamable_http_app()) as (port, seen):
-        url = f"http://127.0.0.1:{port}/mcp"
-        header = "Authorization: Bearer ${CHILD_TOKEN}"
-        env = {"CHILD_TOKEN": "tok-123"}
-        code, out, err = await run_command(
-            "check", "--", "remote", "--transport", "http", url, "-H", header, env=env
-        )
-    assert code == 0, err
-    assert any(line.split()[:3] == ["remote", "http", "ready"] for line in out.splitlines())
-    assert {request.get("authorization") for request in seen} == {"Bearer tok-123"}
+async def test_an_http_child_gets_its_headers_with_variables_expanded(checked: Checked) -> None:
+    assert checked.code == 0, checked.err
+    assert any(line.split()[:3] == ["remote", "http", "ready"] for line in checked.out.splitlines())
+    assert {request.get("authorization") for request in checked.seen} == {"Bearer tok-123"}
 
 
 async def test_exec_runs_a_snippet_against_children_given_on_the_command_line() -> None:

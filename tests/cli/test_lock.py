@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,8 @@ pytestmark = pytest.mark.anyio
 
 SECRET_A = "sk_live_4fQ9zR2mXw8LpT6vNc3HbY7d"
 SECRET_B = "sk_live_9gK2hV5nQe1WsJ8uZa4RdM6x"
+
+Run = tuple[int, str, str]  # a command's exit code, stdout and stderr
 
 
 def _tool(name: str, description: str = "Does a thing.", **fields: Any) -> dict[str, Any]:
@@ -54,15 +57,52 @@ def _drift_rows(stdout: str) -> list[list[str]]:
     return [line.split(None, 2) for line in table.split("\n")[1:]]
 
 
-async def test_lock_writes_the_lockfile_beside_the_config_and_check_then_passes(tmp_path: Path) -> None:
-    config = _config(tmp_path, {"web": _child(tmp_path / "web.json", REVIEWED)})
-    code, out, err = await run_command("lock", "--config", str(config))
-    assert code == 0, err
-    assert (
-        out == f"locked 6 tools of 1 server in {tmp_path / 'team.lock.json'}; commit it beside the config\n"
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """Module-wide, so that one lock-and-check sequence serves the tests that read it."""
+    return "asyncio"
+
+
+@dataclass
+class Team:
+    """A team's first `lock` and `check`, of web, a lazy mail and tiny (whose tool docs carry a secret
+    that rotates between the two), over a lockfile left malformed by a merge."""
+
+    config: Path
+    malformed: Run  # `check` before the lock
+    locked: Run  # `lock`, with LOOKUP_KEY=SECRET_A
+    lockfile: dict[str, Any]  # what it wrote
+    checked: Run  # `check` after it, with LOOKUP_KEY=SECRET_B
+
+
+@pytest.fixture(scope="module")
+async def team(tmp_path_factory: pytest.TempPathFactory) -> Team:
+    directory = tmp_path_factory.mktemp("team")
+    # The tiny server writes TINY_TOOL_NOTE into a tool's description and schema default.
+    tiny = {"command": sys.executable, "args": [str(TINY_SERVER)], "env": {"TINY_TOOL_NOTE": "${LOOKUP_KEY}"}}
+    servers = {
+        "web": _child(directory / "web.json", REVIEWED),
+        "mail": _child(directory / "mail.json", [_tool("send")], lazy=True),
+        "tiny": tiny,
+    }
+    config = _config(directory, servers)
+    lock_path(config).write_text(
+        '{"version": 1, "servers": {"web": {"fetch": "<<<<<<< HEAD"}}}', encoding="utf-8"
     )
-    locked = json.loads((tmp_path / "team.lock.json").read_text(encoding="utf-8"))
-    assert sorted(locked["servers"]["web"]) == [
+    malformed = await run_command("check", "--config", str(config), env={"LOOKUP_KEY": SECRET_A})
+    locked = await run_command("lock", "--config", str(config), env={"LOOKUP_KEY": SECRET_A})
+    lockfile = json.loads(lock_path(config).read_text(encoding="utf-8")) if locked[0] == 0 else {}
+    checked = await run_command("check", "--config", str(config), env={"LOOKUP_KEY": SECRET_B})
+    return Team(config, malformed, locked, lockfile, checked)
+
+
+async def test_lock_writes_the_lockfile_beside_the_config_and_check_then_passes(team: Team) -> None:
+    code, out, err = team.locked
+    assert code == 0, err
+    tools = sum(len(tools) for tools in team.lockfile["servers"].values())
+    written = team.config.parent / "team.lock.json"
+    assert out == f"locked {tools} tools of 3 servers in {written}; commit it beside the config\n"
+    assert sorted(team.lockfile["servers"]["web"]) == [
         "announce",
         "delete_page",
         "fetch",
@@ -70,15 +110,23 @@ async def test_lock_writes_the_lockfile_beside_the_config_and_check_then_passes(
         "old_name",
         "search",
     ]
-    code, out, err = await run_command("check", "--config", str(config))
+    code, out, err = team.checked
     assert code == 0, err
-    assert out.endswith(f"\nlockfile {tmp_path / 'team.lock.json'}: every listed tool matches it\n")
+    assert out.endswith(f"\nlockfile {written}: every listed tool matches it\n")
 
 
-async def test_check_shows_each_kind_of_drift_exits_1_and_lock_accepts_it(tmp_path: Path) -> None:
+def _team_lock(team: Team, config: Path, *servers: str) -> dict[str, Any]:
+    """Write the team's lock of `servers` (the same catalogs) beside `config`; what it wrote."""
+    locked = json.loads(json.dumps(team.lockfile))  # a copy: the team's own stays as it was
+    locked["servers"] = {name: locked["servers"][name] for name in servers}
+    lock_path(config).write_text(json.dumps(locked), encoding="utf-8")
+    return locked
+
+
+async def test_check_shows_each_kind_of_drift_exits_1_and_lock_accepts_it(team: Team, tmp_path: Path) -> None:
     spec = tmp_path / "web.json"
     config = _config(tmp_path, {"web": _child(spec, REVIEWED)})
-    assert (await run_command("lock", "--config", str(config)))[0] == 0
+    _team_lock(team, config, "web")  # as `lock` wrote it for REVIEWED
     _child(
         spec,
         [
@@ -129,7 +177,7 @@ async def test_check_shows_each_kind_of_drift_exits_1_and_lock_accepts_it(tmp_pa
 
 
 async def test_a_lockfile_moving_a_tool_to_another_server_or_with_a_forged_digest_is_drift(
-    tmp_path: Path,
+    team: Team, tmp_path: Path
 ) -> None:
     config = _config(
         tmp_path,
@@ -138,12 +186,10 @@ async def test_a_lockfile_moving_a_tool_to_another_server_or_with_a_forged_diges
             "mail": _child(tmp_path / "mail.json", [_tool("send")]),
         },
     )
-    assert (await run_command("lock", "--config", str(config)))[0] == 0
-    path = lock_path(config)
-    locked = json.loads(path.read_text(encoding="utf-8"))
+    locked = _team_lock(team, config, "web", "mail")  # the team's lock of these same two catalogs
     locked["servers"]["mail"]["fetch"] = locked["servers"]["web"].pop("fetch")  # fetch vetted as mail's
     locked["servers"]["web"]["search"]["description"] = "0" * 64
-    path.write_text(json.dumps(locked), encoding="utf-8")
+    lock_path(config).write_text(json.dumps(locked), encoding="utf-8")
     code, out, err = await run_command("check", "--config", str(config))
     assert code == 1, err
     assert _drift_rows(out) == [
@@ -175,30 +221,24 @@ async def test_lock_refuses_while_a_child_fails_to_list_and_leaves_the_lockfile_
     assert lock_path(config).read_text(encoding="utf-8") == '{"version": 1, "servers": {}}\n'
 
 
-async def test_lock_starts_lazy_children_and_locks_their_tools_too(tmp_path: Path) -> None:
-    config = _config(tmp_path, {"web": _child(tmp_path / "web.json", REVIEWED, lazy=True)})
-    code, out, err = await run_command("lock", "--config", str(config))
-    assert code == 0, err
-    assert "locked 6 tools of 1 server" in out
+async def test_lock_starts_lazy_children_and_locks_their_tools_too(team: Team) -> None:
+    assert team.locked[0] == 0, team.locked[2]
+    assert sorted(team.lockfile["servers"]["mail"]) == ["announce", "leave", "send"]  # mail is lazy
 
 
-async def test_a_malformed_lockfile_is_a_config_error_and_lock_writes_a_sound_one(tmp_path: Path) -> None:
-    config = _config(tmp_path, {"web": _child(tmp_path / "web.json", REVIEWED)})
-    lock_path(config).write_text(
-        '{"version": 1, "servers": {"web": {"fetch": "<<<<<<< HEAD"}}}', encoding="utf-8"
-    )
-    code, out, err = await run_command("check", "--config", str(config))
+async def test_a_malformed_lockfile_is_a_config_error_and_lock_writes_a_sound_one(team: Team) -> None:
+    code, out, err = team.malformed
     assert code == 2
     assert out == ""
     assert err.startswith(
-        f"codemode-gateway: lockfile {lock_path(config)}: not a codemode-gateway lockfile: "
+        f"codemode-gateway: lockfile {lock_path(team.config)}: not a codemode-gateway lockfile: "
     )
     assert "servers.web.fetch: Input should be a valid dictionary" in err
     assert "Traceback" not in err
-    code, out, err = await run_command("lock", "--config", str(config))
+    code, out, err = team.locked
     assert code == 0, err
-    assert err.startswith(f"warning: lockfile {lock_path(config)}: not a codemode-gateway lockfile")
-    assert (await run_command("check", "--config", str(config)))[0] == 0
+    assert err.startswith(f"warning: lockfile {lock_path(team.config)}: not a codemode-gateway lockfile")
+    assert team.checked[0] == 0
 
 
 async def test_lock_needs_a_config_file_to_write_beside(tmp_path: Path) -> None:
@@ -211,18 +251,10 @@ async def test_lock_needs_a_config_file_to_write_beside(tmp_path: Path) -> None:
     assert out == ""
 
 
-async def test_tools_are_locked_as_redacted_so_a_rotated_secret_in_their_docs_is_no_drift(
-    tmp_path: Path,
-) -> None:
-    # The tiny server writes TINY_TOOL_NOTE into a tool's description and schema default.
-    entry = {
-        "command": sys.executable,
-        "args": [str(TINY_SERVER)],
-        "env": {"TINY_TOOL_NOTE": "${LOOKUP_KEY}"},
-    }
-    config = _config(tmp_path, {"tiny": entry})
-    code, _, err = await run_command("lock", "--config", str(config), env={"LOOKUP_KEY": SECRET_A})
-    assert code == 0, err
-    code, out, err = await run_command("check", "--config", str(config), env={"LOOKUP_KEY": SECRET_B})
+async def test_tools_are_locked_as_redacted_so_a_rotated_secret_in_their_docs_is_no_drift(team: Team) -> None:
+    # tiny was locked with LOOKUP_KEY=SECRET_A in its docs, and checked with SECRET_B there.
+    assert team.locked[0] == 0, team.locked[2]
+    assert "tiny" in team.lockfile["servers"]
+    code, out, err = team.checked
     assert code == 0, err
     assert "every listed tool matches it" in out

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -72,22 +74,50 @@ async def post(gateway: HttpGateway, body: Any = None, **headers: str) -> httpx2
             return await raw.post(gateway.url, content=content, headers=HANDSHAKE_HEADERS | headers)
 
 
-async def test_both_eras_find_tools_call_children_ask_approval_hear_progress_and_list_changes_over_http(
-    tmp_path: Path,
-) -> None:
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """Module-wide, so that a gateway below serves every test of this module that needs no other."""
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shared gateway's config and ledger."""
+    return tmp_path_factory.mktemp("http")
+
+
+@pytest.fixture(scope="module")
+async def served(workdir: Path) -> AsyncIterator[HttpGateway]:
+    """`serve --http` with tiny, ledger (its appends approved) and fault (tools exposed), and a small
+    number of places for executions: two in flight, one queued, one of each per caller."""
     fault = {"command": sys.executable, "args": [str(FAULT_SERVER)]}
     config = write_config(
-        tmp_path,
+        workdir,
         {
-            "mcpServers": {"tiny": TINY, "ledger": ledger_server(tmp_path), "fault": fault},
+            "mcpServers": {"tiny": TINY, "ledger": ledger_server(workdir), "fault": fault},
             "policy": {"approve": ["ledger.append"]},
             "expose": ["fault.add_tool", "fault.late_auto", "fault.late_legacy"],
+            "sandbox": {"timeout_seconds": 120},
+            "http": {
+                "max_executions_in_flight": 2,
+                "max_executions_queued": 1,
+                "max_executions_in_flight_per_caller": 1,
+                "max_executions_queued_per_caller": 1,
+            },
         },
     )
     async with http_gateway(config) as gateway:
-        for mode, era in ERAS:
-            await everything_the_gateway_does(gateway, mode, era)
-    assert ledger_entries(tmp_path) == ["auto", "legacy"]  # each approved call reached the child once
+        yield gateway
+
+
+async def test_both_eras_find_tools_call_children_ask_approval_hear_progress_and_list_changes_over_http(
+    served: HttpGateway, workdir: Path
+) -> None:
+    entries = len(ledger_entries(workdir))
+    for mode, era in ERAS:
+        await everything_the_gateway_does(served, mode, era)
+    # Each approved call reached the child once.
+    assert ledger_entries(workdir)[entries:] == ["auto", "legacy"]
 
 
 async def everything_the_gateway_does(gateway: HttpGateway, mode: str, era: str) -> None:
@@ -138,31 +168,56 @@ async def everything_the_gateway_does(gateway: HttpGateway, mode: str, era: str)
     assert text(late) == f"late_{mode} answers"
 
 
-async def test_body_host_origin_session_and_idle_caps_refuse_with_their_status_and_key(
-    tmp_path: Path,
-) -> None:
+@dataclass
+class Starting:
+    """A gateway whose one child (tiny) takes 3 s to start, probed as it starts."""
+
+    gateway: HttpGateway
+    alive: httpx2.Response  # /healthz at once
+    starting: httpx2.Response  # /readyz at once
+    ready: httpx2.Response  # /readyz once it answered 200
+
+
+@pytest.fixture(scope="module")
+async def late_start(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Starting]:
+    """`serve --http` with a late tiny and small caps on bodies, sessions (one) and idle time (1 s)."""
+    late = {"command": "sh", "args": ["-c", f"sleep 3; exec {sys.executable} {TINY['args'][0]}"]}
     config = write_config(
-        tmp_path,
+        tmp_path_factory.mktemp("late"),
         {
-            "mcpServers": {"tiny": TINY},
+            "mcpServers": {"tiny": late},
             "http": {"max_body_bytes": 65536, "max_sessions": 1, "session_idle_seconds": 1},
         },
     )
-    async with http_gateway(config) as gateway:
-        too_large = await post(gateway, b" " * 70_000)
-        bad_host = await post(gateway, INITIALIZE, host="attacker.example")
-        bad_origin = await post(gateway, INITIALIZE, origin="http://attacker.example")
-        opened = await post(gateway, INITIALIZE)
-        one_too_many = await post(gateway, INITIALIZE)
-        session = opened.headers["mcp-session-id"]
-        await anyio.sleep(2)  # no request in flight for longer than session_idle_seconds
-        expired = await post(
-            gateway,
-            {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-            **{"mcp-session-id": session, "mcp-protocol-version": "2025-11-25"},
-        )
-        # The gateway kept serving through all of it: both eras work, a new session too.
-        served = [await echo(gateway, mode) for mode, _ in ERAS]
+    async with http_gateway(config) as gateway, httpx2.AsyncClient() as probe:
+        with anyio.fail_after(WAIT):
+            alive = await probe.get(f"{gateway.base}/healthz")
+            starting = await probe.get(f"{gateway.base}/readyz")
+            await gateway.logged("child ready")
+            # The sandbox loads meanwhile, in a few hundred milliseconds: poll as a probe would.
+            while (ready := await probe.get(f"{gateway.base}/readyz")).status_code != 200:  # noqa: ASYNC110
+                await anyio.sleep(0.2)
+        yield Starting(gateway, alive, starting, ready)
+
+
+async def test_body_host_origin_session_and_idle_caps_refuse_with_their_status_and_key(
+    late_start: Starting,
+) -> None:
+    gateway = late_start.gateway
+    too_large = await post(gateway, b" " * 70_000)
+    bad_host = await post(gateway, INITIALIZE, host="attacker.example")
+    bad_origin = await post(gateway, INITIALIZE, origin="http://attacker.example")
+    opened = await post(gateway, INITIALIZE)
+    one_too_many = await post(gateway, INITIALIZE)
+    session = opened.headers["mcp-session-id"]
+    await anyio.sleep(2)  # no request in flight for longer than session_idle_seconds
+    expired = await post(
+        gateway,
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        **{"mcp-session-id": session, "mcp-protocol-version": "2025-11-25"},
+    )
+    # The gateway kept serving through all of it: both eras work, a new session too.
+    served = [await echo(gateway, mode) for mode, _ in ERAS]
     assert served == [{"result": "ok"}, {"result": "ok"}]
     assert too_large.status_code == 413
     assert error_body(too_large)["data"] == {"key": "http.max_body_bytes", "value": 65536}
@@ -219,25 +274,12 @@ class Outcomes:
 
 
 async def test_calls_past_the_in_flight_and_queue_caps_are_refused_and_cancelling_frees_a_place(
-    tmp_path: Path,
+    served: HttpGateway,
 ) -> None:
-    config = write_config(
-        tmp_path,
-        {
-            "mcpServers": {"ledger": ledger_server(tmp_path)},
-            "sandbox": {"timeout_seconds": 120},
-            "http": {
-                "max_executions_in_flight": 2,
-                "max_executions_queued": 1,
-                "max_executions_in_flight_per_caller": 1,
-                "max_executions_queued_per_caller": 1,
-            },
-        },
-    )
     quick = {"code": "tools.ledger.entries()"}
     answers, outcomes = Answers(), Outcomes()
+    gateway = served
     async with (
-        http_gateway(config) as gateway,
         http_client(gateway.url, "auto", answers=answers) as modern,  # a caller: its address
         http_client(gateway.url, "legacy", answers=answers) as first_session,  # a caller each
         http_client(gateway.url, "legacy", answers=answers) as second_session,
@@ -280,17 +322,10 @@ async def test_calls_past_the_in_flight_and_queue_caps_are_refused_and_cancellin
     assert all(answer.headers["retry-after"] for answer in answers.seen if answer.status_code >= 400)
 
 
-async def test_healthz_answers_at_once_and_readyz_only_once_every_child_has_reported(tmp_path: Path) -> None:
-    late = {"command": "sh", "args": ["-c", f"sleep 3; exec {sys.executable} {TINY['args'][0]}"]}
-    config = write_config(tmp_path, {"mcpServers": {"late": late}})
-    async with http_gateway(config) as gateway, httpx2.AsyncClient() as probe:
-        with anyio.fail_after(WAIT):
-            alive = await probe.get(f"{gateway.base}/healthz")
-            starting = await probe.get(f"{gateway.base}/readyz")
-            await gateway.logged("child ready")
-            # The sandbox loads meanwhile, in a few hundred milliseconds: poll as a probe would.
-            while (ready := await probe.get(f"{gateway.base}/readyz")).status_code != 200:  # noqa: ASYNC110
-                await anyio.sleep(0.2)
+async def test_healthz_answers_at_once_and_readyz_only_once_every_child_has_reported(
+    late_start: Starting,
+) -> None:
+    alive, starting, ready = late_start.alive, late_start.starting, late_start.ready
     assert (alive.status_code, alive.json()) == (200, {"alive": True})
     assert starting.status_code == 503
     assert starting.json()["ready"] is False

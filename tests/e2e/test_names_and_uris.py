@@ -4,10 +4,11 @@ URI is judged in the form the child reads it, and a rule keeps meaning the tool 
 from __future__ import annotations
 
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from mcp import ClientSession
 
 from tests.e2e.gateway_process import execute, overview_once, session, write_config
 
@@ -32,12 +33,27 @@ def _reads(*uris: str) -> str:
     )
 
 
-async def test_a_percent_escaped_uri_is_judged_in_the_form_the_child_reads(tmp_path: Path) -> None:
-    policy: dict[str, Any] = {
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """Module-wide, so that one gateway serves the tests whose rules and children it holds."""
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+async def shared(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[ClientSession]:
+    """probe with rules on its URIs, and shift with a deny written when `drop-all` was its only
+    `drop_all`."""
+    policy = {
         "hidden": ["probe:repo://acme/secrets/*"],
-        "deny": ["probe:repo://acme/private/*"],
+        "deny": ["probe:repo://acme/private/*", "shift.drop_all"],
     }
-    config = write_config(tmp_path, {"mcpServers": {"probe": PROBE}, "policy": policy})
+    servers = {"shift": SHIFT, "probe": PROBE}
+    config = write_config(tmp_path_factory.mktemp("names"), {"mcpServers": servers, "policy": policy})
+    async with session(config) as client:
+        yield client
+
+
+async def test_a_percent_escaped_uri_is_judged_in_the_form_the_child_reads(shared: ClientSession) -> None:
     code = _reads(
         "repo://acme/public/readme",
         "repo://acme/%73ecrets/key",
@@ -45,9 +61,8 @@ async def test_a_percent_escaped_uri_is_judged_in_the_form_the_child_reads(tmp_p
         "repo://acme/%70rivate/key",
         "repo://acme%2Fsecrets/key/x",
     )
-    async with session(config) as client:
-        public, escaped, authority, denied, slash = (await execute(client, code))["value"]
-        serves = await execute(client, "resources.probe.read('repo://acme/public/next')")
+    public, escaped, authority, denied, slash = (await execute(shared, code))["value"]
+    serves = await execute(shared, "resources.probe.read('repo://acme/public/next')")
     assert public == "contents of acme/public/readme"
     absent = "no resource 'repo://acme/secrets/key' on probe"
     assert escaped[0] == authority[0] == "ToolError"
@@ -74,17 +89,14 @@ answers
 
 
 async def test_a_tool_list_change_that_would_move_a_deny_blocks_the_server_saying_why(
-    tmp_path: Path,
+    shared: ClientSession,
 ) -> None:
     # The deny was written when `drop-all` (destructive) was the server's only `drop_all`.
-    servers = {"mcpServers": {"shift": SHIFT, "probe": PROBE}}
-    config = write_config(tmp_path, {**servers, "policy": {"deny": ["shift.drop_all"]}})
-    async with session(config) as client:
-        before = await execute(client, "call_tool('shift.drop-all')")
-        grown = await execute(client, "tools.shift.grow()")
-        overview = await overview_once(client, "shift (blocked")
-        after = (await execute(client, _EVERY_NAME))["value"]
-        serves = await execute(client, "tools.probe.echo(text='still here')")
+    before = await execute(shared, "call_tool('shift.drop-all')")
+    grown = await execute(shared, "tools.shift.grow()")
+    overview = await overview_once(shared, "shift (blocked")
+    after = (await execute(shared, _EVERY_NAME))["value"]
+    serves = await execute(shared, "tools.probe.echo(text='still here')")
     assert 'denied by policy (deny: "shift.drop_all")' in before["error"]["message"]
     assert grown["value"] == {"result": "grown"}
     assert (

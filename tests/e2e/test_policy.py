@@ -27,7 +27,8 @@ POLICY = {
 }
 
 
-def _config(tmp_path: Path, policy: dict[str, Any]) -> Path:
+def _config(tmp_path: Path, policy: dict[str, Any], only: tuple[str, ...] = ()) -> Path:
+    """The three children under `policy`; with `only`, just those of them."""
     node = "node"
     config = {
         "mcpServers": {
@@ -44,6 +45,8 @@ def _config(tmp_path: Path, policy: dict[str, Any]) -> Path:
         },
         "policy": policy,
     }
+    if only:
+        config["mcpServers"] = {name: config["mcpServers"][name] for name in only}
     path = tmp_path / "gateway.json"
     path.write_text(json.dumps(config), encoding="utf-8")
     return path
@@ -87,62 +90,76 @@ def error_of(outcome: dict[str, Any]) -> str:
     return f"{outcome['error']['type']}: {outcome['error']['message']}"
 
 
-async def test_policy_denies_hides_constrains_and_rations_tools(tmp_path: Path) -> None:
-    async with gateway(_config(tmp_path, POLICY)) as session:
-        denied = await run(session, "tools.everything.get_env()")
-        assert "denied by policy" in error_of(denied)
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """Module-wide, so that one gateway per policy and client kind serves the tests that need it."""
+    return "asyncio"
 
-        hidden = error_of(await run(session, "tools.memory.delete_entities(entityNames=['x'])"))
-        # Refused before the run (its calls are checked first), exactly as the call would be.
-        assert hidden.startswith("ToolError: the snippet was not run")
-        assert "line 1: unknown tool 'memory.delete_entities'" in hidden
-        assert "policy" not in hidden
-        assert "delete_" not in hidden.split("unknown tool 'memory.delete_entities'")[1]
-        listing = await search_docs(session, "delete entities")
-        assert "Still starting" not in listing  # the child listed the tools the policy hides
-        assert "delete_entities" not in listing
 
-        over_max = await run(session, "tools.everything.get_sum(a=150, b=1)")
-        assert "maximum" in error_of(over_max)
+@pytest.fixture(scope="module")
+async def session(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[ClientSession]:
+    """The team policy, and a client that cannot be asked for approval."""
+    async with gateway(_config(tmp_path_factory.mktemp("policy"), POLICY)) as client:
+        yield client
 
-        rationed = await run(
-            session,
-            "out = []\nfor i in range(3):\n"
-            "    try:\n        out.append(str(tools.everything.get_sum(a=i, b=1)))\n"
-            "    except ToolError as e:\n        out.append('refused: ' + str(e))\nout",
-        )
-        assert rationed["ok"], rationed
-        assert rationed["value"][2].startswith("refused: ")
-        assert "max_calls" in rationed["value"][2]
+
+async def test_policy_denies_hides_constrains_and_rations_tools(session: ClientSession) -> None:
+    denied = await run(session, "tools.everything.get_env()")
+    assert "denied by policy" in error_of(denied)
+
+    hidden = error_of(await run(session, "tools.memory.delete_entities(entityNames=['x'])"))
+    # Refused before the run (its calls are checked first), exactly as the call would be.
+    assert hidden.startswith("ToolError: the snippet was not run")
+    assert "line 1: unknown tool 'memory.delete_entities'" in hidden
+    assert "policy" not in hidden
+    assert "delete_" not in hidden.split("unknown tool 'memory.delete_entities'")[1]
+    listing = await search_docs(session, "delete entities")
+    assert "Still starting" not in listing  # the child listed the tools the policy hides
+    assert "delete_entities" not in listing
+
+    over_max = await run(session, "tools.everything.get_sum(a=150, b=1)")
+    assert "maximum" in error_of(over_max)
+
+    rationed = await run(
+        session,
+        "out = []\nfor i in range(3):\n"
+        "    try:\n        out.append(str(tools.everything.get_sum(a=i, b=1)))\n"
+        "    except ToolError as e:\n        out.append('refused: ' + str(e))\nout",
+    )
+    assert rationed["ok"], rationed
+    assert rationed["value"][2].startswith("refused: ")
+    assert "max_calls" in rationed["value"][2]
 
 
 async def test_a_marked_tool_runs_only_when_the_user_approves_that_exact_call(tmp_path: Path) -> None:
     code = "tools.memory.create_entities(entities=[{'name': 'N1', 'entityType': 't', 'observations': []}])"
-    approving = Approvals(approve=True)
-    async with gateway(_config(tmp_path, POLICY), approving) as session:
-        assert (await run(session, code))["ok"]
-        assert len(approving.asked) == 1
-        assert "memory.create_entities" in approving.asked[0]
-        assert '"N1"' in approving.asked[0]
-    declining = Approvals(approve=False)
-    async with gateway(_config(tmp_path, POLICY), declining) as session:
-        outcome = await run(session, code)
+    user = Approvals(approve=True)
+    async with gateway(_config(tmp_path, POLICY), user) as client:
+        assert (await run(client, code))["ok"]
+        assert len(user.asked) == 1
+        assert "memory.create_entities" in user.asked[0]
+        assert '"N1"' in user.asked[0]
+        user.approve = False  # the same call again: asked again, declined this time
+        outcome = await run(client, code)
+        assert len(user.asked) == 2
         assert "declined" in error_of(outcome)
 
 
-async def test_a_client_without_elicitation_gets_a_clear_refusal_not_a_silent_call(tmp_path: Path) -> None:
-    async with gateway(_config(tmp_path, POLICY)) as session:
-        outcome = await run(
-            session,
-            "tools.memory.create_entities(entities=[{'name': 'N2', 'entityType': 't', 'observations': []}])",
-        )
-        assert "cannot ask the user" in error_of(outcome)
-        graph = await run(session, "tools.memory.read_graph()")
-        assert "N2" not in json.dumps(graph["value"])
+async def test_a_client_without_elicitation_gets_a_clear_refusal_not_a_silent_call(
+    session: ClientSession,
+) -> None:
+    outcome = await run(
+        session,
+        "tools.memory.create_entities(entities=[{'name': 'N2', 'entityType': 't', 'observations': []}])",
+    )
+    assert "cannot ask the user" in error_of(outcome)
+    graph = await run(session, "tools.memory.read_graph()")
+    assert "N2" not in json.dumps(graph["value"])
 
 
 async def test_execute_codes_annotations_follow_what_the_policy_lets_it_reach(tmp_path: Path) -> None:
-    async with gateway(_config(tmp_path, {"read_only": True})) as session:
+    # memory alone: tools that read and tools that write.
+    async with gateway(_config(tmp_path, {"read_only": True}, only=("memory",))) as session:
         await run(session, "1")  # children connected: the catalog is complete
         with anyio.fail_after(30):
             tools = (await session.list_tools()).tools
@@ -150,7 +167,7 @@ async def test_execute_codes_annotations_follow_what_the_policy_lets_it_reach(tm
         assert annotations is not None
         assert annotations.read_only_hint is True
         assert annotations.destructive_hint is False
-    async with gateway(_config(tmp_path, {})) as session:
+    async with gateway(_config(tmp_path, {}, only=("memory",))) as session:
         await run(session, "1")
         with anyio.fail_after(30):
             annotations = (await session.list_tools()).tools[1].annotations

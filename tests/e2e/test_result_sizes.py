@@ -7,6 +7,7 @@ error text past about 11,000 characters.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
@@ -23,18 +24,31 @@ FLOOD = (
 )
 
 
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """Module-wide, so that one gateway with the default caps serves the tests that keep them."""
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+async def client(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Client]:
+    """The SDK client on a gateway with the default caps."""
+    config = write_config(tmp_path_factory.mktemp("sizes"), {"mcpServers": {"tiny": TINY}})
+    async with sdk_client(config) as connected:
+        yield connected
+
+
 async def call(client: Client, code: str) -> types.CallToolResult:
     with anyio.fail_after(WAIT):
         return await client.call_tool("execute_code", {"code": code})
 
 
 async def test_a_flood_of_output_comes_back_under_claude_codes_limits_saying_where_it_was_cut(
-    tmp_path: Path,
+    client: Client,
 ) -> None:
-    async with sdk_client(write_config(tmp_path, {"mcpServers": {"tiny": TINY}})) as client:
-        result = await call(client, FLOOD)
-        with anyio.fail_after(WAIT):
-            [execute] = [t for t in (await client.list_tools()).tools if t.name == "execute_code"]
+    result = await call(client, FLOOD)
+    with anyio.fail_after(WAIT):
+        [execute] = [t for t in (await client.list_tools()).tools if t.name == "execute_code"]
     assert not result.is_error
     assert result.structured_content is None
     hint = (execute.meta or {})["anthropic/maxResultSizeChars"]
@@ -47,9 +61,8 @@ async def test_a_flood_of_output_comes_back_under_claude_codes_limits_saying_whe
     assert "value cut here at 8,192 bytes (sandbox.max_value_bytes)" in stderr.splitlines()[-1]
 
 
-async def test_a_failed_flood_keeps_its_error_whole_within_claude_codes_error_limit(tmp_path: Path) -> None:
-    async with sdk_client(write_config(tmp_path, {"mcpServers": {"tiny": TINY}})) as client:
-        result = await call(client, "print('x' * 131_000)\n1/0")
+async def test_a_failed_flood_keeps_its_error_whole_within_claude_codes_error_limit(client: Client) -> None:
+    result = await call(client, "print('x' * 131_000)\n1/0")
     assert result.is_error
     shown = text(result)
     assert len(shown) <= 10_000

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
 import pytest
-from mcp.client.client import ConnectMode
+from mcp import Client
 
 from tests.e2e.gateway_process import WAIT, ledger_server, sdk_client, write_config
 
 pytestmark = pytest.mark.anyio
 
-ERAS = pytest.mark.parametrize("mode", ["auto", "legacy"])  # 2026-07-28, and 2025-11-25
+ERAS = ["auto", "legacy"]  # 2026-07-28, and 2025-11-25
 
 
 def config(tmp_path: Path) -> Path:
@@ -24,6 +25,21 @@ def config(tmp_path: Path) -> Path:
             "sandbox": {"max_concurrent_executions": 1, "timeout_seconds": 600, "fuel": 10**14},
         },
     )
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """Module-wide, so that one gateway per protocol era serves every test of this module."""
+    return "asyncio"
+
+
+@pytest.fixture(scope="module", params=ERAS)
+async def client(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Client]:
+    """The SDK client on one era, with a gateway of its own (stdio: one client per process)."""
+    async with sdk_client(config(tmp_path_factory.mktemp("progress")), request.param) as connected:
+        yield connected
 
 
 class Progress:
@@ -40,17 +56,13 @@ class Progress:
         self.arrived.set()
 
 
-@ERAS
-async def test_progress_strictly_increases_and_keeps_coming_during_a_long_child_call(
-    tmp_path: Path, mode: ConnectMode
-) -> None:
+async def test_progress_strictly_increases_and_keeps_coming_during_a_long_child_call(client: Client) -> None:
     heard = Progress()
     code = "tools.ledger.entries()\ntools.ledger.slow(seconds=3.5)\n'done'"
-    async with sdk_client(config(tmp_path), mode) as client:
-        with anyio.fail_after(WAIT):
-            result = await client.call_tool(
-                "execute_code", {"code": code, "details": True}, progress_callback=heard
-            )
+    with anyio.fail_after(WAIT):
+        result = await client.call_tool(
+            "execute_code", {"code": code, "details": True}, progress_callback=heard
+        )
     assert not result.is_error
     assert all(b > a for a, b in zip(heard.values, heard.values[1:], strict=False)), heard.values
     # A heartbeat at least every few seconds while the child works: clients reset their idle timeout on it.
@@ -59,25 +71,23 @@ async def test_progress_strictly_increases_and_keeps_coming_during_a_long_child_
     assert "2 tool calls" in (heard.messages[-1] or "")
 
 
-@ERAS
 async def test_cancelling_a_running_execution_stops_it_and_the_gateway_serves_the_next(
-    tmp_path: Path, mode: ConnectMode
+    client: Client,
 ) -> None:
     heard = Progress()
     spin = "tools.ledger.entries()\nwhile True:\n    pass"
-    async with sdk_client(config(tmp_path), mode) as client:
-        with anyio.fail_after(WAIT):
-            async with anyio.create_task_group() as tg:
+    with anyio.fail_after(WAIT):
+        async with anyio.create_task_group() as tg:
 
-                async def call() -> None:
-                    await client.call_tool(
-                        "execute_code", {"code": spin, "details": True}, progress_callback=heard
-                    )
+            async def call() -> None:
+                await client.call_tool(
+                    "execute_code", {"code": spin, "details": True}, progress_callback=heard
+                )
 
-                tg.start_soon(call)
-                await heard.arrived.wait()  # the snippet is past its tool call, spinning
-                tg.cancel_scope.cancel()  # the SDK tells the server the request is cancelled
-            # With one slot, this runs only if the spinning snippet was really stopped.
-            result = await client.call_tool("execute_code", {"code": "'next'", "details": True})
+            tg.start_soon(call)
+            await heard.arrived.wait()  # the snippet is past its tool call, spinning
+            tg.cancel_scope.cancel()  # the SDK tells the server the request is cancelled
+        # With one slot, this runs only if the spinning snippet was really stopped.
+        result = await client.call_tool("execute_code", {"code": "'next'", "details": True})
     assert result.structured_content is not None
     assert result.structured_content["value"] == "next"

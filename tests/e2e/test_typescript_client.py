@@ -1,4 +1,8 @@
-"""The real gateway process, driven by the official TypeScript MCP SDK client (tests/e2e/ts_client)."""
+"""The real gateway process, driven by the official TypeScript MCP SDK client (tests/e2e/ts_client).
+
+The client runs one script against one gateway for most of the module (its report is shared, each
+test reads its own steps); a client that cannot be asked for approval has a gateway of its own.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +14,58 @@ from typing import Any
 import pytest
 
 from tests.e2e.gateway_process import TINY, ledger_entries, ledger_server, write_config
-from tests.e2e.ts_client import Elicitation, call, execute, gateway_script, run_ts_client
+from tests.e2e.ts_client import call, execute, gateway_script, run_ts_client
 
 pytestmark = pytest.mark.anyio
 
+ECHO = "tools.tiny.echo(text='hi')"
+APPEND_TWICE = "print(tools.ledger.append(entry='one'))\nprint(tools.ledger.append(entry='two'))\n'done'"
+APPEND_DECLINED = (
+    "print(tools.ledger.append(entry='three'))\nprint(tools.ledger.append(entry='four'))\n'done'"
+)
 
-def _config(tmp_path: Path, **sandbox: Any) -> Path:
-    return write_config(tmp_path, {"mcpServers": {"tiny": TINY}, "sandbox": sandbox})
+# The steps of the shared script, by what each is for.
+PLAIN, DETAILED, FAILING, PROGRESS, APPROVED, DECLINED, ABORTED, NEXT = range(8)
+
+
+def _config(directory: Path) -> Path:
+    # One slot and an hour's budget: a snippet still sleeping after the cancel would hold the next call
+    # past the client's own request timeout and the test's bound, not a little longer.
+    config = {
+        "mcpServers": {"tiny": TINY, "ledger": ledger_server(directory)},
+        "policy": {"approve": ["ledger.append"]},
+        "sandbox": {"max_concurrent_executions": 1, "timeout_seconds": 3600},
+    }
+    return write_config(directory, config)
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """Module-wide, so that the one client run below serves every test that reads it."""
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shared run's config and ledger."""
+    return tmp_path_factory.mktemp("ts_client")
+
+
+@pytest.fixture(scope="module")
+async def report(workdir: Path) -> dict[str, Any]:
+    """The report of one script whose user approves every call, but declines during DECLINED."""
+    steps = {
+        PLAIN: execute(ECHO),
+        DETAILED: call("execute_code", {"code": ECHO, "details": True}),
+        FAILING: execute("x = 1\n1/0"),
+        PROGRESS: execute("import time; time.sleep(2.5)", progress=True),
+        APPROVED: execute(APPEND_TWICE),
+        DECLINED: execute(APPEND_DECLINED, elicitation="decline"),
+        ABORTED: execute("import time; time.sleep(3000)", progress=True, cancel_after_ms=1000),
+        NEXT: execute("'next'"),
+    }
+    script = gateway_script(_config(workdir), *(steps[i] for i in sorted(steps)), elicitation="accept")
+    return await run_ts_client(script)
 
 
 def _text(result: dict[str, Any]) -> str:
@@ -32,23 +81,19 @@ def _answer(report: dict[str, Any], index: int) -> dict[str, Any]:
 
 
 async def test_the_typescript_client_sees_exactly_the_two_tools_and_negotiates_its_newest_protocol(
-    tmp_path: Path,
+    report: dict[str, Any],
 ) -> None:
-    report = await run_ts_client(gateway_script(_config(tmp_path)))
     assert sorted(report["tools"]) == ["execute_code", "search_docs"]
     assert report["sdkVersion"] == "1.32.2"  # the Makefile's pin
     assert report["protocolVersion"] == report["latestProtocolVersion"], report["supportedProtocolVersions"]
     assert report["serverInfo"]["name"] == "codemode-gateway"
 
 
-async def test_execute_codes_result_reaches_the_typescript_client_as_the_value_alone(tmp_path: Path) -> None:
-    code = "tools.tiny.echo(text='hi')"
-    script = gateway_script(
-        _config(tmp_path), execute(code), call("execute_code", {"code": code, "details": True})
-    )
-    report = await run_ts_client(script)
+async def test_execute_codes_result_reaches_the_typescript_client_as_the_value_alone(
+    report: dict[str, Any],
+) -> None:
     assert "execute_code" not in report["outputSchemaTools"]  # nothing for a client to check it against
-    plain, detailed = _answer(report, 0), _answer(report, 1)
+    plain, detailed = _answer(report, PLAIN), _answer(report, DETAILED)
     assert plain["isError"] is False
     assert plain["content"] == [{"type": "text", "text": "{'result': 'hi'}"}]
     assert "structuredContent" not in plain
@@ -57,9 +102,10 @@ async def test_execute_codes_result_reaches_the_typescript_client_as_the_value_a
     assert json.loads(_text(detailed)) == detailed["structuredContent"]
 
 
-async def test_a_failing_snippet_comes_back_as_is_error_with_its_own_traceback(tmp_path: Path) -> None:
-    report = await run_ts_client(gateway_script(_config(tmp_path), execute("x = 1\n1/0")))
-    result = _answer(report, 0)
+async def test_a_failing_snippet_comes_back_as_is_error_with_its_own_traceback(
+    report: dict[str, Any],
+) -> None:
+    result = _answer(report, FAILING)
     assert result["isError"] is True
     text = _text(result)
     assert 'File "<snippet>", line 2' in text
@@ -68,66 +114,50 @@ async def test_a_failing_snippet_comes_back_as_is_error_with_its_own_traceback(t
     assert "structuredContent" not in result
 
 
-async def test_progress_notifications_of_a_long_snippet_strictly_increase(tmp_path: Path) -> None:
-    report = await run_ts_client(
-        gateway_script(_config(tmp_path), execute("import time; time.sleep(2.5)", progress=True))
-    )
-    assert _answer(report, 0)["isError"] is False
-    notes = report["results"][0]["progress"]
+async def test_progress_notifications_of_a_long_snippet_strictly_increase(report: dict[str, Any]) -> None:
+    assert _answer(report, PROGRESS)["isError"] is False
+    notes = report["results"][PROGRESS]["progress"]
     values = [note["progress"] for note in notes]
     assert len(values) >= 2, notes
     assert all(a < b for a, b in pairwise(values)), notes
 
 
-async def test_an_aborted_call_returns_at_once_and_the_next_call_is_served(tmp_path: Path) -> None:
-    # One slot and an hour's budget: a snippet still sleeping after the cancel would hold the next call
-    # past the client's own request timeout and the test's bound, not a little longer.
-    config = _config(tmp_path, max_concurrent_executions=1, timeout_seconds=3600)
-    script = gateway_script(
-        config,
-        execute("import time; time.sleep(3000)", progress=True, cancel_after_ms=1000),
-        execute("'next'"),
-    )
-    report = await run_ts_client(script)
-    aborted = report["results"][0]
+async def test_an_aborted_call_returns_at_once_and_the_next_call_is_served(report: dict[str, Any]) -> None:
+    aborted = report["results"][ABORTED]
     assert aborted["result"] is None
     assert "aborted by the script after 1000 ms" in aborted["error"]
-    assert _text(_answer(report, 1)) == "'next'"
-
-
-def _ledger_config(tmp_path: Path) -> Path:
-    config = {"mcpServers": {"ledger": ledger_server(tmp_path)}, "policy": {"approve": ["ledger.append"]}}
-    return write_config(tmp_path, config)
-
-
-APPEND_TWICE = "print(tools.ledger.append(entry='one'))\nprint(tools.ledger.append(entry='two'))\n'done'"
+    assert _text(_answer(report, NEXT)) == "'next'"
 
 
 async def test_the_typescript_clients_user_approves_each_call_and_each_reaches_the_child_once(
-    tmp_path: Path,
+    report: dict[str, Any], workdir: Path
 ) -> None:
-    report = await run_ts_client(
-        gateway_script(_ledger_config(tmp_path), execute(APPEND_TWICE), elicitation="accept")
-    )
-    result = _answer(report, 0)
+    result = _answer(report, APPROVED)
     assert result["isError"] is False, _text(result)
-    prompts = report["results"][0]["elicitations"]
+    prompts = report["results"][APPROVED]["elicitations"]
     assert len(prompts) == 2
     assert 'entry: "one"' in prompts[0]
     assert 'entry: "two"' in prompts[1]
-    assert ledger_entries(tmp_path) == ["one", "two"]
+    assert ledger_entries(workdir) == ["one", "two"]  # and nothing of the declined step's
 
 
-@pytest.mark.parametrize(
-    ("answer", "expected"), [("decline", "the user declined"), ("none", "cannot ask the user")]
-)
-async def test_a_refusal_in_the_typescript_client_leaves_the_child_untouched(
-    tmp_path: Path, answer: Elicitation, expected: str
+async def test_a_decline_in_the_typescript_client_leaves_the_child_untouched(
+    report: dict[str, Any], workdir: Path
 ) -> None:
-    report = await run_ts_client(
-        gateway_script(_ledger_config(tmp_path), execute(APPEND_TWICE), elicitation=answer)
+    result = _answer(report, DECLINED)
+    assert result["isError"] is True
+    assert "the user declined" in _text(result)
+    assert report["results"][DECLINED]["elicitations"]  # the user was asked, and said no
+    assert not {"three", "four"} & set(ledger_entries(workdir))
+
+
+async def test_a_typescript_client_that_cannot_be_asked_leaves_the_child_untouched(tmp_path: Path) -> None:
+    config = write_config(
+        tmp_path,
+        {"mcpServers": {"ledger": ledger_server(tmp_path)}, "policy": {"approve": ["ledger.append"]}},
     )
+    report = await run_ts_client(gateway_script(config, execute(APPEND_TWICE), elicitation="none"))
     result = _answer(report, 0)
     assert result["isError"] is True
-    assert expected in _text(result)
+    assert "cannot ask the user" in _text(result)
     assert ledger_entries(tmp_path) == []

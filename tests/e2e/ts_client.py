@@ -34,18 +34,35 @@ def node() -> str:
 
 
 def call(
-    tool: str, arguments: dict[str, Any], *, progress: bool = False, cancel_after_ms: int | None = None
+    tool: str,
+    arguments: dict[str, Any],
+    *,
+    progress: bool = False,
+    cancel_after_ms: int | None = None,
+    elicitation: Elicitation | None = None,
 ) -> dict[str, Any]:
-    """A script step: callTool, with a progress token if `progress`, aborted after `cancel_after_ms`."""
+    """A script step: callTool, with a progress token if `progress`, aborted after `cancel_after_ms`;
+    with `elicitation`, the user answers that way during this step (not the script's way)."""
     entry: dict[str, Any] = {"tool": tool, "arguments": arguments, "progress": progress}
     if cancel_after_ms is not None:
         entry["cancel_after_ms"] = cancel_after_ms
+    if elicitation is not None:
+        entry["elicitation"] = elicitation
     return entry
 
 
-def execute(code: str, *, progress: bool = False, cancel_after_ms: int | None = None) -> dict[str, Any]:
+def execute(
+    code: str,
+    *,
+    progress: bool = False,
+    cancel_after_ms: int | None = None,
+    elicitation: Elicitation | None = None,
+) -> dict[str, Any]:
     """A script step running `code` through execute_code."""
-    return call("execute_code", {"code": code}, progress=progress, cancel_after_ms=cancel_after_ms)
+    arguments = {"code": code}
+    return call(
+        "execute_code", arguments, progress=progress, cancel_after_ms=cancel_after_ms, elicitation=elicitation
+    )
 
 
 def gateway_script(

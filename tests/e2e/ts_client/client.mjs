@@ -4,9 +4,11 @@
 //
 // script: {"command": [argv...], "env": {...}, "cwd": "...",
 //          "elicitation": "accept" | "decline" | "cancel" | "none", "elicitation_content": {...}?,
-//          "steps": [{"tool", "arguments", "progress": bool?, "cancel_after_ms": N?, "timeout_ms": N?}]}
+//          "steps": [{"tool", "arguments", "progress": bool?, "cancel_after_ms": N?, "timeout_ms": N?,
+//                     "elicitation": "accept" | "decline" | "cancel"?}]}
 //   "none" declares no elicitation capability; "accept" answers with elicitation_content, by default
-//   with every boolean of the requested form set to true (see yes()).
+//   with every boolean of the requested form set to true (see yes()). A step's own "elicitation" is
+//   how the user answers during that step (the client must not be "none").
 // prints: {"sdkVersion", "latestProtocolVersion", "supportedProtocolVersions", "protocolVersion",
 //          "serverInfo", "tools": [names], "outputSchemaTools": [names],
 //          "results": [{"result": CallToolResult | null, "error": message | null,
@@ -42,7 +44,8 @@ async function main() {
         client.setRequestHandler(ElicitRequestSchema, async (request) => {
             const { message, requestedSchema } = request.params;
             (current?.elicitations ?? []).push(message); // (none is expected outside a step)
-            if (mode !== 'accept') return { action: mode };
+            const answer = current?.answer ?? mode;
+            if (answer !== 'accept') return { action: answer };
             return { action: 'accept', content: script.elicitation_content ?? yes(requestedSchema) };
         });
     }
@@ -62,6 +65,7 @@ async function main() {
         for (const step of script.steps ?? []) {
             current = { result: null, error: null, progress: [], elicitations: [], elapsed_ms: 0 };
             results.push(current);
+            Object.defineProperty(current, 'answer', { value: step.elicitation, enumerable: false });
             const options = { timeout: step.timeout_ms ?? 120_000 };
             if (step.progress) {
                 // Giving onprogress makes the SDK send a progressToken in _meta.
