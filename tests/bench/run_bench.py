@@ -14,6 +14,7 @@ import argparse
 import datetime
 import gc
 import hashlib
+import importlib
 import importlib.metadata
 import json
 import math
@@ -148,7 +149,8 @@ class Plan:
     search_cases: int | None = None  # the first this many queries of each search set (None: all of them)
     search_repeats: int = 3  # each query's latency is the best of this many searches
     # The quick run's savings in processes (its figures are never read): the peer's kept interpreter is
-    # its last fresh one, the RSS row reads the per-call rows' gateway, FastMCP CodeMode gets one child.
+    # its last fresh one, the RSS row reads the per-call rows' gateway, FastMCP CodeMode gets one child
+    # and its venv is looked up in this process.
     spare_processes: bool = False
 
 
@@ -1677,17 +1679,30 @@ class CodeModeFigures:
     theirs_rss_bytes: int
 
 
-def codemode_params(config_file: Path) -> StdioServerParameters:
-    """FastMCP CodeMode in front of the children of `config_file`, from its pinned venv (`make setup`
-    builds it; built here on first use otherwise)."""
-    # The agent evaluation owns the venv's pins and its build; this script runs outside the tests package.
+def peer_venv_python(plan: Plan) -> str:
+    """The python of FastMCP CodeMode's pinned venv (`make setup` builds it; built here on first use
+    otherwise)."""
+    # The agent evaluation owns the venv's pins and its build; this script runs outside the tests package,
+    # so it asks a process of its own, unless the quick run (under pytest) can import the package.
+    if plan.spare_processes:
+        try:
+            interfaces = importlib.import_module("tests.agent_eval.interfaces")
+        except ImportError:
+            pass
+        else:
+            return str(interfaces.ensure_peer_venv())
     build = "from tests.agent_eval.interfaces import ensure_peer_venv; print(ensure_peer_venv())"
     done = subprocess.run(
         [sys.executable, "-c", build], cwd=REPO, capture_output=True, text=True, check=False
     )
     if done.returncode != 0:
         raise BenchError(f"could not build the FastMCP CodeMode peer's venv: {done.stderr[-1000:]}")
-    python = done.stdout.strip().splitlines()[-1]
+    return done.stdout.strip().splitlines()[-1]
+
+
+def codemode_params(config_file: Path, plan: Plan) -> StdioServerParameters:
+    """FastMCP CodeMode in front of the children of `config_file`, from its pinned venv."""
+    python = peer_venv_python(plan)
     return StdioServerParameters(
         command=str(python), args=[str(CODEMODE_SERVER), str(config_file)], env=passed_environment(), cwd=REPO
     )
@@ -1715,14 +1730,15 @@ def peer_pid(script: Path) -> int:
 
 
 async def measure_codemode(
-    gateway: ClientSession, config_file: Path, errlog: TextIO, runs: int, warmup: int
+    gateway: ClientSession, config_file: Path, errlog: TextIO, plan: Plan
 ) -> CodeModeFigures:
     """A trivial execute and one nested everything.echo call on each, interleaved, then each
     server's RSS."""
     tool = ECHO_TOOL
     nested = CODEMODE_NESTED.format(tool=f"{tool.server}_{tool.tool}", arguments=dict(tool.arguments))
     times: dict[str, list[float]] = {key: [] for key in ("ours", "theirs", "ours_nested", "theirs_nested")}
-    async with connect(codemode_params(config_file), errlog) as peer:
+    runs, warmup = plan.gateway_runs, plan.warmup
+    async with connect(codemode_params(config_file, plan), errlog) as peer:
         with anyio.fail_after(GATEWAY_WAIT_SECONDS + runs):
             for run in range(warmup + runs):
                 taken = {
@@ -1837,11 +1853,7 @@ async def measure_gateway(plan: Plan) -> GatewayFigures:
                             lambda: this_process_cpu_ms() + process_cpu_ms(pid),
                         )
                     codemode = await measure_codemode(
-                        gateway,
-                        codemode_config(workdir, servers, plan),
-                        errlog,
-                        plan.gateway_runs,
-                        plan.warmup,
+                        gateway, codemode_config(workdir, servers, plan), errlog, plan
                     )
                     memory = (
                         await measure_rss(connection, len(servers), plan.rss_executions)
