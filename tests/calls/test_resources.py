@@ -24,7 +24,7 @@ from gateway.calls._pool import child_pool, gateway_secrets
 from gateway.calls._resources import MAX_PAGES, ResourceReads
 from gateway.catalog import Catalog
 from gateway.children import ChildPool
-from gateway.config import parse_config
+from gateway.config import GatewayConfig, parse_config
 from gateway.policy import Policy, no_approver
 from gateway.sandbox import MAX_URI_CHARS
 from gateway.shared._redaction import Redactor
@@ -67,19 +67,52 @@ class Reads:
         return [json.loads(line) for line in self.audit_path.read_text().splitlines()]
 
 
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """Module-wide, so that one pool over the resource server serves the tests that need no other child."""
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+async def res_pool() -> AsyncIterator[ChildPool]:
+    """A ready pool of `{"res": resource_server()}`, shared: the policy and the audit are each test's own."""
+    config = parse_config({"mcpServers": {"res": resource_server()}}, "test", {"RESOURCE_TOKEN": TOKEN})
+    async with child_pool(config, Redactor(gateway_secrets(config))) as pool:
+        with anyio.fail_after(WAIT):
+            await pool.wait_ready()
+        yield pool
+
+
+@asynccontextmanager
+async def started_pool(
+    config: GatewayConfig, redactor: Redactor, shared: ChildPool | None
+) -> AsyncIterator[ChildPool]:
+    """`shared` as it is, else a ready pool of `config`'s children for this test alone."""
+    if shared is not None:
+        yield shared
+        return
+    async with child_pool(config, redactor) as pool:
+        with anyio.fail_after(WAIT):
+            await pool.wait_ready()
+        yield pool
+
+
 @asynccontextmanager
 async def reads_over(
-    tmp_path: Path, servers: dict[str, Any], policy: dict[str, Any] | None = None
+    tmp_path: Path,
+    servers: dict[str, Any],
+    policy: dict[str, Any] | None = None,
+    *,
+    pool: ChildPool | None = None,
 ) -> AsyncIterator[Reads]:
-    """ResourceReads over a real pool of `servers`, the catalog filtered as the gateway filters it."""
+    """ResourceReads over a real pool of `servers` (`pool`, when it already runs them), the catalog
+    filtered as the gateway filters it."""
     config = parse_config({"mcpServers": servers, "policy": policy or {}}, "test", {"RESOURCE_TOKEN": TOKEN})
     redactor = Redactor(gateway_secrets(config))
     rules = Policy(config.policy)
     audit_path = tmp_path / "audit.jsonl"
     with AuditLog(audit_path, redactor=redactor) as audit:
-        async with child_pool(config, redactor) as pool:
-            with anyio.fail_after(WAIT):
-                await pool.wait_ready()
+        async with started_pool(config, redactor, pool) as pool:
             everything = Catalog(pool.tools(), pool.statuses())
             catalog = everything.filtered(
                 rules.visible,
@@ -91,8 +124,10 @@ async def reads_over(
             yield Reads(pool, catalog, ResourceReads(pool, redactor, audit), execution, audit_path)
 
 
-async def test_a_list_pages_through_every_resource_and_lists_the_templates(tmp_path: Path) -> None:
-    async with reads_over(tmp_path, {"res": resource_server()}) as reads:
+async def test_a_list_pages_through_every_resource_and_lists_the_templates(
+    tmp_path: Path, res_pool: ChildPool
+) -> None:
+    async with reads_over(tmp_path, {"res": resource_server()}, pool=res_pool) as reads:
         listing = await reads.ask("res")
     uris = [entry["uri"] for entry in listing["resources"]]
     # 5 fixed resources and 7 pages of documents, 3 to a page: every page was asked for, in order.
@@ -122,8 +157,10 @@ async def test_a_list_pages_through_every_resource_and_lists_the_templates(tmp_p
     assert "truncated" not in listing
 
 
-async def test_text_reads_as_text_and_bytes_as_a_blob_marker_with_base64_data(tmp_path: Path) -> None:
-    async with reads_over(tmp_path, {"res": resource_server()}) as reads:
+async def test_text_reads_as_text_and_bytes_as_a_blob_marker_with_base64_data(
+    tmp_path: Path, res_pool: ChildPool
+) -> None:
+    async with reads_over(tmp_path, {"res": resource_server()}, pool=res_pool) as reads:
         text = await reads.read("res", "note://readme")
         image = await reads.read("res", "image://pixel.png")
         templated = await reads.read("res", "docs://page/42")  # not listed: the template serves it
@@ -143,8 +180,12 @@ async def test_text_reads_as_text_and_bytes_as_a_blob_marker_with_base64_data(tm
     assert templated["contents"][0]["text"] == "page 42"
 
 
-async def test_an_unknown_resource_and_a_hidden_one_are_refused_in_the_same_words(tmp_path: Path) -> None:
-    async with reads_over(tmp_path, {"res": resource_server()}, {"hidden": ["res:secret://*"]}) as reads:
+async def test_an_unknown_resource_and_a_hidden_one_are_refused_in_the_same_words(
+    tmp_path: Path, res_pool: ChildPool
+) -> None:
+    async with reads_over(
+        tmp_path, {"res": resource_server()}, {"hidden": ["res:secret://*"]}, pool=res_pool
+    ) as reads:
         listing = await reads.ask("res")
         with pytest.raises(ToolCallError) as hidden:
             await reads.read("res", "secret://token")
@@ -160,9 +201,11 @@ async def test_an_unknown_resource_and_a_hidden_one_are_refused_in_the_same_word
     assert calls == 2  # the list and the read that reached the child; the hidden one counted nothing
 
 
-async def test_a_denied_read_names_the_rule_and_the_list_marks_the_resource(tmp_path: Path) -> None:
+async def test_a_denied_read_names_the_rule_and_the_list_marks_the_resource(
+    tmp_path: Path, res_pool: ChildPool
+) -> None:
     policy = {"allow": ["res.*", "res:note://*", "res:image://*", "res:docs://*"], "deny": ["res:image://*"]}
-    async with reads_over(tmp_path, {"res": resource_server()}, policy) as reads:
+    async with reads_over(tmp_path, {"res": resource_server()}, policy, pool=res_pool) as reads:
         listing = await reads.ask("res")
         with pytest.raises(PolicyDenied) as denied:
             await reads.read("res", "image://pixel.png")
@@ -177,19 +220,27 @@ async def test_a_denied_read_names_the_rule_and_the_list_marks_the_resource(tmp_
     assert str(not_allowed.value) == "res:secret://token is denied by policy (allow: no pattern matches it)"
 
 
-async def test_tool_rules_allow_no_resources_and_a_whole_server_hidden_takes_them_too(tmp_path: Path) -> None:
+async def test_tool_rules_allow_no_resources_and_a_whole_server_hidden_takes_them_too(
+    tmp_path: Path, res_pool: ChildPool
+) -> None:
     # Hiding the whole server (res.*) hides its resources too (fail closed): it is unknown.
-    async with reads_over(tmp_path, {"res": resource_server()}, {"hidden": ["res.*"]}) as reads:
+    async with reads_over(
+        tmp_path, {"res": resource_server()}, {"hidden": ["res.*"]}, pool=res_pool
+    ) as reads:
         with pytest.raises(ToolCallError, match="unknown server 'res'"):
             await reads.read("res", "note://readme")
     # Allowing every tool of the server allows none of its resources: allow needs a resource rule.
-    async with reads_over(tmp_path, {"res": resource_server()}, {"allow": ["res.*"]}) as reads:
+    async with reads_over(tmp_path, {"res": resource_server()}, {"allow": ["res.*"]}, pool=res_pool) as reads:
         with pytest.raises(PolicyDenied, match="allow: no pattern matches it"):
             await reads.read("res", "note://readme")
 
 
-async def test_a_policy_typo_that_blocks_a_server_blocks_its_resources_too(tmp_path: Path) -> None:
-    async with reads_over(tmp_path, {"res": resource_server()}, {"deny": ["res.forgt"]}) as reads:
+async def test_a_policy_typo_that_blocks_a_server_blocks_its_resources_too(
+    tmp_path: Path, res_pool: ChildPool
+) -> None:
+    async with reads_over(
+        tmp_path, {"res": resource_server()}, {"deny": ["res.forgt"]}, pool=res_pool
+    ) as reads:
         with pytest.raises(ToolCallError, match=r"server 'res' is blocked: .*res\.forgt"):
             await reads.ask("res")
 
@@ -220,15 +271,19 @@ async def test_a_server_without_the_resources_capability_says_it_has_none(tmp_pa
     assert offering == {"plain": False, "tiny": False}
 
 
-async def test_an_unknown_server_is_refused_with_a_did_you_mean(tmp_path: Path) -> None:
-    async with reads_over(tmp_path, {"res": resource_server()}) as reads:
+async def test_an_unknown_server_is_refused_with_a_did_you_mean(tmp_path: Path, res_pool: ChildPool) -> None:
+    async with reads_over(tmp_path, {"res": resource_server()}, pool=res_pool) as reads:
         with pytest.raises(ToolCallError) as refused:
             await reads.ask("rse")
     assert str(refused.value) == "unknown server 'rse'; did you mean res? Servers with resources: res."
 
 
-async def test_each_request_counts_toward_the_runs_quota_and_is_audited(tmp_path: Path) -> None:
-    async with reads_over(tmp_path, {"res": resource_server()}, {"max_tool_calls": 2}) as reads:
+async def test_each_request_counts_toward_the_runs_quota_and_is_audited(
+    tmp_path: Path, res_pool: ChildPool
+) -> None:
+    async with reads_over(
+        tmp_path, {"res": resource_server()}, {"max_tool_calls": 2}, pool=res_pool
+    ) as reads:
         await reads.ask("res")
         await reads.read("res", "note://readme")
         with pytest.raises(QuotaExceeded, match=r"policy\.max_tool_calls"):
@@ -247,8 +302,10 @@ async def test_each_request_counts_toward_the_runs_quota_and_is_audited(tmp_path
     assert calls == 4  # every request, refused or not, as the execution's record counts tool calls
 
 
-async def test_secrets_are_redacted_from_contents_listings_errors_and_the_audit_log(tmp_path: Path) -> None:
-    async with reads_over(tmp_path, {"res": resource_server()}) as reads:
+async def test_secrets_are_redacted_from_contents_listings_errors_and_the_audit_log(
+    tmp_path: Path, res_pool: ChildPool
+) -> None:
+    async with reads_over(tmp_path, {"res": resource_server()}, pool=res_pool) as reads:
         listing = await reads.ask("res")
         secret = await reads.read("res", "secret://token")
         with pytest.raises(ToolCallError) as failed:
@@ -265,8 +322,10 @@ async def test_secrets_are_redacted_from_contents_listings_errors_and_the_audit_
     assert TOKEN not in json.dumps([listing, secret])
 
 
-async def test_a_uri_holding_a_secret_ends_the_run_before_the_child_sees_it(tmp_path: Path) -> None:
-    async with reads_over(tmp_path, {"res": resource_server()}) as reads:
+async def test_a_uri_holding_a_secret_ends_the_run_before_the_child_sees_it(
+    tmp_path: Path, res_pool: ChildPool
+) -> None:
+    async with reads_over(tmp_path, {"res": resource_server()}, pool=res_pool) as reads:
         with pytest.raises(SecretInArguments) as ended:
             await reads.read("res", f"docs://page/{TOKEN}")
         calls = reads.execution.quota.calls
@@ -275,9 +334,11 @@ async def test_a_uri_holding_a_secret_ends_the_run_before_the_child_sees_it(tmp_
     assert calls == 0
 
 
-async def test_contents_answered_for_other_uris_follow_the_policy_too(tmp_path: Path) -> None:
+async def test_contents_answered_for_other_uris_follow_the_policy_too(
+    tmp_path: Path, res_pool: ChildPool
+) -> None:
     policy = {"hidden": ["res:file:///dir/private*"]}
-    async with reads_over(tmp_path, {"res": resource_server()}, policy) as reads:
+    async with reads_over(tmp_path, {"res": resource_server()}, policy, pool=res_pool) as reads:
         read = await reads.read("res", "file:///dir")
     assert [item["uri"] for item in read["contents"]] == ["file:///dir/a.txt"]
 
@@ -293,10 +354,10 @@ async def test_a_list_stops_at_its_page_cap_and_says_so(tmp_path: Path) -> None:
 
 
 async def test_a_list_stops_at_its_entry_cap_and_says_so(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, res_pool: ChildPool
 ) -> None:
     monkeypatch.setattr(resources_module, "MAX_ENTRIES", 4)
-    async with reads_over(tmp_path, {"res": resource_server()}) as reads:
+    async with reads_over(tmp_path, {"res": resource_server()}, pool=res_pool) as reads:
         listing = await reads.ask("res")
     assert [entry["uri"] for entry in listing["resources"]] == [
         "note://readme",
@@ -308,10 +369,10 @@ async def test_a_list_stops_at_its_entry_cap_and_says_so(
 
 
 async def test_a_uri_past_the_one_limit_is_refused_naming_it_by_the_gateway_and_by_the_sandbox(
-    tmp_path: Path,
+    tmp_path: Path, res_pool: ChildPool
 ) -> None:
     uri = "note://" + "x" * (MAX_URI_CHARS - len("note://") + 1)
-    async with reads_over(tmp_path, {"res": resource_server()}) as reads:
+    async with reads_over(tmp_path, {"res": resource_server()}, pool=res_pool) as reads:
         with pytest.raises(ToolCallError, match=f"at most {MAX_URI_CHARS:,}"), anyio.fail_after(WAIT):
             await reads.read("res", uri)
     config = parse_config({"mcpServers": {"res": resource_server()}}, "test", {"RESOURCE_TOKEN": TOKEN})
@@ -334,9 +395,9 @@ async def test_a_uri_past_the_one_limit_is_refused_naming_it_by_the_gateway_and_
     ],
 )
 async def test_a_malformed_request_is_refused_and_recorded(
-    tmp_path: Path, payload: dict[str, Any], complaint: str
+    tmp_path: Path, payload: dict[str, Any], complaint: str, res_pool: ChildPool
 ) -> None:
-    async with reads_over(tmp_path, {"res": resource_server()}) as reads:
+    async with reads_over(tmp_path, {"res": resource_server()}, pool=res_pool) as reads:
         with pytest.raises(ToolCallError, match=complaint), anyio.fail_after(WAIT):
             await reads.reads.answer(reads.execution, payload)
         records = reads.records()

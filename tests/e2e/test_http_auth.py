@@ -1,10 +1,16 @@
 """Who is calling, over HTTP through the real gateway process: API tokens checked before anything
-runs, a 401 with the challenge otherwise, and the principal as the caller the caps count."""
+runs, a 401 with the challenge otherwise, and the principal as the caller the caps count.
+
+One gateway serves every test of the module: three principals, a role that narrows bob's reach, and a
+per-caller cap of one execution in flight; each test reads only the audit records of the principals it
+names."""
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +20,7 @@ import pytest
 from mcp import Client, types
 from mcp.client.client import ConnectMode
 
-from tests.e2e.gateway_http import WAIT, http_client, http_gateway
+from tests.e2e.gateway_http import WAIT, HttpGateway, http_client, http_gateway
 from tests.e2e.gateway_process import cli, environment, write_config
 from tests.real_servers import SERVERS, TINY_SERVER
 
@@ -22,53 +28,75 @@ pytestmark = pytest.mark.anyio
 
 ALICE = "alice-token-" + "a" * 40
 BOB = "bob-token-" + "b" * 40
+CAROL = "carol-token-" + "c" * 40
+ENV = {"ALICE_TOKEN": ALICE, "BOB_TOKEN": BOB, "CAROL_TOKEN": CAROL}
 
 
-def config(tmp_path: Path, **children: dict[str, Any]) -> Path:
+@dataclass(frozen=True)
+class Served:
+    gateway: HttpGateway
+    config: Path
+    home: Path  # the latch child's files go here
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """Module-wide, so that one gateway serves every test of this module."""
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+async def served(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Served]:
+    home = tmp_path_factory.mktemp("http-auth")
     tiny = {"command": sys.executable, "args": [str(TINY_SERVER)]}
-    return write_config(
-        tmp_path,
+    latch = {"command": sys.executable, "args": [str(SERVERS / "latch_server.py")]}
+    config = write_config(
+        home,
         {
-            "mcpServers": {"tiny": tiny, **children},
-            "audit": {"path": str(tmp_path / "audit.jsonl")},
-            "auth": {"tokens": {"alice": "${ALICE_TOKEN}", "bob": "${BOB_TOKEN}"}},
+            "mcpServers": {"tiny": tiny, "latch": latch},
+            "audit": {"path": str(home / "audit.jsonl")},
+            "auth": {"tokens": {"alice": "${ALICE_TOKEN}", "bob": "${BOB_TOKEN}", "carol": "${CAROL_TOKEN}"}},
             "http": {"max_executions_in_flight_per_caller": 1, "max_executions_queued_per_caller": 0},
+            "policy": {
+                "roles": {
+                    "contractor": {"principals": ["bob"], "deny": ["tiny.echo"], "hidden": ["tiny.env"]}
+                }
+            },
         },
     )
+    async with http_gateway(config, env=environment(ENV)) as gateway:
+        yield Served(gateway, config, home)
 
 
-async def test_only_a_configured_token_reaches_the_gateway_on_both_eras(tmp_path: Path) -> None:
-    env = environment({"ALICE_TOKEN": ALICE, "BOB_TOKEN": BOB})
-    async with http_gateway(config(tmp_path), env=env) as gateway:
-        async with httpx2.AsyncClient() as http:
+async def test_only_a_configured_token_reaches_the_gateway_on_both_eras(served: Served) -> None:
+    gateway = served.gateway
+    async with httpx2.AsyncClient() as http:
+        with anyio.fail_after(WAIT):
+            missing = await http.post(gateway.url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+            wrong = await http.post(
+                gateway.url,
+                json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                headers={"Authorization": f"Bearer {ALICE[:-1]}x"},
+            )
+            probe = await http.get(gateway.base + "/healthz")
+    for refused in (missing, wrong):
+        assert refused.status_code == 401
+        assert refused.headers["www-authenticate"].startswith("Bearer")
+    assert probe.status_code == 200  # probes stay open: a load balancer has no token
+    modes: tuple[ConnectMode, ...] = ("auto", "legacy")
+    for mode in modes:
+        async with http_client(gateway.url, mode, token=ALICE) as client:
             with anyio.fail_after(WAIT):
-                missing = await http.post(gateway.url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
-                wrong = await http.post(
-                    gateway.url,
-                    json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
-                    headers={"Authorization": f"Bearer {ALICE[:-1]}x"},
+                result = await client.call_tool(
+                    "execute_code", {"code": "tools.tiny.echo(text='hi')", "details": True}
                 )
-                probe = await http.get(gateway.base + "/healthz")
-        for refused in (missing, wrong):
-            assert refused.status_code == 401
-            assert refused.headers["www-authenticate"].startswith("Bearer")
-        assert probe.status_code == 200  # probes stay open: a load balancer has no token
-        modes: tuple[ConnectMode, ...] = ("auto", "legacy")
-        for mode in modes:
-            async with http_client(gateway.url, mode, token=ALICE) as client:
-                with anyio.fail_after(WAIT):
-                    result = await client.call_tool(
-                        "execute_code", {"code": "tools.tiny.echo(text='hi')", "details": True}
-                    )
-            assert result.structured_content is not None
-            assert result.structured_content["value"] == {"result": "hi"}
-        assert not any(ALICE in str(record) for record in gateway.logs)
+        assert result.structured_content is not None
+        assert result.structured_content["value"] == {"result": "hi"}
+    assert not any(ALICE in str(record) for record in gateway.logs)
 
 
-async def test_the_per_caller_cap_counts_each_principal_apart(tmp_path: Path) -> None:
-    env = environment({"ALICE_TOKEN": ALICE, "BOB_TOKEN": BOB})
-    latch = {"command": sys.executable, "args": [str(SERVERS / "latch_server.py")]}
-    release = tmp_path / "release"
+async def test_the_per_caller_cap_counts_each_principal_apart(served: Served) -> None:
+    release = served.home / "release"
     # Alice's first run holds her one place until the test releases it, however slow the machine is.
     held = {"code": f"tools.latch.wait_for(path={str(release)!r})", "details": True}
     slow = {"code": "'second'", "details": True}
@@ -81,9 +109,8 @@ async def test_the_per_caller_cap_counts_each_principal_apart(tmp_path: Path) ->
             outcomes[name] = exc
 
     async with (
-        http_gateway(config(tmp_path, latch=latch), env=env) as gateway,
-        http_client(gateway.url, token=ALICE) as alice,
-        http_client(gateway.url, token=BOB) as bob,
+        http_client(served.gateway.url, token=ALICE) as alice,
+        http_client(served.gateway.url, token=BOB) as bob,
     ):
         with anyio.fail_after(WAIT):
             async with anyio.create_task_group() as tg:
@@ -102,60 +129,44 @@ async def test_the_per_caller_cap_counts_each_principal_apart(tmp_path: Path) ->
         assert result.structured_content["value"] == value
 
 
-async def test_the_audit_log_names_the_principal_and_filters_by_it(tmp_path: Path) -> None:
-    env = environment({"ALICE_TOKEN": ALICE, "BOB_TOKEN": BOB})
-    path = config(tmp_path)
-    async with http_gateway(path, env=env) as gateway:
-        for token, text in ((ALICE, "from alice"), (BOB, "from bob")):
-            async with http_client(gateway.url, token=token) as client:
-                with anyio.fail_after(WAIT):
-                    await client.call_tool("execute_code", {"code": f"tools.tiny.echo(text={text!r})"})
-    code, out, err = await cli("audit", "--config", str(path), "--principal", "bob", "--json", env=env)
+async def test_the_audit_log_names_the_principal_and_filters_by_it(served: Served) -> None:
+    # carol: a principal no other test of the module calls as, with no role.
+    for token, text in ((ALICE, "from alice"), (CAROL, "from carol")):
+        async with http_client(served.gateway.url, token=token) as client:
+            with anyio.fail_after(WAIT):
+                await client.call_tool("execute_code", {"code": f"tools.tiny.echo(text={text!r})"})
+    args = ("audit", "--config", str(served.config), "--principal", "carol", "--json")
+    code, out, err = await cli(*args, env=environment(ENV))
     assert code == 0, err
     records = [json.loads(line) for line in out.splitlines()]
     assert sorted(record["kind"] for record in records) == ["execution", "tool_call"]
-    assert all(record["principal"] == "bob" for record in records)
-    assert BOB not in out
+    assert all(record["principal"] == "carol" for record in records)
+    assert CAROL not in out
 
 
-async def test_a_role_gives_its_principal_less_reach_and_the_audit_names_it(tmp_path: Path) -> None:
-    env = environment({"ALICE_TOKEN": ALICE, "BOB_TOKEN": BOB})
-    tiny = {"command": sys.executable, "args": [str(TINY_SERVER)]}
-    path = write_config(
-        tmp_path,
-        {
-            "mcpServers": {"tiny": tiny},
-            "audit": {"path": str(tmp_path / "audit.jsonl")},
-            "auth": {"tokens": {"alice": "${ALICE_TOKEN}", "bob": "${BOB_TOKEN}"}},
-            "policy": {
-                "roles": {
-                    "contractor": {"principals": ["bob"], "deny": ["tiny.echo"], "hidden": ["tiny.env"]}
-                }
-            },
-        },
-    )
+async def test_a_role_gives_its_principal_less_reach_and_the_audit_names_it(served: Served) -> None:
     echo = {"code": "tools.tiny.echo(text='hi')", "details": True}
     modes: tuple[ConnectMode, ...] = ("auto", "legacy")
-    async with http_gateway(path, env=env) as gateway:
-        for mode in modes:
-            async with (
-                http_client(gateway.url, mode, token=ALICE) as alice,
-                http_client(gateway.url, mode, token=BOB) as bob,
-            ):
-                with anyio.fail_after(WAIT):
-                    alice_docs = await alice.call_tool("search_docs", {"server": "tiny"})
-                    bob_docs = await bob.call_tool("search_docs", {"server": "tiny"})
-                    alice_echo = await alice.call_tool("execute_code", echo)
-                    bob_echo = await bob.call_tool("execute_code", echo)
-            assert "tiny.env(" in str(alice_docs.content)
-            assert "tiny.env(" not in str(bob_docs.content)
-            assert "denied by policy" in str(bob_docs.content)  # echo is listed, marked
-            assert alice_echo.structured_content is not None
-            assert alice_echo.structured_content["ok"]
-            assert bob_echo.structured_content is not None
-            assert not bob_echo.structured_content["ok"]
-            assert 'policy.roles[\\"contractor\\"].deny' in json.dumps(bob_echo.structured_content)
-    code, out, err = await cli("audit", "--config", str(path), "--principal", "bob", "--json", env=env)
+    for mode in modes:
+        async with (
+            http_client(served.gateway.url, mode, token=ALICE) as alice,
+            http_client(served.gateway.url, mode, token=BOB) as bob,
+        ):
+            with anyio.fail_after(WAIT):
+                alice_docs = await alice.call_tool("search_docs", {"server": "tiny"})
+                bob_docs = await bob.call_tool("search_docs", {"server": "tiny"})
+                alice_echo = await alice.call_tool("execute_code", echo)
+                bob_echo = await bob.call_tool("execute_code", echo)
+        assert "tiny.env(" in str(alice_docs.content)
+        assert "tiny.env(" not in str(bob_docs.content)
+        assert "denied by policy" in str(bob_docs.content)  # echo is listed, marked
+        assert alice_echo.structured_content is not None
+        assert alice_echo.structured_content["ok"]
+        assert bob_echo.structured_content is not None
+        assert not bob_echo.structured_content["ok"]
+        assert 'policy.roles[\\"contractor\\"].deny' in json.dumps(bob_echo.structured_content)
+    args = ("audit", "--config", str(served.config), "--principal", "bob", "--json")
+    code, out, err = await cli(*args, env=environment(ENV))
     assert code == 0, err
     records = [json.loads(line) for line in out.splitlines()]
     assert {record["kind"] for record in records} == {"execution", "tool_call"}

@@ -1,8 +1,9 @@
-"""A real install, outside the repository: the sdist and the wheel built from it, as pip, uvx, pipx use them.
+"""A real install, outside the repository: the sdist and the wheel built from it, as uv, uvx, pipx use them.
 
 The wheel is built from the sdist (as `python -m build` does), so a file the sdist forgets fails here.
 Every command runs in a fresh venv with no compiler, no componentize-py and nothing of this clone on
-its path, with a cache directory of its own.
+its path, with a cache directory of its own. The build, the install and the first run's compile happen
+once per test run, shared by its xdist workers; each worker runs its commands from a home of its own.
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ import fcntl
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
 import zipfile
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -28,6 +31,8 @@ from tests.real_servers import REPO, TINY_SERVER, TOOL_SNAPSHOTS
 BUILD_SECONDS = 600  # isolated build environments, then componentize-py from the sdist
 INSTALL_SECONDS = 300
 RUN_SECONDS = 600  # bounds a hang: the first run compiles the component (10-20 s here idle, minutes loaded)
+UV = Path(sys.executable).with_name("uv")  # the test extra's pinned uv, beside this venv's Python
+FIRST_RUNS = "first-runs.json"  # the install's first two `exec` runs: the first compiles, the second loads
 
 
 @dataclass(frozen=True)
@@ -64,39 +69,80 @@ def _run_directory(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
+def _made_once(directory: Path, make: Callable[[Path], None]) -> Path:
+    """`directory`, made by `make` once per test run: the first worker to need it makes it while the
+    others wait; a make that failed is started over by the next."""
+    done = directory / ".done"
+    with directory.with_name(directory.name + ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(directory, ignore_errors=True)
+            directory.mkdir()
+            make(directory)
+            done.touch()
+    return directory
+
+
+def _build(out: Path) -> None:
+    # The clone's build cache: the sdist's inputs hash to the clone's builds, so the component and the
+    # model are copied, and a file the sdist forgets still changes the hash and fails the build. uv
+    # installs the isolated build environments (pip is not what is under test here).
+    subprocess.run(
+        [sys.executable, "-m", "build", "--installer", "uv", "--outdir", str(out), str(REPO)],
+        check=True,
+        capture_output=True,
+        timeout=BUILD_SECONDS,
+        env=os.environ | {"CODEMODE_BUILD_CACHE": str(REPO / ".cache")},
+    )
+
+
 @pytest.fixture(scope="session")
 def dist(tmp_path_factory: pytest.TempPathFactory) -> Dist:
-    """Built once per test run: the first worker to need it builds it while the others wait."""
-    out = _run_directory(tmp_path_factory) / "dist"
-    with (out.parent / "dist.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not any(out.glob("*.whl")):
-            # The clone's build cache: the sdist's inputs hash to the clone's builds, so the component and
-            # the model are copied, and a file the sdist forgets still changes the hash and fails the build.
-            subprocess.run(
-                [sys.executable, "-m", "build", "--outdir", str(out), str(REPO)],
-                check=True,
-                capture_output=True,
-                timeout=BUILD_SECONDS,
-                env=os.environ | {"CODEMODE_BUILD_CACHE": str(REPO / ".cache")},
-            )
+    """`python -m build`'s sdist, and the wheel built from it; once per test run."""
+    out = _made_once(_run_directory(tmp_path_factory) / "dist", _build)
     [sdist] = out.glob("*.tar.gz")
     [wheel] = out.glob("*.whl")
     return Dist(sdist, wheel)
 
 
+def _venv_bin(root: Path) -> Path:
+    return root / "venv" / "bin"
+
+
+def _install_and_run_twice(dist: Dist) -> Callable[[Path], None]:
+    """Makes a venv holding the wheel and runs its gateway twice, the first run compiling into its cache."""
+
+    def make(root: Path) -> None:
+        env = _clean_env(root / "cache")
+        python = _venv_bin(root) / "python"
+        # With the semantic extra, as `auto` (the default) uses it; uvx below runs the bare wheel.
+        for command in (
+            [str(UV), "venv", "--quiet", "--python", sys.executable, str(root / "venv")],
+            [str(UV), "pip", "install", "--quiet", "--python", str(python), f"{dist.wheel}[semantic]"],
+        ):
+            subprocess.run(
+                command, check=True, env=env, cwd=root, capture_output=True, timeout=INSTALL_SECONDS
+            )
+        install = Install(_venv_bin(root), root, env)
+        runs = [install.run("exec", "-c", "print(6 * 7)") for _ in range(2)]
+        records = [{"returncode": r.returncode, "stdout": r.stdout, "stderr": r.stderr} for r in runs]
+        (root / FIRST_RUNS).write_text(json.dumps(records), encoding="utf-8")
+
+    return make
+
+
 @pytest.fixture(scope="session")
-def installed(dist: Dist, tmp_path_factory: pytest.TempPathFactory) -> Install:
-    root = tmp_path_factory.mktemp("install")
-    venv = root / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=INSTALL_SECONDS)
-    env = _clean_env(root / "cache")
-    # With the semantic extra, as `auto` (the default) uses it; uvx below runs the bare wheel.
-    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", f"{dist.wheel}[semantic]"]
-    subprocess.run(pip, check=True, env=env, cwd=root, capture_output=True, timeout=INSTALL_SECONDS)
-    home = root / "home"
-    home.mkdir()
-    return Install(venv / "bin", home, env)
+def install_root(dist: Dist, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The venv with the wheel and its semantic extra, and its compile cache; once per test run."""
+    return _made_once(_run_directory(tmp_path_factory) / "install", _install_and_run_twice(dist))
+
+
+@pytest.fixture(scope="session")
+def installed(install_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Install:
+    """The shared install, run from a home of this worker's own (outside the repository)."""
+    return Install(
+        _venv_bin(install_root), tmp_path_factory.mktemp("home"), _clean_env(install_root / "cache")
+    )
 
 
 @pytest.fixture(scope="session")
@@ -158,17 +204,13 @@ def test_version_names_the_package_wasmtime_and_the_shipped_component(installed:
     assert lines[2] == f"sandbox component sha256 {recorded}"
 
 
-def test_the_first_run_compiles_into_the_cache_and_says_so_and_later_runs_load_it(
-    installed: Install, tmp_path: Path
-) -> None:
-    installed = replace(installed, env=installed.env | {"CODEMODE_CACHE_DIR": str(tmp_path / "cache")})
-    first = installed.run("exec", "-c", "print(6 * 7)")
-    assert (first.returncode, first.stdout) == (0, "42\n"), first.stderr
-    assert "compiling the sandbox component" in first.stderr
-    assert '"msg": "compiled the sandbox component"' in first.stderr
-    second = installed.run("exec", "-c", "print(6 * 7)")
-    assert (second.returncode, second.stdout) == (0, "42\n"), second.stderr
-    assert "compiling" not in second.stderr
+def test_the_first_run_compiles_into_the_cache_and_says_so_and_later_runs_load_it(install_root: Path) -> None:
+    first, second = json.loads((install_root / FIRST_RUNS).read_text(encoding="utf-8"))
+    assert (first["returncode"], first["stdout"]) == (0, "42\n"), first["stderr"]
+    assert "compiling the sandbox component" in first["stderr"]
+    assert '"msg": "compiled the sandbox component"' in first["stderr"]
+    assert (second["returncode"], second["stdout"]) == (0, "42\n"), second["stderr"]
+    assert "compiling" not in second["stderr"]
 
 
 def test_with_the_semantic_extra_search_re_ranks_by_meaning_with_no_torch_installed(
@@ -185,7 +227,7 @@ def test_with_the_semantic_extra_search_re_ranks_by_meaning_with_no_torch_instal
     assert done.stdout.splitlines()[0].split() == ["figure", "lexical", "semantic"]
     assert "search is lexical" not in done.stderr
     listed = subprocess.run(
-        [str(installed.bin / "python"), "-m", "pip", "list", "--format=freeze"],
+        [str(UV), "pip", "list", "--python", str(installed.bin / "python"), "--format", "freeze"],
         capture_output=True,
         text=True,
         check=True,
@@ -200,7 +242,7 @@ def test_the_bare_wheel_searches_lexically_and_says_once_how_to_install_the_extr
     dist: Dist, installed: Install
 ) -> None:
     # uvx installs the bare wheel (no extras); its environment is cached for the uvx test below.
-    uvx = Path(sys.executable).with_name("uvx")
+    uvx = UV.with_name("uvx")
     gateway = [str(uvx), "--from", str(dist.wheel), "codemode-gateway"]
     tiny = [str(installed.bin / "python"), str(TINY_SERVER)]  # the child needs the SDK, not the extra
     done = subprocess.run(

@@ -42,13 +42,31 @@ def _config(directory: Path, spec: Path) -> Path:
     return write_config(directory, {"mcpServers": {"web": child}})
 
 
-async def _locked(directory: Path) -> tuple[Path, Path]:
-    """A config whose child lists fetch and search, locked as reviewed: (config, tool spec)."""
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """Module-wide, so that the module's one `lock` run can be an async fixture."""
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+async def reviewed(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The lockfile `codemode-gateway lock` writes for a child listing fetch and search (it names no
+    path, so every test's config can have a copy of it)."""
+    directory = tmp_path_factory.mktemp("reviewed")
     spec = directory / "tools.json"
     _list(spec, FETCH, SEARCH)
     config = _config(directory, spec)
     code, _, err = await cli("lock", "--config", str(config))
     assert code == 0, err
+    return lock_path(config).read_text(encoding="utf-8")
+
+
+def _locked(directory: Path, reviewed: str) -> tuple[Path, Path]:
+    """A config whose child lists fetch and search, locked as reviewed: (config, tool spec)."""
+    spec = directory / "tools.json"
+    _list(spec, FETCH, SEARCH)
+    config = _config(directory, spec)
+    lock_path(config).write_text(reviewed, encoding="utf-8")
     return config, spec
 
 
@@ -60,8 +78,10 @@ def _refusal(config: Path, tool: str, what: str) -> str:
     )
 
 
-async def test_tools_changed_between_lock_and_serve_are_hidden_and_refused(tmp_path: Path) -> None:
-    config, spec = await _locked(tmp_path)
+async def test_tools_changed_between_lock_and_serve_are_hidden_and_refused(
+    tmp_path: Path, reviewed: str
+) -> None:
+    config, spec = _locked(tmp_path, reviewed)
     _list(spec, RUG_PULLED, SEARCH, UPLOAD)
     async with session(config) as client:
         overview = await search_docs(client)
@@ -88,9 +108,9 @@ async def test_tools_changed_between_lock_and_serve_are_hidden_and_refused(tmp_p
 
 
 async def test_a_rug_pull_while_serving_is_quarantined_after_list_changed_and_after_a_reconnect(
-    tmp_path: Path,
+    tmp_path: Path, reviewed: str
 ) -> None:
-    config, spec = await _locked(tmp_path)
+    config, spec = _locked(tmp_path, reviewed)
     async with session(config) as client:
         assert (await execute(client, "tools.web.fetch(url='x')"))["value"] == "fetch answered"
         # The child changes fetch's description and says so (tools/list_changed).
@@ -111,9 +131,9 @@ async def test_a_rug_pull_while_serving_is_quarantined_after_list_changed_and_af
 
 
 async def test_a_malformed_lockfile_keeps_the_gateway_from_serving_with_one_line_naming_it(
-    tmp_path: Path,
+    tmp_path: Path, reviewed: str
 ) -> None:
-    config, _ = await _locked(tmp_path)
+    config, _ = _locked(tmp_path, reviewed)
     lock_path(config).write_text('{"version": 1, "servers": {"web": ', encoding="utf-8")
     for command in (["serve"], ["exec", "-c", "1"]):
         code, out, err = await cli(*command, "--config", str(config))

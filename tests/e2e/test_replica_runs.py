@@ -2,6 +2,10 @@
 real HAProxy: a run started on one replica is read, collected and cancelled on the others (addressed
 directly, so "another replica" is certain, and through the balancer), and a replica killed with
 SIGKILL mid-run leaves its run reported ended ("its replica stopped") once its lease lapses.
+
+One cluster serves the module; the test that kills a replica starts a fourth of its own beside it, on
+the same store and config, and kills that one. Each test counts only the ledger entries written after
+it began.
 """
 
 from __future__ import annotations
@@ -9,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -114,40 +119,70 @@ def urls(gateways: list[HttpGateway]) -> list[str]:
     return [gateway.url for gateway in gateways]
 
 
-@asynccontextmanager
-async def cluster(tmp_path: Path) -> AsyncIterator[tuple[list[HttpGateway], str]]:
-    """Three replicas on one redis-server, and HAProxy round robin in front: the replicas, the
-    balancer's URL."""
+@dataclass
+class Cluster:
+    """Three replicas on one redis-server, HAProxy round robin in front, and what they share."""
+
+    gateways: list[HttpGateway]
+    balanced: str  # the balancer's URL
+    home: Path  # the ledger, and a directory per replica
+    env: dict[str, str]
+    redis_url: str
+    ledger_from: int = 0  # ledger entries written before the running test began
+
+    def ledger(self) -> list[str]:
+        """The ledger entries of the running test."""
+        return ledger_entries(self.home)[self.ledger_from :]
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """Module-wide, so that one cluster serves every test of this module."""
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+async def shared_cluster(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Cluster]:
+    home = tmp_path_factory.mktemp("replica-runs")
     env = environment({"ALICE_TOKEN": ALICE, "BOB_TOKEN": BOB})
     (port,) = free_ports(1)
     with own_redis_server() as redis:
-        configs = [replica_config(tmp_path / f"replica-{i}", tmp_path, redis.url) for i in range(REPLICAS)]
+        configs = [replica_config(home / f"replica-{i}", home, redis.url) for i in range(REPLICAS)]
         async with replicas(configs, env) as gateways:
             addresses = [gateway.url.split("/")[2] for gateway in gateways]
-            async with haproxy(tmp_path, [Frontend("runs", port, addresses, sticky=False)]):
-                yield gateways, f"http://127.0.0.1:{port}/mcp"
+            async with haproxy(home, [Frontend("runs", port, addresses, sticky=False)]):
+                yield Cluster(gateways, f"http://127.0.0.1:{port}/mcp", home, env, redis.url)
 
 
-async def test_a_run_started_on_one_replica_is_collected_and_cancelled_on_the_others(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as (gateways, balanced):
-        first, second, third = urls(gateways)
-        with anyio.fail_after(WAIT):
-            slow = await start(first, SLOW)
-            refused = await call(third, {"collect": slow}, token=BOB)
-            collected = await collect(second, slow)  # waits on another replica for the end
-            through_balancer = await collect(balanced, slow)
-            finished = await task(third, slow)
+@pytest.fixture
+def cluster(shared_cluster: Cluster) -> Cluster:
+    """The module's cluster, counting ledger entries from this test on."""
+    shared_cluster.ledger_from = len(ledger_entries(shared_cluster.home))
+    return shared_cluster
 
-            forever = await start(first, FOREVER.format(name="forever"))
-            await ledger_has(tmp_path, "forever started")  # in its 120 s child call on the first
-            while_running = await task(second, forever)
-            cancelled = await call(third, {"cancel": forever})
-            after_cancel = await task(second, forever)
 
-            balanced_run = await start(balanced, FOREVER.format(name="balanced"))
-            await ledger_has(tmp_path, "balanced started")
-            cancelled_via_balancer = await call(balanced, {"cancel": balanced_run})
-            read_directly = [await task(url, balanced_run) for url in (first, second, third)]
+async def test_a_run_started_on_one_replica_is_collected_and_cancelled_on_the_others(
+    cluster: Cluster,
+) -> None:
+    balanced, home = cluster.balanced, cluster.home
+    first, second, third = urls(cluster.gateways)
+    with anyio.fail_after(WAIT):
+        slow = await start(first, SLOW)
+        refused = await call(third, {"collect": slow}, token=BOB)
+        collected = await collect(second, slow)  # waits on another replica for the end
+        through_balancer = await collect(balanced, slow)
+        finished = await task(third, slow)
+
+        forever = await start(first, FOREVER.format(name="forever"))
+        await ledger_has(home, "forever started")  # in its 120 s child call on the first
+        while_running = await task(second, forever)
+        cancelled = await call(third, {"cancel": forever})
+        after_cancel = await task(second, forever)
+
+        balanced_run = await start(balanced, FOREVER.format(name="balanced"))
+        await ledger_has(home, "balanced started")
+        cancelled_via_balancer = await call(balanced, {"cancel": balanced_run})
+        read_directly = [await task(url, balanced_run) for url in (first, second, third)]
 
     assert while_running.status == "working"
     assert refused.is_error
@@ -163,18 +198,19 @@ async def test_a_run_started_on_one_replica_is_collected_and_cancelled_on_the_ot
     assert after_cancel.status == "cancelled"
     assert "is cancelled" in text(cancelled_via_balancer), text(cancelled_via_balancer)
     assert {state.status for state in read_directly} == {"cancelled"}
-    entries = ledger_entries(tmp_path)
+    entries = cluster.ledger()
     assert sorted(entries) == ["balanced started", "forever started", "slow started"], entries
 
 
 async def test_a_replica_killed_mid_run_leaves_its_run_ended_because_its_replica_stopped(
-    tmp_path: Path,
+    cluster: Cluster,
 ) -> None:
-    async with cluster(tmp_path) as (gateways, _):
-        doomed, survivor, other = gateways
+    config = replica_config(cluster.home / "doomed", cluster.home, cluster.redis_url)
+    async with replicas([config], cluster.env) as (doomed,):
+        survivor, other = cluster.gateways[:2]
         with anyio.fail_after(WAIT):
             execution_id = await start(doomed.url, FOREVER.format(name="doomed"))
-            await ledger_has(tmp_path, "doomed started")
+            await ledger_has(cluster.home, "doomed started")
             before = await task(survivor.url, execution_id)
             doomed.process.kill()  # SIGKILL: no shutdown, no end written, the lease is left to lapse
             await doomed.process.wait()
