@@ -23,9 +23,8 @@ _BYTES_HEADER = sys.getsizeof(b"")  # what a bytes object of length 0 asks for
 _MAX_FILLERS = 32_768
 _TINY_BUFFER = b"\0"  # an array's item buffer this small takes the smallest chunk there is
 
-_fillers: list[
-    bytes | array[int] | None
-] = []  # referenced for the snapshot's lifetime: they keep the holes filled
+# Referenced for the snapshot's lifetime: they keep the holes filled.
+_fillers: list[bytes | array[int] | None] = []
 _stdio: list[object] = []  # the build's stdio objects: replaced by every run, and never freed by one
 
 
