@@ -8,7 +8,6 @@ a snippet that undoes these patches only reaches a stub, which traps and is cont
 """
 
 import builtins
-import gc
 import hashlib
 import importlib
 import linecache
@@ -24,7 +23,7 @@ from typing import Any, NoReturn
 from guest._allowlist import ALLOWED_MODULES, DENIED_CAPABILITIES, WARM_ONLY_MODULES
 from guest._hostcall import host_call
 
-__all__ = ["SandboxRestriction", "install", "reseed"]
+__all__ = ["SandboxRestriction", "check_shared_generator_unmade", "install", "reseed"]
 
 # Force the pure-Python datetime so that `datetime.now()` reads the rebound `time.time`.
 sys.modules["_datetime"] = None  # type: ignore[assignment]
@@ -392,11 +391,11 @@ def install() -> None:
     _install_linecache()
     _seal_imports()
     sys.addaudithook(_audit)
-    # Anything that drew from the shared generator after this point would seed it into the snapshot:
-    # every run would then draw the same numbers.
+    check_shared_generator_unmade()
+
+
+def check_shared_generator_unmade() -> None:
+    """Fail the build if anything drew from the shared generator: it would be seeded into the
+    snapshot, and every run would then draw the same numbers."""
     if not isinstance(random._inst, _SharedGeneratorNotYetMade):  # type: ignore[attr-defined]
         raise RuntimeError("the shared random generator was used while the snapshot was built")
-    # Move every snapshot object out of the collector's reach: a collection during a run then
-    # walks only the run's own objects instead of touching (and copying) the whole snapshot heap.
-    gc.collect()
-    gc.freeze()

@@ -2,15 +2,16 @@
 
 import builtins
 import json
+import linecache
 import sys
 from typing import Any
 
 import wit_world
 
-from guest import _aio, _capabilities
+from guest import _aio, _capabilities, _heap
 from guest._capture import CappedStream
 from guest._hostcall import ToolError, boundary_json, parse_host_json
-from guest._snippet import SnippetOutcome, run_snippet
+from guest._snippet import SNIPPET_FILENAME, SnippetOutcome, run_snippet
 from guest._tools import Blob, call_tool, check_calls, defer, help, resources, search, show, tools
 
 __all__ = ["WitWorld"]
@@ -149,3 +150,31 @@ class WitWorld(wit_world.WitWorld):
                 "error": error,
             }
         )
+
+
+# Snippets run at build time, each a few times: enough for the interpreter to specialize the
+# bytecode they pass through (it does so on a code path's second pass).
+_REHEARSED = ("print(1)", "1")
+_REHEARSALS = 3
+
+
+def _rehearse() -> None:
+    """Run a few snippets at build time, so that the snapshot already holds what a run's first pass
+    through the guest writes: specialized bytecode, string hashes, the interpreter's type cache."""
+    options = json.dumps(
+        {
+            "seed": "00" * 32,
+            **dict.fromkeys(("max_stdout_bytes", "max_stderr_bytes", "max_value_bytes"), 1024),
+        }
+    )
+    stdio = sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__
+    for _ in range(_REHEARSALS):
+        for code in _REHEARSED:
+            WitWorld().run(code, options)
+    sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__ = stdio
+    linecache.cache.pop(SNIPPET_FILENAME, None)
+    _capabilities.check_shared_generator_unmade()
+
+
+_rehearse()
+_heap.settle()  # last: whatever the build allocates after it lands in the heap's holes again

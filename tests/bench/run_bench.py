@@ -2694,8 +2694,10 @@ def render_method(report: Report) -> str:
             "and the host about 0.3 ms around it (taking the instance, the run's options, validating "
             "the outcome). The reset would cost only the pages a run dirtied with wasmtime's "
             "PAGEMAP_SCAN, but the C API wasmtime-py wraps does not expose that setting; a smaller "
-            "keep-resident size trades the copy for page faults in the run (4 MiB: run 3.2 ms). The "
-            "guest's own work for `print(1)` is 0.83M fuel (0.93M before `random`'s shared generator was "
+            "keep-resident size trades the copy for page faults in the run (0 or 4 MiB: about 0.6 ms "
+            "more of the run's CPU; docs/deploy.md lists the pages a run writes). The guest's own work "
+            "for `print(1)` is 0.67M fuel (0.83M before the build ran it three times ahead, so its "
+            "bytecode is specialized in the snapshot; 0.93M before `random`'s shared generator was "
             "seeded at its first use instead of every run's start, 1.56M before the guest skipped the "
             "tree walks a snippet cannot need); the snippet's two compiles (source to tree, tree to "
             "code, for the last expression's value) are 0.3M of it.",
