@@ -29,7 +29,7 @@ import tomllib
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any, TextIO, cast
@@ -167,6 +167,19 @@ FULL = Plan(
     peer_fresh_runs=5,
     rss_executions=1000,
 )
+LATENCY = replace(
+    FULL,
+    startup_runs=1,
+    throughput_executions=2,
+    throughput_native_runs=2,
+    throughput_repeats=1,
+    rss_executions=8,
+)
+"""`--latency`: the full counts for the latency rows; the other gateway measurements, which run
+around them in the same gateway process, as few as they can be."""
+LATENCY_ROWS = ("fresh_paced", "tool_call", "gateway_execute", "sdk_floor", "gateway_tool_", "codemode_")
+"""The rows `--latency` shows (a key, or the start of several): execute_code end to end and over its
+floors, a child call through the gateway against a direct one, and the peer side by side."""
 QUICK = Plan(
     warmup=1,
     fresh_runs=5,
@@ -2569,6 +2582,22 @@ async def collect(plan: Plan) -> Report:
     return report
 
 
+async def collect_latency(plan: Plan) -> Report:
+    """Only what the latency rows need: a paced fresh run and the host-import row in this process
+    (the floors the gateway rows subtract), then one gateway, without the search rows."""
+    with Sandbox(bench_limits(plan, prewarm=2)) as warm:
+        report = Report(plan, describe_machine(warm))
+        report.load_averages.append(os.getloadavg()[0])
+        paced = measure_fresh_sync(warm, plan.fresh_runs, plan.warmup, FRESH_GAP_SECONDS)
+        report.rows.append(fresh_rows(paced, paced, paced, paced, paced, paced)[0])
+        host_call = await measure_tool_overhead(warm, plan.tool_calls, plan.tool_repeats)
+        report.rows.append(tool_row(host_call))
+    rows = gateway_rows(await measure_gateway(plan), paced, host_call)
+    report.rows.extend(row for row in rows if row.key.startswith(LATENCY_ROWS))
+    report.load_averages.append(os.getloadavg()[0])
+    return report
+
+
 # --- output -----------------------------------------------------------------------------------------
 
 
@@ -2825,17 +2854,29 @@ def invocation() -> str:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    """--quick for a smoke run, --write PATH to also write the markdown document."""
+    """--quick for a smoke run, --write PATH to also write the markdown document, --latency for the
+    latency rows alone."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="a few iterations of everything (smoke test)")
     parser.add_argument("--write", type=Path, metavar="PATH", help="also write the document here")
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--latency",
+        action="store_true",
+        help="only the latency rows (execute_code end to end, a child call through the gateway, the peer)",
+    )
+    args = parser.parse_args(argv)
+    if args.latency and (args.quick or args.write):
+        parser.error("--latency runs the latency rows in full and prints them: no --quick or --write")
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the bench, print the table, and write the document when asked."""
     args = parse_args(argv)
-    report = anyio.run(collect, QUICK if args.quick else FULL)
+    if args.latency:
+        report = anyio.run(collect_latency, LATENCY)
+    else:
+        report = anyio.run(collect, QUICK if args.quick else FULL)
     print(render_machine(report))
     print()
     print(render_table(report.rows))
