@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
 from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
@@ -21,6 +22,75 @@ __all__ = ["argument_refusal", "prepare_arguments"]
 _validators: dict[int, tuple[Mapping[str, Any], Validator]] = {}
 _MAX_VALIDATORS = 2048
 
+# Keywords that constrain no value, in every draft.
+_ANNOTATIONS = frozenset(
+    {"$schema", "$id", "$comment", "title", "description", "default", "examples", "deprecated", "readOnly",
+     "writeOnly"}
+)  # fmt: skip
+_FLAT_KEYWORDS = frozenset({"type", "properties", "required", "additionalProperties"})
+_PROPERTY_KEYWORDS = _ANNOTATIONS | {"type"}
+# A scalar type, as the exact Python types of a JSON value that fit it in every draft (a float that
+# is whole fits `integer` in some drafts only: it is left to the validator).
+_SCALARS: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "boolean": (bool,),
+    "integer": (int,),
+    "number": (int, float),
+    "null": (type(None),),
+}
+
+
+@dataclass(frozen=True)
+class _FlatObject:
+    """An inputSchema of an object whose properties each take one scalar type, as most tools' are:
+    arguments that fit it are valid without a walk through jsonschema's validator."""
+
+    types: dict[str, tuple[type, ...]]  # each property's exact value types
+    required: frozenset[str]
+    closed: bool  # additionalProperties: false
+
+    def fits(self, wire: Mapping[str, Any]) -> bool:
+        """True when `wire` is certainly valid; False when the validator must say."""
+        if not self.required <= wire.keys():
+            return False
+        for name, value in wire.items():
+            types = self.types.get(name)
+            if types is None and self.closed:
+                return False
+            if types is not None and type(value) not in types:
+                return False
+        return True
+
+
+def _flat_object(schema: Mapping[str, Any]) -> _FlatObject | None:
+    """The schema as a `_FlatObject` if it is one (nothing but those keywords), else None."""
+    if schema.get("type") != "object" or not set(schema) <= _ANNOTATIONS | _FLAT_KEYWORDS:
+        return None
+    properties = as_object(schema.get("properties", {}))
+    required: object = schema.get("required", [])
+    additional = schema.get("additionalProperties", True)
+    if properties is None or not isinstance(required, list) or not isinstance(additional, bool):
+        return None
+    types: dict[str, tuple[type, ...]] = {}
+    for name, value in properties.items():
+        prop = as_object(value)
+        kind = prop.get("type") if prop is not None else None
+        if (
+            prop is None
+            or not isinstance(kind, str)
+            or kind not in _SCALARS
+            or not set(prop) <= _PROPERTY_KEYWORDS
+        ):
+            return None
+        types[name] = _SCALARS[kind]
+    names = cast("list[Any]", required)
+    if not all(isinstance(name, str) for name in names):
+        return None
+    return _FlatObject(types, frozenset(names), closed=not additional)
+
+
+_flat: dict[int, tuple[Mapping[str, Any], _FlatObject | None]] = {}  # as `_validators`
+
 
 def _validator(schema: Mapping[str, Any]) -> Validator:
     cached = _validators.get(id(schema))
@@ -34,6 +104,17 @@ def _validator(schema: Mapping[str, Any]) -> Validator:
     validator = linear_validator(schema, skip_unrunnable_patterns=True)
     _validators[id(schema)] = (schema, validator)
     return validator
+
+
+def _flat_of(schema: Mapping[str, Any]) -> _FlatObject | None:
+    cached = _flat.get(id(schema))
+    if cached is not None and cached[0] is schema:
+        return cached[1]
+    if len(_flat) >= _MAX_VALIDATORS:
+        _flat.clear()
+    flat = _flat_object(schema)
+    _flat[id(schema)] = (schema, flat)
+    return flat
 
 
 def _accepts_null(schema: Mapping[str, Any]) -> bool:
@@ -93,6 +174,9 @@ def prepare_arguments(entry: CatalogEntry, arguments: Mapping[str, Any]) -> dict
     wire = _wire(entry, arguments)
     refusal = _unknown_arguments(entry, wire)
     if refusal is None:
+        flat = _flat_of(entry.input_schema)
+        if flat is not None and flat.fits(wire):
+            return wire
         validator = _validator(entry.input_schema)
         if validator.is_valid(wire):  # the common case, without building an error tree
             return wire

@@ -92,8 +92,27 @@ class MemoryShapeStore:
         return len(self._shapes)
 
 
+# (server, tool, id(input schema), id(output schema)) -> (those schemas, the key): every call observes
+# its result, and the digest's JSON dump of the schemas would cost more than the rest of `observe`.
+# Holding the schemas keeps their ids from being reused; the entries of a catalog and their copies for
+# each policy share them, and a rebuilt catalog simply adds keys, the whole cache dropped past its bound.
+_keys: dict[tuple[str, str, int, int], tuple[object, object, str]] = {}
+
+
 def shape_key(entry: CatalogEntry) -> str:
     """The store's key for `entry`: its server and tool names, and a digest of its schemas."""
+    ids = (entry.server_name, entry.tool_name, id(entry.input_schema), id(entry.output_schema))
+    cached = _keys.get(ids)
+    if cached is not None and cached[0] is entry.input_schema and cached[1] is entry.output_schema:
+        return cached[2]
+    if len(_keys) >= _MAX_ENTRIES:
+        _keys.clear()
+    key = _digested_key(entry)
+    _keys[ids] = (entry.input_schema, entry.output_schema, key)
+    return key
+
+
+def _digested_key(entry: CatalogEntry) -> str:
     schemas = json.dumps([entry.input_schema, entry.output_schema], sort_keys=True, separators=(",", ":"))
     digest = hashlib.sha256(schemas.encode()).hexdigest()[:16]
     return json.dumps([entry.server_name, entry.tool_name, digest], separators=(",", ":"))

@@ -117,7 +117,8 @@ class Telemetry:
     def calling(self, span: Span | None) -> Generator[None]:
         """While the child is called: the tool call's span is the current one, so the trace context
         sent to the child (`_meta.traceparent`, the HTTP header) descends from it."""
-        if span is None:
+        # An invalid span (no SDK, and no trace context from the client) has no context to send.
+        if span is None or not span.get_span_context().is_valid:
             yield
             return
         with current_span(span):

@@ -31,7 +31,7 @@ import tomllib
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any, TextIO, cast
@@ -173,6 +173,19 @@ FULL = Plan(
     peer_fresh_runs=5,
     rss_executions=1000,
 )
+LATENCY = replace(
+    FULL,
+    startup_runs=1,
+    throughput_executions=2,
+    throughput_native_runs=2,
+    throughput_repeats=1,
+    rss_executions=8,
+)
+"""`--latency`: the full counts for the latency rows; the other gateway measurements, which run
+around them in the same gateway process, as few as they can be."""
+LATENCY_ROWS = ("fresh_paced", "tool_call", "gateway_execute", "sdk_floor", "gateway_tool_", "codemode_")
+"""The rows `--latency` shows (a key, or the start of several): execute_code end to end and over its
+floors, a child call through the gateway against a direct one, and the peer side by side."""
 QUICK = Plan(
     warmup=1,
     fresh_runs=5,
@@ -1763,15 +1776,20 @@ async def measure_codemode(
     )
 
 
-def codemode_rows(figures: CodeModeFigures) -> list[Row]:
-    """Row 7g: FastMCP CodeMode's time per execute and per nested call, and its RSS, against ours."""
+def codemode_rows(figures: CodeModeFigures, floor_ms: float, child_call_ms: float) -> list[Row]:
+    """Row 7g: FastMCP CodeMode's time per execute and per nested call, and its RSS, against ours.
+    `floor_ms` is what no execute_code can beat (a minimal SDK server's call and a paced fresh run),
+    `child_call_ms` a direct call of the nested tool: the ratios the floors allow are shown beside."""
+    nested_floor_ms = floor_ms + child_call_ms
     return [
         Row(
             "codemode_execute",
             "FastMCP CodeMode (peer): trivial `execute`, its time as a multiple of ours",
             figures.theirs_execute.p50 / figures.ours_execute.p50,
             "x",
-            f"theirs {figures.theirs_execute.describe()}; ours {figures.ours_execute.describe()}",
+            f"theirs {figures.theirs_execute.describe()}; ours {figures.ours_execute.describe()}; at our "
+            f"floors ({fmt(floor_ms)} ms: a minimal SDK server's call + a paced fresh run) "
+            f"{fmt(figures.theirs_execute.p50 / floor_ms)}x at most",
             Target(3.0, at_least=True),
         ),
         Row(
@@ -1779,7 +1797,9 @@ def codemode_rows(figures: CodeModeFigures) -> list[Row]:
             "FastMCP CodeMode (peer): one nested everything.echo call, its time as a multiple of ours",
             figures.theirs_nested.p50 / figures.ours_nested.p50,
             "x",
-            f"theirs {figures.theirs_nested.describe()}; ours {figures.ours_nested.describe()}",
+            f"theirs {figures.theirs_nested.describe()}; ours {figures.ours_nested.describe()}; at our "
+            f"floors ({fmt(nested_floor_ms)} ms: those two + a direct SDK call of the child's tool) "
+            f"{fmt(figures.theirs_nested.p50 / nested_floor_ms)}x at most",
             Target(10.0, at_least=True),
         ),
         Row(
@@ -2474,7 +2494,11 @@ def gateway_rows(figures: GatewayFigures, sandbox_alone: Samples, host_call: Too
         processes_row(figures, len(figures.children_initialize_ms)),
         gateway_rss_row(figures.memory),
         install_size_row(runtime_install()),
-        *codemode_rows(figures.codemode),
+        *codemode_rows(
+            figures.codemode,
+            figures.sdk_floor.p50 + sandbox_alone.p50,
+            next(t.overhead.direct_ms / t.overhead.calls for t in figures.tools if t.tool is ECHO_TOOL),
+        ),
     ]
 
 
@@ -2629,6 +2653,22 @@ async def collect(plan: Plan) -> Report:
         for figures in searches:
             report.rows.extend(semantic_search_rows(figures))
         report.rows.append(semantic_latency_row(searches[0], model))
+    report.load_averages.append(os.getloadavg()[0])
+    return report
+
+
+async def collect_latency(plan: Plan) -> Report:
+    """Only what the latency rows need: a paced fresh run and the host-import row in this process
+    (the floors the gateway rows subtract), then one gateway, without the search rows."""
+    with Sandbox(bench_limits(plan, prewarm=2)) as warm:
+        report = Report(plan, describe_machine(warm))
+        report.load_averages.append(os.getloadavg()[0])
+        paced = measure_fresh_sync(warm, plan.fresh_runs, plan.warmup, FRESH_GAP_SECONDS)
+        report.rows.append(fresh_rows(paced, paced, paced, paced, paced, paced)[0])
+        host_call = await measure_tool_overhead(warm, plan.tool_calls, plan.tool_repeats)
+        report.rows.append(tool_row(host_call))
+    rows = gateway_rows(await measure_gateway(plan), paced, host_call)
+    report.rows.extend(row for row in rows if row.key.startswith(LATENCY_ROWS))
     report.load_averages.append(os.getloadavg()[0])
     return report
 
@@ -2891,17 +2931,29 @@ def invocation() -> str:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    """--quick for a smoke run, --write PATH to also write the markdown document."""
+    """--quick for a smoke run, --write PATH to also write the markdown document, --latency for the
+    latency rows alone."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="a few iterations of everything (smoke test)")
     parser.add_argument("--write", type=Path, metavar="PATH", help="also write the document here")
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--latency",
+        action="store_true",
+        help="only the latency rows (execute_code end to end, a child call through the gateway, the peer)",
+    )
+    args = parser.parse_args(argv)
+    if args.latency and (args.quick or args.write):
+        parser.error("--latency runs the latency rows in full and prints them: no --quick or --write")
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the bench, print the table, and write the document when asked."""
     args = parse_args(argv)
-    report = anyio.run(collect, QUICK if args.quick else FULL)
+    if args.latency:
+        report = anyio.run(collect_latency, LATENCY)
+    else:
+        report = anyio.run(collect, QUICK if args.quick else FULL)
     print(render_machine(report))
     print()
     print(render_table(report.rows))

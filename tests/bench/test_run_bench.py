@@ -210,6 +210,25 @@ def test_the_rows_that_may_miss_name_the_floors_measured_beside_them(
         assert "ms of CPU per run, every thread: back to back" in rows[key].detail
     assert "2 native CPython processes against 1" in rows["gateway_throughput"].detail
     assert "a paced fresh `print(1)` in process p50" in rows["gateway_execute_over_floors"].detail
+    assert "a minimal SDK server's call + a paced fresh run" in rows["codemode_execute"].detail
+    assert "a direct SDK call of the child's tool" in rows["codemode_nested"].detail
+    for key in ("codemode_execute", "codemode_nested"):
+        assert "x at most" in rows[key].detail
+
+
+def test_every_latency_row_is_a_row_of_the_full_table(quick_report: run_bench.Report) -> None:
+    keys = [row.key for row in quick_report.rows]
+
+    for prefix in run_bench.LATENCY_ROWS:
+        assert any(key.startswith(prefix) for key in keys), prefix
+
+
+def test_the_latency_run_takes_no_quick_or_write(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_bench.parse_args(["--latency"]).latency
+    for other in (["--quick"], ["--write", "out.md"]):
+        with pytest.raises(SystemExit):
+            run_bench.parse_args(["--latency", *other])
+    assert "no --quick or --write" in capsys.readouterr().err
 
 
 def test_the_unmetered_floor_takes_off_only_what_the_body_saved() -> None:

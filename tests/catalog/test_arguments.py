@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from jsonschema.validators import validator_for
 from mcp.types import Tool
 
 from gateway.catalog._arguments import prepare_arguments
@@ -157,3 +158,38 @@ def test_a_childs_unanchored_pattern_on_a_long_string_is_refused() -> None:
 @pytest.mark.parametrize("pattern", ["^(a)\\1$", "^(?!admin)", "[", "a{1001}"])
 def test_a_childs_pattern_the_gateway_cannot_run_is_left_to_the_child(pattern: str) -> None:
     assert prepare_arguments(entry(pattern_schema(pattern)), {"name": "admin"}) == {"name": "admin"}
+
+
+FLAT_VALUES: list[Any] = ["text", "", True, False, 0, 7, -3, 1.0, 2.5, None, [], {}, [1], {"a": 1}]
+
+
+@pytest.mark.parametrize(
+    "draft", [None, "http://json-schema.org/draft-04/schema#", "http://json-schema.org/draft-07/schema#"]
+)
+@pytest.mark.parametrize("kind", ["string", "boolean", "integer", "number", "null"])
+def test_a_flat_schema_accepts_and_refuses_each_value_exactly_as_the_schema_validator_does(
+    draft: str | None, kind: str
+) -> None:
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {"value": {"type": kind, "description": "the value"}, "note": {"type": "string"}},
+        "required": ["value"],
+        "additionalProperties": False,
+    }
+    if draft is not None:
+        schema["$schema"] = draft
+    validator = validator_for(schema)(schema)
+    for value in FLAT_VALUES:
+        for extra in ({}, {"note": "n"}, {"note": 1}, {"other": "x"}):
+            wire = {"value": value, **extra}
+            valid = validator.is_valid(wire)
+            try:
+                prepare_arguments(entry(schema), wire)
+            except ToolCallError:
+                assert not valid, (kind, draft, wire)
+            else:
+                assert valid, (kind, draft, wire)
+    missing = {"note": "n"}
+    assert not validator.is_valid(missing)
+    with pytest.raises(ToolCallError, match="required"):
+        prepare_arguments(entry(schema), missing)

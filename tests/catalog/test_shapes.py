@@ -139,6 +139,19 @@ def test_a_schema_change_drops_the_observed_shape() -> None:
     assert shapes.shape_of(changed) is None
 
 
+def test_two_tools_sharing_one_schema_object_keep_shapes_of_their_own() -> None:
+    log = _entry()
+    names = {"tool_name": "git_status", "python_name": "git_status", "qualified": "git.git_status"}
+    status = log.model_copy(update=names)  # a copy shares the schema objects, as policy copies do
+    assert log.input_schema is status.input_schema
+    shapes = ObservedShapes()
+    for _ in range(2):  # the second time, each key is looked up again
+        shapes.observe(log, {"count": 1})
+        shapes.observe(status, "clean")
+    assert render_type(shapes.shape_of(log)) == "{'count': int}"
+    assert render_type(shapes.shape_of(status)) == "str"
+
+
 def test_a_tool_with_an_output_schema_is_never_observed() -> None:
     store = MemoryShapeStore()
     entry = _entry(output_schema={"type": "object", "properties": {"n": {"type": "integer"}}})

@@ -19,7 +19,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import StatusCode
+from opentelemetry.trace import NonRecordingSpan, SpanContext, StatusCode, TraceFlags
 
 from gateway.audit import read_audit
 from gateway.calls._gateway import Gateway
@@ -192,6 +192,27 @@ async def test_each_child_gets_the_trace_context_of_its_call_in_meta_and_an_http
     assert local["meta"] == traceparent_of(local_call)
     assert local["header"] is None
     assert local["transport"] == "stdio"
+
+
+async def test_with_no_sdk_the_trace_context_a_run_began_under_still_reaches_the_child() -> None:
+    # The process's global provider, with no SDK configured: every span is a no-op that carries its
+    # parent's context, if it has one.
+    remote = SpanContext(
+        trace_id=0x0AF7651916CD43DD8448EB211C80319C,
+        span_id=0xB7AD6B7169203331,
+        is_remote=True,
+        trace_flags=TraceFlags(TraceFlags.SAMPLED),
+    )
+    config = parse_config({"mcpServers": {"local": TRACE}}, "test")
+    async with Gateway(config) as gateway:
+        with anyio.fail_after(WAIT):
+            with trace.use_span(NonRecordingSpan(remote)):
+                carried = await gateway.execute_code("tools.local.trace_context()")
+            alone = await gateway.execute_code("tools.local.trace_context()")
+    assert carried.ok, carried.error
+    assert alone.ok, alone.error
+    assert carried.value["meta"].split("-")[1] == f"{remote.trace_id:032x}"
+    assert alone.value["meta"] is None
 
 
 def test_without_the_otel_extra_the_variables_are_named_in_a_warning_and_nothing_is_exported(
