@@ -6,7 +6,8 @@ On one slot with no prewarm thread (everything on this thread, in order), each r
 component, runs `print(1)` in it, and frees it, timing the three apart; first back to back, then with
 an idle sleep before each round. Instantiating and freeing are what the prewarm thread does off the
 critical path (`gateway/sandbox/_instances.py`); the run is what is left on it. The free is the pooling
-allocator restoring the first 16 MiB of the memory the run used, so the next instance finds it resident.
+allocator resetting the memory the run used (handing its pages back, or with `pool_keep_resident_bytes`
+restoring that much of it, so the next instance finds it resident).
 A third pass spends the gap busy instead (Python spinning on this thread): if the run is as slow after
 it as after idling, what the gap costs is caches that other work has evicted, not a vCPU waking up.
 """
