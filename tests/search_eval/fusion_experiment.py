@@ -17,6 +17,7 @@ in the same run:
   embedded too; the query inside a template ("function to ...");
 - **learned fusion**: a linear scorer over those features, trained listwise (softmax over the
   catalog, the accepted tools as the target) by Adam, scored by five-fold cross-validation;
+- **confidence**: the lexical share weighed by the share of the query the words matched;
 - **hubness**: a tool's similarity to its nearest tools, or its mean cosine to the other
   queries, subtracted;
 - **late interaction**: MiniLM's last-layer token states (an output added to the shipped graph),
@@ -80,6 +81,7 @@ class Run:
     cases: list[SearchCase]
     fused: np.ndarray  # queries x tools, as search scored them
     lexical: np.ndarray  # each tool's lexical score as a share of the query's best
+    coverage: np.ndarray  # the share of the query's concepts each tool matched
     similarity: np.ndarray  # each tool's cosine to the query as embedded
     query_vectors: np.ndarray
     query_texts: list[str]
@@ -94,7 +96,7 @@ def capture(catalog: Catalog, lexical: Catalog, recording: Recording, cases: lis
     position = {entry.qualified: i for i, entry in enumerate(catalog.entries)}
     index = _index(lexical, TUNED)
     shape = (len(cases), len(catalog))
-    fused, share = np.zeros(shape), np.zeros(shape)
+    fused, share, coverage = np.zeros(shape), np.zeros(shape), np.zeros(shape)
     first: list[set[int]] = []
     full_cover: list[set[int]] = []
     elsewhere: list[bool] = []
@@ -103,6 +105,7 @@ def capture(catalog: Catalog, lexical: Catalog, recording: Recording, cases: lis
         hits = search(catalog, case.query, limit=len(catalog))
         for hit in hits:
             fused[row, position[hit.entry.qualified]] = hit.score
+            coverage[row, position[hit.entry.qualified]] = hit.coverage
         words_only = search(lexical, case.query, limit=len(catalog))
         best = max((hit.score for hit in words_only), default=0.0)
         for hit in words_only:
@@ -118,6 +121,7 @@ def capture(catalog: Catalog, lexical: Catalog, recording: Recording, cases: lis
         cases=cases,
         fused=fused,
         lexical=share,
+        coverage=coverage,
         similarity=vectors @ np.asarray(catalog_rows(catalog, recording)).T,
         query_vectors=vectors,
         query_texts=texts,
@@ -413,6 +417,16 @@ def learned_section(s: Setting, views: dict[str, np.ndarray], evidence: dict[str
         )
 
 
+def confidence_section(s: Setting) -> None:
+    """The lexical share weighed by how much of the query the words matched."""
+    run = s.run
+    best = run.coverage.max(axis=1, keepdims=True)
+    for share in (0.2, 0.3, 0.4):
+        for name, coverage in (("best", best), ("tool's", run.coverage)):
+            rescored = run.fused + (share * coverage - FUSION.lexical) * run.lexical
+            report(f"lexical share {share} x the {name} coverage", figures(run, rescored))
+
+
 def hubness_section(s: Setting) -> None:
     """A tool close to everything pulled down by how close it is."""
     run, rows = s.run, s.rows()
@@ -475,6 +489,7 @@ def main() -> None:
         print("learned fusion: trained and scored (cross-validated) on the development set only")
     else:
         learned_section(setting, views, evidence)
+    confidence_section(setting)
     hubness_section(setting)
     late_interaction_section(setting)
 
