@@ -178,6 +178,35 @@ class QueryIntent:
         return f"{self.text} (what is known about them)" if self.entities else self.text
 
 
+# Conventions of writing that name a kind of thing whatever the words are: `#name` is a chat
+# channel, `ABC-123` a tracker's issue key, a statement in SQL a query to run, a pipeline a shell's.
+_CHANNEL = re.compile(r"(?<![\w&])#[A-Za-z][\w-]*")
+_ISSUE_KEY = re.compile(r"\b[A-Z][A-Z0-9]+-\d+\b")
+_SQL = re.compile(
+    r"^\s*(select\s.+\sfrom|with\s+\w+\s+as\s*\(|insert\s+into|update\s+\S+\s+set|delete\s+from|"
+    r"create\s+(table|index|view)|alter\s+table|explain\s+select)\b",
+    re.IGNORECASE | re.DOTALL,
+)
+_SQL_SYNTAX = re.compile(r"[*(),;=<>]|\b(where|group by|order by|limit|join)\b", re.IGNORECASE)
+_PIPELINE = re.compile(r"\S\s*\|\s*[a-z]")
+# Subcommands whose flag changes what they do: `git checkout -b` makes a branch, not a checkout.
+_FLAGGED_SUBCOMMANDS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^\s*git\s+(checkout\s+-b|switch\s+-c|branch)\s", re.I), "git create branch "),
+)
+
+
+def _spell_out_conventions(query: str) -> str:
+    if _SQL.search(query) and _SQL_SYNTAX.search(query):
+        return "run a SQL query on the database"
+    for pattern, action in _FLAGGED_SUBCOMMANDS:
+        if pattern.search(query):
+            return pattern.sub(action, query, count=1)
+    if _PIPELINE.search(query) and _COMMAND_SYNTAX.search(query):
+        return "run a shell command: " + query
+    query = _CHANNEL.sub("chat channel", query)
+    return _ISSUE_KEY.sub(lambda key: f"ticket {key.group(0)}", query)
+
+
 def _spell_out_commands(query: str) -> str:
     tokens = query.split()
     if not tokens:
@@ -202,7 +231,7 @@ def _entities(query: str, known: frozenset[str]) -> tuple[str, ...]:
 
 def read_intent(query: str, known: frozenset[str] = frozenset()) -> QueryIntent:
     """What `query` asks beyond its words; `known` holds words the catalog uses (not names of people)."""
-    text = _spell_out_commands(query)
+    text = _spell_out_commands(_spell_out_conventions(query))
     asks = _QUESTION.search(query) is not None
     saves = _SAVE.search(query) is not None and not asks
     return QueryIntent(text, saves, asks, _entities(query, known))

@@ -64,6 +64,37 @@ def test_a_shell_command_is_spelled_out_as_the_action_it_names(query: str, text:
 
 
 @pytest.mark.parametrize(
+    ("query", "text"),
+    [
+        ("post in #data-eng that the load is late", "post in chat channel that the load is late"),
+        ("label issue #77 as a bug", "label issue #77 as a bug"),  # a number, not a channel
+        ("move PLAT-512 to In Review", "move ticket PLAT-512 to In Review"),
+        ("SELECT count(*) FROM jobs WHERE status = 'stuck';", "run a SQL query on the database"),
+        ("select the best photo from the album", "select the best photo from the album"),  # English
+        ("git checkout -b fix/span-leak", "git create branch fix/span-leak"),
+        ("git checkout main", "git checkout main"),
+        ("du -sh /data/* | sort -h", "run a shell command: du -sh /data/* | sort -h"),
+    ],
+)
+def test_a_writing_convention_is_spelled_out_as_the_kind_of_thing_it_names(query: str, text: str) -> None:
+    assert read_intent(query).text == text
+
+
+CHAT_AND_DB = [
+    tool("post_message", "Post a message to a chat channel."),
+    tool("run_query", "Run a read-only SQL query."),
+    tool("count", "Count the documents of a collection matching a filter."),
+    tool("list_tables", "List the tables of the database."),
+]
+
+
+def test_a_channel_and_a_sql_statement_find_the_tools_for_them_over_their_words() -> None:
+    catalog = Catalog({"work": CHAT_AND_DB})
+    assert first(catalog, "ping #db-tables: migration done") == "work.post_message"
+    assert first(catalog, "SELECT count(*) FROM signups WHERE created_at > now()") == "work.run_query"
+
+
+@pytest.mark.parametrize(
     ("query", "tool_name"),
     [
         ("rm -rf the tmp folder", "files.delete_file"),
