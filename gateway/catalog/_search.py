@@ -221,6 +221,28 @@ def _names(entry: CatalogEntry) -> tuple[str, ...]:
     return (entry.qualified, entry.python_name, entry.tool_name, f"{entry.server_name}.{entry.tool_name}")
 
 
+MIN_DROPPED_LETTER_CHARS = 5
+"""A word this long missing one letter of a known word is that word mistyped; a shorter one is as
+often another word ("idea" is not "ideal")."""
+
+
+def _slip_of_typing(typed: str, known: str) -> bool:
+    """Whether `typed` is `known` with two neighbouring letters swapped ("serach") or, in a longer
+    word, one letter dropped ("remeber"): the typos people make. Another letter in its place is as
+    often a different word ("stale" is not "scale", "prod" not "pod")."""
+    if len(typed) == len(known):
+        diff = [i for i, (a, b) in enumerate(zip(typed, known, strict=True)) if a != b]
+        return (
+            len(diff) == 2
+            and diff[1] == diff[0] + 1
+            and typed[diff[0]] == known[diff[1]]
+            and typed[diff[1]] == known[diff[0]]
+        )
+    if len(known) == len(typed) + 1 and len(typed) >= MIN_DROPPED_LETTER_CHARS:
+        return any(known[:i] + known[i + 1 :] == typed for i in range(len(known)))
+    return False
+
+
 class _Index:
     """Postings, document frequencies and lengths: everything BM25 needs, plus servers by name."""
 
@@ -274,6 +296,16 @@ class _Index:
             for term, server in self.server_of_term.items()
             if any(self.entries[doc].server_id != server for doc, _ in self.postings.get(term, ()))
         }
+        # A word of a longer name that other tools use ("search" of brave_search, "api" of a
+        # "billing_api") names no server: "scale search-api" is about a service called that.
+        self.ordinary_parts = {
+            term
+            for status in catalog.servers
+            for name in (status.identifier, status.name)
+            if len(name_terms := terms(name)) > 1
+            for term in name_terms
+            if term in self.ordinary
+        }
 
     def _named_servers(self, query: str) -> set[str]:
         """The servers the query names as servers: by a distinctive name anywhere, by an ordinary
@@ -286,7 +318,11 @@ class _Index:
             )
             for term in (stem(word), *synonyms((stem(word),))):  # "mongo" names mongodb, "gh" github
                 server = self.server_of_term.get(term)
-                if server is not None and (said or term not in self.ordinary):
+                if (
+                    server is not None
+                    and term not in self.ordinary_parts
+                    and (said or term not in self.ordinary)
+                ):
                     named.add(server)
         return named
 
@@ -302,6 +338,38 @@ class _Index:
             )
         ]
         return " ".join(kept)
+
+    def corrected(self, query: str) -> str:
+        """`query` with each lowercase word the catalog does not know (misspelt, most likely)
+        replaced by its closest known word, for the first MAX_CORRECTED_WORDS such words; names
+        (capitalised) and identifiers are left as written."""
+        tokens = query.split(" ")
+        corrected = 0
+        for i, token in enumerate(tokens):
+            word = token.strip(".,;:!?\"'()").split("'")[0]  # "waht's" is "waht" and "'s"
+            if not (word.isalpha() and word.islower()) or self._known_term(word):
+                continue
+            if corrected >= MAX_CORRECTED_WORDS:
+                break
+            corrected += 1
+            # A typo seldom changes the first letter: between two slips, keep the first letter.
+            likely = sorted(
+                (c for c in self.word_speller.corrections(word) if _slip_of_typing(word, c)),
+                key=lambda c: c[0] != word[0],
+            )
+            if likely:
+                tokens[i] = token.replace(word, likely[0])
+        return " ".join(tokens)
+
+    def _known_term(self, word: str) -> bool:
+        term = stem(word)
+        return (
+            word in STOPWORDS
+            or word in self.known_words
+            or term in self.postings
+            or term in self.server_of_term
+            or bool(synonyms((term,)))
+        )
 
     def unknown_names(self, query: str, intent: QueryIntent) -> list[str]:
         """Words of `query` that may name a product or service and that no tool knows, not even
@@ -472,7 +540,7 @@ def search(
         server_id = status.identifier
     index = _index(catalog, tuning)
     query = query.strip()
-    intent = read_intent(query, index.known_words)
+    intent = read_intent(index.corrected(query), index.known_words)
     concepts, named = index.concepts(intent)
     totals, matched = index.scores(concepts)
     exact = index.named.get(query.removeprefix("tools."), set())

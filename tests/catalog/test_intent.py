@@ -118,6 +118,21 @@ def test_a_server_named_by_an_ordinary_word_counts_only_when_named_as_a_server()
     assert {hit.entry.server_name for hit in search(catalog, "everything server", limit=2)} == {"everything"}
 
 
+def test_an_ordinary_word_of_a_longer_server_name_names_no_server_even_said_as_one() -> None:
+    catalog = Catalog(
+        {
+            "web_search": [tool("web_query", "Query the web for pages.")],
+            "kubernetes": [tool("kubectl_scale", "Scale the replicas of a deployment.")],
+            "git": [tool("git_log", "Search the commit history of a repository by message, author or date.")],
+        }
+    )
+    # "search-api" is a service named so: "on search" does not rank the web_search server first.
+    assert first(catalog, "bump replicas on search-api") == "kubernetes.kubectl_scale"
+    assert [hit.entry.qualified for hit in search(catalog, "query pages on web_search", limit=1)] == [
+        "web_search.web_query"
+    ]
+
+
 def test_a_distinctive_server_name_counts_wherever_it_is_in_the_query() -> None:
     catalog = Catalog({"kubernetes": CLUSTER, "git": GIT})
     assert first(catalog, "kubernetes resource") == "kubernetes.kubectl_patch"
