@@ -94,6 +94,13 @@ _SAVE = re.compile(
 _QUESTION = re.compile(
     r"^\s*(what|who|whom|which|where|when|how|why|do|does|did|is|are|have|has|can)\b|\?\s*$", re.I
 )
+# Saying that someone should learn something: a message to send, whatever the words name.
+_TELL = re.compile(
+    r"\b(needs? to (know|hear)|wants? to know|should know|let (\w+ ){1,3}know|tell|ping|dm|"
+    r"heads[- ]up|announce|notify|keep asking)\b",
+    re.IGNORECASE,
+)
+TELL_WORDS = "send a message"
 # Verbs that start the name of a tool that changes something.
 WRITE_VERBS = frozenset(
     {
@@ -166,6 +173,7 @@ class QueryIntent:
     saves: bool  # it asks to keep something for later, not to read it
     asks: bool  # it is a question: tools that read answer it, not tools that write
     entities: tuple[str, ...]  # names of people or things it asks about
+    tells: bool = False  # someone should learn something: a message to send
 
     @property
     def leans(self) -> bool:
@@ -234,7 +242,10 @@ def read_intent(query: str, known: frozenset[str] = frozenset()) -> QueryIntent:
     text = _spell_out_commands(_spell_out_conventions(query))
     asks = _QUESTION.search(query) is not None
     saves = _SAVE.search(query) is not None and not asks
-    return QueryIntent(text, saves, asks, _entities(query, known))
+    tells = _TELL.search(query) is not None and not asks
+    if tells:
+        text = f"{TELL_WORDS}: {text}"
+    return QueryIntent(text, saves, asks, _entities(query, known), tells)
 
 
 def asks_about_someone(query: str) -> bool:

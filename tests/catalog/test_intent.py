@@ -80,6 +80,22 @@ def test_a_writing_convention_is_spelled_out_as_the_kind_of_thing_it_names(query
     assert read_intent(query).text == text
 
 
+@pytest.mark.parametrize(
+    ("query", "tells"),
+    [
+        ("the on-call needs to know the hotfix is live", True),
+        ("let the EMs know the freeze starts thursday", True),
+        ("people keep asking if the outage is over", True),
+        ("do you know the deploy's status?", False),  # a question: an answer, not a message
+        ("restart the api pods", False),
+    ],
+)
+def test_someone_who_should_learn_something_is_read_as_a_message_to_send(query: str, tells: bool) -> None:
+    intent = read_intent(query)
+    assert intent.tells is tells
+    assert intent.text.startswith("send a message") is tells
+
+
 CHAT_AND_DB = [
     tool("post_message", "Post a message to a chat channel."),
     tool("run_query", "Run a read-only SQL query."),
@@ -92,6 +108,7 @@ def test_a_channel_and_a_sql_statement_find_the_tools_for_them_over_their_words(
     catalog = Catalog({"work": CHAT_AND_DB})
     assert first(catalog, "ping #db-tables: migration done") == "work.post_message"
     assert first(catalog, "SELECT count(*) FROM signups WHERE created_at > now()") == "work.run_query"
+    assert first(catalog, "the db team needs to know the tables are migrated") == "work.post_message"
 
 
 @pytest.mark.parametrize(
