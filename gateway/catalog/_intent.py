@@ -22,6 +22,7 @@ __all__ = [
     "asks_about_someone",
     "name_candidates",
     "read_intent",
+    "tool_finds",
     "tool_writes",
 ]
 
@@ -101,6 +102,12 @@ _TELL = re.compile(
     re.IGNORECASE,
 )
 TELL_WORDS = "send a message"
+# A question over a set of things ("which pods ...", "any P0s open?", "is there a page on ..."):
+# the tools that search or list answer it.
+_SURVEY = re.compile(
+    r"^\s*(which|any|are there|is there|are all|how many|what are|who has|who is on)\b", re.IGNORECASE
+)
+FIND_VERBS = frozenset({"search", "list", "find", "query"})
 # Verbs that start the name of a tool that changes something.
 WRITE_VERBS = frozenset(
     {
@@ -174,11 +181,12 @@ class QueryIntent:
     asks: bool  # it is a question: tools that read answer it, not tools that write
     entities: tuple[str, ...]  # names of people or things it asks about
     tells: bool = False  # someone should learn something: a message to send
+    surveys: bool = False  # a question over a set of things: tools that search or list answer it
 
     @property
     def leans(self) -> bool:
         """Whether it leans toward some tools whatever its words: writers, readers, knowledge keepers."""
-        return self.saves or self.asks or bool(self.entities)
+        return self.saves or self.asks or bool(self.entities) or self.surveys
 
     @property
     def embedded(self) -> str:
@@ -196,6 +204,7 @@ _SQL = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _SQL_SYNTAX = re.compile(r"[*(),;=<>]|\b(where|group by|order by|limit|join)\b", re.IGNORECASE)
+_URL = re.compile(r"\bhttps?://\S+|\bwww\.\S+")
 _PIPELINE = re.compile(r"\S\s*\|\s*[a-z]")
 # Subcommands whose flag changes what they do: `git checkout -b` makes a branch, not a checkout.
 _FLAGGED_SUBCOMMANDS: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -211,6 +220,7 @@ def _spell_out_conventions(query: str) -> str:
             return pattern.sub(action, query, count=1)
     if _PIPELINE.search(query) and _COMMAND_SYNTAX.search(query):
         return "run a shell command: " + query
+    query = _URL.sub(lambda url: f"the web page {url.group(0)}", query)
     query = _CHANNEL.sub("chat channel", query)
     return _ISSUE_KEY.sub(lambda key: f"ticket {key.group(0)}", query)
 
@@ -245,7 +255,8 @@ def read_intent(query: str, known: frozenset[str] = frozenset()) -> QueryIntent:
     tells = _TELL.search(query) is not None and not asks
     if tells:
         text = f"{TELL_WORDS}: {text}"
-    return QueryIntent(text, saves, asks, _entities(query, known), tells)
+    surveys = _SURVEY.search(query) is not None
+    return QueryIntent(text, saves, asks, _entities(query, known), tells, surveys)
 
 
 def asks_about_someone(query: str) -> bool:
@@ -270,6 +281,11 @@ def name_candidates(query: str) -> list[str]:
         if placed or (i > 0 and word[0].isupper()):
             found.append(word)
     return found
+
+
+def tool_finds(name_words: list[str]) -> bool:
+    """Whether a tool's name says it searches or lists things (`search_issues`, `list_pods`)."""
+    return any(word in FIND_VERBS for word in name_words)
 
 
 def tool_writes(name_words: list[str]) -> bool:

@@ -38,6 +38,7 @@ from gateway.catalog._intent import (
     asks_about_someone,
     name_candidates,
     read_intent,
+    tool_finds,
     tool_writes,
 )
 from gateway.catalog._semantic import Embedder, SemanticSearch, fuse
@@ -119,6 +120,8 @@ class Tuning:
     )
     knowledge_boost: float = 0.5  # a query saving something or asking about someone: tools keeping knowledge
     knowledge_similarity: float = 0.05  # the same, added to their similarity
+    find_boost: float = 0.5  # a question over a set of things: tools that search or list
+    find_similarity: float = 0.05  # the same, added to their similarity
 
 
 TUNED = Tuning()
@@ -277,6 +280,7 @@ class _Index:
         self.word_speller = Speller(known_words)
         self.known_words = frozenset(known_words)
         self.writes = {i for i, entry in enumerate(self.entries) if tool_writes(words(entry.tool_name))}
+        self.finds = {i for i, entry in enumerate(self.entries) if tool_finds(words(entry.tool_name))}
         knowledge = set(terms(KNOWLEDGE_WORDS))
         self.keeps = {
             i
@@ -555,6 +559,8 @@ def search(
             score *= 1 + tuning.server_boost
         if intent.leans:
             score *= _lean(i, intent, index, tuning.write_boost, tuning.knowledge_boost, multiply=True)
+            if intent.surveys and i in index.finds:
+                score *= 1 + tuning.find_boost
         ranked.append((i not in exact, -score, i, min(coverage, 1.0)))
     ranked.sort()
     embedder = _embedder(catalog.semantic)
@@ -567,6 +573,9 @@ def search(
                 leaning[i] += _lean(
                     i, intent, index, tuning.write_similarity, tuning.knowledge_similarity, multiply=False
                 )
+            if intent.surveys:
+                for i in index.finds:
+                    leaning[i] += tuning.find_similarity
         product = _product_named(index.unknown_names(query, intent), embedder)
         hits = _fused(index.entries, ranked, (similarities, leaning), server_id, catalog.semantic, limit)
         return [dataclasses.replace(hit, elsewhere=product) for hit in hits] if product else hits

@@ -74,6 +74,7 @@ def test_a_shell_command_is_spelled_out_as_the_action_it_names(query: str, text:
         ("git checkout -b fix/span-leak", "git create branch fix/span-leak"),
         ("git checkout main", "git checkout main"),
         ("du -sh /data/* | sort -h", "run a shell command: du -sh /data/* | sort -h"),
+        ("is https://status.example.com still red", "is the web page https://status.example.com still red"),
     ],
 )
 def test_a_writing_convention_is_spelled_out_as_the_kind_of_thing_it_names(query: str, text: str) -> None:
@@ -94,6 +95,33 @@ def test_someone_who_should_learn_something_is_read_as_a_message_to_send(query: 
     intent = read_intent(query)
     assert intent.tells is tells
     assert intent.text.startswith("send a message") is tells
+
+
+@pytest.mark.parametrize(
+    ("query", "surveys"),
+    [
+        ("which pods in prod are crash looping?", True),
+        ("any P0s open for the payments squad?", True),
+        ("is there a wiki page on data retention?", True),
+        ("what time is it in Tokyo?", False),
+        ("open the pod logs", False),
+    ],
+)
+def test_a_question_over_a_set_of_things_is_told_apart(query: str, surveys: bool) -> None:
+    assert read_intent(query).surveys is surveys
+
+
+def test_a_question_over_a_set_of_things_ranks_the_tool_that_lists_them_first() -> None:
+    catalog = Catalog(
+        {
+            "cluster": [
+                tool("pod_logs", "Print the logs of a pod."),
+                tool("list_pods", "List the pods of a namespace."),
+            ]
+        }
+    )
+    assert first(catalog, "which pods are crashing?") == "cluster.list_pods"
+    assert first(catalog, "the pods are crashing") == "cluster.pod_logs"  # not a question: a tie
 
 
 CHAT_AND_DB = [
