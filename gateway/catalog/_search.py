@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import re
 import threading
 import weakref
 from collections import defaultdict
@@ -120,6 +121,7 @@ class Tuning:
     )
     knowledge_boost: float = 0.5  # a query saving something or asking about someone: tools keeping knowledge
     knowledge_similarity: float = 0.05  # the same, added to their similarity
+    name_part: float = 0.25  # a word used only inside a joined name (`search-api`) counts this much
     find_boost: float = 0.5  # a question over a set of things: tools that search or list
     find_similarity: float = 0.05  # the same, added to their similarity
 
@@ -244,6 +246,17 @@ def _slip_of_typing(typed: str, known: str) -> bool:
     if len(known) == len(typed) + 1 and len(typed) >= MIN_DROPPED_LETTER_CHARS:
         return any(known[:i] + known[i + 1 :] == typed for i in range(len(known)))
     return False
+
+
+_JOINED = re.compile(r"[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)+")
+
+
+def _words_inside_names(text: str) -> set[str]:
+    """Words the query uses only inside a joined name (`search-api`, `slo_daily`): the name of a
+    service, table or branch, which says little about what to do with it."""
+    inside = {word for name in _JOINED.findall(text) for word in words(name)}
+    alone = set(words(_JOINED.sub(" ", text)))
+    return inside - alone
 
 
 class _Index:
@@ -410,6 +423,7 @@ class _Index:
         ]
         corrected = set(unknown[:MAX_CORRECTED_WORDS])
         named = self._named_servers(intent.text)
+        inside_names = _words_inside_names(intent.text)
         for i, term in enumerate(query_terms):
             variants: dict[str, float] = {term: 1.0}
             server = self.server_of_term.get(term)
@@ -432,6 +446,8 @@ class _Index:
                         variants.setdefault(partner, self.tuning.synonym)
                         if self.server_of_term.get(partner) in named:
                             variants.setdefault(SERVER_TERM + partner, self.tuning.synonym)
+            if query_words[i] in inside_names:
+                variants = {t: w * self.tuning.name_part for t, w in variants.items()}
             concepts.append(_Concept(tuple(variants.items())))
         # "time zone" finds "timezone", "file system" finds "filesystem": join neighbours we know.
         for a, b in itertools.pairwise(query_terms):

@@ -178,6 +178,18 @@ def test_an_ordinary_word_of_a_longer_server_name_names_no_server_even_said_as_o
     ]
 
 
+def test_a_word_used_only_inside_a_joined_name_counts_less_than_the_words_around_it() -> None:
+    catalog = Catalog(
+        {
+            "db": [tool("describe_table", "Describe the columns of a table.")],
+            "warehouse": [tool("run_query", "Run a query over the figures.")],
+        }
+    )
+    # "slo_daily_table" names a table; "pull ... from" it is a query over it.
+    assert first(catalog, "query p99 from slo_daily_table") == "warehouse.run_query"
+    assert first(catalog, "describe the table") == "db.describe_table"
+
+
 def test_a_distinctive_server_name_counts_wherever_it_is_in_the_query() -> None:
     catalog = Catalog({"kubernetes": CLUSTER, "git": GIT})
     assert first(catalog, "kubernetes resource") == "kubernetes.kubectl_patch"
