@@ -18,6 +18,7 @@ __all__ = [
     "ENTITY_WORDS",
     "KINDS_OF_NAMES",
     "KNOWLEDGE_WORDS",
+    "SAVE_WORDS",
     "QueryIntent",
     "asks_about_someone",
     "name_candidates",
@@ -89,7 +90,8 @@ _COMMAND_SYNTAX = re.compile(r"(?<!\S)(--?[A-Za-z]|[~./][\w./~-]*|\S+/\S*|\S+\.[
 # Saying to keep something for later: the tool that writes it, not the one that reads it.
 _SAVE = re.compile(
     r"\b(remember|memori[sz]e|jot|note (that|down|it)|make a note|keep in mind|store (that|this|it)|"
-    r"save (that|this|it)|record (that|this)|don'?t forget|for future reference|keep track)\b",
+    r"save (that|this|it)|record (that|this)|don'?t forget|for future reference|keep track|"
+    r"(save|put|add|store|write|dump)\b[^.?!]{0,60}\b(to|into|in) (memory|my notes))\b",
     re.IGNORECASE,
 )
 _QUESTION = re.compile(
@@ -108,6 +110,8 @@ _SURVEY = re.compile(
     r"^\s*(which|any|are there|is there|are all|how many|what are|who has|who is on)\b", re.IGNORECASE
 )
 FIND_VERBS = frozenset({"search", "list", "find", "query"})
+SAVE_WORDS = frozenset({"remember", "memorize", "memorise", "note", "store", "save", "record", "forget"})
+"""The words a wish to save is said with: known to the speller, so that "rmember" still says it."""
 # Verbs that start the name of a tool that changes something.
 WRITE_VERBS = frozenset(
     {

@@ -33,6 +33,7 @@ from gateway.catalog._intent import (
     INDEFINITE_PRONOUNS,
     KINDS_OF_NAMES,
     KNOWLEDGE_WORDS,
+    SAVE_WORDS,
     SERVER_AFTER,
     SERVER_BEFORE,
     QueryIntent,
@@ -290,7 +291,7 @@ class _Index:
             for entry in self.entries
             for word in words(f"{entry.tool_name} {entry.title or ''} {entry.description}")
         }
-        self.word_speller = Speller(known_words)
+        self.word_speller = Speller(known_words | SAVE_WORDS)
         self.known_words = frozenset(known_words)
         self.writes = {i for i, entry in enumerate(self.entries) if tool_writes(words(entry.tool_name))}
         self.finds = {i for i, entry in enumerate(self.entries) if tool_finds(words(entry.tool_name))}
@@ -632,7 +633,8 @@ def _lean(
     shift = 0.0
     if i in index.writes and (intent.saves or intent.asks):
         shift += write if intent.saves else -write
-    if i in index.keeps and (intent.saves or intent.entities):
+    # Saving goes to the tools that keep knowledge by writing it, not those that search it.
+    if i in index.keeps and ((intent.saves and i in index.writes) or (intent.entities and not intent.saves)):
         shift += knowledge
     if multiply:
         return (1 + shift) if shift >= 0 else 1 / (1 - shift)

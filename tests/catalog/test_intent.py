@@ -11,7 +11,7 @@ from mcp.types import Tool
 
 from gateway.catalog._catalog import Catalog
 from gateway.catalog._intent import name_candidates, read_intent, tool_writes
-from gateway.catalog._search import search
+from gateway.catalog._search import TUNED, _index, search
 from gateway.catalog._semantic import SemanticSearch
 from tests.catalog.fake_embedder import FakeEmbedder
 
@@ -223,6 +223,29 @@ def test_saving_something_ranks_the_tool_that_writes_before_the_one_that_reads()
 
 def test_a_question_ranks_the_tool_that_reads_before_the_one_that_writes() -> None:
     assert first(Catalog({"notes": NOTES}), "what is in the note about the topic?") == "notes.get_note"
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "save to memory: marta owns the sync",
+        "put the blockers into memory, per person",
+        "rmember lena is out",
+    ],
+)
+def test_saving_into_memory_or_a_mistyped_remember_is_a_wish_to_save(query: str) -> None:
+    catalog = Catalog({"memory": MEMORY})
+    assert read_intent(_index(catalog, TUNED).corrected(query)).saves
+
+
+def test_saving_about_someone_ranks_writing_knowledge_before_searching_it() -> None:
+    catalog = Catalog(
+        {
+            "kb": [tool("search_knowledge", "Search the knowledge base.")],
+            "memory": [tool("add_observations", "Add observations to entities.")],
+        }
+    )
+    assert first(catalog, "remember that Yusuf owns the indexer") == "memory.add_observations"
 
 
 def test_keep_in_mind_finds_a_memory_tool_that_writes() -> None:
