@@ -18,10 +18,12 @@ __all__ = [
     "ENTITY_WORDS",
     "KINDS_OF_NAMES",
     "KNOWLEDGE_WORDS",
+    "SAVE_WORDS",
     "QueryIntent",
     "asks_about_someone",
     "name_candidates",
     "read_intent",
+    "tool_finds",
     "tool_writes",
 ]
 
@@ -88,12 +90,28 @@ _COMMAND_SYNTAX = re.compile(r"(?<!\S)(--?[A-Za-z]|[~./][\w./~-]*|\S+/\S*|\S+\.[
 # Saying to keep something for later: the tool that writes it, not the one that reads it.
 _SAVE = re.compile(
     r"\b(remember|memori[sz]e|jot|note (that|down|it)|make a note|keep in mind|store (that|this|it)|"
-    r"save (that|this|it)|record (that|this)|don'?t forget|for future reference|keep track)\b",
+    r"save (that|this|it)|record (that|this)|don'?t forget|for future reference|keep track|"
+    r"(save|put|add|store|write|dump)\b[^.?!]{0,60}\b(to|into|in) (memory|my notes))\b",
     re.IGNORECASE,
 )
 _QUESTION = re.compile(
     r"^\s*(what|who|whom|which|where|when|how|why|do|does|did|is|are|have|has|can)\b|\?\s*$", re.I
 )
+# Saying that someone should learn something: a message to send, whatever the words name.
+_TELL = re.compile(
+    r"\b(needs? to (know|hear)|wants? to know|should know|let (\w+ ){1,3}know|tell|ping|dm|"
+    r"heads[- ]up|announce|notify|keep asking)\b",
+    re.IGNORECASE,
+)
+TELL_WORDS = "send a message"
+# A question over a set of things ("which pods ...", "any P0s open?", "is there a page on ..."):
+# the tools that search or list answer it.
+_SURVEY = re.compile(
+    r"^\s*(which|any|are there|is there|are all|how many|what are|who has|who is on)\b", re.IGNORECASE
+)
+FIND_VERBS = frozenset({"search", "list", "find", "query"})
+SAVE_WORDS = frozenset({"remember", "memorize", "memorise", "note", "store", "save", "record", "forget"})
+"""The words a wish to save is said with: known to the speller, so that "rmember" still says it."""
 # Verbs that start the name of a tool that changes something.
 WRITE_VERBS = frozenset(
     {
@@ -166,16 +184,49 @@ class QueryIntent:
     saves: bool  # it asks to keep something for later, not to read it
     asks: bool  # it is a question: tools that read answer it, not tools that write
     entities: tuple[str, ...]  # names of people or things it asks about
+    tells: bool = False  # someone should learn something: a message to send
+    surveys: bool = False  # a question over a set of things: tools that search or list answer it
 
     @property
     def leans(self) -> bool:
         """Whether it leans toward some tools whatever its words: writers, readers, knowledge keepers."""
-        return self.saves or self.asks or bool(self.entities)
+        return self.saves or self.asks or bool(self.entities) or self.surveys
 
     @property
     def embedded(self) -> str:
         """The text the embedding model reads: about an entity, say that it is one."""
         return f"{self.text} (what is known about them)" if self.entities else self.text
+
+
+# Conventions of writing that name a kind of thing whatever the words are: `#name` is a chat
+# channel, `ABC-123` a tracker's issue key, a statement in SQL a query to run, a pipeline a shell's.
+_CHANNEL = re.compile(r"(?<![\w&])#[A-Za-z][\w-]*")
+_ISSUE_KEY = re.compile(r"\b[A-Z][A-Z0-9]+-\d+\b")
+_SQL = re.compile(
+    r"^\s*(select\s.+\sfrom|with\s+\w+\s+as\s*\(|insert\s+into|update\s+\S+\s+set|delete\s+from|"
+    r"create\s+(table|index|view)|alter\s+table|explain\s+select)\b",
+    re.IGNORECASE | re.DOTALL,
+)
+_SQL_SYNTAX = re.compile(r"[*(),;=<>]|\b(where|group by|order by|limit|join)\b", re.IGNORECASE)
+_URL = re.compile(r"\bhttps?://\S+|\bwww\.\S+")
+_PIPELINE = re.compile(r"\S\s*\|\s*[a-z]")
+# Subcommands whose flag changes what they do: `git checkout -b` makes a branch, not a checkout.
+_FLAGGED_SUBCOMMANDS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^\s*git\s+(checkout\s+-b|switch\s+-c|branch)\s", re.I), "git create branch "),
+)
+
+
+def _spell_out_conventions(query: str) -> str:
+    if _SQL.search(query) and _SQL_SYNTAX.search(query):
+        return "run a SQL query on the database"
+    for pattern, action in _FLAGGED_SUBCOMMANDS:
+        if pattern.search(query):
+            return pattern.sub(action, query, count=1)
+    if _PIPELINE.search(query) and _COMMAND_SYNTAX.search(query):
+        return "run a shell command: " + query
+    query = _URL.sub(lambda url: f"the web page {url.group(0)}", query)
+    query = _CHANNEL.sub("chat channel", query)
+    return _ISSUE_KEY.sub(lambda key: f"ticket {key.group(0)}", query)
 
 
 def _spell_out_commands(query: str) -> str:
@@ -202,10 +253,14 @@ def _entities(query: str, known: frozenset[str]) -> tuple[str, ...]:
 
 def read_intent(query: str, known: frozenset[str] = frozenset()) -> QueryIntent:
     """What `query` asks beyond its words; `known` holds words the catalog uses (not names of people)."""
-    text = _spell_out_commands(query)
+    text = _spell_out_commands(_spell_out_conventions(query))
     asks = _QUESTION.search(query) is not None
     saves = _SAVE.search(query) is not None and not asks
-    return QueryIntent(text, saves, asks, _entities(query, known))
+    tells = _TELL.search(query) is not None and not asks
+    if tells:
+        text = f"{TELL_WORDS}: {text}"
+    surveys = _SURVEY.search(query) is not None
+    return QueryIntent(text, saves, asks, _entities(query, known), tells, surveys)
 
 
 def asks_about_someone(query: str) -> bool:
@@ -230,6 +285,11 @@ def name_candidates(query: str) -> list[str]:
         if placed or (i > 0 and word[0].isupper()):
             found.append(word)
     return found
+
+
+def tool_finds(name_words: list[str]) -> bool:
+    """Whether a tool's name says it searches or lists things (`search_issues`, `list_pods`)."""
+    return any(word in FIND_VERBS for word in name_words)
 
 
 def tool_writes(name_words: list[str]) -> bool:

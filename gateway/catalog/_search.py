@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import re
 import threading
 import weakref
 from collections import defaultdict
@@ -32,12 +33,14 @@ from gateway.catalog._intent import (
     INDEFINITE_PRONOUNS,
     KINDS_OF_NAMES,
     KNOWLEDGE_WORDS,
+    SAVE_WORDS,
     SERVER_AFTER,
     SERVER_BEFORE,
     QueryIntent,
     asks_about_someone,
     name_candidates,
     read_intent,
+    tool_finds,
     tool_writes,
 )
 from gateway.catalog._semantic import Embedder, SemanticSearch, fuse
@@ -119,6 +122,9 @@ class Tuning:
     )
     knowledge_boost: float = 0.5  # a query saving something or asking about someone: tools keeping knowledge
     knowledge_similarity: float = 0.05  # the same, added to their similarity
+    name_part: float = 0.25  # a word used only inside a joined name (`search-api`) counts this much
+    find_boost: float = 0.5  # a question over a set of things: tools that search or list
+    find_similarity: float = 0.05  # the same, added to their similarity
 
 
 TUNED = Tuning()
@@ -221,6 +227,39 @@ def _names(entry: CatalogEntry) -> tuple[str, ...]:
     return (entry.qualified, entry.python_name, entry.tool_name, f"{entry.server_name}.{entry.tool_name}")
 
 
+MIN_DROPPED_LETTER_CHARS = 5
+"""A word this long missing one letter of a known word is that word mistyped; a shorter one is as
+often another word ("idea" is not "ideal")."""
+
+
+def _slip_of_typing(typed: str, known: str) -> bool:
+    """Whether `typed` is `known` with two neighbouring letters swapped ("serach") or, in a longer
+    word, one letter dropped ("remeber"): the typos people make. Another letter in its place is as
+    often a different word ("stale" is not "scale", "prod" not "pod")."""
+    if len(typed) == len(known):
+        diff = [i for i, (a, b) in enumerate(zip(typed, known, strict=True)) if a != b]
+        return (
+            len(diff) == 2
+            and diff[1] == diff[0] + 1
+            and typed[diff[0]] == known[diff[1]]
+            and typed[diff[1]] == known[diff[0]]
+        )
+    if len(known) == len(typed) + 1 and len(typed) >= MIN_DROPPED_LETTER_CHARS:
+        return any(known[:i] + known[i + 1 :] == typed for i in range(len(known)))
+    return False
+
+
+_JOINED = re.compile(r"[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)+")
+
+
+def _words_inside_names(text: str) -> set[str]:
+    """Words the query uses only inside a joined name (`search-api`, `slo_daily`): the name of a
+    service, table or branch, which says little about what to do with it."""
+    inside = {word for name in _JOINED.findall(text) for word in words(name)}
+    alone = set(words(_JOINED.sub(" ", text)))
+    return inside - alone
+
+
 class _Index:
     """Postings, document frequencies and lengths: everything BM25 needs, plus servers by name."""
 
@@ -252,9 +291,10 @@ class _Index:
             for entry in self.entries
             for word in words(f"{entry.tool_name} {entry.title or ''} {entry.description}")
         }
-        self.word_speller = Speller(known_words)
+        self.word_speller = Speller(known_words | SAVE_WORDS)
         self.known_words = frozenset(known_words)
         self.writes = {i for i, entry in enumerate(self.entries) if tool_writes(words(entry.tool_name))}
+        self.finds = {i for i, entry in enumerate(self.entries) if tool_finds(words(entry.tool_name))}
         knowledge = set(terms(KNOWLEDGE_WORDS))
         self.keeps = {
             i
@@ -274,6 +314,16 @@ class _Index:
             for term, server in self.server_of_term.items()
             if any(self.entries[doc].server_id != server for doc, _ in self.postings.get(term, ()))
         }
+        # A word of a longer name that other tools use ("search" of brave_search, "api" of a
+        # "billing_api") names no server: "scale search-api" is about a service called that.
+        self.ordinary_parts = {
+            term
+            for status in catalog.servers
+            for name in (status.identifier, status.name)
+            if len(name_terms := terms(name)) > 1
+            for term in name_terms
+            if term in self.ordinary
+        }
 
     def _named_servers(self, query: str) -> set[str]:
         """The servers the query names as servers: by a distinctive name anywhere, by an ordinary
@@ -286,7 +336,11 @@ class _Index:
             )
             for term in (stem(word), *synonyms((stem(word),))):  # "mongo" names mongodb, "gh" github
                 server = self.server_of_term.get(term)
-                if server is not None and (said or term not in self.ordinary):
+                if (
+                    server is not None
+                    and term not in self.ordinary_parts
+                    and (said or term not in self.ordinary)
+                ):
                     named.add(server)
         return named
 
@@ -302,6 +356,38 @@ class _Index:
             )
         ]
         return " ".join(kept)
+
+    def corrected(self, query: str) -> str:
+        """`query` with each lowercase word the catalog does not know (misspelt, most likely)
+        replaced by its closest known word, for the first MAX_CORRECTED_WORDS such words; names
+        (capitalised) and identifiers are left as written."""
+        tokens = query.split(" ")
+        corrected = 0
+        for i, token in enumerate(tokens):
+            word = token.strip(".,;:!?\"'()").split("'")[0]  # "waht's" is "waht" and "'s"
+            if not (word.isalpha() and word.islower()) or self._known_term(word):
+                continue
+            if corrected >= MAX_CORRECTED_WORDS:
+                break
+            corrected += 1
+            # A typo seldom changes the first letter: between two slips, keep the first letter.
+            likely = sorted(
+                (c for c in self.word_speller.corrections(word) if _slip_of_typing(word, c)),
+                key=lambda c: c[0] != word[0],
+            )
+            if likely:
+                tokens[i] = token.replace(word, likely[0])
+        return " ".join(tokens)
+
+    def _known_term(self, word: str) -> bool:
+        term = stem(word)
+        return (
+            word in STOPWORDS
+            or word in self.known_words
+            or term in self.postings
+            or term in self.server_of_term
+            or bool(synonyms((term,)))
+        )
 
     def unknown_names(self, query: str, intent: QueryIntent) -> list[str]:
         """Words of `query` that may name a product or service and that no tool knows, not even
@@ -338,6 +424,7 @@ class _Index:
         ]
         corrected = set(unknown[:MAX_CORRECTED_WORDS])
         named = self._named_servers(intent.text)
+        inside_names = _words_inside_names(intent.text)
         for i, term in enumerate(query_terms):
             variants: dict[str, float] = {term: 1.0}
             server = self.server_of_term.get(term)
@@ -360,6 +447,8 @@ class _Index:
                         variants.setdefault(partner, self.tuning.synonym)
                         if self.server_of_term.get(partner) in named:
                             variants.setdefault(SERVER_TERM + partner, self.tuning.synonym)
+            if query_words[i] in inside_names:
+                variants = {t: w * self.tuning.name_part for t, w in variants.items()}
             concepts.append(_Concept(tuple(variants.items())))
         # "time zone" finds "timezone", "file system" finds "filesystem": join neighbours we know.
         for a, b in itertools.pairwise(query_terms):
@@ -472,7 +561,7 @@ def search(
         server_id = status.identifier
     index = _index(catalog, tuning)
     query = query.strip()
-    intent = read_intent(query, index.known_words)
+    intent = read_intent(index.corrected(query), index.known_words)
     concepts, named = index.concepts(intent)
     totals, matched = index.scores(concepts)
     exact = index.named.get(query.removeprefix("tools."), set())
@@ -487,6 +576,8 @@ def search(
             score *= 1 + tuning.server_boost
         if intent.leans:
             score *= _lean(i, intent, index, tuning.write_boost, tuning.knowledge_boost, multiply=True)
+            if intent.surveys and i in index.finds:
+                score *= 1 + tuning.find_boost
         ranked.append((i not in exact, -score, i, min(coverage, 1.0)))
     ranked.sort()
     embedder = _embedder(catalog.semantic)
@@ -499,6 +590,9 @@ def search(
                 leaning[i] += _lean(
                     i, intent, index, tuning.write_similarity, tuning.knowledge_similarity, multiply=False
                 )
+            if intent.surveys:
+                for i in index.finds:
+                    leaning[i] += tuning.find_similarity
         product = _product_named(index.unknown_names(query, intent), embedder)
         hits = _fused(index.entries, ranked, (similarities, leaning), server_id, catalog.semantic, limit)
         return [dataclasses.replace(hit, elsewhere=product) for hit in hits] if product else hits
@@ -539,7 +633,8 @@ def _lean(
     shift = 0.0
     if i in index.writes and (intent.saves or intent.asks):
         shift += write if intent.saves else -write
-    if i in index.keeps and (intent.saves or intent.entities):
+    # Saving goes to the tools that keep knowledge by writing it, not those that search it.
+    if i in index.keeps and ((intent.saves and i in index.writes) or (intent.entities and not intent.saves)):
         shift += knowledge
     if multiply:
         return (1 + shift) if shift >= 0 else 1 / (1 - shift)

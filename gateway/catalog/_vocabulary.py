@@ -36,9 +36,9 @@ SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
     ("pull request", "pr", "prs", "merge request", "mr"),
     ("repository", "repo", "repos", "project"),
     ("github", "gh"),
-    ("issue", "ticket", "bug", "defect", "issue tracker", "tracker"),
+    ("issue", "ticket", "bug", "defect", "issue tracker", "tracker", "tix"),
     ("commit", "changeset"),
-    ("review", "approve"),
+    ("review", "approve", "lgtm", "ptal"),
     ("fork", "clone"),
     ("ci", "checks", "status checks", "build status"),
     # files and shells
@@ -80,7 +80,7 @@ SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
     ("select option", "dropdown", "combo box", "picker"),
     ("dark mode", "color scheme", "media"),
     # chat, docs, wikis
-    ("message", "msg", "msgs", "post", "chat", "tell", "announce"),
+    ("message", "msg", "msgs", "post", "chat", "tell", "announce", "dm"),
     ("reply", "respond", "answer", "thread"),
     ("reaction", "emoji", "react"),
     ("page", "wiki", "doc", "document"),
@@ -96,6 +96,7 @@ SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
     ("transition", "move to", "status"),
     # data
     ("database", "db", "dbs"),
+    ("postgres", "postgresql", "pg", "psql"),
     ("mongodb", "mongo"),
     ("collection", "coll", "colls", "table"),
     ("record", "row", "entry", "document", "docs"),

@@ -11,7 +11,7 @@ from mcp.types import Tool
 
 from gateway.catalog._catalog import Catalog
 from gateway.catalog._intent import name_candidates, read_intent, tool_writes
-from gateway.catalog._search import search
+from gateway.catalog._search import TUNED, _index, search
 from gateway.catalog._semantic import SemanticSearch
 from tests.catalog.fake_embedder import FakeEmbedder
 
@@ -64,6 +64,82 @@ def test_a_shell_command_is_spelled_out_as_the_action_it_names(query: str, text:
 
 
 @pytest.mark.parametrize(
+    ("query", "text"),
+    [
+        ("post in #data-eng that the load is late", "post in chat channel that the load is late"),
+        ("label issue #77 as a bug", "label issue #77 as a bug"),  # a number, not a channel
+        ("move PLAT-512 to In Review", "move ticket PLAT-512 to In Review"),
+        ("SELECT count(*) FROM jobs WHERE status = 'stuck';", "run a SQL query on the database"),
+        ("select the best photo from the album", "select the best photo from the album"),  # English
+        ("git checkout -b fix/span-leak", "git create branch fix/span-leak"),
+        ("git checkout main", "git checkout main"),
+        ("du -sh /data/* | sort -h", "run a shell command: du -sh /data/* | sort -h"),
+        ("is https://status.example.com still red", "is the web page https://status.example.com still red"),
+    ],
+)
+def test_a_writing_convention_is_spelled_out_as_the_kind_of_thing_it_names(query: str, text: str) -> None:
+    assert read_intent(query).text == text
+
+
+@pytest.mark.parametrize(
+    ("query", "tells"),
+    [
+        ("the on-call needs to know the hotfix is live", True),
+        ("let the EMs know the freeze starts thursday", True),
+        ("people keep asking if the outage is over", True),
+        ("do you know the deploy's status?", False),  # a question: an answer, not a message
+        ("restart the api pods", False),
+    ],
+)
+def test_someone_who_should_learn_something_is_read_as_a_message_to_send(query: str, tells: bool) -> None:
+    intent = read_intent(query)
+    assert intent.tells is tells
+    assert intent.text.startswith("send a message") is tells
+
+
+@pytest.mark.parametrize(
+    ("query", "surveys"),
+    [
+        ("which pods in prod are crash looping?", True),
+        ("any P0s open for the payments squad?", True),
+        ("is there a wiki page on data retention?", True),
+        ("what time is it in Tokyo?", False),
+        ("open the pod logs", False),
+    ],
+)
+def test_a_question_over_a_set_of_things_is_told_apart(query: str, surveys: bool) -> None:
+    assert read_intent(query).surveys is surveys
+
+
+def test_a_question_over_a_set_of_things_ranks_the_tool_that_lists_them_first() -> None:
+    catalog = Catalog(
+        {
+            "cluster": [
+                tool("pod_logs", "Print the logs of a pod."),
+                tool("list_pods", "List the pods of a namespace."),
+            ]
+        }
+    )
+    assert first(catalog, "which pods are crashing?") == "cluster.list_pods"
+    assert first(catalog, "the pods are crashing") == "cluster.pod_logs"  # not a question: a tie
+
+
+CHAT_AND_DB = [
+    tool("post_message", "Post a message to a chat channel."),
+    tool("run_query", "Run a read-only SQL query."),
+    tool("count", "Count the documents of a collection matching a filter."),
+    tool("list_tables", "List the tables of the database."),
+]
+
+
+def test_a_channel_and_a_sql_statement_find_the_tools_for_them_over_their_words() -> None:
+    catalog = Catalog({"work": CHAT_AND_DB})
+    assert first(catalog, "ping #db-tables: migration done") == "work.post_message"
+    assert first(catalog, "SELECT count(*) FROM signups WHERE created_at > now()") == "work.run_query"
+    assert first(catalog, "the db team needs to know the tables are migrated") == "work.post_message"
+
+
+@pytest.mark.parametrize(
     ("query", "tool_name"),
     [
         ("rm -rf the tmp folder", "files.delete_file"),
@@ -85,6 +161,33 @@ def test_a_server_named_by_an_ordinary_word_counts_only_when_named_as_a_server()
         "everything"
     }
     assert {hit.entry.server_name for hit in search(catalog, "everything server", limit=2)} == {"everything"}
+
+
+def test_an_ordinary_word_of_a_longer_server_name_names_no_server_even_said_as_one() -> None:
+    catalog = Catalog(
+        {
+            "web_search": [tool("web_query", "Query the web for pages.")],
+            "kubernetes": [tool("kubectl_scale", "Scale the replicas of a deployment.")],
+            "git": [tool("git_log", "Search the commit history of a repository by message, author or date.")],
+        }
+    )
+    # "search-api" is a service named so: "on search" does not rank the web_search server first.
+    assert first(catalog, "bump replicas on search-api") == "kubernetes.kubectl_scale"
+    assert [hit.entry.qualified for hit in search(catalog, "query pages on web_search", limit=1)] == [
+        "web_search.web_query"
+    ]
+
+
+def test_a_word_used_only_inside_a_joined_name_counts_less_than_the_words_around_it() -> None:
+    catalog = Catalog(
+        {
+            "db": [tool("describe_table", "Describe the columns of a table.")],
+            "warehouse": [tool("run_query", "Run a query over the figures.")],
+        }
+    )
+    # "slo_daily_table" names a table; "pull ... from" it is a query over it.
+    assert first(catalog, "query p99 from slo_daily_table") == "warehouse.run_query"
+    assert first(catalog, "describe the table") == "db.describe_table"
 
 
 def test_a_distinctive_server_name_counts_wherever_it_is_in_the_query() -> None:
@@ -120,6 +223,29 @@ def test_saving_something_ranks_the_tool_that_writes_before_the_one_that_reads()
 
 def test_a_question_ranks_the_tool_that_reads_before_the_one_that_writes() -> None:
     assert first(Catalog({"notes": NOTES}), "what is in the note about the topic?") == "notes.get_note"
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "save to memory: marta owns the sync",
+        "put the blockers into memory, per person",
+        "rmember lena is out",
+    ],
+)
+def test_saving_into_memory_or_a_mistyped_remember_is_a_wish_to_save(query: str) -> None:
+    catalog = Catalog({"memory": MEMORY})
+    assert read_intent(_index(catalog, TUNED).corrected(query)).saves
+
+
+def test_saving_about_someone_ranks_writing_knowledge_before_searching_it() -> None:
+    catalog = Catalog(
+        {
+            "kb": [tool("search_knowledge", "Search the knowledge base.")],
+            "memory": [tool("add_observations", "Add observations to entities.")],
+        }
+    )
+    assert first(catalog, "remember that Yusuf owns the indexer") == "memory.add_observations"
 
 
 def test_keep_in_mind_finds_a_memory_tool_that_writes() -> None:

@@ -11,7 +11,7 @@ from mcp.types import Tool
 from gateway.catalog import _spelling
 from gateway.catalog._catalog import Catalog
 from gateway.catalog._render import render_search
-from gateway.catalog._search import MAX_CORRECTED_WORDS, Hit, SearchRefused, search
+from gateway.catalog._search import MAX_CORRECTED_WORDS, TUNED, Hit, SearchRefused, _index, search
 from gateway.catalog._spelling import Speller
 from gateway.catalog.config import DEFAULT_MAX_QUERY_CHARS
 from tests.real_servers import snapshot_catalog
@@ -176,9 +176,10 @@ def test_a_query_at_the_cap_of_long_random_words_asks_the_speller_only_bounded_w
     assert len(query) <= DEFAULT_MAX_QUERY_CHARS
     text = render_search(real, query, max_query_chars=DEFAULT_MAX_QUERY_CHARS)
     assert text.startswith("No tools match")
-    # Each speller (terms, words) is asked about at most MAX_CORRECTED_WORDS words per pass (the
-    # search, then the did-you-mean), and none of a long word's deletions is ever made.
-    assert 0 < len(asked) <= 3 * MAX_CORRECTED_WORDS
+    # Each speller is asked about at most MAX_CORRECTED_WORDS words per pass (the query's typos
+    # corrected for reading it, its terms' and words' variants, then the did-you-mean), and none
+    # of a long word's deletions is ever made.
+    assert 0 < len(asked) <= 4 * MAX_CORRECTED_WORDS
     assert expanded == []
 
 
@@ -192,5 +193,31 @@ def test_only_the_first_unknown_words_of_a_query_are_corrected(
     )
     query = " ".join(["brnach"] * 40)
     search(real, query)
-    assert len(asked) == 2 * MAX_CORRECTED_WORDS  # the term speller and the word speller, per word
+    # Per word: the query's typos corrected for reading it, then the term and word spellers.
+    assert len(asked) == 3 * MAX_CORRECTED_WORDS
     assert "git" in _names(search(real, "crate a brnach"))[0]
+
+
+@pytest.mark.parametrize(
+    ("query", "read_as"),
+    [
+        ("serach the web", "search the web"),  # two letters swapped
+        ("lsit the pods", "list the pods"),
+        ("remeber the fix", "remember the fix"),  # a letter dropped from a long word
+        ("whats the tiem", "whats the time"),  # swapped either way, the first letter kept
+        ("the stale pods in prod", "the stale pods in prod"),  # English words another letter from one
+        ("Omar asked", "Omar asked"),  # a name
+    ],
+)
+def test_a_slip_of_typing_is_read_as_the_word_the_catalog_knows(query: str, read_as: str) -> None:
+    catalog = Catalog(
+        {
+            "work": [
+                _tool("search_web", "Search the web for pages."),
+                _tool("list_pods", "List the pods of a namespace, stale or scaled."),
+                _tool("remember", "Remember a fact; get the current time or a data item."),
+                _tool("scale", "Scale a deployment in production."),
+            ]
+        }
+    )
+    assert _index(catalog, TUNED).corrected(query) == read_as
