@@ -80,18 +80,25 @@ def main(argv: list[str]) -> int:
         print(f"{BLIND_QUERIES.name} has no queries yet: label the writers' files first (README.md)")
         return 1
     catalogs = _catalogs(args.semantic)
+    print_scores(catalogs, queries, _breakdown(catalogs["default"], queries), misses=args.misses)
+    return 0
+
+
+def print_scores(
+    catalogs: dict[str, Catalog], queries: list[BlindQuery], breakdown: str, *, misses: bool
+) -> None:
+    """Print each catalog's figures side by side, then `breakdown`, then (with `misses`) every miss."""
     reports: dict[str, SearchReport] = {
         name: evaluate_search(catalog, [q.case() for q in queries]) for name, catalog in catalogs.items()
     }
     print(compare_reports(reports))
     print()
-    print(_breakdown(catalogs["default"], queries))
-    if args.misses:
+    print(breakdown)
+    if misses:
         for name, report in reports.items():
             for query, accept, found in report.misses:
                 wanted, got = " or ".join(accept) or "nothing", ", ".join(found) or "nothing"
                 print(f"miss ({name}): {query!r}: wanted {wanted}; got {got}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -16,9 +16,10 @@ import sys
 from gateway.catalog import Catalog
 from gateway.catalog.config import SearchConfig
 from gateway.catalog.docs import semantic_search
-from gateway.catalog.evaluation import SearchReport, compare_reports, evaluate_search, load_tool_snapshots
+from gateway.catalog.evaluation import evaluate_search, load_tool_snapshots
 from gateway.shared._display import format_table
 from tests.search_eval.blind.blind_set import BlindQuery
+from tests.search_eval.blind.score import print_scores
 from tests.search_eval.blind_dev.dev_set import blind_dev_queries
 from tests.search_eval.eval_set import CATALOG_DIRS
 
@@ -61,17 +62,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     queries = blind_dev_queries()
     catalogs = _catalogs(args.lexical)
-    reports: dict[str, SearchReport] = {
-        name: evaluate_search(catalog, [q.case() for q in queries]) for name, catalog in catalogs.items()
-    }
-    print(compare_reports(reports))
-    print()
-    print(_per_writer(catalogs["default"], queries))
-    if args.misses:
-        for name, report in reports.items():
-            for query, accept, found in report.misses:
-                wanted, got = " or ".join(accept) or "nothing", ", ".join(found) or "nothing"
-                print(f"miss ({name}): {query!r}: wanted {wanted}; got {got}")
+    print_scores(catalogs, queries, _per_writer(catalogs["default"], queries), misses=args.misses)
     return 0
 
 
