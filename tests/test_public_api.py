@@ -104,11 +104,31 @@ def test_the_package_exports_exactly_the_chosen_names() -> None:
 def test_every_public_attribute_of_the_package_is_in_all() -> None:
     public = {
         name
-        for name, value in vars(gateway).items()
-        if not name.startswith("_") and not isinstance(value, ModuleType)
+        for name in dir(gateway)
+        if not name.startswith("_") and not isinstance(getattr(gateway, name), ModuleType)
     }
     assert public == set(gateway.__all__)
     assert isinstance(gateway.__version__, str)
+
+
+def test_an_unknown_name_of_the_package_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'Gatway'"):
+        _ = gateway.Gatway  # pyright: ignore[reportAttributeAccessIssue]
+
+
+def test_importing_the_package_imports_no_wing_until_a_name_is_asked_for() -> None:
+    # A command (or a library user) pays only for what it touches: the SDK is the heaviest of it.
+    check = (
+        "import sys, gateway; before = 'mcp' in sys.modules or 'gateway.sandbox' in sys.modules\n"
+        "from gateway import Gateway, Sandbox\n"
+        "print(before, 'mcp' in sys.modules, Gateway.__module__, Sandbox.__module__)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", check], capture_output=True, text=True, timeout=60, check=True
+    )
+    before, after, *homes = done.stdout.split()
+    assert (before, after) == ("False", "True")
+    assert homes == ["gateway.calls._gateway", "gateway.sandbox._sandbox"]
 
 
 @pytest.mark.parametrize("collecting", [True, False])

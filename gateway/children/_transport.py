@@ -68,7 +68,7 @@ _CLOSED = "closed the connection"
 class QuietSdkParseErrors(logging.Filter):
     """Drops the SDK's traceback per unparsable stdout line: `_Watched` logs them, briefly and bounded.
 
-    For the `mcp.client.stdio` logger (`configure_logging` adds it).
+    For the `mcp.client.stdio` logger (the commands that start children add it: `quiet_sdk_parse_errors`).
     """
 
     def filter(self, record: logging.LogRecord) -> bool:

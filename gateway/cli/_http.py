@@ -11,24 +11,7 @@ from gateway.config import GatewayConfig
 from gateway.config.server import AUTHENTICATED, HttpConfig
 from gateway.errors import ConfigError
 
-__all__ = ["add_http_arguments", "http_settings"]
-
-
-def add_http_arguments(serve: argparse.ArgumentParser) -> None:
-    """`--http`, `--host`, `--port` and `--stdio` on `serve`."""
-    transport = serve.add_mutually_exclusive_group()
-    transport.add_argument(
-        "--http",
-        action="store_true",
-        help="serve MCP over streamable HTTP (the config's `http` section, or its defaults)",
-    )
-    transport.add_argument(
-        "--stdio", action="store_true", help="serve over stdio even if the config has an `http` section"
-    )
-    serve.add_argument("--host", help="with --http: the address to bind (default 127.0.0.1)")
-    serve.add_argument(
-        "--port", type=int, help="with --http: the TCP port (default 8080; 0 takes a free one)"
-    )
+__all__ = ["http_settings"]
 
 
 def http_settings(config: GatewayConfig, args: argparse.Namespace) -> HttpConfig | None:

@@ -5,10 +5,9 @@ from __future__ import annotations
 import logging
 import sys
 
-from gateway.children import QuietSdkParseErrors
 from gateway.shared import JsonFormatter
 
-__all__ = ["configure_logging"]
+__all__ = ["configure_logging", "quiet_sdk_parse_errors"]
 
 
 def configure_logging(level: str = "INFO") -> None:
@@ -20,6 +19,13 @@ def configure_logging(level: str = "INFO") -> None:
         logger.handlers[:] = [handler]
         logger.setLevel(level.upper())
         logger.propagate = False
+
+
+def quiet_sdk_parse_errors() -> None:
+    """Keep the SDK's stdio client from logging each line a child prints that is not JSON-RPC."""
+    # The children wing (and the SDK with it), imported only by the commands that start children.
+    from gateway.children import QuietSdkParseErrors
+
     sdk_stdio = logging.getLogger("mcp.client.stdio")
     if not any(isinstance(f, QuietSdkParseErrors) for f in sdk_stdio.filters):
         sdk_stdio.addFilter(QuietSdkParseErrors())

@@ -1,40 +1,27 @@
-"""The `codemode-gateway` command line."""
+"""The `codemode-gateway` command line: arguments are parsed, and refused, before any command's module
+(and the wings it needs: the SDK, the sandbox, the search model) is imported."""
 
 from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
 import sys
-import time
-from collections.abc import Sequence
+from collections.abc import Callable, Generator, Sequence
+from contextlib import contextmanager
 
-from gateway.children import PARENT_ENV_VAR
-from gateway.cli._audit import audit_command
-from gateway.cli._check import check_command
-from gateway.cli._children_args import parse_children, split_children
-from gateway.cli._exec import exec_command
-from gateway.cli._exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
-from gateway.cli._http import add_http_arguments, http_settings
-from gateway.cli._loading import load_config_for_cli
-from gateway.cli._lock import lock_command
-from gateway.cli._logging import configure_logging
-from gateway.cli._reload import (
+from gateway.cli._arguments import (
+    add_http_arguments,
     add_reload_arguments,
+    add_sandbox_test_arguments,
+    add_search_eval_arguments,
     add_serve_reload_arguments,
-    reload_command,
-    reload_options,
 )
-from gateway.cli._sandbox_test import add_sandbox_test_arguments, sandbox_test_command
-from gateway.cli._search_eval import add_search_eval_arguments, search_eval_command
-from gateway.config import config_json_schema, config_reference
+from gateway.cli._children_args import parse_children, split_children
+from gateway.cli._exit_codes import EXIT_FAILED, EXIT_USAGE
+from gateway.cli._logging import configure_logging, quiet_sdk_parse_errors
 from gateway.errors import ConfigError, GatewayError
-from gateway.sandbox import Sandbox
-from gateway.sandbox.component import COMPONENT_PATH, WASMTIME_VERSION, component_sha256
-from gateway.server import run_http, run_stdio
 from gateway.shared import PACKAGE_NAME, leaf_error, package_version
-from gateway.telemetry import traces_from_environment
 
 __all__ = ["main"]
 
@@ -46,6 +33,9 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, help="print the versions and the component's sha256")
 
     def __call__(self, parser: argparse.ArgumentParser, *_args: object) -> None:
+        # The sandbox wing, imported for this flag alone: no other parse should wait for it.
+        from gateway.sandbox.component import COMPONENT_PATH, WASMTIME_VERSION, component_sha256
+
         try:
             component = component_sha256()
         except OSError:
@@ -130,51 +120,71 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _precompile(args: argparse.Namespace) -> int:
-    config = load_config_for_cli(args.config)
-    started = time.monotonic()
-    with Sandbox(config.sandbox.model_copy(update={"prewarm_instances": 0})) as sandbox:
-        what = "compiled" if sandbox.compiled_on_load else "already cached"
-    print(
-        f"sandbox component {sandbox.component_sha256[:12]}: {what} ({time.monotonic() - started:.1f} s)",
-        file=sys.stderr,
-    )
-    return EXIT_OK
-
-
-def _serve(args: argparse.Namespace) -> int:
-    parent = os.environ.get(PARENT_ENV_VAR)
-    if parent:
-        raise ConfigError(
-            f"this gateway was started by another codemode-gateway ({PARENT_ENV_VAR}={parent}): an "
-            "mcpServers entry of that gateway's config runs the gateway itself; remove that entry"
-        )
-    config = load_config_for_cli(args.config, args.children)
-    http = http_settings(config, args)
-    with traces_from_environment():  # spans exported as the OTEL_* variables say (the otel extra)
-        if http is None:
-            run_stdio(config, reload_options(args), started=gc.freeze)
-        else:
-            run_http(config, http, reload_options(args), started=gc.freeze)
-    return EXIT_OK
-
-
-def _schema(args: argparse.Namespace) -> int:
-    if args.markdown:
-        sys.stdout.write(config_reference())
-        return EXIT_OK
-    print(json.dumps(config_json_schema(), indent=2, ensure_ascii=False))
-    return EXIT_OK
-
-
 _TAKES_CHILDREN = ("serve", "check", "exec")
+_STARTS_CHILDREN = ("serve", "check", "exec", "lock", "search-eval")
+
+Command = Callable[[argparse.Namespace], int]
+
+
+def _command(name: str) -> Command:
+    """The command's function: its module, and the wings that module needs, are imported only now."""
+    match name:
+        case "serve":
+            from gateway.cli._serve import serve_command
+
+            return serve_command
+        case "exec":
+            from gateway.cli._exec import exec_command
+
+            return exec_command
+        case "precompile":
+            from gateway.cli._precompile import precompile_command
+
+            return precompile_command
+        case "check":
+            from gateway.cli._check import check_command
+
+            return check_command
+        case "lock":
+            from gateway.cli._lock import lock_command
+
+            return lock_command
+        case "audit":
+            from gateway.cli._audit import audit_command
+
+            return audit_command
+        case "schema":
+            from gateway.cli._schema import schema_command
+
+            return schema_command
+        case "reload":
+            from gateway.cli._reload import reload_command
+
+            return reload_command
+        case "sandbox-test":
+            from gateway.cli._sandbox_test import sandbox_test_command
+
+            return sandbox_test_command
+        case _:
+            from gateway.cli._search_eval import search_eval_command
+
+            return search_eval_command
+
+
+@contextmanager
+def _collection_paused() -> Generator[None]:
+    """Importing builds thousands of classes and frees nothing, so collections in between only cost time."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the `codemode-gateway` console script."""
-    # The process's tuning, here alone: what the import built lives as long as the process, so no
-    # collection needs to walk it again (`serve` freezes once more when the gateway has started).
-    gc.freeze()
     own, children = split_children(sys.argv[1:] if argv is None else argv)
     parser = _parser()
     args = parser.parse_args(own)
@@ -185,19 +195,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     configure_logging(getattr(args, "log_level", None) or os.environ.get("CODEMODE_LOG_LEVEL") or "WARNING")
     try:
         args.children = parse_children(children) if children is not None else None
-        commands = {
-            "serve": _serve,
-            "exec": exec_command,
-            "precompile": _precompile,
-            "check": check_command,
-            "lock": lock_command,
-            "audit": audit_command,
-            "schema": _schema,
-            "reload": reload_command,
-            "sandbox-test": sandbox_test_command,
-            "search-eval": search_eval_command,
-        }
-        code = commands[args.command](args)
+        with _collection_paused():
+            command = _command(args.command)
+            if args.command in _STARTS_CHILDREN:
+                quiet_sdk_parse_errors()
+        # The process's tuning, here alone: what the import built lives as long as the process, so no
+        # collection needs to walk it again (`serve` freezes once more when the gateway has started).
+        gc.freeze()
+        code = command(args)
     except GatewayError as exc:
         code = _report(exc)
     except BaseExceptionGroup as group:

@@ -9,41 +9,12 @@ from pathlib import Path
 from gateway.cli._exit_codes import EXIT_FAILED, EXIT_OK
 from gateway.reload import ReloadOptions, request_reload
 
-__all__ = ["add_reload_arguments", "add_serve_reload_arguments", "reload_command", "reload_options"]
-
-DEFAULT_WAIT_SECONDS = 60.0
-
-
-def add_serve_reload_arguments(serve: argparse.ArgumentParser) -> None:
-    """`--pid-file` and `--no-watch` on `serve`."""
-    serve.add_argument(
-        "--pid-file",
-        help="write the gateway's pid here (locked while it serves), for `codemode-gateway reload`",
-    )
-    serve.add_argument(
-        "--no-watch",
-        action="store_true",
-        help="do not reload when the config file changes (SIGHUP and `reload` still do)",
-    )
+__all__ = ["reload_command", "reload_options"]
 
 
 def reload_options(args: argparse.Namespace) -> ReloadOptions:
     """How `serve` takes reloads, from its options."""
     return ReloadOptions(watch=not args.no_watch, pid_file=Path(args.pid_file) if args.pid_file else None)
-
-
-def add_reload_arguments(reload: argparse.ArgumentParser) -> None:
-    """The `reload` command's options."""
-    reload.add_argument(
-        "--pid-file", required=True, help="the pid file the gateway was started with (serve --pid-file)"
-    )
-    reload.add_argument(
-        "--wait",
-        type=float,
-        default=DEFAULT_WAIT_SECONDS,
-        help=f"seconds to wait for the gateway's answer (default {DEFAULT_WAIT_SECONDS:g})",
-    )
-    reload.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
 
 def reload_command(args: argparse.Namespace) -> int:

@@ -26,22 +26,7 @@ from gateway.cli._loading import load_config_for_cli
 from gateway.errors import ConfigError
 from gateway.policy import Policy
 
-__all__ = ["add_search_eval_arguments", "search_eval_command"]
-
-
-def add_search_eval_arguments(parser: argparse.ArgumentParser) -> None:
-    """The command's arguments."""
-    parser.add_argument(
-        "queries", help='a JSON list of {"query": ..., "accept": ["server.tool", ...], "kind": ...}'
-    )
-    parser.add_argument("--config", help="config file whose children (and policy) make the catalog")
-    parser.add_argument(
-        "--snapshots",
-        nargs="+",
-        metavar="DIR",
-        help="search saved tools/list results (one <server>.json per server) instead of live children",
-    )
-    parser.add_argument("--misses", action="store_true", help="also list the queries search got wrong")
+__all__ = ["search_eval_command"]
 
 
 def _catalogs(args: argparse.Namespace) -> dict[str, Catalog]:

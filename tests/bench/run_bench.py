@@ -105,8 +105,9 @@ SEARCH_QUERY_SETS = {
 # The blind set (tests/search_eval/blind): queries never tuned on, over those servers and 9 more.
 BLIND_CATALOG_DIRS = (*SEARCH_CATALOG_DIRS, REPO / "tests" / "search_eval" / "blind" / "catalog")
 BLIND_QUERIES = REPO / "tests" / "search_eval" / "blind" / "queries.jsonl"
-# What `python -m gateway serve` imports before it can answer `initialize`: the package and its command line.
-GATEWAY_IMPORT = "import gateway.cli"
+# What `python -m gateway serve` imports before it can answer `initialize`: the command line and `serve`'s
+# module (the command line alone imports no wing until a command runs).
+GATEWAY_IMPORT = "import gateway.cli, gateway.cli._serve"
 # What any server built on the Python SDK imports before it can answer `initialize` over stdio.
 SDK_IMPORT = "import mcp.server.lowlevel, mcp.server.stdio"
 PYODIDE_VERSION = "0.28.2"  # as the Makefile pins it
