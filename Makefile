@@ -23,6 +23,7 @@ PYTEST_ARGS ?=
 # pytest-xdist workers for `make test` (0: one process, as `pytest` alone runs). One more than the two
 # cores: the suite mostly waits on the processes it starts (2 workers kept one core busy on average),
 # while 4 saturated both and pushed the escape suite's 0.75 s tool-call cap past its probe child.
+# A module per worker (loadfile): each module-scoped fixture, such as a shared gateway, is set up once.
 TEST_WORKERS ?= 3
 # `make load`: concurrent HTTP clients, and the seconds each configuration is measured.
 LOAD_CLIENTS ?= 16
@@ -94,7 +95,7 @@ setup: ## runtime, plus the test, bench and lint tools, the npm test servers and
 	@$(MAKE) --no-print-directory -j$(SETUP_JOBS) -O $(STAMP) $(NPM_STAMP) sandbox-build model-build peer-venv system-tools
 
 test: setup ## Run the whole test suite (escape suite included), on TEST_WORKERS processes (3)
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 sandbox-test: setup ## Run the sandbox escape suite on its own
 	$(PY) -m pytest -m sandbox $(PYTEST_ARGS)
