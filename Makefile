@@ -1,6 +1,9 @@
 # codemode-gateway: `run` and `demo` depend on `runtime` (what the product runs on); every other
 # target that needs the venv depends on `setup` (runtime plus the test, bench and lint tools).
 SHELL := /bin/bash
+# Bytecode caches on, whatever the environment says: otherwise every process the product or the suite
+# starts compiles what it imports from source again (the SDK, numpy, ONNX Runtime: about half a CPU-second).
+unexport PYTHONDONTWRITEBYTECODE
 PYTHON_BOOT ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
