@@ -42,34 +42,34 @@ WASMTIME_VERSION = version("wasmtime")
 UNUSED_ARTIFACT_SECONDS = 30 * 86400
 
 
-def _engine_settings(max_wasm_stack: int) -> dict[str, object]:
-    # Fuel and epochs bound CPU and wall time; every proposal the guest does not use is off.
-    return {
-        "consume_fuel": True,
-        "epoch_interruption": True,
-        "max_wasm_stack": max_wasm_stack,
-        "wasm_threads": False,
-        "shared_memory": False,
-        "wasm_gc": False,
-        "wasm_function_references": False,
-        "wasm_exceptions": False,
-        "wasm_memory64": False,
-        "wasm_stack_switching": False,
-        "wasm_tail_call": False,
-        "cranelift_opt_level": "speed",
-    }
+# Fuel and epochs bound CPU and wall time; every proposal the guest does not use is off. Compiled code
+# depends on these, so they make the artifact cache's key; the stack and the pool's sizes do not, and
+# wasmtime itself refuses an artifact built under settings its code depends on (then we recompile).
+_CODEGEN_SETTINGS: dict[str, object] = {
+    "consume_fuel": True,
+    "epoch_interruption": True,
+    "wasm_threads": False,
+    "shared_memory": False,
+    "wasm_gc": False,
+    "wasm_function_references": False,
+    "wasm_exceptions": False,
+    "wasm_memory64": False,
+    "wasm_stack_switching": False,
+    "wasm_tail_call": False,
+    "cranelift_opt_level": "speed",
+}
 
 
 def make_engine(max_wasm_stack: int, pool: PoolSize | None = None) -> tuple[wasmtime.Engine, str]:
-    """A hardened engine and a fingerprint of its configuration (part of the artifact cache key);
-    with `pool`, it allocates instances from a pool of that size (`_pooling.py`)."""
-    settings: dict[str, object] = _engine_settings(max_wasm_stack)
+    """A hardened engine and a fingerprint of what its compiled code depends on (part of the
+    artifact cache key); with `pool`, it allocates instances from a pool of that size (`_pooling.py`)."""
     config = wasmtime.Config()
-    for name, value in settings.items():
+    for name, value in _CODEGEN_SETTINGS.items():
         setattr(config, name, value)
-    if pool is not None and use_pooling(config, pool):
-        settings["pooling"] = pool.fingerprint()
-    return wasmtime.Engine(config), json.dumps(settings, sort_keys=True)
+    config.max_wasm_stack = max_wasm_stack
+    if pool is not None:
+        use_pooling(config, pool)
+    return wasmtime.Engine(config), json.dumps(_CODEGEN_SETTINGS, sort_keys=True)
 
 
 def default_cache_dir() -> Path:

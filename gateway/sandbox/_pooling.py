@@ -53,10 +53,6 @@ class PoolSize:
     memory_bytes: int
     keep_resident_bytes: int
 
-    def fingerprint(self) -> dict[str, int]:
-        """What of the pool compiled code depends on (the counts do not change it)."""
-        return {"max_memory_size": self.memory_bytes, "keep_resident": self.keep_resident_bytes}
-
     def settings(self) -> dict[str, int]:
         """Each setting of the pool, by the name of its setter."""
         return {

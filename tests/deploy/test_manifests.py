@@ -25,7 +25,6 @@ from gateway.config._variables import VARIABLE_REFERENCE
 from gateway.config.server import HEALTH_PATHS
 from gateway.errors import ConfigError
 from gateway.sandbox.component import default_cache_dir
-from gateway.sandbox.limits import SandboxLimits
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "k8s"
@@ -277,12 +276,6 @@ def test_the_secrets_placeholders_are_refused_rather_than_served_with() -> None:
         loaded_config(dict(secret_values()))
     for key in ("auth.tokens.alice", "approvals.key"):
         assert key in str(refused.value)
-
-
-def test_the_config_keeps_the_engine_settings_the_image_precompiled_for() -> None:
-    # The artifact's key includes the engine's settings, and max_wasm_stack_bytes is the one a config
-    # changes (gateway/sandbox/_slots.py); the image precompiled with the built-in default.
-    assert loaded_config().sandbox.max_wasm_stack_bytes == SandboxLimits().max_wasm_stack_bytes
 
 
 # ---- the pod against the gateway it runs ------------------------------------------------------

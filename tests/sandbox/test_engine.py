@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import wasmtime
+from wasmtime.component import Component
 
 from gateway import SandboxUnavailable
 from gateway.sandbox._engine import (
@@ -20,6 +21,7 @@ from gateway.sandbox._engine import (
     load_component,
     make_engine,
 )
+from gateway.sandbox._pooling import PoolSize
 from gateway.sandbox._sandbox import HOST_INTERFACE
 from gateway.sandbox.limits import SandboxLimits
 
@@ -39,8 +41,29 @@ def test_the_component_exports_run() -> None:
     assert "run" in exports
 
 
-def test_the_engine_fingerprint_changes_with_its_configuration() -> None:
-    assert make_engine(1 << 20)[1] != make_engine(2 << 20)[1]
+@pytest.mark.parametrize(
+    "pool",
+    [None, PoolSize(4, 64 << 20, 0), PoolSize(64, 4 << 30, 256 << 20)],
+    ids=["no pool", "small pool", "large pool keeping memory resident"],
+)
+def test_one_artifact_serves_every_stack_and_pool_size_without_compiling_again(
+    warm_cache: Path, pool: PoolSize | None
+) -> None:
+    for stack in (256 << 10, STACK, 2 << 20):
+        engine, fingerprint = make_engine(stack, pool)
+        loaded = load_component(engine, fingerprint, cache_dir=warm_cache)
+        assert loaded.compiled is False
+        assert "run" in set(loaded.component.type.exports(engine))
+
+
+def test_wasmtime_refuses_an_artifact_compiled_under_settings_its_code_depends_on(warm_cache: Path) -> None:
+    # What keeps a lean cache key safe: a setting the key left out that compiled code depends on is
+    # still checked by wasmtime, and an artifact it refuses is compiled again (tested below).
+    config = wasmtime.Config()
+    config.consume_fuel = True  # no epoch checks
+    [artifact] = warm_cache.glob("*.cwasm")
+    with pytest.raises(wasmtime.WasmtimeError, match="epoch interruption"):
+        Component.deserialize_file(wasmtime.Engine(config), str(artifact))
 
 
 @pytest.fixture(scope="module")
