@@ -80,7 +80,7 @@ class HttpApp:
         if scope["type"] != "http":  # lifespan
             await self._app(scope, receive, send)
             return
-        if self._closed:
+        if self._closed and scope["path"] not in HEALTH_PATHS:  # probes say "shutting down" to the end
             await send_refusal(
                 send, Refusal(503, "the gateway is shutting down", retry_after=RETRY_AFTER_SECONDS)
             )

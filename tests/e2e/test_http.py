@@ -29,7 +29,7 @@ from tests.e2e.gateway_process import (
     text,
     write_config,
 )
-from tests.real_servers import FAULT_SERVER
+from tests.real_servers import FAULT_SERVER, SERVERS
 
 pytestmark = pytest.mark.anyio
 
@@ -341,10 +341,16 @@ async def test_healthz_answers_at_once_and_readyz_only_once_every_child_has_repo
 
 
 async def test_sigterm_lets_a_call_in_flight_finish_refuses_new_ones_then_stops(tmp_path: Path) -> None:
+    latch = {"command": sys.executable, "args": [str(SERVERS / "latch_server.py")]}
     config = write_config(
-        tmp_path, {"mcpServers": {"ledger": ledger_server(tmp_path)}, "http": {"shutdown_grace_seconds": 60}}
+        tmp_path,
+        {
+            "mcpServers": {"ledger": ledger_server(tmp_path), "latch": latch},
+            "http": {"shutdown_grace_seconds": 60},
+        },
     )
-    code = "tools.ledger.slow(seconds=2)\ntools.ledger.append(entry='after the signal')"
+    release = tmp_path / "release"
+    code = f"tools.latch.wait_for(path={str(release)!r})\ntools.ledger.append(entry='after the signal')"
     heard, outcomes = Progress(), Outcomes()
     async with http_gateway(config) as gateway, http_client(gateway.url) as client:
         with anyio.fail_after(WAIT):
@@ -359,6 +365,7 @@ async def test_sigterm_lets_a_call_in_flight_finish_refuses_new_ones_then_stops(
                 assert not_ready.status_code == 503
                 assert not_ready.json()["shutting_down"] is True
                 await outcomes.call("new", client, {"code": "1"})
+                release.touch()  # held until now, so the probe and the refusal both land in the grace period
             exit_code = await gateway.stop()
     finished, refused = outcomes.of["in flight"], outcomes.of["new"]
     assert isinstance(finished, types.CallToolResult)

@@ -1,14 +1,18 @@
-"""`/readyz` in process, on a real gateway: not ready until the sandbox is loaded, ready once it is."""
+"""`/readyz` in process, on a real gateway: not ready until the sandbox is loaded, ready once it is,
+and saying so while the gateway shuts down."""
 
 from __future__ import annotations
 
 import anyio
+import httpx2
 import pytest
 
 from gateway import Gateway
 from gateway.config import parse_config
+from gateway.config.server import HttpConfig
 from gateway.errors import StateUnavailable
 from gateway.server._health import Readiness
+from gateway.server._http_app import HttpApp
 from tests.state.redis_server import PATIENT, RedisServer
 
 pytestmark = pytest.mark.anyio
@@ -62,3 +66,21 @@ async def test_readyz_says_when_the_shared_store_is_down_and_back_while_the_gate
 def said(readiness: Readiness) -> tuple[bool, str]:
     ready, body = readiness.check()
     return ready, body["state"]
+
+
+async def test_once_the_grace_period_ends_probes_still_answer_shutting_down_and_mcp_is_refused() -> None:
+    async with Gateway(parse_config({}, "team.json", {})) as gateway:
+        app = HttpApp(gateway, HttpConfig())
+        with anyio.fail_after(60):
+            await gateway.sandbox()
+            await app.drain(grace_seconds=0)  # nothing in flight: closed at once
+            async with httpx2.AsyncClient(
+                transport=httpx2.ASGITransport(app), base_url="http://gw"
+            ) as client:
+                ready = await client.get("/readyz")
+                alive = await client.get("/healthz")
+                mcp = await client.post(HttpConfig().path, json={})
+    assert (ready.status_code, ready.json()["shutting_down"]) == (503, True)
+    assert alive.json() == {"alive": True}
+    assert mcp.status_code == 503
+    assert "shutting down" in mcp.text
