@@ -40,6 +40,7 @@ from gateway.catalog._intent import (
     asks_about_someone,
     name_candidates,
     read_intent,
+    steps,
     tool_finds,
     tool_writes,
 )
@@ -550,6 +551,7 @@ def search(
     catalog: Catalog, query: str, server: str | None = None, limit: int = 5, tuning: Tuning = TUNED
 ) -> list[Hit]:
     """The best `limit` tools for `query`, best first; a tool named exactly by the query comes first.
+    For a request of several steps, the best tool of each step follows the best for the whole.
 
     `server` (identifier or original name) keeps one server's tools; KeyError if it is unknown.
     """
@@ -561,7 +563,25 @@ def search(
         server_id = status.identifier
     index = _index(catalog, tuning)
     query = query.strip()
-    intent = read_intent(index.corrected(query), index.known_words)
+    corrected = index.corrected(query)
+    hits = _ranked(catalog, index, query, corrected, server_id, limit)
+    if limit < 2 or not hits or query.removeprefix("tools.") in index.named:
+        return hits
+    # A request of several steps is labelled, and meant, by any of them: the whole query's ranking
+    # favours the step with the most words, so each step's own best tool gets a place near the top.
+    firsts = [hit for step in steps(corrected) for hit in _ranked(catalog, index, step, step, server_id, 1)]
+    merged: dict[str, Hit] = {}
+    for hit in [hits[0], *firsts, *hits[1:]]:
+        merged.setdefault(hit.entry.qualified, hit)
+    return list(merged.values())[:limit]
+
+
+def _ranked(
+    catalog: Catalog, index: _Index, query: str, corrected: str, server_id: str | None, limit: int
+) -> list[Hit]:
+    """The best `limit` tools for one query (or one step of it), `corrected` its slips of typing."""
+    tuning = index.tuning
+    intent = read_intent(corrected, index.known_words)
     concepts, named = index.concepts(intent)
     totals, matched = index.scores(concepts)
     exact = index.named.get(query.removeprefix("tools."), set())
