@@ -68,9 +68,14 @@ __all__ = [
 K1 = 1.2
 B = 0.75
 WEAK_COVERAGE = 0.5  # a best hit matching less of the query than this is reported as weak
-# With meaning fused in, a best hit scoring under this is reported as weak instead: on the
-# development queries it flags 86% of the requests no tool serves and 13% of those some tool does.
+# With meaning fused in, a best hit scoring under this is reported as weak instead, when the tool
+# ranked after it is not known (docs/search.md).
 WEAK_FUSED_SCORE = 0.41
+# Otherwise a best hit is weak when this weighted sum of its fused score, the next tool's, its
+# cosine and the share of the query its words matched is under 1: a request some tool serves
+# usually has that tool's neighbours near it too, one no tool serves is near one tool by chance.
+# Set on the development sets' queries, those no tool serves against the others (docs/search.md).
+FIT_WEIGHTS = (0.2, 1.2, 1.0, 0.6)
 _NESTED_DEPTH = 3  # how deep parameter schemas are read for nested property names and descriptions
 # A word the catalog does not know names a person, place or time when the model puts it this close
 # to one of the phrases of that kind in KINDS_OF_NAMES (set on names alone, docs/search.md).
@@ -146,6 +151,7 @@ class Hit:
     coverage: float
     similarity: float | None = None
     elsewhere: str | None = None  # a product or service the query names that no tool knows
+    runner_up: float | None = None  # with meaning: the fused score of the tool ranked after it
 
     @property
     def weak(self) -> bool:
@@ -155,7 +161,10 @@ class Hit:
             return True
         if self.similarity is None:
             return self.coverage < WEAK_COVERAGE
-        return self.score < WEAK_FUSED_SCORE
+        if self.runner_up is None:
+            return self.score < WEAK_FUSED_SCORE
+        evidence = (self.score, self.runner_up, self.similarity, self.coverage)
+        return sum(w * x for w, x in zip(FIT_WEIGHTS, evidence, strict=True)) < 1.0
 
 
 def _parameter_text(
@@ -678,12 +687,13 @@ def _fused(
         leaning,
         None if server_id is None else lambda i: entries[i].server_id == server_id,
         semantic.weights,
-        max(limit, 0) + len(exact),
+        max(limit, 0) + 1 + len(exact),  # one more: how close the next tool comes says how well it fits
     )
     scored.sort(key=lambda item: item[0] not in exact)  # stable: a tool named exactly still comes first
+    after = [round(score, 4) for _, score in scored[1:]] + [None]
     return [
-        Hit(entries[i], round(score, 4), coverage.get(i, 0.0), round(shown[i], 4))
-        for i, score in scored[: max(limit, 0)]
+        Hit(entries[i], round(score, 4), coverage.get(i, 0.0), round(shown[i], 4), runner_up=next_score)
+        for (i, score), next_score in zip(scored[: max(limit, 0)], after, strict=False)
     ]
 
 
