@@ -290,7 +290,7 @@ def name_candidates(query: str) -> list[str]:
 
 # A request of several steps ("scale it down, then tell #ops it's off"): a clause after a comma,
 # "and" or "then" that starts with a verb of doing begins a step; any other clause goes on the one before.
-_STEP_BREAK = re.compile(r",?\s+(?:and\s+)?then\s+|,\s+and\s+|[,;]\s+|\s+and\s+", re.IGNORECASE)
+_STEP_BREAK = re.compile(r",? (?:and )?then |, and |[,;] | and ", re.IGNORECASE)  # over single spaces
 STEP_VERBS = frozenset(
     {
         "add", "analyze", "archive", "assign", "attach", "check", "click", "close", "comment", "commit",
@@ -310,7 +310,8 @@ MAX_STEPS = 4
 def steps(query: str) -> tuple[str, ...]:
     """The steps of a request of several, in order (at most MAX_STEPS), or () for a request of one."""
     found: list[str] = []
-    for clause in _STEP_BREAK.split(query.strip()):
+    # Runs of blanks made one space first: a pattern over runs of them would backtrack on each.
+    for clause in _STEP_BREAK.split(" ".join(query.split())):
         first = clause.split(maxsplit=1)[0].lower() if clause.strip() else ""
         if found and first not in STEP_VERBS:
             found[-1] += f", {clause}"  # a clause that is not a step says more about the one before

@@ -317,6 +317,10 @@ def test_a_word_that_may_name_a_product_is_one_placed_after_on_or_in_or_capitali
         ("check the time in NYC, if it's late DM Carla", ()),
         ("the disk is almost full and i don't know why", ()),
         ("find the lag, post it, tell ops, open a ticket, then close the page", 4),
+        (
+            "scale  down the deploy,\tthen  tell #ops",
+            ("scale down the deploy", "tell #ops"),
+        ),  # runs of blanks
     ],
 )
 def test_a_request_of_several_steps_is_split_where_a_clause_starts_with_a_verb_of_doing(
