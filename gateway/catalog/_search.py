@@ -259,7 +259,8 @@ def _slip_of_typing(typed: str, known: str) -> bool:
     return False
 
 
-_JOINED = re.compile(r"[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)+")
+# Only from the start of a run of letters and digits: from inside one, each start would rescan it.
+_JOINED = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)+")
 
 
 def _words_inside_names(text: str) -> set[str]:
