@@ -23,6 +23,7 @@ __all__ = [
     "asks_about_someone",
     "name_candidates",
     "read_intent",
+    "steps",
     "tool_finds",
     "tool_writes",
 ]
@@ -285,6 +286,38 @@ def name_candidates(query: str) -> list[str]:
         if placed or (i > 0 and word[0].isupper()):
             found.append(word)
     return found
+
+
+# A request of several steps ("scale it down, then tell #ops it's off"): a clause after a comma,
+# "and" or "then" that starts with a verb of doing begins a step; any other clause goes on the one before.
+_STEP_BREAK = re.compile(r",? (?:and )?then |, and |[,;] | and ", re.IGNORECASE)  # over single spaces
+STEP_VERBS = frozenset(
+    {
+        "add", "analyze", "archive", "assign", "attach", "check", "click", "close", "comment", "commit",
+        "compare", "convert", "copy", "count", "create", "delete", "deploy", "describe", "dm", "download",
+        "draft", "drop", "edit", "email", "export", "fetch", "file", "find", "generate", "get", "grab",
+        "grep", "import", "install", "invite", "kill", "label", "link", "list", "log", "look", "make",
+        "merge", "message", "move", "note", "notify", "open", "ping", "post", "publish", "pull", "push",
+        "put", "query", "read", "rebase", "record", "remove", "rename", "reply", "report", "restart",
+        "review", "run", "save", "scale", "schedule", "screenshot", "search", "send", "set", "share",
+        "show", "stage", "start", "stop", "store", "summarize", "tag", "tell", "update", "upload", "write",
+    }
+)  # fmt: skip
+MAX_STEPS = 4
+"""Steps of one request searched on their own: each is one more search, so their number is bounded."""
+
+
+def steps(query: str) -> tuple[str, ...]:
+    """The steps of a request of several, in order (at most MAX_STEPS), or () for a request of one."""
+    found: list[str] = []
+    # Runs of blanks made one space first: a pattern over runs of them would backtrack on each.
+    for clause in _STEP_BREAK.split(" ".join(query.split())):
+        first = clause.split(maxsplit=1)[0].lower() if clause.strip() else ""
+        if found and first not in STEP_VERBS:
+            found[-1] += f", {clause}"  # a clause that is not a step says more about the one before
+        elif clause.strip():
+            found.append(clause.strip())
+    return tuple(found[:MAX_STEPS]) if len(found) > 1 else ()
 
 
 def tool_finds(name_words: list[str]) -> bool:

@@ -10,7 +10,7 @@ import pytest
 from mcp.types import Tool
 
 from gateway.catalog._catalog import Catalog
-from gateway.catalog._intent import name_candidates, read_intent, tool_writes
+from gateway.catalog._intent import MAX_STEPS, name_candidates, read_intent, steps, tool_writes
 from gateway.catalog._search import TUNED, _index, search
 from gateway.catalog._semantic import SemanticSearch
 from tests.catalog.fake_embedder import FakeEmbedder
@@ -300,3 +300,54 @@ def test_a_word_that_may_name_a_product_is_one_placed_after_on_or_in_or_capitali
     query: str, names: list[str]
 ) -> None:
     assert name_candidates(query) == names
+
+
+@pytest.mark.parametrize(
+    ("query", "parts"),
+    [
+        (
+            "scale down the old ingest deploy and then tell #ops it's off",
+            ("scale down the old ingest deploy", "tell #ops it's off"),
+        ),
+        (
+            "git status, stage everything under models, commit 'wip'",
+            ("git status", "stage everything under models", "commit 'wip'"),
+        ),
+        # A clause that starts with no verb of doing says more about the step before it.
+        ("check the time in NYC, if it's late DM Carla", ()),
+        ("the disk is almost full and i don't know why", ()),
+        ("find the lag, post it, tell ops, open a ticket, then close the page", 4),
+        (
+            "scale  down the deploy,\tthen  tell #ops",
+            ("scale down the deploy", "tell #ops"),
+        ),  # runs of blanks
+    ],
+)
+def test_a_request_of_several_steps_is_split_where_a_clause_starts_with_a_verb_of_doing(
+    query: str, parts: tuple[str, ...] | int
+) -> None:
+    found = steps(query)
+    if isinstance(parts, int):
+        assert len(found) == parts == MAX_STEPS
+    else:
+        assert found == parts
+
+
+WEATHER = [
+    tool("get_forecast", "Get the forecast for a city."),
+    tool("rain_radar", "Show the rain radar around a place."),
+    tool("umbrella_advice", "Say whether to take an umbrella."),
+]
+
+
+def test_each_step_of_a_request_brings_its_own_best_tool_near_the_top() -> None:
+    # The fake model reads weather words as one meaning and "note" as a note's: three weather tools
+    # outrank the notes tools for the whole request, whose last step asks for a note.
+    semantic = SemanticSearch(FakeEmbedder)
+    assert semantic.load(timeout=10) is not None
+    catalog = Catalog({"weather": WEATHER, "notes": NOTES}, semantic=semantic)
+    query = "check the forecast and the umbrella advice for the rain, then note it down"
+    names = [hit.entry.qualified for hit in search(catalog, query, limit=3)]
+    assert names[0].startswith("weather.")
+    assert names[1].startswith("notes.")
+    assert len(set(names)) == 3

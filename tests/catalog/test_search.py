@@ -11,7 +11,7 @@ from mcp.types import Tool
 from gateway.catalog import _spelling
 from gateway.catalog._catalog import Catalog
 from gateway.catalog._render import render_search
-from gateway.catalog._search import MAX_CORRECTED_WORDS, TUNED, Hit, SearchRefused, _index, search
+from gateway.catalog._search import _JOINED, MAX_CORRECTED_WORDS, TUNED, Hit, SearchRefused, _index, search
 from gateway.catalog._spelling import Speller
 from gateway.catalog.config import DEFAULT_MAX_QUERY_CHARS
 from tests.real_servers import snapshot_catalog
@@ -221,3 +221,15 @@ def test_a_slip_of_typing_is_read_as_the_word_the_catalog_knows(query: str, read
         }
     )
     assert _index(catalog, TUNED).corrected(query) == read_as
+
+
+def test_a_joined_name_is_read_only_from_the_start_of_its_word_so_a_long_word_is_scanned_once() -> None:
+    # Started inside a run of letters, the pattern would rescan the rest of it from each letter:
+    # a query of one 4,000-letter word took 1.5 s that way.
+    assert _JOINED.search("abc-d", 1) is None
+    assert _JOINED.findall("scale search-api, slo_daily and fix/otel-span-leak") == [
+        "search-api",
+        "slo_daily",
+        "otel-span-leak",
+    ]
+    assert search(Catalog({"s": [_tool("get_thing", "Get a thing.")]}), "a" * 4_000 + "-b") == []

@@ -6,6 +6,7 @@ tests run without the extra; tests/catalog/test_minilm.py runs the real model wh
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 import threading
@@ -17,7 +18,7 @@ from mcp.types import Tool
 from gateway.calls._gateway import Gateway
 from gateway.catalog import _semantic
 from gateway.catalog._catalog import Catalog
-from gateway.catalog._search import search, tool_text, warm_search
+from gateway.catalog._search import Hit, search, tool_text, warm_search
 from gateway.catalog._semantic import Fusion, SemanticSearch, fuse, semantic_search
 from gateway.catalog.config import SearchConfig
 from gateway.children import ChildState, ChildStatus
@@ -116,6 +117,25 @@ def test_a_best_hit_far_in_meaning_is_reported_weak() -> None:
     hits = search(catalog, "do I need an umbrella")
     assert hits
     assert hits[0].weak
+
+
+def test_a_best_hit_is_weak_when_the_next_tool_is_far_and_fits_when_it_comes_close() -> None:
+    entry = Catalog(TOOLS).entries[0]
+    # The same fused score, cosine and words matched: a request some tool serves has that tool's
+    # neighbours near it too; one no tool serves is near a single tool by chance.
+    alone = Hit(entry, score=0.45, coverage=0.3, similarity=0.3, runner_up=0.3)
+    among_neighbours = dataclasses.replace(alone, runner_up=0.42)
+    assert alone.weak
+    assert not among_neighbours.weak
+    assert not dataclasses.replace(alone, coverage=1.0).weak  # every word of the query matched
+
+
+def test_each_hit_by_meaning_carries_the_score_of_the_tool_after_it_even_at_limit_one() -> None:
+    catalog = Catalog(TOOLS, semantic=loaded())
+    two = search(catalog, "write a note", limit=2)
+    assert two[0].runner_up == two[1].score
+    assert search(catalog, "write a note", limit=1)[0].runner_up == two[0].runner_up
+    assert search(Catalog(TOOLS), "write a note")[0].runner_up is None  # lexical search keeps its rule
 
 
 def test_tools_are_embedded_once_per_catalog_and_filtered_catalogs_keep_the_model() -> None:
