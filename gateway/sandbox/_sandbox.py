@@ -235,6 +235,7 @@ class Sandbox:
             store.set_fuel(execution.limits.fuel)
         execution.interrupt = lambda: slot.interrupt(execution)
         slot.begin(execution)
+        self._watchdog.watch(execution)
         try:
             outcome = self._call_run(store, run, code, execution)
         finally:

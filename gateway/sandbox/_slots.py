@@ -9,6 +9,7 @@ interrupts exactly the execution running in that slot, within microseconds of CP
 from __future__ import annotations
 
 import gc
+import math
 import threading
 import time
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ from gateway.sandbox.limits import SandboxLimits
 __all__ = ["HOST_INTERFACE", "Slot", "Watchdog", "load_slots"]
 
 HOST_INTERFACE = "codemode:sandbox/host@0.1.0"
-WATCHDOG_PERIOD_SECONDS = 0.01
+WATCHDOG_PERIOD_SECONDS = 0.01  # how often an interrupted execution that has not ended is interrupted again
 # Instantiation runs start functions, which check epochs: never let an interrupt meant for an
 # execution trap a prewarming instantiation on the same engine.
 _INSTANTIATE_EPOCHS = 1 << 40
@@ -135,34 +136,64 @@ class Slot:
             if self._running is execution:
                 self.engine.increment_epoch()
 
-    def overdue(self, now: float) -> ExecutionState | None:
+    def running(self) -> ExecutionState | None:
+        """The execution running here, if any."""
         with self._lock:
-            running = self._running
-        return running if running is not None and now - running.started >= running.timeout else None
+            return self._running
 
     def close(self) -> None:
         self._instances.close()
 
 
 class Watchdog:
-    """Interrupts executions past their wall-clock budget."""
+    """Interrupts executions past their wall-clock budget; its thread sleeps until the next deadline."""
 
     def __init__(self, slots: list[Slot]) -> None:
         self._slots = slots
-        self._stop = threading.Event()
+        self._wake = threading.Condition()
+        self._next_check = math.inf  # when the thread next looks at the slots (guarded by `_wake`)
+        self._closed = False
         self._thread = threading.Thread(target=self._run, name="codemode-watchdog", daemon=True)
         self._thread.start()
 
+    def watch(self, execution: ExecutionState) -> None:
+        """Have the thread look again by `execution`'s deadline: call once it runs in its slot."""
+        deadline = execution.started + execution.timeout
+        with self._wake:
+            if deadline < self._next_check:
+                self._next_check = deadline
+                self._wake.notify()
+
     def _run(self) -> None:
-        while not self._stop.wait(WATCHDOG_PERIOD_SECONDS):
-            now = time.monotonic()
-            for slot in self._slots:
-                execution = slot.overdue(now)
-                if execution is not None:
-                    slot.interrupt(execution)
+        # A thread woken only by deadlines: polling would wake it, and take the GIL, on every period
+        # while calls are in flight, and keep it waking while the gateway is idle.
+        with self._wake:
+            while not self._closed:
+                now = time.monotonic()
+                if now >= self._next_check:
+                    self._next_check = self._interrupt_overdue(now)
+                wait = self._next_check - now
+                self._wake.wait(wait if math.isfinite(wait) else None)
+
+    def _interrupt_overdue(self, now: float) -> float:
+        """Interrupt every overdue execution; when to look next (an interrupted one is looked at again
+        every period until it ends, as a trap waits for the guest to leave a host call)."""
+        next_check = math.inf
+        for slot in self._slots:
+            execution = slot.running()
+            if execution is None:
+                continue
+            deadline = execution.started + execution.timeout
+            if now >= deadline:
+                slot.interrupt(execution)
+                deadline = now + WATCHDOG_PERIOD_SECONDS
+            next_check = min(next_check, deadline)
+        return next_check
 
     def close(self) -> None:
-        self._stop.set()
+        with self._wake:
+            self._closed = True
+            self._wake.notify()
         self._thread.join(timeout=1)
 
 
