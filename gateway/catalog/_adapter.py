@@ -25,9 +25,8 @@ class QueryAdapter:
     """`normalize(q + W q)`, applied through the tool rows so the embedder's own call is unchanged."""
 
     def __init__(self, weights: np.ndarray) -> None:
-        dimensions = weights.shape[0]
-        # Row i of (I + W) dotted with q is the i-th coordinate of the adapted query, before its norm.
-        self._map = (np.eye(dimensions) + weights.astype(np.float64)).astype(np.float32)
+        self._weights = weights  # kept as shipped (float16): (I + W) is made for each catalog's rows
+        self._dimensions = weights.shape[0]
 
     @classmethod
     def load(cls, path: Path) -> QueryAdapter:
@@ -41,14 +40,16 @@ class QueryAdapter:
         """Tool rows to compare an unadapted query with: each tool as (I + W)^T t, then (I + W) itself,
         whose products with the query give the adapted query's length."""
         tools = np.asarray(tools, dtype=np.float32)
-        if tools.ndim != 2 or tools.shape[1] != self._map.shape[0]:
+        if tools.ndim != 2 or tools.shape[1] != self._dimensions:
             raise ValueError(
-                f"the query adapter is {self._map.shape[0]}-dimensional; the tools are {tools.shape[1]}"
+                f"the query adapter is {self._dimensions}-dimensional; the tools are {tools.shape[-1]}"
             )
-        return np.vstack([tools @ self._map, self._map])
+        # Row i of (I + W) dotted with the query is the i-th coordinate of the adapted query.
+        adapted = np.eye(self._dimensions, dtype=np.float32) + self._weights.astype(np.float32)
+        return np.vstack([tools @ adapted, adapted])
 
     def similarities(self, products: Sequence[float]) -> list[float]:
         """The adapted query's cosine to each tool, from the query's products with `rows`."""
         values = np.asarray(products, dtype=np.float64)
-        tools, query = values[: -self._map.shape[0]], values[-self._map.shape[0] :]
+        tools, query = values[: -self._dimensions], values[-self._dimensions :]
         return (tools / max(float(np.linalg.norm(query)), 1e-12)).tolist()

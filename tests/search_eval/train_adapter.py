@@ -19,6 +19,7 @@ import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -61,24 +62,33 @@ def training_cases() -> list[SearchCase]:
     return eval_cases() + [query.case() for query in blind_dev_queries()]
 
 
-def training_set(cases: list[SearchCase]) -> TrainingSet:
-    """Search every case over the tuning catalog with the unadapted model, keeping what training needs."""
+def capture_run(cases: list[SearchCase]) -> tuple[dict[str, Any], TrainingSet]:
+    """Search every case over the tuning catalog with the unadapted model: what search scored (the
+    fusion experiment's record, with each tool's server and row), and the answerable cases' data."""
     tools = load_tool_snapshots(list(CATALOG_DIRS))
     recording = Recording(load_minilm(), sum(len(t) for t in tools.values()))
     semantic = SemanticSearch(load=lambda: recording)
     catalog = Catalog(tools, semantic=semantic)
     semantic.load()
-    run = capture(catalog, Catalog(tools), recording, cases)
+    run = dict(vars(capture(catalog, Catalog(tools), recording, cases)))
+    run["tools"] = np.asarray(catalog_rows(catalog, recording), dtype=np.float64)
+    run["servers"] = np.array([entry.server_id for entry in catalog.entries])
     answerable = [row for row, case in enumerate(cases) if case.accept]
     accepted = np.zeros((len(answerable), len(catalog)), dtype=bool)
     for k, row in enumerate(answerable):
-        accepted[k, sorted(run.accept[row])] = True
-    return TrainingSet(
-        queries=run.query_vectors[answerable].astype(np.float64),
-        rest=(run.fused - SEMANTIC * run.similarity)[answerable],
+        accepted[k, sorted(run["accept"][row])] = True
+    data = TrainingSet(
+        queries=run["query_vectors"][answerable].astype(np.float64),
+        rest=(run["fused"] - SEMANTIC * run["similarity"])[answerable],
         accepted=accepted,
-        tools=np.asarray(catalog_rows(catalog, recording), dtype=np.float64),
+        tools=run["tools"],
     )
+    return run, data
+
+
+def training_set(cases: list[SearchCase]) -> TrainingSet:
+    """The answerable cases' training data (`capture_run`)."""
+    return capture_run(cases)[1]
 
 
 def train(data: TrainingSet, settings: Settings = SETTINGS) -> np.ndarray:
