@@ -191,9 +191,11 @@ class SemanticSearch:
         load_adapter: Callable[[], Adapter | None] | None = None,
     ) -> None:
         """`load` makes the model (a test passes a small fake), `load_adapter` the query adapter
-        trained for it (None: queries are embedded as they are); they run once, whoever asks first."""
+        trained for it (MiniLM's, shipped, when `load` is left as it is; None for another model:
+        queries are embedded as they are); they run once, whoever asks first."""
         self._load = load
-        self._load_adapter = load_adapter
+        shipped = load_query_adapter if load is load_minilm else None
+        self._load_adapter = load_adapter if load_adapter is not None else shipped
         self.weights = weights
         self._embedder: Embedder | None = None
         self._adapter: Adapter | None = None
@@ -263,7 +265,7 @@ def semantic_search(mode: SemanticMode) -> SemanticSearch | None:
         return None
     reason = _unavailable()
     if reason is None:
-        return SemanticSearch(load_adapter=load_query_adapter)
+        return SemanticSearch()
     if mode == "on":
         raise ConfigError(f"search.semantic is 'on' but {reason}; or set search.semantic to 'auto'")
     if not _said_lexical.is_set():

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gateway.catalog._semantic import ADAPTER_FILE, semantic_installed, semantic_search
+from gateway.catalog._semantic import ADAPTER_FILE, SemanticSearch, semantic_installed, semantic_search
+from tests.catalog.fake_embedder import FakeEmbedder
 from tests.search_eval.train_adapter import MAX_DIFFERENCE, train, training_cases, training_set
 
 pytestmark = pytest.mark.skipif(
@@ -22,8 +23,11 @@ def test_the_shipped_adapter_is_what_the_training_script_produces() -> None:
     assert np.abs(shipped).max() > 0  # trained, not the identity
 
 
-def test_the_default_config_searches_through_the_shipped_adapter() -> None:
+def test_the_default_config_searches_through_the_shipped_adapter_and_another_model_without_it() -> None:
     semantic = semantic_search("auto")
     assert semantic is not None
     assert semantic.load(timeout=300) is not None, semantic.error
     assert semantic.adapter is not None
+    other = SemanticSearch(FakeEmbedder)  # an adapter is trained for one model: MiniLM's only
+    assert other.load(timeout=10) is not None
+    assert other.adapter is None
