@@ -44,7 +44,7 @@ from gateway.catalog._intent import (
     tool_finds,
     tool_writes,
 )
-from gateway.catalog._semantic import Embedder, SemanticSearch, fuse
+from gateway.catalog._semantic import Adapter, Embedder, SemanticSearch, fuse
 from gateway.catalog._signatures import first_sentence
 from gateway.catalog._spelling import Speller
 from gateway.catalog._vocabulary import STOPWORDS, content_words, stem, synonyms, terms, words
@@ -526,18 +526,27 @@ def _purposes(catalog: Catalog) -> dict[str, str | None]:
     return {status.identifier: status.instructions for status in catalog.servers}
 
 
-_rows: weakref.WeakKeyDictionary[Catalog, tuple[Embedder, Any]] = weakref.WeakKeyDictionary()
+_rows: weakref.WeakKeyDictionary[Catalog, tuple[Embedder, Adapter | None, Any]] = weakref.WeakKeyDictionary()
 _rows_lock = threading.Lock()  # held while a catalog's tools are embedded: the first search pays, once
 
 
-def _tool_rows(catalog: Catalog, embedder: Embedder) -> Any:
+def _tool_rows(catalog: Catalog, embedder: Embedder, adapter: Adapter | None = None) -> Any:
     with _rows_lock:
         built = _rows.get(catalog)
-        if built is None or built[0] is not embedder:
+        if built is None or built[0] is not embedder or built[1] is not adapter:
             purposes = _purposes(catalog)
             texts = [tool_text(entry, purposes.get(entry.server_id)) for entry in catalog.entries]
-            built = _rows[catalog] = (embedder, embedder.encode(texts))
-        return built[1]
+            rows = embedder.encode(texts)
+            built = _rows[catalog] = (embedder, adapter, rows if adapter is None else adapter.rows(rows))
+        return built[2]
+
+
+def _similarities(
+    catalog: Catalog, embedder: Embedder, adapter: Adapter | None, query: str
+) -> Sequence[float]:
+    """The query's cosine to every tool of `catalog`, through the query adapter when there is one."""
+    products = embedder.similarities(query, _tool_rows(catalog, embedder, adapter))
+    return products if adapter is None else adapter.similarities(products)
 
 
 def _embedder(semantic: SemanticSearch | None) -> Embedder | None:
@@ -554,7 +563,7 @@ def warm_search(catalog: Catalog) -> None:
     _index(catalog, TUNED)
     semantic = catalog.semantic
     if semantic is not None and semantic.embedder is not None:
-        _tool_rows(catalog, semantic.embedder)
+        _tool_rows(catalog, semantic.embedder, semantic.adapter)
 
 
 def search(
@@ -613,7 +622,7 @@ def _ranked(
     embedder = _embedder(catalog.semantic)
     if embedder is not None and catalog.semantic is not None:
         query_text = index.without_server_words(intent.embedded, named)
-        similarities = embedder.similarities(query_text, _tool_rows(catalog, embedder))
+        similarities = _similarities(catalog, embedder, catalog.semantic.adapter, query_text)
         leaning = list(similarities)
         if intent.leans:
             for i in index.writes | index.keeps:

@@ -25,6 +25,7 @@ from typing import Any, Literal, Protocol
 from gateway.errors import ConfigError
 
 __all__ = [
+    "ADAPTER_FILE",
     "EXTRA_MODULES",
     "FUSION",
     "MODEL_DIR",
@@ -34,6 +35,7 @@ __all__ = [
     "SemanticMode",
     "SemanticSearch",
     "fuse",
+    "load_query_adapter",
     "semantic_installed",
     "semantic_search",
 ]
@@ -48,6 +50,8 @@ EXTRA_MODULES = ("numpy", "onnxruntime", "tokenizers")
 MODEL_DIR = Path(__file__).resolve().parent / "model"
 MODEL_FILES = ("all-minilm-l6-v2-int8.onnx", "tokenizer.json")
 """The model, built by `_minilm_build` into MODEL_DIR: inside the wheel, or by `make setup` in a clone."""
+ADAPTER_FILE = Path(__file__).resolve().parent / "query_adapter.npy"
+"""The query adapter's weights (`_adapter`), trained by tests/search_eval/train_adapter.py."""
 
 _INSTALL_HINT = "pip install 'codemode-gateway[semantic]'"
 _BUILD_HINT = (
@@ -65,6 +69,18 @@ class Embedder(Protocol):
 
     def similarities(self, query: str, rows: Any) -> Sequence[float]:
         """The cosine similarity of `query` to each row `encode` made, in row order."""
+        ...
+
+
+class Adapter(Protocol):
+    """A learned map of the query's embedding, applied through the tool rows (`_adapter.QueryAdapter`)."""
+
+    def rows(self, tools: Any) -> Any:
+        """The rows to compare the unadapted query with, made from the tools' rows."""
+        ...
+
+    def similarities(self, products: Sequence[float]) -> Sequence[float]:
+        """The adapted query's cosine to each tool, from the query's similarities to `rows`."""
         ...
 
 
@@ -146,6 +162,16 @@ def semantic_installed() -> bool:
     return _unavailable() is None
 
 
+def load_query_adapter(path: Path = ADAPTER_FILE) -> Adapter | None:
+    """The query adapter shipped beside the model; None (logged) if its file is missing."""
+    if not path.is_file():
+        log.warning("the search query adapter is missing (%s): queries are embedded as they are", path)
+        return None
+    module = importlib.import_module("gateway.catalog._adapter")  # numpy: only with the extra
+    adapter: Adapter = module.QueryAdapter.load(path)
+    return adapter
+
+
 def load_minilm(model_dir: Path = MODEL_DIR) -> Embedder:
     """The MiniLM model in `model_dir` (where the wheel ships it unless given), ready to embed."""
     # Imported here, not at the top: the module imports onnxruntime, which only a gateway that
@@ -158,11 +184,21 @@ def load_minilm(model_dir: Path = MODEL_DIR) -> Embedder:
 class SemanticSearch:
     """The embedding model of one gateway: loaded once, on a thread of its own or the caller's."""
 
-    def __init__(self, load: Callable[[], Embedder] = load_minilm, weights: Fusion = FUSION) -> None:
-        """`load` makes the model (a test passes a small fake); it runs once, whoever asks first."""
+    def __init__(
+        self,
+        load: Callable[[], Embedder] = load_minilm,
+        weights: Fusion = FUSION,
+        load_adapter: Callable[[], Adapter | None] | None = None,
+    ) -> None:
+        """`load` makes the model (a test passes a small fake), `load_adapter` the query adapter
+        trained for it (MiniLM's, shipped, when `load` is left as it is; None for another model:
+        queries are embedded as they are); they run once, whoever asks first."""
         self._load = load
+        shipped = load_query_adapter if load is load_minilm else None
+        self._load_adapter = load_adapter if load_adapter is not None else shipped
         self.weights = weights
         self._embedder: Embedder | None = None
+        self._adapter: Adapter | None = None
         self._error: BaseException | None = None
         self._lock = threading.Lock()
         self._started = False
@@ -173,6 +209,11 @@ class SemanticSearch:
     def embedder(self) -> Embedder | None:
         """The model once it is loaded; None while it loads or if loading failed."""
         return self._embedder
+
+    @property
+    def adapter(self) -> Adapter | None:
+        """The query adapter, once the model is loaded; None without one."""
+        return self._adapter
 
     @property
     def error(self) -> BaseException | None:
@@ -186,6 +227,8 @@ class SemanticSearch:
 
     def _run(self) -> None:
         try:
+            if self._load_adapter is not None:  # before the model: a search that sees the model sees it too
+                self._adapter = self._load_adapter()
             self._embedder = self._load()
             log.info("semantic search is ready")
         except Exception as exc:  # a broken install: search stays lexical, and says why once

@@ -1,0 +1,122 @@
+"""How well the query adapter generalizes: cross-validation that holds out servers, then writers.
+
+    PYTHONPATH=$PWD .venv/bin/python -m tests.search_eval.adapter_experiment [--penalty 0.03]
+
+- **Leave servers out**: the 22 tuning servers in 5 folds (a fixed shuffle); for each fold, the
+  adapter is trained on the queries none of whose accepted tools is on the fold's servers, with
+  only the other servers' tools in the softmax (the fold's servers did not exist for it, as the
+  blind set's new servers do not exist for the shipped adapter), then scored on the queries whose
+  first accepted tool is on the fold's servers, over the whole catalog.
+- **Leave one writer out**: trained on the old development set and two of blind_dev's writers,
+  scored on the third writer's queries.
+
+Both against the unadapted ranking on the same queries. Only the development sets are read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+import numpy as np
+
+from gateway.catalog.evaluation import SearchCase
+from tests.search_eval.blind_dev.dev_set import blind_dev_queries
+from tests.search_eval.train_adapter import (
+    SEMANTIC,
+    SETTINGS,
+    TrainingSet,
+    capture_run,
+    train,
+    training_cases,
+)
+
+FOLDS = 5
+WEAK = 0.41  # WEAK_FUSED_SCORE
+
+
+def figures(run: dict[str, object], score: np.ndarray, rows: list[int]) -> np.ndarray:
+    """Top-1/3/5 hits over the answerable rows, no-tool rows reported weak, answerable reported weak."""
+    cases: list[SearchCase] = run["cases"]  # type: ignore[assignment]
+    first: list[set[int]] = run["first"]  # type: ignore[assignment]
+    full_cover: list[set[int]] = run["full_cover"]  # type: ignore[assignment]
+    elsewhere: list[bool] = run["elsewhere"]  # type: ignore[assignment]
+    accept: list[set[int]] = run["accept"]  # type: ignore[assignment]
+    hits, answerable, weak_none, nones, weak_answerable = np.zeros(3), 0, 0, 0, 0
+    for row in rows:
+        order = sorted(np.argsort(-score[row], kind="stable")[:10], key=lambda i: i not in first[row])
+        weak = order[0] not in full_cover[row] and (elsewhere[row] or score[row, order[0]] < WEAK)
+        if not cases[row].accept:
+            nones, weak_none = nones + 1, weak_none + weak
+            continue
+        answerable, weak_answerable = answerable + 1, weak_answerable + weak
+        rank = next((k + 1 for k, i in enumerate(order[:5]) if i in accept[row]), 99)
+        hits += [rank <= 1, rank <= 3, rank <= 5]
+    return np.array([*hits, answerable, weak_none, nones, weak_answerable])
+
+
+def summary(total: np.ndarray) -> str:
+    top = 100 * total[:3] / total[3]
+    return (
+        f"{top[0]:5.1f} {top[1]:5.1f} {top[2]:5.1f}  no-tool weak {100 * total[4] / max(total[5], 1):5.1f}"
+        f"  answerable weak {100 * total[6] / total[3]:5.1f}"
+    )
+
+
+def adapted(run: dict[str, np.ndarray], weights: np.ndarray) -> np.ndarray:
+    queries = run["query_vectors"]
+    moved = queries + queries @ weights.astype(np.float64).T
+    moved /= np.linalg.norm(moved, axis=1, keepdims=True)
+    return run["fused"] + SEMANTIC * (moved @ run["tools"].T - run["similarity"])
+
+
+def subset(data: TrainingSet, run: dict[str, object], rows: list[int], keep: np.ndarray) -> TrainingSet:
+    """The training set of `rows` (answerable ones), its softmax over the `keep` tools only."""
+    accept: list[set[int]] = run["accept"]  # type: ignore[assignment]
+    rows = [row for row in rows if accept[row]]
+    accepted = np.zeros((len(rows), len(keep)), dtype=bool)
+    for k, row in enumerate(rows):
+        accepted[k, sorted(accept[row])] = True
+    rest = np.asarray(run["fused"])[rows] - SEMANTIC * np.asarray(run["similarity"])[rows]
+    rest = np.where(keep, rest, -1e9)  # a tool of a held-out server is not in the softmax at all
+    return dataclasses.replace(
+        data, queries=np.asarray(run["query_vectors"])[rows], rest=rest, accepted=accepted
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--penalty", type=float, default=SETTINGS.penalty)
+    args = parser.parse_args()
+    settings = dataclasses.replace(SETTINGS, penalty=args.penalty)
+    cases = training_cases()
+    run, data = capture_run(cases)
+    servers = np.asarray(run["servers"])
+    accept: list[set[int]] = run["accept"]  # type: ignore[assignment]
+    shuffled = np.random.default_rng(0).permutation(sorted(set(servers.tolist())))
+    base, new = np.zeros(7), np.zeros(7)
+    nones = [row for row, case in enumerate(cases) if not case.accept]
+    for fold in range(FOLDS):
+        held = set(shuffled[fold::FOLDS].tolist())
+        tested = [r for r, c in enumerate(cases) if c.accept and servers[min(accept[r])] in held]
+        trained = [r for r, c in enumerate(cases) if c.accept and not {servers[t] for t in accept[r]} & held]
+        weights = train(subset(data, run, trained, ~np.isin(servers, list(held))), settings)
+        base += figures(run, np.asarray(run["fused"]), tested + nones)
+        new += figures(run, adapted(run, weights), tested + nones)  # type: ignore[arg-type]
+    print(f"leave servers out, unadapted: {summary(base)}")
+    print(f"leave servers out, adapted:   {summary(new)}")
+    writers = [""] * (len(cases) - len(blind_dev_queries())) + [q.writer for q in blind_dev_queries()]
+    base, new = np.zeros(7), np.zeros(7)
+    everything = np.ones(len(servers), dtype=bool)
+    for writer in "def":
+        tested = [row for row in range(len(cases)) if writers[row] == writer]
+        trained = [row for row in range(len(cases)) if writers[row] != writer]
+        weights = train(subset(data, run, trained, everything), settings)
+        base += figures(run, np.asarray(run["fused"]), tested)
+        new += figures(run, adapted(run, weights), tested)  # type: ignore[arg-type]
+    print(f"leave one writer out, unadapted: {summary(base)}")
+    print(f"leave one writer out, adapted:   {summary(new)}")
+
+
+if __name__ == "__main__":
+    main()
