@@ -46,7 +46,7 @@ from tokenizers import Tokenizer
 
 from gateway.catalog import Catalog
 from gateway.catalog._intent import read_intent
-from gateway.catalog._search import TUNED, _index, search, tool_text
+from gateway.catalog._search import TUNED, Hit, _index, _ranked, tool_text
 from gateway.catalog._semantic import FUSION, MODEL_DIR, MODEL_FILES, Embedder, SemanticSearch, load_minilm
 from gateway.catalog._signatures import first_sentence
 from gateway.catalog._vocabulary import words
@@ -91,6 +91,13 @@ class Run:
     accept: list[set[int]]
 
 
+def whole_query(catalog: Catalog, query: str) -> list[Hit]:
+    """Every tool as the whole query ranks it, one embedding per query: search's own answer puts each
+    step's best tool of a request of several steps near the top, with that step's score."""
+    index, query = _index(catalog, TUNED), query.strip()
+    return _ranked(catalog, index, query, index.corrected(query), None, len(catalog))
+
+
 def capture(catalog: Catalog, lexical: Catalog, recording: Recording, cases: list[SearchCase]) -> Run:
     """Search each query over the whole catalog, by meaning and by words alone."""
     position = {entry.qualified: i for i, entry in enumerate(catalog.entries)}
@@ -102,11 +109,11 @@ def capture(catalog: Catalog, lexical: Catalog, recording: Recording, cases: lis
     elsewhere: list[bool] = []
     texts: list[str] = []
     for row, case in enumerate(cases):
-        hits = search(catalog, case.query, limit=len(catalog))
+        hits = whole_query(catalog, case.query)
         for hit in hits:
             fused[row, position[hit.entry.qualified]] = hit.score
             coverage[row, position[hit.entry.qualified]] = hit.coverage
-        words_only = search(lexical, case.query, limit=len(catalog))
+        words_only = whole_query(lexical, case.query)
         best = max((hit.score for hit in words_only), default=0.0)
         for hit in words_only:
             share[row, position[hit.entry.qualified]] = hit.score / best if best > 0 else 0.0
