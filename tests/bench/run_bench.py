@@ -1676,11 +1676,21 @@ async def measure_rss(gateway: Connection, children: int, executions: int, furth
     then after `further` more the same way."""
     await wait_for_children(gateway, children)
     pid = gateway_pid()
-    started = process_rss_bytes(pid)
+    started = await settled_rss_bytes(pid)
     await run_rss_snippets(gateway.session, executions)
-    after = process_rss_bytes(pid)
+    after = await settled_rss_bytes(pid)
     await run_rss_snippets(gateway.session, further)
-    return GatewayMemory(executions, started, after, further, process_rss_bytes(pid))
+    return GatewayMemory(executions, started, after, further, await settled_rss_bytes(pid))
+
+
+RSS_SETTLE_SECONDS = 1.0
+
+
+async def settled_rss_bytes(pid: int) -> int:
+    """The RSS once the last run's instance is freed: read at once, a reading may or may not hold
+    it, which would make two readings differ by chance."""
+    await anyio.sleep(RSS_SETTLE_SECONDS)
+    return process_rss_bytes(pid)
 
 
 async def run_rss_snippets(session: ClientSession, executions: int) -> None:
@@ -2913,7 +2923,8 @@ def render_method(report: Report) -> str:
             "onnxruntime; "
             "creating the session and embedding let go of it, 3-6 ms at most), so the first answer does "
             "not wait for it.",
-            "- Gateway RSS: one more fresh gateway on the same config; VmRSS once every child is ready, then "
+            "- Gateway RSS: one more fresh gateway on the same config; VmRSS (each read after a 1 s pause, "
+            "once the prewarm thread has freed the last run's instance) once every child is ready, then "
             f"after {plan.rss_executions:,} `execute_code` calls one after another (`print(1)`, and one in "
             f"{RSS_TOOL_EVERY} `tools.time.get_current_time(...)`), then after "
             f"{plan.rss_further_executions:,} more the same way (`make soak` reads it over 10,000 mixed "
