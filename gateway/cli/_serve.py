@@ -10,6 +10,7 @@ from gateway.children import PARENT_ENV_VAR
 from gateway.cli._exit_codes import EXIT_OK
 from gateway.cli._http import http_settings
 from gateway.cli._loading import load_config_for_cli
+from gateway.cli._malloc import hold_mmap_threshold
 from gateway.cli._reload import reload_options
 from gateway.errors import ConfigError
 from gateway.server import run_http, run_stdio
@@ -28,6 +29,7 @@ def serve_command(args: argparse.Namespace) -> int:
         )
     config = load_config_for_cli(args.config, args.children)
     http = http_settings(config, args)
+    hold_mmap_threshold()  # before the search model loads: its freed blocks go back to the kernel
     with traces_from_environment():  # spans exported as the OTEL_* variables say (the otel extra)
         if http is None:
             run_stdio(config, reload_options(args), started=gc.freeze)

@@ -26,6 +26,7 @@ __all__ = [
     "LoadedComponent",
     "component_sha256",
     "default_cache_dir",
+    "load_artifact",
     "load_component",
     "make_engine",
 ]
@@ -161,6 +162,12 @@ def _load_cached(engine: wasmtime.Engine, artifact: Path, checksum: Path) -> Com
     with suppress(OSError):  # a read-only cache: nothing prunes it either
         os.utime(artifact)  # in use: pruning by another install leaves it alone
     return component
+
+
+def load_artifact(engine: wasmtime.Engine, artifact: Path) -> Component | None:
+    """The cached `artifact` deserialized into `engine`, checked again as at start (its owner, mode
+    and checksum); None if it is gone or no longer what was written."""
+    return _load_cached(engine, artifact, artifact.with_suffix(".cwasm.sha256"))
 
 
 def load_component(

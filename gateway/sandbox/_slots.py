@@ -12,6 +12,7 @@ import gc
 import math
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import wasmtime
 from wasmtime.component import Component, Func, Linker
 
 from gateway.errors import SandboxUnavailable
-from gateway.sandbox._engine import LoadedComponent, load_component, make_engine
+from gateway.sandbox._engine import LoadedComponent, load_artifact, load_component, make_engine
 from gateway.sandbox._host_call import ExecutionState, host_call
 from gateway.sandbox._host_import import define_host_call
 from gateway.sandbox._instances import InstancePool
@@ -43,23 +44,44 @@ _REFILL_PAUSES_SECONDS = (0.001, 0.005, 0.02, 0.05)
 Instance = tuple[wasmtime.Store, Func]
 
 
-@dataclass(eq=False)
-class Slot:
-    """An engine, its compiled component and prewarmed instances; runs one execution at a time."""
+Compiled = tuple[wasmtime.Engine, Component]
 
-    index: int
+
+@dataclass(frozen=True)
+class Loaded:
+    """A slot's engine, its compiled component, and the linker that instantiates it there."""
+
     engine: wasmtime.Engine
     component: Component
+    linker: Linker
+
+
+def _linked(engine: wasmtime.Engine, component: Component) -> Loaded:
+    linker = Linker(engine)
+    with linker.root() as root, root.add_instance(HOST_INTERFACE) as host:
+        define_host_call(host, "call", host_call)
+    return Loaded(engine, component, linker)
+
+
+@dataclass(eq=False)
+class Slot:
+    """An engine, its compiled component and prewarmed instances; runs one execution at a time.
+
+    `compile` makes the engine and its component; a slot other than the first calls it at its first
+    execution, so slots that executions never overlap into hold no engine at all."""
+
+    index: int
+    compile: Callable[[], Compiled]
     limits: SandboxLimits
-    _linker: Linker = field(init=False)
+    _loaded: Loaded | None = None
+    _loading: threading.Lock = field(default_factory=threading.Lock)
     _instances: InstancePool[Instance] = field(init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _running: ExecutionState | None = None
 
     def __post_init__(self) -> None:
-        self._linker = Linker(self.engine)
-        with self._linker.root() as root, root.add_instance(HOST_INTERFACE) as host:
-            define_host_call(host, "call", host_call)
+        if self.index == 0:
+            self._load()
         self._instances = InstancePool(
             self._instantiate,
             self.limits.prewarm_instances,
@@ -69,6 +91,17 @@ class Slot:
             # (the sandbox hands out the last freed slot first), hold no memory until then.
             dormant=self.index > 0,
         )
+
+    @property
+    def loaded(self) -> bool:
+        """Whether this slot has made its engine (it has run an execution, or is the first slot)."""
+        return self._loaded is not None
+
+    def _load(self) -> Loaded:
+        with self._loading:
+            if self._loaded is None:
+                self._loaded = _linked(*self.compile())
+            return self._loaded
 
     def _instantiate(self) -> Instance:
         try:
@@ -88,7 +121,8 @@ class Slot:
         return self._new_instance()
 
     def _new_instance(self) -> Instance:
-        store = wasmtime.Store(self.engine)
+        loaded = self._load()
+        store = wasmtime.Store(loaded.engine)
         store.set_limits(
             memory_size=self.limits.memory_bytes,
             instances=MAX_CORE_INSTANCES,
@@ -97,7 +131,7 @@ class Slot:
         )
         store.set_fuel(self.limits.fuel)
         store.set_epoch_deadline(_INSTANTIATE_EPOCHS)
-        instance = self._linker.instantiate(store, self.component)
+        instance = loaded.linker.instantiate(store, loaded.component)
         run = instance.get_func(store, "run")
         if run is None:
             raise SandboxUnavailable("the sandbox component exports no `run` function")
@@ -133,8 +167,8 @@ class Slot:
     def interrupt(self, execution: ExecutionState) -> None:
         """Stop `execution` if it is still the one running here (safe from any thread)."""
         with self._lock:
-            if self._running is execution:
-                self.engine.increment_epoch()
+            if self._running is execution and self._loaded is not None:
+                self._loaded.engine.increment_epoch()
 
     def running(self) -> ExecutionState | None:
         """The execution running here, if any."""
@@ -205,19 +239,23 @@ def engine_capacity(limits: SandboxLimits) -> int | None:
 def load_slots(
     limits: SandboxLimits, *, component_path: Path | None, cache_dir: Path | None
 ) -> tuple[list[Slot], LoadedComponent]:
-    """One slot per concurrent execution; the component is compiled (or read from cache) once."""
+    """One slot per concurrent execution; the component is compiled (or read from cache) once, and
+    each slot after the first makes its engine when an execution first needs it."""
     capacity = engine_capacity(limits)
     keep = limits.pool_keep_resident_bytes
     pool = None if capacity is None else PoolSize(capacity, limits.memory_bytes, keep)
     engine, fingerprint = make_engine(limits.max_wasm_stack_bytes, pool)
     loaded = load_component(engine, fingerprint, path=component_path, cache_dir=cache_dir)
-    slots = [Slot(0, engine, loaded.component, limits)]
-    for index in range(1, limits.max_concurrent_executions):
+
+    def another() -> Compiled:
         other, _ = make_engine(limits.max_wasm_stack_bytes, pool)
-        # Same engine settings, so the artifact just verified (or written) fits this engine too.
-        if loaded.artifact.exists():
-            component = Component.deserialize_file(other, str(loaded.artifact))
-        else:  # the cache was not writable: hand the compiled bytes over in memory
+        # Same engine settings, so the artifact written (or checked) at start fits this engine too;
+        # it is checked again, as it may have changed since.
+        component = load_artifact(other, loaded.artifact)
+        if component is None:  # a cache that was not writable: the compiled bytes, in memory
             component = Component.deserialize(other, loaded.component.serialize())
-        slots.append(Slot(index, other, component, limits))
+        return other, component
+
+    slots = [Slot(0, lambda: (engine, loaded.component), limits)]
+    slots += [Slot(index, another, limits) for index in range(1, limits.max_concurrent_executions)]
     return slots, loaded

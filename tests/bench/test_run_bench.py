@@ -54,6 +54,7 @@ EXPECTED_ROWS = [
     "sdk_import",
     "gateway_processes_per_child",
     "gateway_rss",
+    "gateway_rss_further",
     "install_size",
     "codemode_execute",
     "codemode_nested",

@@ -18,6 +18,7 @@ from gateway.sandbox._engine import (
     COMPONENT_PATH,
     UNUSED_ARTIFACT_SECONDS,
     default_cache_dir,
+    load_artifact,
     load_component,
     make_engine,
 )
@@ -109,6 +110,18 @@ def test_a_corrupt_artifact_is_detected_and_rebuilt(tmp_path: Path) -> None:
     reloaded = load_component(engine, fingerprint, path=component, cache_dir=cache)
     assert reloaded.compiled is True
     assert load_component(engine, fingerprint, path=component, cache_dir=cache).compiled is False
+
+
+def test_an_artifact_changed_after_start_is_not_loaded_into_a_slot_made_later(tmp_path: Path) -> None:
+    engine, fingerprint = make_engine(STACK)
+    component, cache = _other_component(tmp_path), tmp_path / "cache"
+    artifact = load_component(engine, fingerprint, path=component, cache_dir=cache).artifact
+    later, _ = make_engine(STACK)
+    assert load_artifact(later, artifact) is not None
+    data = bytearray(artifact.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # changed while the gateway ran, before a second slot needed an engine
+    artifact.write_bytes(bytes(data))
+    assert load_artifact(later, artifact) is None
 
 
 def test_an_artifact_wasmtime_rejects_is_rebuilt_even_when_its_checksum_matches(tmp_path: Path) -> None:

@@ -597,9 +597,12 @@ async def test_executions_one_after_another_reuse_one_slot_and_leave_the_others_
         for n in range(6):
             assert (await run(sandbox, f"print({n})")).stdout == f"{n}\n"
         live = [slot._instances._live for slot in sandbox._slots]
-    # Only the first slot made instances: a caller at a time touches one engine's code and memory.
+        engines = [slot.loaded for slot in sandbox._slots]
+    # Only the first slot made instances, or even an engine: a caller at a time touches one engine's
+    # code and memory.
     assert live[0] > 0
     assert live[1:] == [0, 0]
+    assert engines == [True, False, False]
 
 
 async def test_overlapping_executions_wake_a_second_slot_which_then_runs_them() -> None:
@@ -625,8 +628,10 @@ async def test_overlapping_executions_wake_a_second_slot_which_then_runs_them() 
             both.start_soon(one, 1)
             both.start_soon(one, 2)
         live = [slot._instances._live for slot in sandbox._slots]
+        engines = [slot.loaded for slot in sandbox._slots]
     assert sorted(results) == ["1\n", "2\n"]
     assert all(count > 0 for count in live)
+    assert engines == [True, True]
 
 
 async def test_the_used_instance_is_freed_after_the_result_is_handed_back_not_before() -> None:
