@@ -68,7 +68,7 @@ from gateway.children.config import DEFAULT_MAX_MESSAGE_BYTES
 from gateway.policy import Policy, no_approver
 from gateway.policy.config import PolicyConfig
 from gateway.sandbox import _host_call
-from gateway.sandbox._engine import COMPONENT_PATH, _engine_settings, default_cache_dir, load_component  # pyright: ignore[reportPrivateUsage]
+from gateway.sandbox._engine import _CODEGEN_SETTINGS, COMPONENT_PATH, default_cache_dir, load_component  # pyright: ignore[reportPrivateUsage]
 from gateway.sandbox._hop import WorkerThreads, call_on_loop
 from gateway.sandbox._host_call import ExecutionState, bound_to_thread, host_call
 from gateway.sandbox._host_import import define_host_call
@@ -664,13 +664,11 @@ class UnmeteredGuest:
     checks: what the guest's CPU-bound work costs without the CPU bound (no limit holds here)."""
 
     def __init__(self, limits: SandboxLimits) -> None:
-        settings = _engine_settings(limits.max_wasm_stack_bytes) | {
-            "consume_fuel": False,
-            "epoch_interruption": False,
-        }
+        settings = _CODEGEN_SETTINGS | {"consume_fuel": False, "epoch_interruption": False}
         config = wasmtime.Config()
         for name, value in settings.items():
             setattr(config, name, value)
+        config.max_wasm_stack = limits.max_wasm_stack_bytes
         self._engine = wasmtime.Engine(config)
         # Compiled once per engine setting, like the sandbox's own artifact, and cached beside it.
         self._component = load_component(self._engine, json.dumps(settings, sort_keys=True)).component
