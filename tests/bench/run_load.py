@@ -212,7 +212,13 @@ def replica_config(directory: Path, clients: int, *, rate: bool = False, state: 
         "max_executions_queued": places * 2,
         "max_executions_queued_per_caller": places * 2,
     }
-    config = {"mcpServers": {"tiny": TINY}, "audit": {"path": "audit.jsonl"}, "http": http}
+    # No search is measured: the semantic model would only add its load to each replica's start.
+    config = {
+        "mcpServers": {"tiny": TINY},
+        "audit": {"path": "audit.jsonl"},
+        "http": http,
+        "search": {"semantic": "off"},
+    }
     if rate:
         config["policy"] = RATE
     if state is not None:

@@ -79,22 +79,25 @@ async def test_real_stdio_children_connect_list_their_tools_and_answer_calls(git
     assert "hello.txt" in text_of(status)
 
 
-async def test_entering_the_pool_returns_at_once_and_a_call_waits_for_its_child_to_connect() -> None:
+async def test_entering_the_pool_returns_at_once_and_a_call_waits_for_its_child_to_connect(
+    npm_server: Callable[..., Entry],
+) -> None:
+    # Any child will do: a Node one starts for a fraction of a Python one's CPU.
     with anyio.fail_after(WAIT):
-        async with pool_of({"time": TIME}) as pool:
+        async with pool_of({"everything": npm_server("@modelcontextprotocol/server-everything")}) as pool:
             assert [s.state for s in pool.statuses()] == [ChildState.CONNECTING]
             assert pool.tools() == {}
-            result = await pool.call_tool("time", "get_current_time", {"timezone": "UTC"})
-            assert not result.is_error
-            assert (await pool.wait_child("time")).state is ChildState.READY
+            result = await pool.call_tool("everything", "echo", {"message": "hi"})
+            assert text_of(result) == "Echo: hi"
+            assert (await pool.wait_child("everything")).state is ChildState.READY
 
 
 async def test_a_child_that_cannot_start_fails_and_one_that_exits_at_once_retries_while_the_others_serve(
-    child_log: list[logging.LogRecord],
+    child_log: list[logging.LogRecord], npm_server: Callable[..., Entry]
 ) -> None:
     exits = [sys.executable, "-c", "import sys; print('missing API key', file=sys.stderr); sys.exit(3)"]
     servers: dict[str, Entry] = {
-        "time": TIME,
+        "everything": npm_server("@modelcontextprotocol/server-everything"),
         "missing": {"command": "/nonexistent/codemode-no-such-server"},
         "exits": {"command": exits[0], "args": exits[1:]},
     }
@@ -102,17 +105,17 @@ async def test_a_child_that_cannot_start_fails_and_one_that_exits_at_once_retrie
         async with pool_of(servers) as pool:
             assert await pool.wait_ready()
             statuses = by_name(pool)
-            assert statuses["time"].state is ChildState.READY
+            assert statuses["everything"].state is ChildState.READY
             assert statuses["missing"].state is ChildState.FAILED
             assert "cannot start '/nonexistent/codemode-no-such-server'" in (statuses["missing"].error or "")
             # A command that exists may work next time (a fetch, a token): it is retried with backoff.
             assert statuses["exits"].state is ChildState.RECONNECTING
             # The child's own explanation, from its stderr, is part of the error.
             assert "missing API key" in (statuses["exits"].error or "")
-            assert set(pool.tools()) == {"time"}
+            assert set(pool.tools()) == {"everything"}
 
-            result = await pool.call_tool("time", "get_current_time", {"timezone": "UTC"})
-            assert not result.is_error
+            result = await pool.call_tool("everything", "echo", {"message": "hi"})
+            assert text_of(result) == "Echo: hi"
             with pytest.raises(
                 ChildUnavailable, match=r"is reconnecting \(attempt \d+\), last error: .*missing API"
             ):

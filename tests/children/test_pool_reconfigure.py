@@ -4,6 +4,7 @@ its own, the others keeping their processes; real child processes over stdio."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +38,12 @@ async def until_exists(path: Path) -> None:
         await anyio.sleep(0.02)
 
 
-async def test_an_added_child_starts_a_removed_one_stops_and_an_unchanged_one_keeps_its_process() -> None:
-    before = config_of({"keep": LATCH, "gone": LATCH})
+async def test_an_added_child_starts_a_removed_one_stops_and_an_unchanged_one_keeps_its_process(
+    npm_server: Callable[[str], dict[str, Any]],
+) -> None:
+    # The removed child is never called: a Node one starts for a fraction of a Python one's CPU.
+    gone = npm_server("@modelcontextprotocol/server-everything")
+    before = config_of({"keep": LATCH, "gone": gone})
     after = config_of({"keep": LATCH, "added": LATCH})
     with anyio.fail_after(WAIT):
         async with ChildPool(before.mcp_servers) as pool:
@@ -69,9 +74,12 @@ async def test_a_child_whose_entry_changed_is_replaced_by_a_fresh_process() -> N
             assert await pid_of(pool, "a") != first
 
 
-async def test_a_call_in_flight_on_a_removed_child_finishes_on_it(tmp_path: Path) -> None:
-    before = config_of({"a": LATCH, "b": LATCH})
-    after = config_of({"b": LATCH})
+async def test_a_call_in_flight_on_a_removed_child_finishes_on_it(
+    tmp_path: Path, npm_server: Callable[[str], dict[str, Any]]
+) -> None:
+    stays = npm_server("@modelcontextprotocol/server-everything")  # never called: any child will do
+    before = config_of({"a": LATCH, "b": stays})
+    after = config_of({"b": stays})
     release = tmp_path / "release"
     answers: list[str] = []
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ import anyio
 import pytest
 
 from tests.cli.command import run_command
-from tests.real_servers import REPO, TINY_SERVER
+from tests.real_servers import REPO, TINY_SERVER, npm_entry_point
 
 TOKEN = "ghp_Zq8vN3kLp0Xw7Rt2Yb5Hc9Jd4Mf6Gs1Ae"
 
@@ -41,6 +42,15 @@ def anyio_backend() -> str:
 
 
 Run = tuple[int, str, str]
+
+
+def everything() -> dict[str, Any]:
+    """server-everything under node: a child that connects, for the checks where any child will do (a
+    Node child starts for a fraction of a Python one's CPU)."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.fail("node is not on PATH; the npm child servers need Node 20")
+    return {"command": node, "args": [str(npm_entry_point("@modelcontextprotocol/server-everything"))]}
 
 
 @pytest.fixture(scope="module")
@@ -85,13 +95,11 @@ async def test_check_prints_a_row_per_child_and_exits_0_when_all_connect(team_ch
 
 @pytest.fixture(scope="module")
 async def failing_check(tmp_path_factory: pytest.TempPathFactory) -> Run:
-    """One `check` of a config, named by $CODEMODE_CONFIG, where time connects and broken cannot start."""
+    """One `check` of a config, named by $CODEMODE_CONFIG, where everything connects and broken cannot
+    start."""
     config = write_config(
         tmp_path_factory.mktemp("failing"),
-        {
-            "time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]},
-            "broken": {"command": "/nonexistent/codemode-server"},
-        },
+        {"everything": everything(), "broken": {"command": "/nonexistent/codemode-server"}},
     )
     return await gateway("check", env={"CODEMODE_CONFIG": config})
 
@@ -100,7 +108,7 @@ async def test_check_exits_1_and_shows_the_error_of_a_child_that_failed(failing_
     code, out, err = failing_check
     assert code == 1, err
     rows = table(out)
-    assert rows["time"][2] == "ready"
+    assert rows["everything"][2] == "ready"
     assert rows["broken"][1:4] == ["stdio", "failed", "-"]
     assert rows["broken"][5] == "cannot start '/nonexistent/codemode-server': No such file or directory"
     # Logs are JSON lines on stderr; stdout holds only the table.
@@ -128,7 +136,7 @@ async def test_check_exits_2_naming_every_bad_key_without_a_traceback(tmp_path: 
 async def test_check_reads_the_config_named_by_the_environment(failing_check: Run) -> None:
     code, out, _ = failing_check
     assert code == 1
-    assert list(table(out)) == ["time", "broken"]
+    assert list(table(out)) == ["everything", "broken"]
 
 
 async def test_schema_prints_exactly_the_shipped_schema_file() -> None:
@@ -139,18 +147,15 @@ async def test_schema_prints_exactly_the_shipped_schema_file() -> None:
 
 
 async def test_check_fails_on_a_policy_rule_that_matches_no_tool_of_its_server(tmp_path: Path) -> None:
-    config = {
-        "mcpServers": {"time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]}},
-        "policy": {"deny": ["time.get_curent_time"]},
-    }
+    config = {"mcpServers": {"everything": everything()}, "policy": {"deny": ["everything.ech"]}}
     path = tmp_path / "gateway.json"
     path.write_text(json.dumps(config), encoding="utf-8")
     code, stdout, stderr = await gateway("check", "--config", str(path))
     assert code == 1
-    assert table(stdout)["time"][2] == "ready"
+    assert table(stdout)["everything"][2] == "ready"
     assert (
-        'error: server time is blocked: policy.deny[0] "time.get_curent_time" matches none of its tools '
-        "(did you mean time.get_current_time?)"
+        'error: server everything is blocked: policy.deny[0] "everything.ech" matches none of its tools '
+        "(did you mean everything.echo?)"
     ) in stderr
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import runpy
+import shutil
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,11 +18,20 @@ from mcp.server.mcpserver import MCPServer
 
 from tests.cli.command import WAIT, run_command
 from tests.e2e.gateway_process import environment, execute, search_docs
-from tests.real_servers import TINY_SERVER, serve_asgi_app
+from tests.real_servers import TINY_SERVER, npm_entry_point, serve_asgi_app
 
 pytestmark = pytest.mark.anyio
 
 TINY = ["tiny", sys.executable, str(TINY_SERVER)]
+
+
+def everything() -> list[str]:
+    """server-everything under node, as a command-line child: where any child will do, a Node one starts
+    for a fraction of a Python one's CPU."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.fail("node is not on PATH; the npm child servers need Node 20")
+    return ["everything", node, str(npm_entry_point("@modelcontextprotocol/server-everything"))]
 
 
 @pytest.fixture(scope="module")
@@ -62,11 +72,11 @@ async def test_check_connects_to_children_given_only_on_the_command_line(checked
 async def test_the_command_line_replaces_the_config_files_entry_of_the_same_name(tmp_path: Path) -> None:
     config = tmp_path / "team.json"
     config.write_text(
-        json.dumps({"mcpServers": {"tiny": {"command": "/nonexistent/server"}}}), encoding="utf-8"
+        json.dumps({"mcpServers": {"everything": {"command": "/nonexistent/server"}}}), encoding="utf-8"
     )
-    code, out, err = await run_command("check", "--config", str(config), "--", *TINY)
+    code, out, err = await run_command("check", "--config", str(config), "--", *everything())
     assert code == 0, err  # the file's broken entry was replaced, so every child connected
-    assert "(replacing the config file's tiny)" in out
+    assert "(replacing the config file's everything)" in out
 
 
 async def test_an_http_child_gets_its_headers_with_variables_expanded(checked: Checked) -> None:
@@ -76,21 +86,22 @@ async def test_an_http_child_gets_its_headers_with_variables_expanded(checked: C
 
 
 async def test_exec_runs_a_snippet_against_children_given_on_the_command_line() -> None:
-    code, out, err = await run_command("exec", "-c", "print(tools.tiny.echo(text='hi'))", "--", *TINY)
+    snippet = "print(tools.everything.echo(message='hi'))"
+    code, out, err = await run_command("exec", "-c", snippet, "--", *everything())
     assert code == 0, err
-    assert "hi" in out
+    assert "Echo: hi" in out
 
 
 async def test_serve_answers_search_docs_and_execute_code_over_command_line_children() -> None:
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "gateway", "serve", "--", *TINY], env=environment()
+        command=sys.executable, args=["-m", "gateway", "serve", "--", *everything()], env=environment()
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
         with anyio.fail_after(WAIT):
             await client.initialize()
         overview = await search_docs(client)
-        result = await execute(client, "tools.tiny.echo(text='over stdio')")
-    assert "tiny (ready" in overview
+        result = await execute(client, "tools.everything.echo(message='over stdio')")
+    assert "everything (ready" in overview
     assert "over stdio" in json.dumps(result)
 
 

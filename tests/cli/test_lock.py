@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -200,15 +201,11 @@ async def test_a_lockfile_moving_a_tool_to_another_server_or_with_a_forged_diges
 
 
 async def test_lock_refuses_while_a_child_fails_to_list_and_leaves_the_lockfile_as_it_was(
-    tmp_path: Path,
+    tmp_path: Path, npm_server: Callable[[str], dict[str, Any]]
 ) -> None:
-    config = _config(
-        tmp_path,
-        {
-            "web": _child(tmp_path / "web.json", REVIEWED),
-            "broken": {"command": "/nonexistent/codemode-server"},
-        },
-    )
+    # The child that lists is any child: a Node one starts for a fraction of a Python one's CPU.
+    everything = npm_server("@modelcontextprotocol/server-everything")
+    config = _config(tmp_path, {"web": everything, "broken": {"command": "/nonexistent/codemode-server"}})
     lock_path(config).write_text('{"version": 1, "servers": {}}\n', encoding="utf-8")
     code, out, err = await run_command("lock", "--config", str(config))
     assert code == 1

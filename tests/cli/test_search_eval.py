@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,13 +40,15 @@ async def test_it_scores_queries_on_saved_tool_lists_and_lists_the_misses(tmp_pa
     assert all("'rename a file': wanted memory.read_graph; got filesystem.move_file" in m for m in misses)
 
 
-async def test_it_scores_queries_on_a_configs_live_children(tmp_path: Path) -> None:
+async def test_it_scores_queries_on_a_configs_live_children(
+    tmp_path: Path, npm_server: Callable[[str], dict[str, Any]]
+) -> None:
+    # A Node child: it starts for a fraction of a Python one's CPU.
+    everything = npm_server("@modelcontextprotocol/server-everything")
     config = tmp_path / "config.json"
-    config.write_text(
-        json.dumps({"mcpServers": {"time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]}}})
-    )
+    config.write_text(json.dumps({"mcpServers": {"everything": everything}}))
     queries = write_queries(
-        tmp_path, [{"query": "convert between time zones", "accept": ["time.convert_time"]}]
+        tmp_path, [{"query": "add two numbers together", "accept": ["everything.get_sum"]}]
     )
     code, out, err = await run_command("search-eval", queries, "--config", str(config))
     assert code == 0, err

