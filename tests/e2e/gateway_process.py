@@ -38,10 +38,20 @@ def ledger_entries(directory: Path) -> list[str]:
     return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
 
 
-def write_config(directory: Path, config: dict[str, Any], name: str = "team.json") -> Path:
-    """Write `config` as JSON into `directory/name`."""
+LEXICAL_SEARCH: dict[str, Any] = {"search": {"semantic": "off"}}
+"""The search section the helpers write unless a test sets its own: lexical search only."""
+
+
+def write_config(
+    directory: Path, config: dict[str, Any], name: str = "team.json", *, default_search: bool = False
+) -> Path:
+    """Write `config` as JSON into `directory/name`, with search.semantic off unless `config` sets
+    `search` or `default_search` keeps the product's default (the tests of search and the model)."""
+    # Every gateway with the default search loads the semantic model (about half a CPU-second per
+    # process), which only the tests of search read: the others rank lexically.
+    written = config if default_search or "search" in config else {**config, **LEXICAL_SEARCH}
     path = directory / name
-    path.write_text(json.dumps(config), encoding="utf-8")
+    path.write_text(json.dumps(written), encoding="utf-8")
     return path
 
 

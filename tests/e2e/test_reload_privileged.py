@@ -19,7 +19,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from tests.e2e.gateway_process import WAIT, cli, environment, execute, ledger_server
+from tests.e2e.gateway_process import LEXICAL_SEARCH, WAIT, cli, environment, execute, ledger_server
 from tests.real_servers import SERVERS, npm_entry_point
 
 pytestmark = pytest.mark.anyio
@@ -50,7 +50,7 @@ def git(repo: Path) -> dict[str, Any]:
 
 
 def write(path: Path, config: dict[str, Any]) -> Path:
-    path.write_text(json.dumps(config, indent=2), encoding="utf-8")
+    path.write_text(json.dumps({**LEXICAL_SEARCH, **config}, indent=2), encoding="utf-8")
     return path
 
 
