@@ -17,13 +17,20 @@ from mcp.client.session import ElicitationFnT, MessageHandlerFnT
 from mcp.client.stdio import stdio_client
 
 from gateway.catalog._render import STILL_STARTING
-from tests.real_servers import LEDGER_SERVER, TINY_SERVER
+from tests.real_servers import LEDGER_SERVER, TINY_SERVER, npm_entry_point
 
 WAIT = 120  # real child servers start in seconds; this bounds a hang, not a race
 STARTING_WAIT = 10.0  # how long a search waits for children still starting, as the gateway once did
 
 TINY: dict[str, Any] = {"command": sys.executable, "args": [str(TINY_SERVER)]}
 """An mcpServers entry for the tiny test server (tools echo, env, die)."""
+
+EVERYTHING: dict[str, Any] = {
+    "command": "node",
+    "args": [str(npm_entry_point("@modelcontextprotocol/server-everything"))],
+}
+"""An mcpServers entry for the reference server `everything` (echo(message) answers "Echo: ..."): a
+Node child, for tests where any child will do (it starts on a fraction of a Python child's CPU)."""
 
 
 def ledger_server(directory: Path) -> dict[str, Any]:
