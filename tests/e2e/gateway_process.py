@@ -17,13 +17,20 @@ from mcp.client.session import ElicitationFnT, MessageHandlerFnT
 from mcp.client.stdio import stdio_client
 
 from gateway.catalog._render import STILL_STARTING
-from tests.real_servers import LEDGER_SERVER, TINY_SERVER
+from tests.real_servers import LEDGER_SERVER, TINY_SERVER, npm_entry_point
 
 WAIT = 120  # real child servers start in seconds; this bounds a hang, not a race
 STARTING_WAIT = 10.0  # how long a search waits for children still starting, as the gateway once did
 
 TINY: dict[str, Any] = {"command": sys.executable, "args": [str(TINY_SERVER)]}
 """An mcpServers entry for the tiny test server (tools echo, env, die)."""
+
+EVERYTHING: dict[str, Any] = {
+    "command": "node",
+    "args": [str(npm_entry_point("@modelcontextprotocol/server-everything"))],
+}
+"""An mcpServers entry for the reference server `everything` (echo(message) answers "Echo: ..."): a
+Node child, for tests where any child will do (it starts on a fraction of a Python child's CPU)."""
 
 
 def ledger_server(directory: Path) -> dict[str, Any]:
@@ -38,10 +45,20 @@ def ledger_entries(directory: Path) -> list[str]:
     return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
 
 
-def write_config(directory: Path, config: dict[str, Any], name: str = "team.json") -> Path:
-    """Write `config` as JSON into `directory/name`."""
+LEXICAL_SEARCH: dict[str, Any] = {"search": {"semantic": "off"}}
+"""The search section the helpers write unless a test sets its own: lexical search only."""
+
+
+def write_config(
+    directory: Path, config: dict[str, Any], name: str = "team.json", *, default_search: bool = False
+) -> Path:
+    """Write `config` as JSON into `directory/name`, with search.semantic off unless `config` sets
+    `search` or `default_search` keeps the product's default (the tests of search and the model)."""
+    # Every gateway with the default search loads the semantic model (about half a CPU-second per
+    # process), which only the tests of search read: the others rank lexically.
+    written = config if default_search or "search" in config else {**config, **LEXICAL_SEARCH}
     path = directory / name
-    path.write_text(json.dumps(config), encoding="utf-8")
+    path.write_text(json.dumps(written), encoding="utf-8")
     return path
 
 

@@ -13,6 +13,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from tests.e2e.gateway_process import LEXICAL_SEARCH
 from tests.real_servers import npm_entry_point
 
 pytestmark = pytest.mark.anyio
@@ -31,6 +32,7 @@ async def test_expanded_secrets_never_reach_the_model_or_the_audit_log(tmp_path:
             },
         },
         "audit": {"path": "audit.jsonl", "include_script": True},
+        **LEXICAL_SEARCH,
     }
     (tmp_path / "gateway.json").write_text(json.dumps(config), encoding="utf-8")
     env = {**os.environ, "DEMO_TOKEN": TOKEN, "UNRELATED_SECRET": UNRELATED}

@@ -126,11 +126,15 @@ class Tasks(ClientExtension):
         return [ResultClaim(result_type="task", model=TaskHandle, resolve=_not_resolved)]
 
 
-def config(directory: Path, policy: dict[str, Any] | None = None, **background: Any) -> Path:
+def config(
+    directory: Path, policy: dict[str, Any] | None = None, *, ledger: bool = True, **background: Any
+) -> Path:
+    """The config of a gateway with a background section; over a ledger child unless `ledger` is False
+    (a test whose snippets call no tool needs no child)."""
     return write_config(
         directory,
         {
-            "mcpServers": {"ledger": ledger_server(directory)},
+            "mcpServers": {"ledger": ledger_server(directory)} if ledger else {},
             "policy": policy or {},
             "audit": {"path": str(directory / "audit.jsonl")},
             "auth": {"tokens": {"alice": "${ALICE_TOKEN}", "bob": "${BOB_TOKEN}"}},
@@ -143,10 +147,10 @@ def config(directory: Path, policy: dict[str, Any] | None = None, **background: 
 
 @asynccontextmanager
 async def gateway_at(
-    directory: Path, policy: dict[str, Any] | None = None, **background: Any
+    directory: Path, policy: dict[str, Any] | None = None, *, ledger: bool = True, **background: Any
 ) -> AsyncIterator[HttpGateway]:
     env = environment({"ALICE_TOKEN": ALICE, "BOB_TOKEN": BOB})
-    async with http_gateway(config(directory, policy, **background), env=env) as gateway:
+    async with http_gateway(config(directory, policy, ledger=ledger, **background), env=env) as gateway:
         yield gateway
 
 
@@ -481,7 +485,8 @@ async def test_the_typescript_sdk_runs_execute_code_as_a_2025_11_25_task(tmp_pat
 
 async def test_a_background_run_past_its_own_wall_time_ends_naming_the_background_key(tmp_path: Path) -> None:
     code = "while True:\n    pass"
-    async with gateway_at(tmp_path, timeout_seconds=1) as gateway, client_of(gateway, "legacy") as client:
+    gateway_of_its_own = gateway_at(tmp_path, ledger=False, timeout_seconds=1)
+    async with gateway_of_its_own as gateway, client_of(gateway, "legacy") as client:
         with anyio.fail_after(WAIT):
             started = await client.call_tool("execute_code", {"code": code, "background": True})
             execution_id = started_id(started)

@@ -53,11 +53,12 @@ pytestmark = pytest.mark.anyio
 
 @asynccontextmanager
 async def gateway_with(
-    tmp_path: Path, issuer: LocalIssuer | None, **sections: Any
+    tmp_path: Path, issuer: LocalIssuer | None, *, ledger: bool = False, **sections: Any
 ) -> AsyncIterator[HttpGateway]:
-    """The gateway over a ledger child; with `issuer`, static tokens for alice and bob beside its JWTs."""
+    """The gateway, over a ledger child with `ledger` (a test whose snippets call no tool needs no
+    child); with `issuer`, static tokens for alice and bob beside its JWTs."""
     config: dict[str, Any] = {
-        "mcpServers": {"ledger": ledger_server(tmp_path)},
+        "mcpServers": {"ledger": ledger_server(tmp_path)} if ledger else {},
         "audit": {"path": str(tmp_path / "audit.jsonl")},
         **sections,
     }
@@ -99,7 +100,7 @@ async def shared(
         "background": {"max_running": 2},
         "http": {"max_sessions": 8},
     }
-    async with gateway_with(directory, shared_issuer, **sections) as gateway:
+    async with gateway_with(directory, shared_issuer, ledger=True, **sections) as gateway:
         yield Shared(gateway, directory)
 
 

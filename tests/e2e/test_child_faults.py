@@ -22,6 +22,7 @@ from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
 from tests.children.test_child import EXITS, FAST_RESTART, NO_RETRY_SOON, fault, gone, script
+from tests.e2e.gateway_process import LEXICAL_SEARCH
 
 pytestmark = pytest.mark.anyio
 
@@ -40,6 +41,7 @@ async def gateway(directory: Path, servers: dict[str, Any]) -> AsyncIterator[Cli
         "mcpServers": servers,
         "restart": FAST_RESTART,
         "sandbox": {"timeout_seconds": 20, "tool_call_timeout_seconds": 1},
+        **LEXICAL_SEARCH,
     }
     config_file = directory / "gateway.json"
     config_file.write_text(json.dumps(config), encoding="utf-8")

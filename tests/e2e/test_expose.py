@@ -6,22 +6,27 @@ the ledger counts side effects, the fault server changes its tools at run time) 
 
 One gateway per era serves the module's tests that need no config of their own: it exposes the screen
 server's three tools and the ledger's `append` (which needs approval); each test tags its ledger
-entries and reads only the audit records written while it ran.
+entries and reads only the audit records written while it ran. A second gateway per era, of a client
+that cannot be asked, exposes the ledger's `append` and the fault server's tools: its tests tag their
+entries likewise, and only one of them changes the fault server's tools.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import math
 import secrets
 import sys
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from anyio.streams.memory import MemoryObjectReceiveStream
 from mcp import Client, StdioServerParameters, types
 from mcp.client.client import ConnectMode
 from mcp.client.session import IncomingMessage
@@ -291,16 +296,61 @@ async def test_the_policy_decides_what_is_exposed_and_refuses_calls_with_the_pip
     assert "did you mean screen.screenshot" in err
 
 
-def ledger_config(tmp_path: Path) -> Path:
-    return write_config(
-        tmp_path,
+@dataclass
+class Headless:
+    """A gateway of a client that cannot be asked (no elicitation), one per era: it exposes the
+    ledger's `append` (which needs approval) and the fault server's `add_tool` and `late_tool` (which
+    does not exist until `add_tool` makes it); `told` gets every tools/list_changed the client hears."""
+
+    client: Client
+    directory: Path
+    told: MemoryObjectReceiveStream[None]
+
+
+HEADLESS_EXPOSE = ["ledger.append", "fault.add_tool", "fault.late_tool"]
+
+
+@asynccontextmanager
+async def headless_gateway(directory: Path, mode: ConnectMode) -> AsyncIterator[Headless]:
+    config = write_config(
+        directory,
         {
-            "mcpServers": {"ledger": ledger_server(tmp_path)},
-            "expose": ["ledger.append"],
+            "mcpServers": {
+                "ledger": ledger_server(directory),
+                "fault": {"command": sys.executable, "args": [str(FAULT_SERVER)]},
+            },
+            "expose": HEADLESS_EXPOSE,
             "policy": {"approve": ["ledger.append"]},
-            "audit": {"path": str(tmp_path / "audit.jsonl")},
+            "audit": {"path": str(directory / "audit.jsonl")},
         },
     )
+    told, heard = anyio.create_memory_object_stream[None](math.inf)
+
+    async def messages(message: IncomingMessage) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            told.send_nowait(None)
+
+    with told, heard:
+        async with sdk_client(config, mode, messages=messages) as client:  # no elicitation: headless
+            yield Headless(client, directory, heard)
+
+
+@pytest.fixture(scope="module")
+async def headless_auto(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Headless]:
+    async with headless_gateway(tmp_path_factory.mktemp("headless-auto"), "auto") as headless:
+        yield headless
+
+
+@pytest.fixture(scope="module")
+async def headless_legacy(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Headless]:
+    async with headless_gateway(tmp_path_factory.mktemp("headless-legacy"), "legacy") as headless:
+        yield headless
+
+
+@pytest.fixture
+def headless_eras(headless_auto: Headless, headless_legacy: Headless) -> dict[str, Headless]:
+    """The headless gateway of each era, by its mode."""
+    return {"auto": headless_auto, "legacy": headless_legacy}
 
 
 @ERAS
@@ -342,14 +392,15 @@ async def test_an_exposed_tool_needing_approval_reaches_the_child_once_accepted_
 
 @ERAS
 async def test_a_client_that_cannot_ask_gets_a_refusal_for_an_exposed_tool_needing_approval(
-    tmp_path: Path, mode: ConnectMode
+    headless_eras: dict[str, Headless], tag: str, mode: ConnectMode
 ) -> None:
-    async with sdk_client(ledger_config(tmp_path), mode) as client:  # no elicitation: headless
-        result = await call(client, "ledger__append", {"entry": "unasked"})
+    headless = headless_eras[mode]
+    seen = len(tool_calls(headless.directory)) if (headless.directory / "audit.jsonl").exists() else 0
+    result = await call(headless.client, "ledger__append", {"entry": f"{tag} unasked"})
     assert result.is_error
     assert "cannot ask the user" in text(result)
-    assert ledger_entries(tmp_path) == []
-    assert [r["approval"] for r in tool_calls(tmp_path)] == ["unavailable"]
+    assert entries(headless.directory, tag) == []
+    assert [r["approval"] for r in tool_calls(headless.directory)[seen:]] == ["unavailable"]
 
 
 async def test_an_approval_state_for_an_exposed_call_answers_that_call_once(
@@ -376,40 +427,36 @@ async def test_an_approval_state_for_an_exposed_call_answers_that_call_once(
 
 @ERAS
 async def test_clients_are_told_when_a_childs_tools_change_the_exposed_set(
-    tmp_path: Path, mode: ConnectMode
+    headless_eras: dict[str, Headless], mode: ConnectMode
 ) -> None:
-    # `late_tool` does not exist yet: calling `add_tool` directly makes the child add it.
-    fault = {"command": sys.executable, "args": [str(FAULT_SERVER)]}
-    config = write_config(
-        tmp_path, {"mcpServers": {"fault": fault}, "expose": ["fault.add_tool", "fault.late_tool"]}
-    )
-    # Every tools/list_changed the handshake-era client gets: the one for the child's first listing
-    # may come after the first `listed` below, so the test waits for one after which the tool shows.
-    told, notifications = anyio.create_memory_object_stream[None](16)
-
-    async def messages(message: IncomingMessage) -> None:
-        if isinstance(message, types.ToolListChangedNotification):
-            told.send_nowait(None)
-
-    with told, notifications:
-        async with sdk_client(config, mode, messages=messages) as client:
-            before = await listed(client)
-            assert "fault__late_tool" not in before
-            if mode == "auto":  # 2026-07-28: change notifications come on a stream the client opens
-                async with client.listen(tools_list_changed=True) as changes:
-                    await call(client, "fault__add_tool", {"name": "late_tool"})
-                    with anyio.fail_after(WAIT):
-                        event = await changes.__anext__()
-                assert type(event).__name__ == "ToolsListChanged"
+    # `late_tool` does not exist yet: calling `add_tool` directly makes the child add it (the only
+    # test that does, on each era's gateway).
+    client, notifications = headless_eras[mode].client, headless_eras[mode].told
+    before = await listed(client)
+    assert "fault__late_tool" not in before
+    if mode == "auto":  # 2026-07-28: change notifications come on a stream the client opens
+        async with client.listen(tools_list_changed=True) as changes:
+            await call(client, "fault__add_tool", {"name": "late_tool"})
+            with anyio.fail_after(WAIT):
+                event = await changes.__anext__()
+        assert type(event).__name__ == "ToolsListChanged"
+        after = await listed(client)
+    else:
+        await call(client, "fault__add_tool", {"name": "late_tool"})
+        # The one for the child's first listing may have come after the first `listed` above, so the
+        # test waits for a notification after which the tool shows.
+        with anyio.fail_after(WAIT):
+            after = before
+            while "fault__late_tool" not in after:
+                await notifications.receive()
                 after = await listed(client)
-            else:
-                await call(client, "fault__add_tool", {"name": "late_tool"})
-                with anyio.fail_after(WAIT):
-                    after = before
-                    while "fault__late_tool" not in after:
-                        await notifications.receive()
-                        after = await listed(client)
-            late = await call(client, "fault__late_tool")
-    assert list(before) == ["search_docs", "execute_code", "fault__add_tool"]
-    assert list(after) == ["search_docs", "execute_code", "fault__add_tool", "fault__late_tool"]
+    late = await call(client, "fault__late_tool")
+    assert list(before) == ["search_docs", "execute_code", "ledger__append", "fault__add_tool"]
+    assert list(after) == [
+        "search_docs",
+        "execute_code",
+        "ledger__append",
+        "fault__add_tool",
+        "fault__late_tool",
+    ]
     assert text(late) == "late_tool answers"

@@ -21,7 +21,7 @@ from mcp.shared.exceptions import MCPError
 
 from tests.e2e.gateway_http import Answers, HttpGateway, User, http_client, http_gateway
 from tests.e2e.gateway_process import (
-    TINY,
+    EVERYTHING,
     WAIT,
     ledger_entries,
     ledger_server,
@@ -88,13 +88,13 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 async def served(workdir: Path) -> AsyncIterator[HttpGateway]:
-    """`serve --http` with tiny, ledger (its appends approved) and fault (tools exposed), and a small
+    """`serve --http` with everything, ledger (its appends approved) and fault (tools exposed), and a small
     number of places for executions: two in flight, one queued, one of each per caller."""
     fault = {"command": sys.executable, "args": [str(FAULT_SERVER)]}
     config = write_config(
         workdir,
         {
-            "mcpServers": {"tiny": TINY, "ledger": ledger_server(workdir), "fault": fault},
+            "mcpServers": {"everything": EVERYTHING, "ledger": ledger_server(workdir), "fault": fault},
             "policy": {"approve": ["ledger.append"]},
             "expose": ["fault.add_tool", "fault.late_auto", "fault.late_legacy"],
             "sandbox": {"timeout_seconds": 120},
@@ -135,7 +135,7 @@ async def everything_the_gateway_does(gateway: HttpGateway, mode: str, era: str)
         with anyio.fail_after(WAIT):
             found = await search_docs(client, "echo")
             echoed = await client.call_tool(
-                "execute_code", {"code": "tools.tiny.echo(text='http')", "details": True}
+                "execute_code", {"code": "tools.everything.echo(message='http')", "details": True}
             )
             approved = await client.call_tool(
                 "execute_code", {"code": f"tools.ledger.append(entry='{mode}')", "details": True}
@@ -155,9 +155,9 @@ async def everything_the_gateway_does(gateway: HttpGateway, mode: str, era: str)
             late = await client.call_tool(f"fault__late_{mode}", {})
     assert declared is not None
     assert declared.list_changed is True
-    assert "tiny.echo" in found
+    assert "everything.echo" in found
     assert echoed.structured_content is not None
-    assert echoed.structured_content["value"] == {"result": "http"}
+    assert echoed.structured_content["value"] == "Echo: http"
     assert not approved.is_error, text(approved)
     assert len(user.prompts) == 1, user.prompts
     assert "ledger.append" in user.prompts[0]
@@ -170,7 +170,7 @@ async def everything_the_gateway_does(gateway: HttpGateway, mode: str, era: str)
 
 @dataclass
 class Starting:
-    """A gateway whose one child (tiny) takes 3 s to start, probed as it starts."""
+    """A gateway whose one child (everything) takes 3 s to start, probed as it starts."""
 
     gateway: HttpGateway
     alive: httpx2.Response  # /healthz at once
@@ -180,12 +180,12 @@ class Starting:
 
 @pytest.fixture(scope="module")
 async def late_start(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Starting]:
-    """`serve --http` with a late tiny and small caps on bodies, sessions (one) and idle time (1 s)."""
-    late = {"command": "sh", "args": ["-c", f"sleep 3; exec {sys.executable} {TINY['args'][0]}"]}
+    """`serve --http` with a late child and small caps on bodies, sessions (one) and idle time (1 s)."""
+    late = {"command": "sh", "args": ["-c", f"sleep 3; exec node {EVERYTHING['args'][0]}"]}
     config = write_config(
         tmp_path_factory.mktemp("late"),
         {
-            "mcpServers": {"tiny": late},
+            "mcpServers": {"everything": late},
             "http": {"max_body_bytes": 65536, "max_sessions": 1, "session_idle_seconds": 1},
         },
     )
@@ -218,7 +218,7 @@ async def test_body_host_origin_session_and_idle_caps_refuse_with_their_status_a
     )
     # The gateway kept serving through all of it: both eras work, a new session too.
     served = [await echo(gateway, mode) for mode, _ in ERAS]
-    assert served == [{"result": "ok"}, {"result": "ok"}]
+    assert served == ["Echo: ok", "Echo: ok"]
     assert too_large.status_code == 413
     assert error_body(too_large)["data"] == {"key": "http.max_body_bytes", "value": 65536}
     assert bad_host.status_code == 421
@@ -240,7 +240,7 @@ async def echo(gateway: HttpGateway, mode: str) -> Any:
     async with http_client(gateway.url, mode) as client:
         with anyio.fail_after(WAIT):
             result = await client.call_tool(
-                "execute_code", {"code": "tools.tiny.echo(text='ok')", "details": True}
+                "execute_code", {"code": "tools.everything.echo(message='ok')", "details": True}
             )
     assert result.structured_content is not None
     return result.structured_content["value"]

@@ -22,7 +22,7 @@ from mcp.client.client import ConnectMode
 
 from tests.e2e.gateway_http import WAIT, HttpGateway, http_client, http_gateway
 from tests.e2e.gateway_process import cli, environment, write_config
-from tests.real_servers import SERVERS, TINY_SERVER
+from tests.real_servers import SERVERS
 
 pytestmark = pytest.mark.anyio
 
@@ -48,18 +48,18 @@ def anyio_backend() -> str:
 @pytest.fixture(scope="module")
 async def served(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Served]:
     home = tmp_path_factory.mktemp("http-auth")
-    tiny = {"command": sys.executable, "args": [str(TINY_SERVER)]}
+    # One child for every test (echo, pid, and wait_for to hold a run): each child costs a process.
     latch = {"command": sys.executable, "args": [str(SERVERS / "latch_server.py")]}
     config = write_config(
         home,
         {
-            "mcpServers": {"tiny": tiny, "latch": latch},
+            "mcpServers": {"latch": latch},
             "audit": {"path": str(home / "audit.jsonl")},
             "auth": {"tokens": {"alice": "${ALICE_TOKEN}", "bob": "${BOB_TOKEN}", "carol": "${CAROL_TOKEN}"}},
             "http": {"max_executions_in_flight_per_caller": 1, "max_executions_queued_per_caller": 0},
             "policy": {
                 "roles": {
-                    "contractor": {"principals": ["bob"], "deny": ["tiny.echo"], "hidden": ["tiny.env"]}
+                    "contractor": {"principals": ["bob"], "deny": ["latch.echo"], "hidden": ["latch.pid"]}
                 }
             },
         },
@@ -88,7 +88,7 @@ async def test_only_a_configured_token_reaches_the_gateway_on_both_eras(served: 
         async with http_client(gateway.url, mode, token=ALICE) as client:
             with anyio.fail_after(WAIT):
                 result = await client.call_tool(
-                    "execute_code", {"code": "tools.tiny.echo(text='hi')", "details": True}
+                    "execute_code", {"code": "tools.latch.echo(text='hi')", "details": True}
                 )
         assert result.structured_content is not None
         assert result.structured_content["value"] == {"result": "hi"}
@@ -134,7 +134,7 @@ async def test_the_audit_log_names_the_principal_and_filters_by_it(served: Serve
     for token, text in ((ALICE, "from alice"), (CAROL, "from carol")):
         async with http_client(served.gateway.url, token=token) as client:
             with anyio.fail_after(WAIT):
-                await client.call_tool("execute_code", {"code": f"tools.tiny.echo(text={text!r})"})
+                await client.call_tool("execute_code", {"code": f"tools.latch.echo(text={text!r})"})
     args = ("audit", "--config", str(served.config), "--principal", "carol", "--json")
     code, out, err = await cli(*args, env=environment(ENV))
     assert code == 0, err
@@ -145,7 +145,7 @@ async def test_the_audit_log_names_the_principal_and_filters_by_it(served: Serve
 
 
 async def test_a_role_gives_its_principal_less_reach_and_the_audit_names_it(served: Served) -> None:
-    echo = {"code": "tools.tiny.echo(text='hi')", "details": True}
+    echo = {"code": "tools.latch.echo(text='hi')", "details": True}
     modes: tuple[ConnectMode, ...] = ("auto", "legacy")
     for mode in modes:
         async with (
@@ -153,12 +153,12 @@ async def test_a_role_gives_its_principal_less_reach_and_the_audit_names_it(serv
             http_client(served.gateway.url, mode, token=BOB) as bob,
         ):
             with anyio.fail_after(WAIT):
-                alice_docs = await alice.call_tool("search_docs", {"server": "tiny"})
-                bob_docs = await bob.call_tool("search_docs", {"server": "tiny"})
+                alice_docs = await alice.call_tool("search_docs", {"server": "latch"})
+                bob_docs = await bob.call_tool("search_docs", {"server": "latch"})
                 alice_echo = await alice.call_tool("execute_code", echo)
                 bob_echo = await bob.call_tool("execute_code", echo)
-        assert "tiny.env(" in str(alice_docs.content)
-        assert "tiny.env(" not in str(bob_docs.content)
+        assert "latch.pid(" in str(alice_docs.content)
+        assert "latch.pid(" not in str(bob_docs.content)
         assert "denied by policy" in str(bob_docs.content)  # echo is listed, marked
         assert alice_echo.structured_content is not None
         assert alice_echo.structured_content["ok"]

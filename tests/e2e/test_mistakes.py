@@ -21,7 +21,16 @@ from pathlib import Path
 import pytest
 from mcp import ClientSession
 
-from tests.e2e.gateway_process import TINY, cli, environment, execute, search_docs, session, write_config
+from tests.e2e.gateway_process import (
+    EVERYTHING,
+    TINY,
+    cli,
+    environment,
+    execute,
+    search_docs,
+    session,
+    write_config,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -83,9 +92,9 @@ async def team_client(team_directory: Checked) -> AsyncIterator[ClientSession]:
 
 @pytest.fixture(scope="module")
 async def broken_entries(tmp_path_factory: pytest.TempPathFactory) -> Checked:
-    """A working tiny entry beside four broken ones, checked at INFO: a deny rule meant for `typo`
-    matches none of its tools, `needy` names an unset variable, `failing` prints its secret token to
-    stderr and exits, `codemode` runs the gateway."""
+    """A working entry (a Node child: any will do) beside four broken ones, checked at INFO: a deny
+    rule meant for `typo` matches none of its tools, `needy` names an unset variable, `failing` prints
+    its secret token to stderr and exits, `codemode` runs the gateway."""
     needy = {**TINY, "env": {"TOKEN": "${" + UNSET + "}"}}
     failing = {
         "command": sys.executable,
@@ -97,7 +106,7 @@ async def broken_entries(tmp_path_factory: pytest.TempPathFactory) -> Checked:
         "restart": {"max_attempts": 0},
     }
     own = {"command": "uvx", "args": ["codemode-gateway", "serve", "--config", ".mcp.json"]}
-    servers = {"tiny": TINY, "typo": TINY, "needy": needy, "failing": failing, "codemode": own}
+    servers = {"working": EVERYTHING, "typo": TINY, "needy": needy, "failing": failing, "codemode": own}
     config = write_config(
         tmp_path_factory.mktemp("broken"),
         {"mcpServers": servers, "policy": {"deny": ["typo.di"]}},
@@ -149,7 +158,7 @@ async def test_a_rule_marked_optional_may_match_nothing(
 
 
 async def test_check_says_nothing_of_rules_the_team_never_wrote(tmp_path: Path) -> None:
-    config = write_config(tmp_path, {"mcpServers": {"tiny": TINY}})
+    config = write_config(tmp_path, {"mcpServers": {"everything": EVERYTHING}})
     code, out, err = await cli("check", "--config", str(config))
     assert code == 0, out + err
     assert "policy" not in err
@@ -163,12 +172,12 @@ async def test_one_unset_variable_fails_only_the_entry_that_uses_it(
     [row] = [line for line in out.splitlines() if line.startswith("needy ")]
     assert "failed" in row
     assert f"mcpServers.needy.env.TOKEN: ${{{UNSET}}} is not set" in row
-    [tiny_row] = [line for line in out.splitlines() if line.startswith("tiny ")]
-    assert "ready" in tiny_row
+    [working_row] = [line for line in out.splitlines() if line.startswith("working ")]
+    assert "ready" in working_row
     overview = await search_docs(broken_client)
-    result = await execute(broken_client, "tools.tiny.echo(text='hi')['result']")
+    result = await execute(broken_client, "tools.working.echo(message='hi')")
     assert f"${{{UNSET}}} is not set" in overview
-    assert result["value"] == "hi"
+    assert result["value"] == "Echo: hi"
     suite_code, suite_out, suite_err = await cli(
         "sandbox-test", "--config", str(broken_entries.config), "--only", "filesystem", env=broken_entries.env
     )

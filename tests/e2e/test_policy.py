@@ -14,7 +14,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 
-from tests.e2e.gateway_process import search_docs
+from tests.e2e.gateway_process import LEXICAL_SEARCH, search_docs
 from tests.real_servers import npm_entry_point
 
 pytestmark = pytest.mark.anyio
@@ -44,6 +44,7 @@ def _config(tmp_path: Path, policy: dict[str, Any], only: tuple[str, ...] = ()) 
             },
         },
         "policy": policy,
+        **LEXICAL_SEARCH,
     }
     if only:
         config["mcpServers"] = {name: config["mcpServers"][name] for name in only}

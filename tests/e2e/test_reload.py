@@ -24,6 +24,7 @@ from mcp.client.session import IncomingMessage, MessageHandlerFnT
 
 from tests.e2e.gateway_http import http_gateway
 from tests.e2e.gateway_process import (
+    EVERYTHING,
     WAIT,
     cli,
     environment,
@@ -38,6 +39,8 @@ from tests.real_servers import REPO, SERVERS
 pytestmark = pytest.mark.anyio
 
 LATCH: dict[str, Any] = {"command": sys.executable, "args": [str(SERVERS / "latch_server.py")]}
+# Where a test needs a child whose process it can tell apart (pid) or hold (wait_for), LATCH; where any
+# child will do, EVERYTHING, a Node child that starts on a fraction of a Python child's CPU.
 POLL_SECONDS = 0.02  # how often the audit log is read while waiting for a reload's record
 
 
@@ -124,10 +127,10 @@ async def test_a_sighup_reload_that_adds_a_child_makes_its_tools_callable_in_the
     async with gateway(config, "--no-watch") as client:
         before = await execute(client, "tools.a.pid()")
         assert "Config" not in await overview(client)  # the config it started with is no news
-        team(tmp_path, {"a": LATCH, "b": LATCH})
+        team(tmp_path, {"a": LATCH, "b": EVERYTHING})
         sighup(config)
         record = await reload_record(tmp_path, 1)
-        added = await execute(client, "tools.b.echo(text='from b')")
+        added = await execute(client, "tools.b.echo(message='from b')")
         after = await execute(client, "tools.a.pid()")
         shown = await overview(client)
     assert record["trigger"] == "signal"
@@ -136,7 +139,7 @@ async def test_a_sighup_reload_that_adds_a_child_makes_its_tools_callable_in_the
     assert record["sections"] == ["mcpServers"]
     assert record["restart_needed"] == []
     assert added["ok"]
-    assert added["value"] == {"result": "from b"}
+    assert added["value"] == "Echo: from b"
     assert after["value"] == before["value"]  # the unchanged child kept its process
     assert "Config reloaded " in shown
     assert "(reload 1): tools may differ from earlier searches." in shown
@@ -144,17 +147,18 @@ async def test_a_sighup_reload_that_adds_a_child_makes_its_tools_callable_in_the
 
 
 async def test_a_file_change_reload_removes_a_child_and_keeps_the_others_connected(tmp_path: Path) -> None:
-    config = team(tmp_path, {"a": LATCH, "b": LATCH})
+    config = team(tmp_path, {"a": LATCH, "b": EVERYTHING})
     async with gateway(config) as client:  # watching the file: the default
-        before = await execute(client, "[tools.a.pid(), tools.b.pid()]")
+        before = await execute(client, "[tools.a.pid(), tools.b.echo(message='here')]")
         team(tmp_path, {"a": LATCH})
         record = await reload_record(tmp_path, 1)
-        gone = await execute(client, "tools.b.pid()")
+        gone = await execute(client, "tools.b.echo(message='gone')")
         after = await execute(client, "tools.a.pid()")
     assert record["trigger"] == "file"
     assert record["servers"] == {"added": [], "removed": ["b"], "changed": []}
     assert not gone["ok"]
-    assert "unknown tool 'b.pid'" in gone["error"]["message"]
+    assert before["value"][1] == "Echo: here"
+    assert "unknown tool 'b.echo'" in gone["error"]["message"]
     assert after["value"] == before["value"][0]
 
 
@@ -203,7 +207,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="module")
 def refusing_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return team(tmp_path_factory.mktemp("refusing"), {"a": LATCH})
+    return team(tmp_path_factory.mktemp("refusing"), {"a": EVERYTHING})
 
 
 @pytest.fixture(scope="module")
@@ -226,16 +230,16 @@ async def test_an_invalid_config_is_refused_the_old_one_serves_on_and_the_audit_
     refusing: Client, refusing_config: Path, next_reload: int
 ) -> None:
     directory = refusing_config.parent
-    team(directory, {"a": LATCH}, startup_timeout_seconds=-1, policy={"deny": ["nowhere.tool"]})
+    team(directory, {"a": EVERYTHING}, startup_timeout_seconds=-1, policy={"deny": ["nowhere.tool"]})
     code, out, _ = await cli("reload", "--pid-file", str(pid_file(refusing_config)))
-    still = await execute(refusing, "tools.a.echo(text='still here')")
+    still = await execute(refusing, "tools.a.echo(message='still here')")
     shown = await overview(refusing)
     assert code == 1
     assert f"reload {next_reload}: refused" in out
     assert "startup_timeout_seconds" in out
     assert "nowhere" in out
     assert still["ok"]
-    assert still["value"] == {"result": "still here"}
+    assert still["value"] == "Echo: still here"
     assert "(reload" not in shown  # the config in force is still the one loaded at start
     record = await reload_record(directory, next_reload)
     assert record["outcome"] == "refused"
@@ -247,11 +251,11 @@ async def test_a_policy_rule_that_would_match_no_tool_of_a_ready_child_refuses_t
     refusing: Client, refusing_config: Path, next_reload: int
 ) -> None:
     directory = refusing_config.parent
-    await execute(refusing, "tools.a.echo(text='ready')")
-    team(directory, {"a": LATCH}, policy={"deny": ["a.ecko"]})
+    await execute(refusing, "tools.a.echo(message='ready')")
+    team(directory, {"a": EVERYTHING}, policy={"deny": ["a.ecko"]})
     sighup(refusing_config)
     record = await reload_record(directory, next_reload)
-    still = await execute(refusing, "tools.a.echo(text='still callable')")
+    still = await execute(refusing, "tools.a.echo(message='still callable')")
     assert record["outcome"] == "refused"
     assert any("a.ecko" in error and "a.echo" in error for error in record["errors"]), record["errors"]
     assert still["ok"]
@@ -261,7 +265,7 @@ async def test_a_policy_rule_that_would_match_no_tool_of_a_ready_child_refuses_t
 async def test_clients_are_told_when_a_reload_changes_the_exposed_tools(
     tmp_path: Path, mode: ConnectMode
 ) -> None:
-    config = team(tmp_path, {"a": LATCH})
+    config = team(tmp_path, {"a": EVERYTHING})
     told = anyio.Event()
 
     async def messages(message: IncomingMessage) -> None:
@@ -271,7 +275,7 @@ async def test_clients_are_told_when_a_reload_changes_the_exposed_tools(
     async with gateway(config, "--no-watch", mode=mode, messages=messages) as client:
         with anyio.fail_after(WAIT):
             before = [tool.name for tool in (await client.list_tools()).tools]
-        team(tmp_path, {"a": LATCH}, expose=["a.echo"])
+        team(tmp_path, {"a": EVERYTHING}, expose=["a.echo"])
         if mode == "auto":  # 2026-07-28: change notifications come on a stream the client opens
             async with client.listen(tools_list_changed=True) as changes:
                 sighup(config)
@@ -283,18 +287,18 @@ async def test_clients_are_told_when_a_reload_changes_the_exposed_tools(
                 await told.wait()
         with anyio.fail_after(WAIT):
             after = [tool.name for tool in (await client.list_tools()).tools]
-            echoed = await client.call_tool("a__echo", {"text": "direct"})
+            echoed = await client.call_tool("a__echo", {"message": "direct"})
     assert before == ["search_docs", "execute_code"]
     assert after == ["search_docs", "execute_code", "a__echo"]
-    assert text(echoed) == "direct"
+    assert text(echoed) == "Echo: direct"
 
 
 async def test_over_http_a_changed_listener_is_reported_as_needing_a_restart_while_the_rest_applies(
     tmp_path: Path,
 ) -> None:
-    config = team(tmp_path, {"a": LATCH}, http={"max_sessions": 50})
+    config = team(tmp_path, {"a": EVERYTHING}, http={"max_sessions": 50})
     async with http_gateway(config) as served:
-        team(tmp_path, {"a": LATCH}, http={"max_sessions": 60}, policy={"deny": ["a.pid"]})
+        team(tmp_path, {"a": EVERYTHING}, http={"max_sessions": 60}, policy={"deny": ["a.echo"]})
         served.process.send_signal(signal.SIGHUP)  # the listener's settings: an operator's change
         record = await reload_record(tmp_path, 1)
         with anyio.fail_after(WAIT):

@@ -19,13 +19,20 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from tests.e2e.gateway_process import WAIT, cli, environment, execute, ledger_server
-from tests.real_servers import SERVERS, npm_entry_point
+from tests.e2e.gateway_process import (
+    EVERYTHING,
+    LEXICAL_SEARCH,
+    WAIT,
+    cli,
+    environment,
+    execute,
+    ledger_server,
+)
+from tests.real_servers import npm_entry_point
 
 pytestmark = pytest.mark.anyio
 
 SECRET = "rt-secret-4f1c9a7e2b"  # in the gateway's environment only, as RT_SECRET
-LATCH: dict[str, Any] = {"command": sys.executable, "args": [str(SERVERS / "latch_server.py")]}
 POLL_SECONDS = 0.02
 
 
@@ -50,7 +57,7 @@ def git(repo: Path) -> dict[str, Any]:
 
 
 def write(path: Path, config: dict[str, Any]) -> Path:
-    path.write_text(json.dumps(config, indent=2), encoding="utf-8")
+    path.write_text(json.dumps({**LEXICAL_SEARCH, **config}, indent=2), encoding="utf-8")
     return path
 
 
@@ -201,17 +208,22 @@ async def test_checking_out_a_branch_whose_config_adds_a_command_through_a_read_
 async def test_an_operator_reload_applies_the_new_server_the_file_watch_refused(tmp_path: Path) -> None:
     log = tmp_path / "gateway.log"
     config = write(
-        tmp_path / "team.json", {"mcpServers": {"a": LATCH}, "audit": {"path": str(tmp_path / "audit.jsonl")}}
+        tmp_path / "team.json",
+        {"mcpServers": {"a": EVERYTHING}, "audit": {"path": str(tmp_path / "audit.jsonl")}},
     )
     async with gateway(config, log) as client:
         write(
-            config, {"mcpServers": {"a": LATCH, "b": LATCH}, "audit": {"path": str(tmp_path / "audit.jsonl")}}
+            config,
+            {
+                "mcpServers": {"a": EVERYTHING, "b": EVERYTHING},
+                "audit": {"path": str(tmp_path / "audit.jsonl")},
+            },
         )
         watched = await reload_record(tmp_path, 1)
-        before = await execute(client, "tools.b.echo(text='from b')")
+        before = await execute(client, "tools.b.echo(message='from b')")
         code, out, err = await cli("reload", "--pid-file", str(pid_file(log)))
         operator = await reload_record(tmp_path, 2)
-        after = await execute(client, "tools.b.echo(text='from b')")
+        after = await execute(client, "tools.b.echo(message='from b')")
     assert watched["outcome"] == "refused"
     assert watched["privileged"] == ["mcpServers.b: added"]
     assert not before["ok"]
@@ -221,12 +233,12 @@ async def test_an_operator_reload_applies_the_new_server_the_file_watch_refused(
     assert operator["outcome"] == "applied"
     assert operator["privileged"] == ["mcpServers.b: added"]
     assert after["ok"], after
-    assert after["value"] == {"result": "from b"}
+    assert after["value"] == "Echo: from b"
 
 
 async def test_the_file_watch_still_applies_a_narrowing_change_at_once(tmp_path: Path) -> None:
     log = tmp_path / "gateway.log"
-    servers = {"a": LATCH, "ledger": ledger_server(tmp_path)}
+    servers = {"a": EVERYTHING, "ledger": ledger_server(tmp_path)}
     audit_path = str(tmp_path / "audit.jsonl")
     config = write(tmp_path / "team.json", {"mcpServers": servers, "audit": {"path": audit_path}})
     async with gateway(config, log) as client:
@@ -235,7 +247,7 @@ async def test_the_file_watch_still_applies_a_narrowing_change_at_once(tmp_path:
         write(config, {**narrower, "sandbox": {"max_tool_calls": 5}, "audit": {"path": audit_path}})
         record = await reload_record(tmp_path, 1)
         refused = await execute(client, "tools.ledger.append(entry='after')")
-        gone = await execute(client, "tools.a.pid()")
+        gone = await execute(client, "tools.a.echo(message='gone')")
     assert allowed["ok"]
     assert record["trigger"] == "file"
     assert record["outcome"] == "applied"
@@ -263,14 +275,18 @@ async def test_a_middleware_module_a_rewritten_config_names_is_never_imported_by
     hooks.mkdir()
     (hooks / "planted_hooks.py").write_text(PLANTED.format(marker=str(marker)), encoding="utf-8")
     audit_path = str(tmp_path / "audit.jsonl")
-    config = write(tmp_path / "team.json", {"mcpServers": {"a": LATCH}, "audit": {"path": audit_path}})
+    config = write(tmp_path / "team.json", {"mcpServers": {"a": EVERYTHING}, "audit": {"path": audit_path}})
     async with gateway(config, log, env={"PYTHONPATH": str(hooks)}) as client:
         write(
             config,
-            {"mcpServers": {"a": LATCH}, "middleware": ["planted_hooks:hook"], "audit": {"path": audit_path}},
+            {
+                "mcpServers": {"a": EVERYTHING},
+                "middleware": ["planted_hooks:hook"],
+                "audit": {"path": audit_path},
+            },
         )
         record = await reload_record(tmp_path, 1)
-        still = await execute(client, "tools.a.echo(text='still here')")
+        still = await execute(client, "tools.a.echo(message='still here')")
     assert record["outcome"] == "refused"
     assert record["privileged"] == ["middleware: changed"]
     assert not marker.exists()
@@ -281,16 +297,16 @@ async def test_a_rule_removed_from_allow_that_would_unblock_a_server_is_privileg
     # A rule naming none of a server's tools blocks the whole server; dropping it reaches every tool.
     log, audit_path = tmp_path / "gateway.log", str(tmp_path / "audit.jsonl")
     blocked = {
-        "mcpServers": {"a": LATCH},
+        "mcpServers": {"a": EVERYTHING},
         "policy": {"allow": ["*", "a.typo"]},
         "audit": {"path": audit_path},
     }
     config = write(tmp_path / "team.json", blocked)
     async with gateway(config, log) as client:
-        before = await execute(client, "tools.a.echo(text='blocked')")
+        before = await execute(client, "tools.a.echo(message='blocked')")
         write(config, {**blocked, "policy": {"allow": ["*"]}})
         record = await reload_record(tmp_path, 1)
-        after = await execute(client, "tools.a.echo(text='still blocked')")
+        after = await execute(client, "tools.a.echo(message='still blocked')")
     assert not before["ok"]
     assert record["outcome"] == "refused"
     assert record["privileged"] == ["policy: server 'a' would no longer be blocked"]
@@ -299,15 +315,15 @@ async def test_a_rule_removed_from_allow_that_would_unblock_a_server_is_privileg
 
 async def test_a_lockfile_removed_beside_a_narrowing_change_is_privileged(tmp_path: Path) -> None:
     log, audit_path = tmp_path / "gateway.log", str(tmp_path / "audit.jsonl")
-    team = {"mcpServers": {"a": LATCH}, "audit": {"path": audit_path}}
+    team = {"mcpServers": {"a": EVERYTHING}, "audit": {"path": audit_path}}
     config = write(tmp_path / "team.json", team)
     code, _, err = await cli("lock", "--config", str(config))
     assert code == 0, err
     async with gateway(config, log) as client:
         (tmp_path / "team.lock.json").unlink()
-        write(config, {**team, "policy": {"deny": ["a.pid"]}})
+        write(config, {**team, "policy": {"deny": ["a.echo"]}})
         record = await reload_record(tmp_path, 1)
-        still = await execute(client, "tools.a.pid()")
+        still = await execute(client, "tools.a.echo(message='still')")
     assert record["outcome"] == "refused"
     assert record["privileged"] == ["lockfile: removed (every tool would be admitted unreviewed)"]
     assert still["ok"]  # the narrowing was refused with it: the reload is refused whole

@@ -66,7 +66,8 @@ async def client(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> AsyncI
             "tiny": {**TINY, "env": {"TINY_PLAIN_ECHO": "1"}},
         }
     }
-    async with session(write_config(tmp_path_factory.mktemp("config"), config)) as connected:
+    path = write_config(tmp_path_factory.mktemp("config"), config, default_search=True)
+    async with session(path) as connected:
         await settled(connected)
         yield connected
 
@@ -148,7 +149,8 @@ async def test_a_tools_schema_change_drops_its_observed_shape(tmp_path: Path) ->
         "args": [str(CATALOG_SERVER)],
         "env": {"CATALOG_FILE": str(catalog_file)},
     }
-    async with session(write_config(tmp_path, {"mcpServers": {"catalog": server}})) as connected:
+    config = write_config(tmp_path, {"mcpServers": {"catalog": server}}, default_search=True)
+    async with session(config) as connected:
         assert (await execute(connected, "tools.catalog.report()"))["value"] == "report answered"
         observed = await search_docs(connected, "report", limit=1)
         assert "catalog.report() -> str  # (observed) Writes a report." in observed
@@ -179,7 +181,7 @@ async def test_another_caller_learns_no_data_from_a_shape_nor_a_hidden_tool_from
     }
     data = {"ann@example.com": {"balance": 1234567, "iban": "DE02120300000000202051"}}
     env = environment({"ALICE_TOKEN": ALICE, "BOB_TOKEN": BOB})
-    async with http_gateway(write_config(tmp_path, config), env=env) as gateway:
+    async with http_gateway(write_config(tmp_path, config, default_search=True), env=env) as gateway:
         async with http_client(gateway.url, token=ALICE) as alice:
             with anyio.fail_after(WAIT):
                 code = f"tools.tiny.plain_echo(text={json.dumps(data)!r})"
@@ -254,7 +256,7 @@ async def test_a_search_answers_with_the_children_ready_and_names_those_still_st
         },
         "startup_timeout_seconds": 600,
     }
-    async with session(write_config(tmp_path, config)) as connected:
+    async with session(write_config(tmp_path, config, default_search=True)) as connected:
         first = await search_docs(connected, "echo", settled=False)
         assert "slow" in first.split("\n")[-1]  # answered without waiting for it
         await overview_once(connected, "tiny (ready")

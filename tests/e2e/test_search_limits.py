@@ -23,7 +23,7 @@ def _random_words(count: int, length: int) -> str:
 async def test_a_query_past_the_cap_is_refused_naming_the_limit_and_the_gateway_serves_on(
     tmp_path: Path,
 ) -> None:
-    config = write_config(tmp_path, {"mcpServers": {"tiny": TINY}})
+    config = write_config(tmp_path, {"mcpServers": {"tiny": TINY}}, default_search=True)
     async with session(config) as client:
         with anyio.fail_after(WAIT):
             refused = await client.call_tool("search_docs", {"query": _random_words(12, 10_000)})

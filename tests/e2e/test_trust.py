@@ -15,7 +15,7 @@ import anyio
 import pytest
 from mcp import ClientSession
 
-from tests.e2e.gateway_process import TINY, WAIT, cli, execute, search_docs, session, write_config
+from tests.e2e.gateway_process import EVERYTHING, TINY, WAIT, cli, execute, search_docs, session, write_config
 
 pytestmark = pytest.mark.anyio
 
@@ -88,9 +88,9 @@ async def test_a_positional_argument_gets_the_keyword_only_message(client: Clien
 
 
 async def test_exec_with_a_config_reaches_its_children_and_without_one_says_so(tmp_path: Path) -> None:
-    config = write_config(tmp_path, {"mcpServers": {"tiny": TINY}})
-    code, out, err = await cli("exec", "--config", str(config), "-c", "tools.tiny.echo(text='hi')['result']")
-    assert (code, out) == (0, "'hi'\n"), err
+    config = write_config(tmp_path, {"mcpServers": {"everything": EVERYTHING}})  # any child will do
+    code, out, err = await cli("exec", "--config", str(config), "-c", "tools.everything.echo(message='hi')")
+    assert (code, out) == (0, "'Echo: hi'\n"), err
     code, _, err = await cli("exec", "-c", "tools.tiny.echo(text='hi')")
     assert code == 1
     assert "--config" in err
@@ -105,7 +105,7 @@ async def test_a_passing_sandbox_test_run_prints_no_wasm_backtraces() -> None:
 
 
 async def test_log_level_works_after_the_subcommand(tmp_path: Path) -> None:
-    config = write_config(tmp_path, {"mcpServers": {"tiny": TINY}})
+    config = write_config(tmp_path, {"mcpServers": {"everything": EVERYTHING}})
     code, out, err = await cli("check", "--config", str(config), "--log-level", "INFO")
     assert code == 0, out + err
     assert '"level": "info"' in err

@@ -13,12 +13,13 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.gateway_process import TINY, ledger_entries, ledger_server, write_config
+from tests.e2e.gateway_process import ledger_entries, ledger_server, write_config
 from tests.e2e.ts_client import call, execute, gateway_script, run_ts_client
 
 pytestmark = pytest.mark.anyio
 
-ECHO = "tools.tiny.echo(text='hi')"
+# A child call with a known answer: the ledger is still empty when the first steps run it.
+ENTRIES = "tools.ledger.entries()"
 APPEND_TWICE = "print(tools.ledger.append(entry='one'))\nprint(tools.ledger.append(entry='two'))\n'done'"
 APPEND_DECLINED = (
     "print(tools.ledger.append(entry='three'))\nprint(tools.ledger.append(entry='four'))\n'done'"
@@ -32,7 +33,7 @@ def _config(directory: Path) -> Path:
     # One slot and an hour's budget: a snippet still sleeping after the cancel would hold the next call
     # past the client's own request timeout and the test's bound, not a little longer.
     config = {
-        "mcpServers": {"tiny": TINY, "ledger": ledger_server(directory)},
+        "mcpServers": {"ledger": ledger_server(directory)},
         "policy": {"approve": ["ledger.append"]},
         "sandbox": {"max_concurrent_executions": 1, "timeout_seconds": 3600},
     }
@@ -55,8 +56,8 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 async def report(workdir: Path) -> dict[str, Any]:
     """The report of one script whose user approves every call, but declines during DECLINED."""
     steps = {
-        PLAIN: execute(ECHO),
-        DETAILED: call("execute_code", {"code": ECHO, "details": True}),
+        PLAIN: execute(ENTRIES),
+        DETAILED: call("execute_code", {"code": ENTRIES, "details": True}),
         FAILING: execute("x = 1\n1/0"),
         PROGRESS: execute("import time; time.sleep(2.5)", progress=True),
         APPROVED: execute(APPEND_TWICE),
@@ -95,10 +96,10 @@ async def test_execute_codes_result_reaches_the_typescript_client_as_the_value_a
     assert "execute_code" not in report["outputSchemaTools"]  # nothing for a client to check it against
     plain, detailed = _answer(report, PLAIN), _answer(report, DETAILED)
     assert plain["isError"] is False
-    assert plain["content"] == [{"type": "text", "text": "{'result': 'hi'}"}]
+    assert plain["content"] == [{"type": "text", "text": "{'result': []}"}]
     assert "structuredContent" not in plain
-    assert detailed["structuredContent"]["value"] == {"result": "hi"}
-    assert [c["tool"] for c in detailed["structuredContent"]["tool_calls"]] == ["tiny.echo"]
+    assert detailed["structuredContent"]["value"] == {"result": []}
+    assert [c["tool"] for c in detailed["structuredContent"]["tool_calls"]] == ["ledger.entries"]
     assert json.loads(_text(detailed)) == detailed["structuredContent"]
 
 

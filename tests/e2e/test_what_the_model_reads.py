@@ -33,7 +33,9 @@ def anyio_backend() -> str:
 async def client(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Client]:
     """One gateway serves the module: each test reads only the result of its own executions."""
     trace = {"command": sys.executable, "args": [str(TRACE_SERVER)]}
-    config = write_config(tmp_path_factory.mktemp("config"), {"mcpServers": {"tiny": TINY, "trace": trace}})
+    config = write_config(
+        tmp_path_factory.mktemp("config"), {"mcpServers": {"tiny": TINY, "trace": trace}}, default_search=True
+    )
     async with sdk_client(config) as connected:
         yield connected
 
