@@ -4,7 +4,7 @@ The SDK's `stdio_client` joins a child's pending stdout line again with every 64
 its cost grows with the square of a line's length and its memory with the line. `open_stdio_child`
 spawns the child in a new session (its pid is its process group's id), splits its stdout with
 `LineCap` (bounded memory, linear time), parses each line with the SDK's JSON-RPC message adapter
-and hands the messages to a `ClientSession` (`Messages`: no loop turn where a memory stream takes one).
+and hands the messages to a `ClientSession` through a memory stream, as the SDK's transport does.
 The session's messages go the other way without a task between: `StdinWriter` writes each one to
 the child's stdin from the task that sends it (a hand-over to a writer task costs loop turns on
 every call).
@@ -13,10 +13,8 @@ It stops the child in MCP's order (close stdin, wait, SIGTERM, SIGKILL), shielde
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import signal
-from collections import deque
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
@@ -24,15 +22,15 @@ from pathlib import Path
 from typing import TextIO
 
 import anyio
-import anyio.lowlevel
-from anyio.abc import AsyncResource, ByteSendStream, ObjectReceiveStream, ObjectSendStream, Process
+from anyio.abc import AsyncResource, ByteSendStream, ObjectSendStream, Process
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import types
 from mcp.shared.message import SessionMessage
 
 from gateway.children._message_cap import LineCap
 from gateway.children._process import signal_process_group
 
-__all__ = ["Messages", "StdinWriter", "StdioChild", "open_stdio_child"]
+__all__ = ["StdinWriter", "StdioChild", "open_stdio_child"]
 
 log = logging.getLogger("gateway.children")
 
@@ -46,76 +44,9 @@ _PIPE_ERRORS = (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError)
 class StdioChild:
     """A running stdio child: the streams a `ClientSession` takes, and its pid (its process group's id)."""
 
-    read: Messages
+    read: MemoryObjectReceiveStream[SessionMessage | Exception]
     write: StdinWriter
     pid: int
-
-
-Item = SessionMessage | Exception
-
-
-class Messages(ObjectReceiveStream[Item]):
-    """The child's messages on their way from its stdout's reader (one task) to its session (one task).
-
-    A receive that finds nothing waits for the next message without first yielding to the loop, as
-    anyio's memory stream does on every receive: a loop turn on every answer from the child, taken
-    while the caller it answers is waiting. At most one message waits here: the reader reads on only
-    once the session has taken the one before, so a slow session holds the child, not memory."""
-
-    def __init__(self) -> None:
-        self._waiting: deque[Item] = deque()
-        self._arrived: anyio.Event | None = None  # the receiver waits for a message
-        self._taken: anyio.Event | None = None  # the reader waits for the session to take one
-        self._ended = False  # the reader is done: EndOfStream once what waits is taken
-        self._closed = False  # the session is done: the reader's next send fails
-
-    async def receive(self) -> Item:
-        """The next message; EndOfStream once the reader is done, ClosedResourceError once closed."""
-        while not self._waiting:
-            if self._closed:
-                raise anyio.ClosedResourceError
-            if self._ended:
-                raise anyio.EndOfStream
-            self._arrived = arrived = anyio.Event()
-            await arrived.wait()
-        if self._closed:
-            raise anyio.ClosedResourceError
-        item = self._waiting.popleft()
-        _wake(self._taken)
-        return item
-
-    async def send(self, item: Item) -> None:
-        """The reader's hand-over: waits while the last message is still untaken; BrokenResourceError
-        once the session closed this, ClosedResourceError once the reader's side ended."""
-        if self._ended:
-            raise anyio.ClosedResourceError
-        while self._waiting and not self._closed:
-            self._taken = taken = anyio.Event()
-            await taken.wait()
-        if self._closed:
-            raise anyio.BrokenResourceError
-        self._waiting.append(item)
-        _wake(self._arrived)
-
-    def end(self) -> None:
-        """The reader is done: the session receives what waits, then EndOfStream."""
-        self._ended = True
-        _wake(self._arrived)
-
-    def close(self) -> None:
-        """The session is done: receives fail, and so does the reader's next send."""
-        self._closed = True
-        self._waiting.clear()
-        _wake(self._arrived)
-        _wake(self._taken)
-
-    async def aclose(self) -> None:
-        self.close()
-
-
-def _wake(event: anyio.Event | None) -> None:
-    if event is not None:
-        event.set()
 
 
 class StdinWriter(ObjectSendStream[SessionMessage]):
@@ -123,9 +54,10 @@ class StdinWriter(ObjectSendStream[SessionMessage]):
     task that sends it. A line is written whole before any wait (asyncio's `write` buffers it), so
     messages sent side by side never interleave; a send waits only while the child is slow to read."""
 
-    def __init__(self, stdin: ByteSendStream, to_session: Messages) -> None:
+    def __init__(
+        self, stdin: ByteSendStream, to_session: MemoryObjectSendStream[SessionMessage | Exception]
+    ) -> None:
         self._stdin = stdin
-        self._writer = _asyncio_writer(stdin)
         self._to_session = to_session
         self._closed = False
 
@@ -133,16 +65,13 @@ class StdinWriter(ObjectSendStream[SessionMessage]):
         """Write one message; ClosedResourceError once closed, BrokenResourceError if the pipe broke."""
         if self._closed:
             raise anyio.ClosedResourceError
-        line = item.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
+        text = item.message.model_dump_json(by_alias=True, exclude_unset=True)
         try:
-            if self._writer is None:
-                await self._stdin.send(line)
-            else:
-                await _write(self._writer, line)
+            await self._stdin.send(text.encode() + b"\n")
         except _PIPE_ERRORS as exc:
             self._closed = True
             # The child may live on without reading: the session must see the end.
-            self._to_session.end()
+            await self._to_session.aclose()
             raise anyio.BrokenResourceError from exc
 
     def close(self) -> None:
@@ -151,22 +80,6 @@ class StdinWriter(ObjectSendStream[SessionMessage]):
 
     async def aclose(self) -> None:
         self.close()
-
-
-def _asyncio_writer(stdin: ByteSendStream) -> asyncio.StreamWriter | None:
-    """The asyncio stream under anyio's wrapper of a child's stdin; None under another backend (trio)."""
-    stream = getattr(stdin, "_stream", None)  # anyio's wrapper keeps it here, and exposes it nowhere
-    return stream if isinstance(stream, asyncio.StreamWriter) else None
-
-
-async def _write(writer: asyncio.StreamWriter, line: bytes) -> None:
-    """Write `line`, waiting only while the pipe's buffer is full.
-
-    anyio's wrapper also yields to the loop after every write that did not wait, a loop turn on every
-    request to the child."""
-    await anyio.lowlevel.checkpoint_if_cancelled()
-    writer.write(line)
-    await writer.drain()  # returns at once unless the child is slow to read (then: backpressure)
 
 
 @asynccontextmanager
@@ -188,11 +101,11 @@ async def open_stdio_child(
         [command, *args], env=env, cwd=cwd, stderr=errlog, start_new_session=True
     )
     # No await before the task group: a cancellation in between would leave the process running.
-    read = Messages()
+    to_session, read = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     assert process.stdin is not None
-    write = StdinWriter(process.stdin, read)
+    write = StdinWriter(process.stdin, to_session)
     async with anyio.create_task_group() as tasks:
-        tasks.start_soon(_read_stdout, process, LineCap(max_message_bytes), read, child)
+        tasks.start_soon(_read_stdout, process, LineCap(max_message_bytes), to_session, child)
         try:
             yield StdioChild(read, write, process.pid)
         finally:
@@ -218,24 +131,34 @@ def _report_dropped(lines: LineCap, child: str) -> None:
 async def _read_stdout(
     process: Process,
     lines: LineCap,
-    to_session: Messages,
+    to_session: MemoryObjectSendStream[SessionMessage | Exception],
     child: str,
 ) -> None:
     """Hand each line of the child's stdout to the session until either ends, then drain the rest."""
     assert process.stdout is not None
     try:
-        async for chunk in process.stdout:
-            for line in lines.feed(chunk):
-                await to_session.send(_parsed(line))
-            if lines.dropped:
-                _report_dropped(lines, child)
-        lines.end()
-        _report_dropped(lines, child)
+        async with to_session:
+            async for chunk in process.stdout:
+                for line in lines.feed(chunk):
+                    await _hand_over(to_session, _parsed(line))
+                if lines.dropped:
+                    _report_dropped(lines, child)
+            lines.end()
+            _report_dropped(lines, child)
     except _PIPE_ERRORS:
         pass  # the session is gone, or our shutdown closed the pipe: the stream has ended either way
     finally:
-        to_session.end()
         await _drain(process)
+
+
+async def _hand_over(
+    to_session: MemoryObjectSendStream[SessionMessage | Exception], item: SessionMessage | Exception
+) -> None:
+    """Send `item` to the session: to a reader already waiting at once, without a checkpoint (a loop turn)."""
+    try:
+        to_session.send_nowait(item)
+    except anyio.WouldBlock:
+        await to_session.send(item)
 
 
 async def _drain(process: Process) -> None:
@@ -248,7 +171,7 @@ async def _drain(process: Process) -> None:
 
 async def _stop(
     process: Process,
-    read: Messages,
+    read: MemoryObjectReceiveStream[SessionMessage | Exception],
     write: StdinWriter,
     child: str,
 ) -> None:

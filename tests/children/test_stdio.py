@@ -20,7 +20,7 @@ from mcp.shared.message import SessionMessage
 from gateway.children._env import child_environment
 from gateway.children._message_cap import too_large
 from gateway.children._process import StderrPump
-from gateway.children._stdio import Messages, StdioChild, open_stdio_child
+from gateway.children._stdio import StdioChild, open_stdio_child
 
 pytestmark = [
     pytest.mark.anyio,
@@ -290,77 +290,3 @@ async def test_a_send_to_a_child_whose_stdin_closed_fails_as_a_lost_connection_a
                 await child.write.send(SessionMessage(ping))
             with pytest.raises((anyio.EndOfStream, anyio.ClosedResourceError)):
                 await child.read.receive()
-
-
-def message(message_id: int) -> SessionMessage:
-    return SessionMessage(types.JSONRPCRequest(jsonrpc="2.0", id=message_id, method="ping"))
-
-
-async def test_the_reader_hands_on_a_second_message_only_once_the_session_took_the_first() -> None:
-    messages = Messages()
-    sent: list[int] = []
-
-    async def reader() -> None:
-        for message_id in (1, 2):
-            await messages.send(message(message_id))
-            sent.append(message_id)
-
-    with anyio.fail_after(WAIT):
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(reader)
-            await anyio.wait_all_tasks_blocked()
-            assert sent == [1]  # the second waits: at most one message is held for the session
-            first = await messages.receive()
-            second = await messages.receive()
-    assert [first.message.id, second.message.id] == [1, 2]  # type: ignore[union-attr]
-    assert sent == [1, 2]
-
-
-async def test_a_session_receives_what_waits_and_then_the_end_once_the_reader_is_done() -> None:
-    messages = Messages()
-    with anyio.fail_after(WAIT):
-        await messages.send(message(7))
-        messages.end()
-        taken = await messages.receive()
-        with pytest.raises(anyio.EndOfStream):
-            await messages.receive()
-        with pytest.raises(anyio.ClosedResourceError):
-            await messages.send(message(8))
-    assert taken.message.id == 7  # type: ignore[union-attr]
-
-
-async def test_a_closed_session_fails_the_readers_waiting_send_and_its_own_receives() -> None:
-    messages = Messages()
-    outcome: list[BaseException] = []
-
-    async def reader() -> None:
-        await messages.send(message(1))
-        try:
-            await messages.send(message(2))
-        except anyio.BrokenResourceError as exc:
-            outcome.append(exc)
-
-    with anyio.fail_after(WAIT):
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(reader)
-            await anyio.wait_all_tasks_blocked()
-            messages.close()
-    assert len(outcome) == 1
-    with pytest.raises(anyio.ClosedResourceError):
-        await messages.receive()
-
-
-async def test_a_session_waiting_for_a_message_is_woken_by_the_next_one() -> None:
-    messages = Messages()
-    received: list[object] = []
-
-    async def session() -> None:
-        received.append((await messages.receive()).message.id)  # type: ignore[union-attr]
-
-    with anyio.fail_after(WAIT):
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(session)
-            await anyio.wait_all_tasks_blocked()
-            assert received == []
-            await messages.send(message(3))
-    assert received == [3]
