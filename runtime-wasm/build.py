@@ -77,7 +77,7 @@ def _componentize_py(*args: str, cwd: str) -> None:
 
 
 def cache_dir() -> Path:
-    """Where builds are kept by their inputs hash: the user's, so every clone of the same inputs shares them."""
+    """Where builds are kept by their inputs hash: the user's, shared by every clone of the same inputs."""
     user_cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return Path(os.environ.get(BUILD_CACHE_ENV) or user_cache / "codemode-gateway" / "build") / "sandbox"
 
