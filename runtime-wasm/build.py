@@ -3,8 +3,9 @@
 Writes runtime-wasm/build/sandbox.wasm, its sha256 (sandbox.wasm.sha256) and the hash of the
 inputs it was built from (inputs.sha256). The inputs are the WIT world, every guest source,
 this script and the exact componentize-py version: when their hash matches, nothing is done.
-A build is also kept under `$CODEMODE_BUILD_CACHE/sandbox/<inputs hash>` (default `.cache` of the
-clone), so a second tree of the same inputs (a wheel built from the sdist, another clone) copies it.
+A build is also kept under `$CODEMODE_BUILD_CACHE/sandbox/<inputs hash>` (default
+`~/.cache/codemode-gateway/build`, under `$XDG_CACHE_HOME` when set), so a second tree of the same
+inputs (a wheel built from the sdist, another clone, the same clone after `make clean`) copies it.
 """
 
 from __future__ import annotations
@@ -76,8 +77,9 @@ def _componentize_py(*args: str, cwd: str) -> None:
 
 
 def cache_dir() -> Path:
-    """Where builds are kept by their inputs hash."""
-    return Path(os.environ.get(BUILD_CACHE_ENV) or ROOT / ".cache") / "sandbox"
+    """Where builds are kept by their inputs hash: the user's, shared by every clone of the same inputs."""
+    user_cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return Path(os.environ.get(BUILD_CACHE_ENV) or user_cache / "codemode-gateway" / "build") / "sandbox"
 
 
 def _copy_outputs(source: Path, target: Path) -> None:

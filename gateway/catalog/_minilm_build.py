@@ -12,7 +12,8 @@ build environment that has only `numpy`, `onnx` and `onnxruntime`. It:
 3. quantizes it with ONNX Runtime's dynamic int8 quantizer, weights per output channel;
 4. writes `OUT_DIR/all-minilm-l6-v2-int8.onnx` and `OUT_DIR/tokenizer.json`.
 
-Everything is cached in `--cache` (default `.cache/search-model` of the clone) under a key made of
+Everything is cached in `--cache` (default `$CODEMODE_BUILD_CACHE/search-model`, where that defaults to
+`~/.cache/codemode-gateway/build` as for the sandbox component) under a key made of
 the wheel's sha256, this script and the onnx and onnxruntime versions, so a second build is a copy.
 
 Why int8 with weights quantized per output channel: a query is a dozen tokens, so a forward pass is
@@ -57,7 +58,14 @@ KEY_NAME = "build.key"  # beside the two files: what they were built from
 
 _OPSET = 17  # LayerNormalization is a single op from 17 on
 _ROOT = Path(__file__).resolve().parents[2]
-_DEFAULT_CACHE = _ROOT / ".cache" / "search-model"
+# The user's, as runtime-wasm/build.py's: every clone (and a wheel built from the sdist) shares it.
+_DEFAULT_CACHE = (
+    Path(
+        os.environ.get("CODEMODE_BUILD_CACHE")
+        or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "codemode-gateway" / "build"
+    )
+    / "search-model"
+)
 _NUMPY_TYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64}
 _MASKED = -1e9  # added to the attention score of a padding token: its softmax weight becomes 0
 

@@ -84,15 +84,14 @@ def _made_once(directory: Path, make: Callable[[Path], None]) -> Path:
 
 
 def _build(out: Path) -> None:
-    # The clone's build cache: the sdist's inputs hash to the clone's builds, so the component and the
-    # model are copied, and a file the sdist forgets still changes the hash and fails the build. uv
-    # installs the isolated build environments (pip is not what is under test here).
+    # The user's build cache (make setup filled it): the sdist's inputs hash to the clone's builds, so the
+    # component and the model are copied, and a file the sdist forgets still changes the hash and fails
+    # the build. uv installs the isolated build environments (pip is not what is under test here).
     subprocess.run(
         [sys.executable, "-m", "build", "--installer", "uv", "--outdir", str(out), str(REPO)],
         check=True,
         capture_output=True,
         timeout=BUILD_SECONDS,
-        env=os.environ | {"CODEMODE_BUILD_CACHE": str(REPO / ".cache")},
     )
 
 

@@ -33,6 +33,8 @@ def build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     monkeypatch.setattr(module, "WIT_DIR", tmp_path / "wit")
     build_dir = tmp_path / "build"
     build_dir.mkdir()
+    monkeypatch.setattr(module, "BUILD_DIR", build_dir)
+    monkeypatch.setenv("CODEMODE_BUILD_CACHE", str(tmp_path / "kept"))  # never the user's own cache
     monkeypatch.setattr(module, "COMPONENT", build_dir / "sandbox.wasm")
     monkeypatch.setattr(module, "COMPONENT_SHA", build_dir / "sandbox.wasm.sha256")
     monkeypatch.setattr(module, "INPUTS_SHA", build_dir / "inputs.sha256")
@@ -78,6 +80,48 @@ def test_the_inputs_hash_covers_the_componentize_py_version(
     before = build.inputs_hash()
     monkeypatch.setattr(build.importlib.metadata, "version", lambda _name: "0.0.0-other")
     assert build.inputs_hash() != before
+
+
+def test_builds_are_kept_in_the_users_cache_unless_the_variable_names_another(
+    build: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert build.cache_dir() == tmp_path / "kept" / "sandbox"
+    monkeypatch.delenv("CODEMODE_BUILD_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user"))
+    assert build.cache_dir() == tmp_path / "user" / "codemode-gateway" / "build" / "sandbox"
+
+
+def _never_componentize(*_args: str, cwd: str) -> None:
+    raise AssertionError(f"componentize-py ran (in {cwd}): the kept build was not used")
+
+
+def _fresh_tree(build: ModuleType) -> None:
+    """The build folder as a new clone has it: empty."""
+    shutil.rmtree(build.BUILD_DIR)
+    build.BUILD_DIR.mkdir()
+
+
+def test_a_new_tree_of_the_same_inputs_copies_the_kept_build_instead_of_building(
+    build: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _pretend_built(build, b"built once")
+    assert build.build() is False  # current, and now kept
+    _fresh_tree(build)
+    monkeypatch.setattr(build, "_componentize_py", _never_componentize)
+    assert build.build() is False
+    assert build.COMPONENT.read_bytes() == b"built once"
+    assert build.is_current(build.inputs_hash())
+
+
+def test_a_damaged_kept_build_is_not_copied(build: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    _pretend_built(build, b"built once")
+    build.build()
+    (build.cache_dir() / build.inputs_hash() / "sandbox.wasm").write_bytes(b"tampered")
+    _fresh_tree(build)
+    monkeypatch.setattr(build, "_componentize_py", _never_componentize)
+    with pytest.raises(AssertionError, match="componentize-py ran"):
+        build.build()
+    assert not build.COMPONENT.exists()
 
 
 def test_the_real_build_output_matches_its_recorded_hash() -> None:

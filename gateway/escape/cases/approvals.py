@@ -26,7 +26,7 @@ from gateway.escape.cases._model import (
     value_is,
     wrote_nothing,
 )
-from gateway.escape.cases._probe import APPROVAL_ROUNDS, QUOTA, STATE_BYTES
+from gateway.escape.cases._probe import APPROVAL_ROUNDS, PROBE_PIN, QUOTA, STATE_BYTES
 from gateway.sandbox.limits import SandboxLimits
 
 __all__ = ["CASES"]
@@ -160,9 +160,11 @@ after = {_tick(_ONCE_ID)}
 [before, between, after]
 """
 
-_EXACT = """
+# The texts below drop the probe's PIN where their digits happen to spell it: the gateway would redact
+# it from the prompt, and the note written would no longer be the call shown.
+_EXACT = f"""
 import random, time, uuid
-text = f'{time.time_ns()} {random.random()} {uuid.uuid4()}'
+text = f'{{time.time_ns()}} {{random.random()}} {{uuid.uuid4()}}'.replace({PROBE_PIN!r}, '-')
 tools.probe.write_note(name='approvals-approved-call-is-the-one-shown', text=text)
 text
 """
@@ -170,7 +172,7 @@ text
 # Everything a snippet can read that a replay might not reproduce, folded into the arguments of
 # the marked call: were any of it to differ in the resumed round, the call made would not be the
 # call shown, unless the gateway stops the run first.
-_STEER = """
+_STEER = f"""
 import gc, sys, time
 def reading(read):
     try:
@@ -189,7 +191,7 @@ sources = [
     time.process_time_ns,
     lambda: time.monotonic_ns() - time.perf_counter_ns(),
 ]
-text = ' '.join(reading(read) for read in sources)
+text = ' '.join(reading(read) for read in sources).replace({PROBE_PIN!r}, '-')
 tools.probe.write_note(name='approvals-replay-cannot-be-steered', text=text)
 text
 """
