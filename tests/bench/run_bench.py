@@ -148,7 +148,9 @@ class Plan:
     rss_further_executions: int  # then this many more, before the second RSS row reads it again
     peer_fresh_runs: int  # fresh Pyodide interpreters (seconds each)
     live_levels: tuple[int, ...] = (1, 4, MAX_LIVE)
-    search_cases: int | None = None  # the first this many queries of each search set (None: all of them)
+    # The first this many queries of each search set, over a catalog of only the servers they accept
+    # (embedding every tool of a set costs seconds); None: every query, over the whole catalog.
+    search_cases: int | None = None
     search_repeats: int = 3  # each query's latency is the best of this many searches
     # The quick run's savings in processes (its figures are never read): the peer's kept interpreter is
     # its last fresh one, the RSS row reads the per-call rows' gateway, FastMCP CodeMode gets one child
@@ -2394,11 +2396,14 @@ def measure_cases(
     model: SemanticModel | None,
     plan: Plan | None = None,
 ) -> SearchFigures:
-    """Both tunings over one query set (all of it, or the plan's first `search_cases`); the index is
-    built on a fresh catalog, timed once. With the model, the same queries searched by meaning too, on
-    a catalog of their own (its tools embedded once, timed)."""
+    """Both tunings over one query set (all of it, or the plan's first `search_cases` over the servers
+    they accept); the index is built on a fresh catalog, timed once. With the model, the same queries
+    searched by meaning too, on a catalog of their own (its tools embedded once, timed)."""
     plan = plan or FULL
-    cases = cases[: plan.search_cases]
+    if plan.search_cases is not None:
+        cases = cases[: plan.search_cases]
+        accepted = {name.split(".", 1)[0] for case in cases for name in case.accept}
+        tools = {server: listed for server, listed in tools.items() if server in accepted}
     repeats = plan.search_repeats
     catalog = Catalog(tools)
     started = time.perf_counter_ns()
