@@ -163,8 +163,9 @@ class Target(Protocol):
         HTTP caller) if given; the user approves every call that asks, or (by default) declines it."""
         ...
 
-    async def serves_tool_calls(self) -> str | None:
-        """None when a normal tool call works, else what went wrong."""
+    @property
+    def normal_tool_call(self) -> tuple[str, object]:
+        """A normal tool call's expression, and the value it returns."""
         ...
 
     async def seen(self) -> Seen:
@@ -199,9 +200,9 @@ class SandboxTarget:
         `caller` change nothing."""
         return await self.sandbox.execute(code, tool_caller=probe_tools(), limits=limits)
 
-    async def serves_tool_calls(self) -> str | None:
-        call = await self.execute("tools.probe.echo(n=1)")
-        return None if call.ok and call.value == {"n": 1} else f"a normal tool call failed: {summarize(call)}"
+    @property
+    def normal_tool_call(self) -> tuple[str, object]:
+        return "tools.probe.echo(n=1)", {"n": 1}
 
     async def seen(self) -> Seen:
         return Seen()  # no approvals, audit log or search_docs without a gateway
@@ -294,11 +295,9 @@ class GatewayTarget:
         self._notes_seen = everything
         return {name: texts for name, texts in new.items() if texts}
 
-    async def serves_tool_calls(self) -> str | None:
-        call = await self.execute("tools.probe.echo(text='still here')")
-        if call.ok and call.value == {"result": "still here"}:
-            return None
-        return f"a normal tool call failed: {summarize(call)}"
+    @property
+    def normal_tool_call(self) -> tuple[str, object]:
+        return "tools.probe.echo(text='still here')", {"result": "still here"}
 
 
 _PROBE_UNREACHABLE = "<the probe server could not be asked for its notes>"
@@ -380,7 +379,8 @@ class CaseOutcome:
         return self.status != "FAIL"
 
 
-_SERVES = "import random\nprint(sum(range(10)))\nrandom.random() < 1.0"
+_SERVES_BODY = "import random\nprint(sum(range(10)))"
+_SERVES = f"{_SERVES_BODY}\nrandom.random() < 1.0"
 SERVING_CASE = EscapeCase("still-serves", "serving", _SERVES, succeeds(what="after every case"))
 """The final row of every run: the sandbox serves normal work after all the hostile cases."""
 
@@ -406,15 +406,27 @@ async def still_serves(target: Target) -> str | None:
 
 
 async def _serves_once(target: Target) -> str | None:
+    # One execution checks both, as each costs a fresh instance: a normal snippet and, where the limits
+    # allow one, a normal tool call.
+    calls = target.limits.max_tool_calls >= 1
+    call, answer = target.normal_tool_call
     try:
-        normal = await target.execute(_SERVES)
-        if not (normal.ok and normal.stdout == "45\n" and normal.value is True):
-            return f"a normal snippet failed: {summarize(normal)}"
-        if target.limits.max_tool_calls >= 1:
-            return await target.serves_tool_calls()
+        normal = await target.execute(
+            f"{_SERVES_BODY}\n[random.random() < 1.0, {call}]" if calls else _SERVES
+        )
     except Exception as exc:  # the host itself failed: report it, never raise it
         return f"the host raised {_innermost(exc)}"
-    return None
+    value = normal.value
+    if not calls:
+        served = value is True
+    elif isinstance(value, list):
+        items = cast(list[object], value)
+        served = items == [True, answer] and items[0] is True
+    else:
+        served = False
+    if normal.ok and normal.stdout == "45\n" and served:
+        return None
+    return f"a normal snippet{' with a tool call' if calls else ''} failed: {summarize(normal)}"
 
 
 def _innermost(exc: BaseException) -> str:

@@ -148,12 +148,18 @@ class Plan:
     rss_further_executions: int  # then this many more, before the second RSS row reads it again
     peer_fresh_runs: int  # fresh Pyodide interpreters (seconds each)
     live_levels: tuple[int, ...] = (1, 4, MAX_LIVE)
-    search_cases: int | None = None  # the first this many queries of each search set (None: all of them)
+    # The first this many queries of each search set, over a catalog of only the servers they accept
+    # (embedding every tool of a set costs seconds); None: every query, over the whole catalog.
+    search_cases: int | None = None
     search_repeats: int = 3  # each query's latency is the best of this many searches
     # The quick run's savings in processes (its figures are never read): the peer's kept interpreter is
     # its last fresh one, the RSS row reads the per-call rows' gateway, FastMCP CodeMode gets one child
     # and its venv is looked up in this process.
     spare_processes: bool = False
+    # How the CPU rows' unmetered engine compiles the component (not cached until the component
+    # changes, so every change pays it): the quick run, whose figures are never read, takes
+    # Cranelift's unoptimised build, which compiles on about half the CPU.
+    unmetered_opt_level: str = "speed"
 
 
 FULL = Plan(
@@ -212,6 +218,7 @@ QUICK = Plan(
     search_cases=5,
     search_repeats=1,
     spare_processes=True,
+    unmetered_opt_level="none",
 )
 
 
@@ -667,8 +674,13 @@ class UnmeteredGuest:
     """The sandbox's own component on an engine with the sandbox's settings but neither fuel nor epoch
     checks: what the guest's CPU-bound work costs without the CPU bound (no limit holds here)."""
 
-    def __init__(self, limits: SandboxLimits) -> None:
-        settings = _CODEGEN_SETTINGS | {"consume_fuel": False, "epoch_interruption": False}
+    def __init__(self, limits: SandboxLimits, opt_level: str = "speed") -> None:
+        """`opt_level`: Cranelift's, `speed` as the sandbox compiles, or `none` (a cheaper compile)."""
+        settings = _CODEGEN_SETTINGS | {
+            "consume_fuel": False,
+            "epoch_interruption": False,
+            "cranelift_opt_level": opt_level,
+        }
         config = wasmtime.Config()
         for name, value in settings.items():
             setattr(config, name, value)
@@ -2394,11 +2406,14 @@ def measure_cases(
     model: SemanticModel | None,
     plan: Plan | None = None,
 ) -> SearchFigures:
-    """Both tunings over one query set (all of it, or the plan's first `search_cases`); the index is
-    built on a fresh catalog, timed once. With the model, the same queries searched by meaning too, on
-    a catalog of their own (its tools embedded once, timed)."""
+    """Both tunings over one query set (all of it, or the plan's first `search_cases` over the servers
+    they accept); the index is built on a fresh catalog, timed once. With the model, the same queries
+    searched by meaning too, on a catalog of their own (its tools embedded once, timed)."""
     plan = plan or FULL
-    cases = cases[: plan.search_cases]
+    if plan.search_cases is not None:
+        cases = cases[: plan.search_cases]
+        accepted = {name.split(".", 1)[0] for case in cases for name in case.accept}
+        tools = {server: listed for server, listed in tools.items() if server in accepted}
     repeats = plan.search_repeats
     catalog = Catalog(tools)
     started = time.perf_counter_ns()
@@ -2666,7 +2681,7 @@ async def collect(plan: Plan) -> Report:
         report.rows.append(plain_wasi_row(measure_plain_wasi(plan.wasi_runs), ours))
         report.rows.append(monty_row(measure_monty_fresh(plan.monty_runs, plan.warmup), ours))
         report.rows.extend(peer_rows(measure_peer(plan), ours))
-        unmetered = UnmeteredGuest(warm.limits)
+        unmetered = UnmeteredGuest(warm.limits, plan.unmetered_opt_level)
         cpu = [measure_cpu(warm, unmetered, workload, plan.cpu_repeats) for workload in WORKLOADS]
         report.rows.extend(cpu_row(figures) for figures in cpu)
         report.rows.append(monty_fib_row(measure_monty_fib(plan.cpu_repeats), cpu[0]))

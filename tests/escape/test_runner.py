@@ -10,18 +10,27 @@ from gateway.auth import Identity
 from gateway.escape._runner import run_case, still_serves
 from gateway.escape.cases._model import ROOMY_CLOCK_SECONDS, EscapeCase, Seen, roomy_clock, succeeds
 from gateway.sandbox.limits import SandboxLimits
-from gateway.sandbox.result import ExecutionResult
+from gateway.sandbox.result import ErrorInfo, ExecutionResult
 
 pytestmark = pytest.mark.anyio
 
 SERVED = ExecutionResult(ok=True, stdout="45\n", value=True)
 TIMED_OUT = "probe.echo timed out after 0.75 s (sandbox.tool_call_timeout_seconds)"
+NORMAL_CALL = "tools.probe.echo(n=1)"
+
+
+def tool_error(message: str) -> ExecutionResult:
+    """A serving check whose tool call failed with `message`."""
+    return ExecutionResult(
+        ok=False, stdout="45\n", error=ErrorInfo(type="ToolError", category="snippet", message=message)
+    )
 
 
 class Flaky:
-    """A target whose normal tool call fails with `failures`, one per attempt, then works."""
+    """A target whose serving check (a normal snippet with a tool call) fails with `failures`, one per
+    attempt, then works."""
 
-    def __init__(self, failures: list[str]) -> None:
+    def __init__(self, failures: list[ExecutionResult]) -> None:
         self.failures = failures
         self.attempts = 0
         self.given: list[SandboxLimits | None] = []  # the limits each execution was given
@@ -39,11 +48,16 @@ class Flaky:
         limits: SandboxLimits | None = None,
     ) -> ExecutionResult:
         self.given.append(limits)
-        return SERVED
-
-    async def serves_tool_calls(self) -> str | None:
+        if NORMAL_CALL not in code:
+            return SERVED
         self.attempts += 1
-        return self.failures.pop(0) if self.failures else None
+        if self.failures:
+            return self.failures.pop(0)
+        return ExecutionResult(ok=True, stdout="45\n", value=[True, {"n": 1}])
+
+    @property
+    def normal_tool_call(self) -> tuple[str, object]:
+        return NORMAL_CALL, {"n": 1}
 
     async def seen(self) -> Seen:
         return Seen()
@@ -53,13 +67,13 @@ class Flaky:
 
 
 async def test_a_call_a_wall_clock_limit_cut_is_tried_again_and_then_serves() -> None:
-    target = Flaky([f"a normal tool call failed: ToolError: {TIMED_OUT}"] * 2)
+    target = Flaky([tool_error(TIMED_OUT)] * 2)
     assert await still_serves(target) is None
     assert target.attempts == 3
 
 
 async def test_a_target_that_times_out_every_time_has_stopped_serving() -> None:
-    target = Flaky([f"a normal tool call failed: ToolError: {TIMED_OUT}"] * 5)
+    target = Flaky([tool_error(TIMED_OUT)] * 5)
     broken = await still_serves(target)
     assert broken is not None
     assert "sandbox.tool_call_timeout_seconds" in broken
@@ -67,14 +81,15 @@ async def test_a_target_that_times_out_every_time_has_stopped_serving() -> None:
 
 
 async def test_a_wrong_answer_fails_at_once_without_another_try() -> None:
-    target = Flaky(["a normal tool call failed: ok: {'n': 2}"])
-    assert await still_serves(target) == "a normal tool call failed: ok: {'n': 2}"
+    target = Flaky([ExecutionResult(ok=True, stdout="45\n", value=[True, {"n": 2}])])
+    broken = "a normal snippet with a tool call failed: ok: [True, {'n': 2}], stdout 3 chars"
+    assert await still_serves(target) == broken
     assert target.attempts == 1
 
 
 async def test_a_middleware_timeout_is_a_wall_clock_limit_too() -> None:
     late = "did not finish within 0.3 s (middleware_timeout_seconds)"
-    target = Flaky([f"a normal tool call failed: ToolError: middleware m {late}"])
+    target = Flaky([tool_error(f"middleware m {late}")])
     assert await still_serves(target) is None
     assert target.attempts == 2
 
