@@ -1,12 +1,13 @@
 """The official MCP conformance suite (npm `@modelcontextprotocol/conformance`) against `serve --http`.
 
-One real gateway (the tiny test server as its only child) serves every scenario. Each server scenario
-that applies to a gateway runs once per protocol era it belongs to, under the Node 22 that `make setup`
-installs into .cache/npm (the suite needs 22; the system node is 20), and every check it reports must
-pass, `wire-schema-valid` included: the suite validates each JSON-RPC message the gateway sent against
-the spec's JSON schema for the negotiated version. The suite's other server scenarios, and the few
-checks of applicable scenarios that need the suite's own fixture tools, are listed below with the
-reason they do not apply; docs/conformance.md says the same for people.
+One real gateway (the reference server `everything` under node as its only child: any child will do)
+serves every scenario. Each server scenario that applies to a gateway runs once per protocol era it
+belongs to, under the Node 22 that `make setup` installs into .cache/npm (the suite needs 22; the
+system node is 20), and every check it reports must pass, `wire-schema-valid` included: the suite
+validates each JSON-RPC message the gateway sent against the spec's JSON schema for the negotiated
+version. The suite's other server scenarios, and the few checks of applicable scenarios that need the
+suite's own fixture tools, are listed below with the reason they do not apply; docs/conformance.md
+says the same for people.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import anyio
 import pytest
 
 from tests.e2e.gateway_http import HttpGateway, http_gateway
-from tests.e2e.gateway_process import TINY, WAIT, environment, write_config
+from tests.e2e.gateway_process import EVERYTHING, WAIT, environment, write_config
 from tests.real_servers import NPM_MODULES, REPO, npm_entry_point
 
 pytestmark = pytest.mark.anyio
@@ -177,8 +178,8 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="module")
 async def gateway(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[HttpGateway]:
-    """`serve --http` on loopback with the tiny test server as its child, once the child is ready."""
-    config = write_config(tmp_path_factory.mktemp("conformance"), {"mcpServers": {"tiny": TINY}})
+    """`serve --http` on loopback with `everything` as its child, once the child is ready."""
+    config = write_config(tmp_path_factory.mktemp("conformance"), {"mcpServers": {"everything": EVERYTHING}})
     async with http_gateway(config) as served:
         with anyio.fail_after(WAIT):
             await served.logged("child ready")

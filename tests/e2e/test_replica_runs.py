@@ -32,10 +32,10 @@ from tests.e2e.gateway_process import (
     text,
     write_config,
 )
+from tests.e2e.http_children import ledger_over_http
 from tests.e2e.load_balancer import HAPROXY, Frontend, free_ports, haproxy, replicas
 from tests.e2e.load_balancer import NOT_INSTALLED as NO_HAPROXY
 from tests.e2e.test_background import GetTask, TaskId, Tasks, TaskState
-from tests.e2e.test_replicas import http_children
 from tests.state.redis_server import NOT_INSTALLED as NO_REDIS
 from tests.state.redis_server import REDIS_SERVER, own_redis_server
 
@@ -148,7 +148,7 @@ async def shared_cluster(tmp_path_factory: pytest.TempPathFactory) -> AsyncItera
     env = environment({"ALICE_TOKEN": ALICE, "BOB_TOKEN": BOB})
     (port,) = free_ports(1)
     with own_redis_server() as redis:
-        async with http_children(home) as children:
+        async with ledger_over_http(home) as children:
             configs = [replica_config(home / f"replica-{i}", children, redis.url) for i in range(REPLICAS)]
             async with replicas(configs, env) as gateways:
                 addresses = [gateway.url.split("/")[2] for gateway in gateways]

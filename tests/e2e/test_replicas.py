@@ -11,10 +11,7 @@ robin, sticky to Mcp-Session-Id for handshake-era sessions.
 from __future__ import annotations
 
 import json
-import runpy
 import secrets
-from collections.abc import AsyncIterator, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -22,7 +19,6 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
-from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 
 from tests.e2e.gateway_http import User, http_client
@@ -34,8 +30,9 @@ from tests.e2e.gateway_process import (
     text,
     write_config,
 )
+from tests.e2e.http_children import built, ledger_over_http
 from tests.e2e.load_balancer import HAPROXY, NOT_INSTALLED, Frontend, free_ports, haproxy, replicas
-from tests.real_servers import LEDGER_SERVER, TINY_SERVER, serve_asgi_app
+from tests.real_servers import TINY_SERVER
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(HAPROXY is None, reason=NOT_INSTALLED)]
 
@@ -54,24 +51,6 @@ tools.ledger.append(entry=f"first {token}")
 tools.ledger.append(entry=f"second {token}")
 token
 """
-
-
-@asynccontextmanager
-async def http_children(ledger_dir: Path, *, tiny: bool = False) -> AsyncIterator[dict[str, Any]]:
-    """mcpServers entries for the ledger server (its entries in `ledger_dir/ledger.txt`) and, with
-    `tiny`, the tiny test server, each served once over streamable HTTP from this process for every
-    replica, as a deployment shares a remote server: no replica starts a child process of its own."""
-    servers = {"ledger": LEDGER_SERVER, **({"tiny": TINY_SERVER} if tiny else {})}
-    async with AsyncExitStack() as stack:
-        # The ledger server reads LEDGER_FILE on each call: it runs in this process now.
-        patch = stack.enter_context(pytest.MonkeyPatch.context())
-        patch.setenv("LEDGER_FILE", str(ledger_dir / "ledger.txt"))
-        entries: dict[str, Any] = {}
-        for name, script in servers.items():
-            build: Callable[[], MCPServer] = runpy.run_path(str(script))["build"]
-            port, _ = await stack.enter_async_context(serve_asgi_app(build().streamable_http_app()))
-            entries[name] = {"type": "http", "url": f"http://127.0.0.1:{port}/mcp"}
-        yield entries
 
 
 def replica_config(directory: Path, children: dict[str, Any]) -> Path:
@@ -152,7 +131,7 @@ async def test_replicas_behind_haproxy_answer_every_request_keep_sessions_and_re
     homes = [tmp_path / f"replica-{index}" for index in range(REPLICAS)]
     mixed, approvals, plain = free_ports(3)
     answers = Answers()
-    async with http_children(tmp_path, tiny=True) as children:
+    async with ledger_over_http(tmp_path, tiny=built(TINY_SERVER)) as children:
         configs = [replica_config(home, children) for home in homes]
         assert len({config.read_bytes() for config in configs}) == 1
         async with replicas(configs, env) as gateways:

@@ -28,8 +28,8 @@ from tests.e2e.gateway_process import (
     text,
     write_config,
 )
+from tests.e2e.http_children import ledger_over_http
 from tests.e2e.load_balancer import HAPROXY, NOT_INSTALLED, Frontend, free_ports, haproxy, replicas
-from tests.e2e.test_replicas import http_children
 from tests.state.redis_server import PATIENT, RedisServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(HAPROXY is None, reason=NOT_INSTALLED)]
@@ -146,7 +146,7 @@ async def shared_cluster(
     home = tmp_path_factory.mktemp("replicas-state")
     env = environment({KEY_VAR: secrets.token_hex(32)})
     [port] = free_ports(1)
-    async with http_children(home) as children:
+    async with ledger_over_http(home) as children:
         configs = [replica_config(home / f"replica-{i}", children, redis_server.url) for i in range(REPLICAS)]
         async with replicas(configs, env) as gateways:
             addresses = [gateway.url.split("/")[2] for gateway in gateways]
