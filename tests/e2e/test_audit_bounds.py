@@ -4,7 +4,7 @@ records, and every other caller's history kept."""
 from __future__ import annotations
 
 import json
-import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ import pytest
 from gateway.audit._read import audit_files
 from tests.e2e.gateway_http import http_client, http_gateway
 from tests.e2e.gateway_process import WAIT, environment, write_config
+from tests.e2e.http_children import built, http_children
 from tests.real_servers import TINY_SERVER
 
 pytestmark = pytest.mark.anyio
@@ -40,14 +41,21 @@ def _records(audit: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines]
 
 
+@pytest.fixture
+async def tiny() -> AsyncIterator[dict[str, Any]]:
+    """The tiny test server, served over HTTP from this process (the gateway is the process under test)."""
+    async with http_children({"tiny": built(TINY_SERVER)}) as children:
+        yield children
+
+
 async def test_one_callers_flood_of_huge_unknown_calls_leaves_the_others_records_and_bounded_lines(
-    tmp_path: Path,
+    tmp_path: Path, tiny: dict[str, Any]
 ) -> None:
     audit = tmp_path / "audit.jsonl"
     config = write_config(
         tmp_path,
         {
-            "mcpServers": {"tiny": {"command": sys.executable, "args": [str(TINY_SERVER)]}},
+            "mcpServers": tiny,
             "audit": {"path": str(audit), "max_bytes": 65_536, "backups": 3, "principal_budget_bytes": 8_192},
             "auth": {"tokens": {"alice": "${ALICE_TOKEN}", "mallory": "${MALLORY_TOKEN}"}},
         },

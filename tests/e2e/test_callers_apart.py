@@ -2,12 +2,14 @@
 clients: static tokens beside JWTs from a loopback issuer, callers without `auth`, and the budgets
 one caller could otherwise spend for everyone (kept background results, sessions).
 
-Two tests share one gateway (a policy asking approval for `ledger.append`, room for two background
-runs, eight sessions): the one approving another caller's task and the one opening sessions, which
-closes the sessions it opened."""
+Three tests share one gateway (a policy asking approval for `ledger.append`, room for two background
+runs, eight sessions, an audit log): the one approving another caller's task, the one reading the
+audit log (its own snippet's records), and the one opening sessions, which closes the sessions it
+opened."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -28,10 +30,10 @@ from tests.e2e.gateway_process import (
     cli,
     environment,
     ledger_entries,
-    ledger_server,
     text,
     write_config,
 )
+from tests.e2e.http_children import ledger_over_http
 from tests.e2e.test_background import (
     ALICE,
     APPROVED,
@@ -53,12 +55,12 @@ pytestmark = pytest.mark.anyio
 
 @asynccontextmanager
 async def gateway_with(
-    tmp_path: Path, issuer: LocalIssuer | None, *, ledger: bool = False, **sections: Any
+    tmp_path: Path, issuer: LocalIssuer | None, *, children: dict[str, Any] | None = None, **sections: Any
 ) -> AsyncIterator[HttpGateway]:
-    """The gateway, over a ledger child with `ledger` (a test whose snippets call no tool needs no
-    child); with `issuer`, static tokens for alice and bob beside its JWTs."""
+    """The gateway, over `children` (a test whose snippets call no tool needs none); with `issuer`,
+    static tokens for alice and bob beside its JWTs."""
     config: dict[str, Any] = {
-        "mcpServers": {"ledger": ledger_server(tmp_path)} if ledger else {},
+        "mcpServers": children or {},
         "audit": {"path": str(tmp_path / "audit.jsonl")},
         **sections,
     }
@@ -100,7 +102,10 @@ async def shared(
         "background": {"max_running": 2},
         "http": {"max_sessions": 8},
     }
-    async with gateway_with(directory, shared_issuer, ledger=True, **sections) as gateway:
+    async with (
+        ledger_over_http(directory) as ledger,  # served from this process: no child process
+        gateway_with(directory, shared_issuer, children=ledger, **sections) as gateway,
+    ):
         yield Shared(gateway, directory)
 
 
@@ -144,16 +149,16 @@ async def test_a_jwt_whose_sub_is_a_static_tokens_name_cannot_approve_read_or_li
 
 
 async def test_the_audit_log_tells_a_jwt_caller_from_the_static_token_of_the_same_name(
-    tmp_path: Path, issuer: LocalIssuer
+    shared: Shared, shared_issuer: LocalIssuer
 ) -> None:
-    mallory = issuer.mint(sub="alice", client_id="mallory-app")
-    async with gateway_with(tmp_path, issuer) as gateway:
-        for token in (ALICE, mallory):
-            async with http_client(gateway.url, token=token) as client:
-                with anyio.fail_after(WAIT):
-                    await client.call_tool("execute_code", {"code": "1"})
+    mallory = shared_issuer.mint(sub="alice", client_id="mallory-app")
+    code = "'told apart in the audit log'"  # this test's own snippet: other tests call as alice too
+    for token in (ALICE, mallory):
+        async with http_client(shared.gateway.url, token=token) as client:
+            with anyio.fail_after(WAIT):
+                await client.call_tool("execute_code", {"code": code})
     env = environment({"ALICE_TOKEN": ALICE, "BOB_TOKEN": BOB})
-    config = str(tmp_path / "team.json")
+    config = str(shared.directory / "team.json")
     mixed = await cli("audit", "--config", config, "--principal", "alice", "--json", env=env)
     static = await cli(
         "audit",
@@ -168,11 +173,14 @@ async def test_the_audit_log_tells_a_jwt_caller_from_the_static_token_of_the_sam
     )
     assert mixed[0] != 0
     assert "pass --issuer" in mixed[2]
-    assert issuer.url in mixed[2]
+    assert shared_issuer.url in mixed[2]
     assert static[0] == 0, static[2]
-    [record] = [json.loads(line) for line in static[1].splitlines()]
-    assert record["issuer"] == "codemode-gateway:tokens"
-    assert "oauth_client" not in record
+    records = [json.loads(line) for line in static[1].splitlines()]
+    digest = hashlib.sha256(code.encode()).hexdigest()
+    ours = [r for r in records if r.get("script_sha256") == digest]
+    assert len(ours) == 1, ours  # the static token's run, not the JWT caller's of the same name
+    assert all(r["issuer"] == "codemode-gateway:tokens" for r in records)
+    assert not [r for r in records if "oauth_client" in r]
 
 
 async def test_without_auth_a_listing_never_names_another_clients_background_run(tmp_path: Path) -> None:

@@ -1,12 +1,13 @@
 """The official MCP conformance suite (npm `@modelcontextprotocol/conformance`) against `serve --http`.
 
-One real gateway (the tiny test server as its only child) serves every scenario. Each server scenario
-that applies to a gateway runs once per protocol era it belongs to, under the Node 22 that `make setup`
-installs into .cache/npm (the suite needs 22; the system node is 20), and every check it reports must
-pass, `wire-schema-valid` included: the suite validates each JSON-RPC message the gateway sent against
-the spec's JSON schema for the negotiated version. The suite's other server scenarios, and the few
-checks of applicable scenarios that need the suite's own fixture tools, are listed below with the
-reason they do not apply; docs/conformance.md says the same for people.
+One real gateway (the reference server `everything` under node as its only child: any child will do)
+serves every scenario. The whole suite runs once per protocol era (one Node process each, the Node 22
+that `make setup` installs into .cache/npm: the suite needs 22, the system node is 20), and each
+server scenario that applies to a gateway is a test per era it belongs to: every check it reported
+must pass, `wire-schema-valid` included: the suite validates each JSON-RPC message the gateway sent
+against the spec's JSON schema for the negotiated version. The suite's other server scenarios, and
+the few checks of applicable scenarios that need the suite's own fixture tools, are listed below with
+the reason they do not apply; docs/conformance.md says the same for people.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import anyio
 import pytest
 
 from tests.e2e.gateway_http import HttpGateway, http_gateway
-from tests.e2e.gateway_process import TINY, WAIT, environment, write_config
+from tests.e2e.gateway_process import EVERYTHING, WAIT, environment, write_config
 from tests.real_servers import NPM_MODULES, REPO, npm_entry_point
 
 pytestmark = pytest.mark.anyio
@@ -177,8 +178,8 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="module")
 async def gateway(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[HttpGateway]:
-    """`serve --http` on loopback with the tiny test server as its child, once the child is ready."""
-    config = write_config(tmp_path_factory.mktemp("conformance"), {"mcpServers": {"tiny": TINY}})
+    """`serve --http` on loopback with `everything` as its child, once the child is ready."""
+    config = write_config(tmp_path_factory.mktemp("conformance"), {"mcpServers": {"everything": EVERYTHING}})
     async with http_gateway(config) as served:
         with anyio.fail_after(WAIT):
             await served.logged("child ready")
@@ -202,20 +203,33 @@ async def _conformance(*args: str, cwd: Path) -> tuple[int, str, str]:
     return done.returncode, done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace")
 
 
-async def _run(url: str, scenario: Scenario, out: Path) -> list[dict[str, Any]]:
-    """Run one scenario against `url`; the checks it reported (its checks.json)."""
-    args = ["server", "--url", url, "--scenario", scenario.name, "--spec-version", scenario.spec_version]
-    code, stdout, stderr = await _conformance(*args, "--output-dir", str(out), cwd=out)
-    checks = _reported(out)
-    if checks is None:
-        pytest.fail(f"{scenario}: the suite wrote no checks.json (exit {code})\n{stdout}\n{stderr}")
-    return checks
+@dataclass(frozen=True)
+class Run:
+    """One run of every scenario of the suite at one spec version: where it wrote, what it said."""
+
+    out: Path
+    said: str  # its exit code and output, for a failure message
+
+    def checks(self, scenario: Scenario) -> list[dict[str, Any]]:
+        """The checks `scenario` reported (its checks.json, under server-<name>-<time>/)."""
+        found = sorted(self.out.glob(f"server-{scenario.name}-[0-9]*/checks.json"))
+        if not found:
+            pytest.fail(f"{scenario}: the suite wrote no checks.json\n{self.said}")
+        return json.loads(found[-1].read_text(encoding="utf-8"))
 
 
-def _reported(out: Path) -> list[dict[str, Any]] | None:
-    """The checks.json the suite wrote under `out` (one run: server-<scenario>-<time>/), if any."""
-    found = sorted(out.glob("server-*/checks.json"))
-    return json.loads(found[-1].read_text(encoding="utf-8")) if found else None
+@pytest.fixture(scope="module")
+async def runs(gateway: HttpGateway, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
+    """A run of the whole suite (`--suite all`) per spec version, by version: one Node process costs
+    about what each scenario alone would, so every scenario runs in one, and the tests read those
+    that apply (the others fail against a gateway, as NOT_APPLICABLE says why)."""
+    done: dict[str, Run] = {}
+    for version in sorted({scenario.spec_version for scenario in APPLICABLE}):
+        out = tmp_path_factory.mktemp(f"conformance-{version}")
+        args = ["server", "--url", gateway.url, "--suite", "all", "--spec-version", version]
+        code, stdout, stderr = await _conformance(*args, "--output-dir", str(out), cwd=out)
+        done[version] = Run(out, f"exit {code}\n{stdout[-4000:]}\n{stderr[-4000:]}")
+    return done
 
 
 def _describe(checks: list[dict[str, Any]]) -> str:
@@ -254,9 +268,9 @@ async def test_every_server_scenario_of_the_suite_is_run_or_listed_as_not_applyi
 
 @pytest.mark.parametrize("scenario", APPLICABLE, ids=str)
 async def test_the_gateway_passes_every_check_of_a_conformance_scenario_that_applies_to_it(
-    gateway: HttpGateway, scenario: Scenario, tmp_path: Path
+    runs: dict[str, Run], scenario: Scenario
 ) -> None:
-    checks = await _run(gateway.url, scenario, tmp_path)
+    checks = runs[scenario.spec_version].checks(scenario)
     excused = {check for name, check in NOT_APPLICABLE_CHECKS if name == scenario.name}
     failed = [c for c in checks if c["status"] not in PASSED and c["id"] not in excused]
     assert not failed, f"{scenario}:\n{_describe(failed)}"

@@ -24,11 +24,11 @@ from tests.e2e.gateway_process import (
     EVERYTHING,
     WAIT,
     ledger_entries,
-    ledger_server,
     search_docs,
     text,
     write_config,
 )
+from tests.e2e.http_children import built, http_children, ledger_over_http
 from tests.real_servers import FAULT_SERVER, SERVERS
 
 pytestmark = pytest.mark.anyio
@@ -87,14 +87,21 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-async def served(workdir: Path) -> AsyncIterator[HttpGateway]:
+async def ledger(workdir: Path) -> AsyncIterator[dict[str, Any]]:
+    """The ledger server, served over HTTP from this process (its entries in the workdir)."""
+    async with ledger_over_http(workdir) as children:
+        yield children
+
+
+@pytest.fixture(scope="module")
+async def served(workdir: Path, ledger: dict[str, Any]) -> AsyncIterator[HttpGateway]:
     """`serve --http` with everything, ledger (its appends approved) and fault (tools exposed), and a small
     number of places for executions: two in flight, one queued, one of each per caller."""
     fault = {"command": sys.executable, "args": [str(FAULT_SERVER)]}
     config = write_config(
         workdir,
         {
-            "mcpServers": {"everything": EVERYTHING, "ledger": ledger_server(workdir), "fault": fault},
+            "mcpServers": {"everything": EVERYTHING, **ledger, "fault": fault},
             "policy": {"approve": ["ledger.append"]},
             "expose": ["fault.add_tool", "fault.late_auto", "fault.late_legacy"],
             "sandbox": {"timeout_seconds": 120},
@@ -246,6 +253,10 @@ async def echo(gateway: HttpGateway, mode: str) -> Any:
     return result.structured_content["value"]
 
 
+SLOW_LEDGER = "tools.ledger.slow(seconds=100)"
+SLOW_EVERYTHING = "tools.everything.trigger_long_running_operation(duration=100, steps=1)"
+
+
 class Outcomes:
     """What each named execute_code call came to: its result, or the error the client raised."""
 
@@ -263,10 +274,13 @@ class Outcomes:
         self._changed.set()
         self._changed = anyio.Event()
 
-    async def held(self, scope: anyio.CancelScope, client: Client, running: Progress) -> None:
-        """A call that holds its place until `scope` is cancelled (the client cancels it)."""
+    async def held(
+        self, scope: anyio.CancelScope, client: Client, running: Progress, code: str = SLOW_LEDGER
+    ) -> None:
+        """A call (`code`: one that lasts 100 s) that holds its place until `scope` is cancelled (the
+        client cancels it)."""
         with scope:
-            await self.call("held", client, {"code": "tools.ledger.slow(seconds=100)"}, running)
+            await self.call("held", client, {"code": code}, running)
 
     async def settled(self, count: int) -> None:
         while len(self.of) < count:
@@ -340,17 +354,19 @@ async def test_healthz_answers_at_once_and_readyz_only_once_every_child_has_repo
     }
 
 
-async def test_sigterm_lets_a_call_in_flight_finish_refuses_new_ones_then_stops(tmp_path: Path) -> None:
-    latch = {"command": sys.executable, "args": [str(SERVERS / "latch_server.py")]}
-    config = write_config(
-        tmp_path,
-        {
-            "mcpServers": {"ledger": ledger_server(tmp_path), "latch": latch},
-            "http": {"shutdown_grace_seconds": 60},
-        },
-    )
+@pytest.fixture
+async def latch() -> AsyncIterator[dict[str, Any]]:
+    """The latch server, served over HTTP from this process."""
+    async with http_children({"latch": built(SERVERS / "latch_server.py")}) as children:
+        yield children
+
+
+async def test_sigterm_lets_a_call_in_flight_finish_refuses_new_ones_then_stops(
+    tmp_path: Path, latch: dict[str, Any]
+) -> None:
+    config = write_config(tmp_path, {"mcpServers": latch, "http": {"shutdown_grace_seconds": 60}})
     release = tmp_path / "release"
-    code = f"tools.latch.wait_for(path={str(release)!r})\ntools.ledger.append(entry='after the signal')"
+    code = f"tools.latch.wait_for(path={str(release)!r})\ntools.latch.echo(text='after the signal')"
     heard, outcomes = Progress(), Outcomes()
     async with http_gateway(config) as gateway, http_client(gateway.url) as client:
         with anyio.fail_after(WAIT):
@@ -370,7 +386,9 @@ async def test_sigterm_lets_a_call_in_flight_finish_refuses_new_ones_then_stops(
     finished, refused = outcomes.of["in flight"], outcomes.of["new"]
     assert isinstance(finished, types.CallToolResult)
     assert not finished.is_error, text(finished)
-    assert ledger_entries(tmp_path) == ["after the signal"]
+    assert (
+        text(finished) == "{'result': 'after the signal'}"
+    )  # its second call, after the signal, was answered
     assert isinstance(refused, MCPError)
     assert "shutting down" in str(refused)
     assert exit_code == 0
@@ -381,13 +399,13 @@ async def test_calls_still_running_after_the_grace_period_are_cancelled_and_the_
     tmp_path: Path,
 ) -> None:
     config = write_config(
-        tmp_path, {"mcpServers": {"ledger": ledger_server(tmp_path)}, "http": {"shutdown_grace_seconds": 1}}
+        tmp_path, {"mcpServers": {"everything": EVERYTHING}, "http": {"shutdown_grace_seconds": 1}}
     )
     heard, outcomes, exit_codes = Progress(), Outcomes(), list[int]()
     async with http_gateway(config) as gateway, http_client(gateway.url, "legacy") as client:
         with anyio.fail_after(WAIT):
             async with anyio.create_task_group() as tg:
-                tg.start_soon(outcomes.held, anyio.CancelScope(), client, heard)
+                tg.start_soon(outcomes.held, anyio.CancelScope(), client, heard, SLOW_EVERYTHING)
                 await heard.arrived.wait()
                 exit_codes.append(await gateway.stop())
     assert exit_codes == [0]

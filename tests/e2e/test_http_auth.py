@@ -8,7 +8,6 @@ names."""
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from mcp.client.client import ConnectMode
 
 from tests.e2e.gateway_http import WAIT, HttpGateway, http_client, http_gateway
 from tests.e2e.gateway_process import cli, environment, write_config
+from tests.e2e.http_children import built, http_children
 from tests.real_servers import SERVERS
 
 pytestmark = pytest.mark.anyio
@@ -46,14 +46,20 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="module")
-async def served(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Served]:
+async def latch() -> AsyncIterator[dict[str, Any]]:
+    """One child for every test (echo, pid, and wait_for to hold a run), served over HTTP from this
+    process: a child process costs about a CPU-second."""
+    async with http_children({"latch": built(SERVERS / "latch_server.py")}) as children:
+        yield children
+
+
+@pytest.fixture(scope="module")
+async def served(tmp_path_factory: pytest.TempPathFactory, latch: dict[str, Any]) -> AsyncIterator[Served]:
     home = tmp_path_factory.mktemp("http-auth")
-    # One child for every test (echo, pid, and wait_for to hold a run): each child costs a process.
-    latch = {"command": sys.executable, "args": [str(SERVERS / "latch_server.py")]}
     config = write_config(
         home,
         {
-            "mcpServers": {"latch": latch},
+            "mcpServers": latch,
             "audit": {"path": str(home / "audit.jsonl")},
             "auth": {"tokens": {"alice": "${ALICE_TOKEN}", "bob": "${BOB_TOKEN}", "carol": "${CAROL_TOKEN}"}},
             "http": {"max_executions_in_flight_per_caller": 1, "max_executions_queued_per_caller": 0},

@@ -8,7 +8,6 @@ to 300, a per-address cap, callers' caps) and an impatient one (one-second head 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from anyio.abc import SocketStream
 from tests.e2e.client_views import text_view
 from tests.e2e.gateway_http import WAIT, HttpGateway, http_client, http_gateway
 from tests.e2e.gateway_process import environment, write_config
+from tests.e2e.http_children import built, http_children
 from tests.e2e.test_http import INITIALIZE as HANDSHAKE_INITIALIZE
 from tests.real_servers import TINY_SERVER
 
@@ -34,12 +34,11 @@ HALF_HEAD = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n"
 INITIALIZE = json.dumps(HANDSHAKE_INITIALIZE).encode()
 
 
-def config(tmp_path: Path, http: dict[str, Any]) -> Path:
-    tiny = {"command": sys.executable, "args": [str(TINY_SERVER)]}
+def config(tmp_path: Path, children: dict[str, Any], http: dict[str, Any]) -> Path:
     return write_config(
         tmp_path,
         {
-            "mcpServers": {"tiny": tiny},
+            "mcpServers": children,
             "auth": {"tokens": {"alice": "${ALICE_TOKEN}", "bob": "${BOB_TOKEN}"}},
             "http": http,
         },
@@ -70,16 +69,28 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="module")
-async def patient(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[HttpGateway]:
+async def tiny() -> AsyncIterator[dict[str, Any]]:
+    """The tiny test server, served over HTTP from this process for both gateways."""
+    async with http_children({"tiny": built(TINY_SERVER)}) as children:
+        yield children
+
+
+@pytest.fixture(scope="module")
+async def patient(
+    tmp_path_factory: pytest.TempPathFactory, tiny: dict[str, Any]
+) -> AsyncIterator[HttpGateway]:
     """Under 300 descriptors, 290 idle connections would leave the gateway none to accept a caller with."""
-    path = config(tmp_path_factory.mktemp("patient"), PATIENT)
+    path = config(tmp_path_factory.mktemp("patient"), tiny, PATIENT)
     async with http_gateway(path, env=env(), max_files=300) as gateway:
         yield gateway
 
 
 @pytest.fixture(scope="module")
-async def impatient(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[HttpGateway]:
-    async with http_gateway(config(tmp_path_factory.mktemp("impatient"), IMPATIENT), env=env()) as gateway:
+async def impatient(
+    tmp_path_factory: pytest.TempPathFactory, tiny: dict[str, Any]
+) -> AsyncIterator[HttpGateway]:
+    path = config(tmp_path_factory.mktemp("impatient"), tiny, IMPATIENT)
+    async with http_gateway(path, env=env()) as gateway:
         yield gateway
 
 

@@ -4,13 +4,15 @@ whether they changed before the gateway started or while it serves (list_changed
 from __future__ import annotations
 
 import json
+import runpy
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp.types import Tool
 
-from gateway.catalog.lockfile import lock_path
+from gateway.catalog.lockfile import lock_path, write_lock
 from tests.e2e.gateway_process import cli, execute, overview_once, search_docs, session, write_config
 from tests.real_servers import CATALOG_SERVER
 
@@ -43,22 +45,18 @@ def _config(directory: Path, spec: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    """Module-wide, so that the module's one `lock` run can be an async fixture."""
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
-async def reviewed(tmp_path_factory: pytest.TempPathFactory) -> str:
+def reviewed(tmp_path_factory: pytest.TempPathFactory) -> str:
     """The lockfile `codemode-gateway lock` writes for a child listing fetch and search (it names no
-    path, so every test's config can have a copy of it)."""
+    path, so every test's config can have a copy of it), written here by the command's own writer
+    from the tools the catalog server lists: `lock` itself is tested in tests/cli/test_lock.py."""
     directory = tmp_path_factory.mktemp("reviewed")
     spec = directory / "tools.json"
     _list(spec, FETCH, SEARCH)
     config = _config(directory, spec)
-    code, _, err = await cli("lock", "--config", str(config))
-    assert code == 0, err
-    return lock_path(config).read_text(encoding="utf-8")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CATALOG_FILE", str(spec))
+        listed: list[Tool] = runpy.run_path(str(CATALOG_SERVER))["_listed"]()
+    return write_lock(config, {"web": listed}).path.read_text(encoding="utf-8")
 
 
 def _locked(directory: Path, reviewed: str) -> tuple[Path, Path]:

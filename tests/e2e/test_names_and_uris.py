@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 from mcp import ClientSession
 
+from gateway.escape.probe_server import build as build_probe
 from tests.e2e.gateway_process import execute, overview_once, session, write_config
+from tests.e2e.http_children import http_children
 
 pytestmark = pytest.mark.anyio
 
 # The escape suite's probe: an SDK MCPServer with the template `repo://{owner}/{repo}/{name}`, whose
 # parameters the SDK percent-decodes; with `shift`, a server whose `grow()` adds a tool to its list.
-PROBE = {"command": sys.executable, "args": ["-m", "gateway.escape.probe_server"]}
 SHIFT = {"command": sys.executable, "args": ["-m", "gateway.escape.probe_server", "shift"]}
 
 
@@ -47,10 +48,13 @@ async def shared(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Clie
         "hidden": ["probe:repo://acme/secrets/*"],
         "deny": ["probe:repo://acme/private/*", "shift.drop_all"],
     }
-    servers = {"shift": SHIFT, "probe": PROBE}
-    config = write_config(tmp_path_factory.mktemp("names"), {"mcpServers": servers, "policy": policy})
-    async with session(config) as client:
-        yield client
+    # probe is served over HTTP from this process (a child process costs about a CPU-second); shift
+    # stays a stdio child, whose list_changed the gateway hears at once.
+    async with http_children({"probe": build_probe}) as probe:
+        servers = {"shift": SHIFT, **probe}
+        config = write_config(tmp_path_factory.mktemp("names"), {"mcpServers": servers, "policy": policy})
+        async with session(config) as client:
+            yield client
 
 
 async def test_a_percent_escaped_uri_is_judged_in_the_form_the_child_reads(shared: ClientSession) -> None:

@@ -27,6 +27,7 @@ from starlette.types import Receive, Scope, Send
 from gateway.audit import read_audit
 from tests.e2e.gateway_http import http_client, http_gateway
 from tests.e2e.gateway_process import WAIT, environment, execute, write_config
+from tests.e2e.http_children import built, http_children
 from tests.real_servers import TRACE_SERVER, serve_asgi_app
 
 pytestmark = pytest.mark.anyio
@@ -54,13 +55,22 @@ async def get(url: str, **headers: str) -> httpx2.Response:
             return await http.get(url, headers=headers)
 
 
+@pytest.fixture
+async def over_http() -> AsyncIterator[dict[str, Any]]:
+    """The trace server as `trace` and as `local`, served over HTTP from this process, for the tests
+    whose point is not the child's transport (a child process costs about a CPU-second)."""
+    build = built(TRACE_SERVER)
+    async with http_children({"trace": build, "local": build}) as children:
+        yield children
+
+
 async def test_metrics_are_served_open_beside_the_probes_and_count_what_the_gateway_did(
-    tmp_path: Path,
+    tmp_path: Path, over_http: dict[str, Any]
 ) -> None:
     config = write_config(
         tmp_path,
         {
-            "mcpServers": {"trace": TRACE},
+            "mcpServers": {"trace": over_http["trace"]},
             "auth": {"tokens": {"alice": "${ALICE_TOKEN}"}},  # MCP needs a token; a scraper has none
         },
     )
@@ -238,7 +248,7 @@ async def test_spans_reach_an_otlp_receiver_and_the_trace_context_reaches_every_
 
 
 async def test_without_the_otel_extra_the_gateway_serves_unchanged_and_says_why_nothing_is_exported(
-    tmp_path: Path,
+    tmp_path: Path, over_http: dict[str, Any]
 ) -> None:
     # A site hook that makes the SDK unimportable in the gateway process, as if the extra were absent.
     site = tmp_path / "site"
@@ -246,7 +256,7 @@ async def test_without_the_otel_extra_the_gateway_serves_unchanged_and_says_why_
     (site / "sitecustomize.py").write_text(
         "import sys\nsys.modules['opentelemetry.sdk'] = None\n", encoding="utf-8"
     )
-    config = write_config(tmp_path, {"mcpServers": {"local": TRACE}})
+    config = write_config(tmp_path, {"mcpServers": {"local": over_http["local"]}})
     env = environment({"PYTHONPATH": str(site), "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"})
     stderr = tmp_path / "stderr.log"
     async with stdio_gateway(config, env, stderr) as client:

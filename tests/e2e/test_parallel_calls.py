@@ -1,14 +1,14 @@
 """Calls side by side and mistakes caught before the first one, through the real gateway process.
 
-The child is the escape suite's probe server over stdio: `overlap` answers the most of its calls that
-were ever in flight at once, and `write_note`/`notes` show what reached it. One gateway (with a quota of
-five calls per execution) serves every test of the module; each test uses names of its own.
+The children are the escape suite's probe server, served over HTTP from the test process: `overlap`
+answers the most of its calls that were ever in flight at once, and `write_note`/`notes` show what
+reached it. One gateway (with a quota of five calls per execution) serves every test of the module;
+each test uses names of its own.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +17,9 @@ from typing import Any
 import pytest
 from mcp import ClientSession
 
+from gateway.escape.probe_server import build as build_probe
 from tests.e2e.gateway_process import execute, session, write_config
+from tests.e2e.http_children import http_children
 
 pytestmark = pytest.mark.anyio
 
@@ -27,10 +29,6 @@ GATHER_OVERLAPS = (
     "r = await asyncio.gather(*[tools.{server}.overlap(seconds=0.3) for _ in range(5)])\n"
     "max(x['result'] for x in r)"
 )
-
-
-def probe(**settings: Any) -> dict[str, Any]:
-    return {"command": sys.executable, "args": ["-m", "gateway.escape.probe_server"], **settings}
 
 
 @dataclass(frozen=True)
@@ -52,11 +50,12 @@ def anyio_backend() -> str:
 @pytest.fixture(scope="module")
 async def gateway(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Gateway]:
     home = tmp_path_factory.mktemp("parallel-calls")
-    servers = {"wide": probe(), "narrow": probe(max_concurrent_calls=2)}
     audit = home / "audit.jsonl"
-    config = {"mcpServers": servers, "audit": {"path": str(audit)}, "policy": {"max_tool_calls": QUOTA}}
-    async with session(write_config(home, config)) as client:
-        yield Gateway(client, audit)
+    async with http_children({"wide": build_probe, "narrow": build_probe}) as children:
+        servers = {**children, "narrow": {**children["narrow"], "max_concurrent_calls": 2}}
+        config = {"mcpServers": servers, "audit": {"path": str(audit)}, "policy": {"max_tool_calls": QUOTA}}
+        async with session(write_config(home, config)) as client:
+            yield Gateway(client, audit)
 
 
 async def test_gathered_calls_reach_the_child_side_by_side_up_to_its_cap(gateway: Gateway) -> None:

@@ -28,11 +28,11 @@ POLICY = {
 
 
 def _config(tmp_path: Path, policy: dict[str, Any], only: tuple[str, ...] = ()) -> Path:
-    """The three children under `policy`; with `only`, just those of them."""
+    """The two children the policy names (both under node) under `policy`; with `only`, just those of
+    them."""
     node = "node"
     config = {
         "mcpServers": {
-            "time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]},
             "everything": {
                 "command": node,
                 "args": [str(npm_entry_point("@modelcontextprotocol/server-everything"))],
@@ -135,7 +135,8 @@ async def test_policy_denies_hides_constrains_and_rations_tools(session: ClientS
 async def test_a_marked_tool_runs_only_when_the_user_approves_that_exact_call(tmp_path: Path) -> None:
     code = "tools.memory.create_entities(entities=[{'name': 'N1', 'entityType': 't', 'observations': []}])"
     user = Approvals(approve=True)
-    async with gateway(_config(tmp_path, POLICY), user) as client:
+    policy = {"approve": POLICY["approve"]}  # memory alone: the rules this test reads
+    async with gateway(_config(tmp_path, policy, only=("memory",)), user) as client:
         assert (await run(client, code))["ok"]
         assert len(user.asked) == 1
         assert "memory.create_entities" in user.asked[0]

@@ -3,8 +3,9 @@ real HAProxy: a run started on one replica is read, collected and cancelled on t
 directly, so "another replica" is certain, and through the balancer), and a replica killed with
 SIGKILL mid-run leaves its run reported ended ("its replica stopped") once its lease lapses.
 
-One cluster serves the module; the test that kills a replica starts a fourth of its own beside it, on
-the same store and config, and kills that one. Each test counts only the ledger entries written after
+One cluster serves the module (its ledger child served once over HTTP from the test process, for
+every replica); the test that kills a replica starts a fourth of its own beside it, on the same store
+and config, and kills that one. Each test counts only the ledger entries written after
 it began.
 """
 
@@ -25,14 +26,13 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.e2e.gateway_http import HttpGateway
 from tests.e2e.gateway_process import (
-    TINY,
     WAIT,
     environment,
     ledger_entries,
-    ledger_server,
     text,
     write_config,
 )
+from tests.e2e.http_children import ledger_over_http
 from tests.e2e.load_balancer import HAPROXY, Frontend, free_ports, haproxy, replicas
 from tests.e2e.load_balancer import NOT_INSTALLED as NO_HAPROXY
 from tests.e2e.test_background import GetTask, TaskId, Tasks, TaskState
@@ -53,13 +53,13 @@ SLOW = "tools.ledger.append(entry='slow started')\ntools.ledger.slow(seconds=3)\
 FOREVER = "tools.ledger.append(entry='{name} started')\ntools.ledger.slow(seconds=120)\n'never'"
 
 
-def replica_config(directory: Path, ledger_dir: Path, redis_url: str) -> Path:
+def replica_config(directory: Path, children: dict[str, Any], redis_url: str) -> Path:
     """What every replica reads (the same bytes), in a directory of the replica's own."""
     directory.mkdir()
     return write_config(
         directory,
         {
-            "mcpServers": {"tiny": TINY, "ledger": ledger_server(ledger_dir)},
+            "mcpServers": children,
             "auth": {"tokens": {"alice": "${ALICE_TOKEN}", "bob": "${BOB_TOKEN}"}},
             "state": {"url": redis_url, "key_prefix": "replica-runs:"},
             "background": {"lease_seconds": LEASE_SECONDS, "max_running": 4, "max_running_per_caller": 4},
@@ -128,6 +128,7 @@ class Cluster:
     home: Path  # the ledger, and a directory per replica
     env: dict[str, str]
     redis_url: str
+    children: dict[str, Any]  # the ledger server, served over HTTP from this process
     ledger_from: int = 0  # ledger entries written before the running test began
 
     def ledger(self) -> list[str]:
@@ -147,11 +148,13 @@ async def shared_cluster(tmp_path_factory: pytest.TempPathFactory) -> AsyncItera
     env = environment({"ALICE_TOKEN": ALICE, "BOB_TOKEN": BOB})
     (port,) = free_ports(1)
     with own_redis_server() as redis:
-        configs = [replica_config(home / f"replica-{i}", home, redis.url) for i in range(REPLICAS)]
-        async with replicas(configs, env) as gateways:
-            addresses = [gateway.url.split("/")[2] for gateway in gateways]
-            async with haproxy(home, [Frontend("runs", port, addresses, sticky=False)]):
-                yield Cluster(gateways, f"http://127.0.0.1:{port}/mcp", home, env, redis.url)
+        async with ledger_over_http(home) as children:
+            configs = [replica_config(home / f"replica-{i}", children, redis.url) for i in range(REPLICAS)]
+            async with replicas(configs, env) as gateways:
+                addresses = [gateway.url.split("/")[2] for gateway in gateways]
+                async with haproxy(home, [Frontend("runs", port, addresses, sticky=False)]):
+                    balanced = f"http://127.0.0.1:{port}/mcp"
+                    yield Cluster(gateways, balanced, home, env, redis.url, children)
 
 
 @pytest.fixture
@@ -205,7 +208,7 @@ async def test_a_run_started_on_one_replica_is_collected_and_cancelled_on_the_ot
 async def test_a_replica_killed_mid_run_leaves_its_run_ended_because_its_replica_stopped(
     cluster: Cluster,
 ) -> None:
-    config = replica_config(cluster.home / "doomed", cluster.home, cluster.redis_url)
+    config = replica_config(cluster.home / "doomed", cluster.children, cluster.redis_url)
     async with replicas([config], cluster.env) as (doomed,):
         survivor, other = cluster.gateways[:2]
         with anyio.fail_after(WAIT):
@@ -217,7 +220,9 @@ async def test_a_replica_killed_mid_run_leaves_its_run_ended_because_its_replica
             while (state := await task(other.url, execution_id)).status == "working":  # noqa: ASYNC110
                 await anyio.sleep(0.2)  # until the lease lapses
             collected = await collect(survivor.url, execution_id)
-            after = await call(survivor.url, {"code": "tools.tiny.echo(text='still serving')"})
+            after = await call(
+                survivor.url, {"code": "tools.ledger.slow(seconds=0)['result'] + ' still serving'"}
+            )
 
     assert before.status == "working"
     assert collected.is_error

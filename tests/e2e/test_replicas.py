@@ -2,9 +2,10 @@
 
 The replicas are three `serve --http` processes reading byte-identical configs and holding the same
 approvals key, nothing else shared; each config sits in a directory of its own, so each replica's
-audit log (`audit.jsonl`, relative) says which replica served what. Every replica starts its own
-children; the ledger child of all three appends to one file, so the approved calls are counted where
-they land. HAProxy balances round robin, sticky to Mcp-Session-Id for handshake-era sessions.
+audit log (`audit.jsonl`, relative) says which replica served what. The children (tiny and ledger)
+are served once over streamable HTTP from the test process, as a deployment shares remote servers, so
+the approved calls are counted where they land, whichever replica made them. HAProxy balances round
+robin, sticky to Mcp-Session-Id for handshake-era sessions.
 """
 
 from __future__ import annotations
@@ -22,16 +23,16 @@ from mcp.shared.exceptions import MCPError
 
 from tests.e2e.gateway_http import User, http_client
 from tests.e2e.gateway_process import (
-    TINY,
     WAIT,
     environment,
     ledger_entries,
-    ledger_server,
     search_docs,
     text,
     write_config,
 )
+from tests.e2e.http_children import built, ledger_over_http
 from tests.e2e.load_balancer import HAPROXY, NOT_INSTALLED, Frontend, free_ports, haproxy, replicas
+from tests.real_servers import TINY_SERVER
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(HAPROXY is None, reason=NOT_INSTALLED)]
 
@@ -52,13 +53,13 @@ token
 """
 
 
-def replica_config(directory: Path, ledger_dir: Path) -> Path:
+def replica_config(directory: Path, children: dict[str, Any]) -> Path:
     """The config every replica reads (the same bytes), in a directory of the replica's own."""
     directory.mkdir()
     return write_config(
         directory,
         {
-            "mcpServers": {"tiny": TINY, "ledger": ledger_server(ledger_dir)},
+            "mcpServers": children,
             "policy": {"approve": ["ledger.append"]},
             "approvals": {"key": "${" + KEY_VAR + "}"},
             "audit": {"path": "audit.jsonl"},
@@ -128,34 +129,36 @@ async def test_replicas_behind_haproxy_answer_every_request_keep_sessions_and_re
 ) -> None:
     env = environment({KEY_VAR: secrets.token_hex(32)})
     homes = [tmp_path / f"replica-{index}" for index in range(REPLICAS)]
-    configs = [replica_config(home, tmp_path) for home in homes]
-    assert len({config.read_bytes() for config in configs}) == 1
     mixed, approvals, plain = free_ports(3)
     answers = Answers()
-    async with replicas(configs, env) as gateways:
-        addresses = [gateway.url.split("/")[2] for gateway in gateways]
-        frontends = [
-            Frontend("mixed", mixed, addresses),
-            # The approval rounds below have a round robin of their own: each retry reaches the next replica.
-            Frontend("approvals", approvals, addresses),
-            Frontend("plain", plain, addresses, sticky=False),
-        ]
-        async with haproxy(tmp_path, frontends):
-            url = f"http://127.0.0.1:{mixed}/mcp"
-            with anyio.fail_after(WAIT):
-                async with anyio.create_task_group() as tg:
-                    for number in range(MODERN_CLIENTS):
-                        tg.start_soon(answers.modern, url, number)
-                    for number in range(SESSIONS):
-                        tg.start_soon(answers.session, url, number)
-                    for number in range(MIXED_APPROVALS):
-                        code = f"tools.ledger.append(entry='mixed-{number}')"
-                        tg.start_soon(answers.approved, url, f"mixed-{number}", code)
-                    approvals_url = f"http://127.0.0.1:{approvals}/mcp"
-                    tg.start_soon(answers.approved, approvals_url, "three rounds", THREE_ROUNDS)
-            # The control: without the sticky table, a session's second request finds another replica.
-            with anyio.fail_after(WAIT), pytest.raises(ExceptionGroup) as unsticky:
-                await answers.session(f"http://127.0.0.1:{plain}/mcp", SESSIONS)
+    async with ledger_over_http(tmp_path, tiny=built(TINY_SERVER)) as children:
+        configs = [replica_config(home, children) for home in homes]
+        assert len({config.read_bytes() for config in configs}) == 1
+        async with replicas(configs, env) as gateways:
+            addresses = [gateway.url.split("/")[2] for gateway in gateways]
+            frontends = [
+                Frontend("mixed", mixed, addresses),
+                # The approval rounds below have a round robin of their own: each retry reaches the
+                # next replica.
+                Frontend("approvals", approvals, addresses),
+                Frontend("plain", plain, addresses, sticky=False),
+            ]
+            async with haproxy(tmp_path, frontends):
+                url = f"http://127.0.0.1:{mixed}/mcp"
+                with anyio.fail_after(WAIT):
+                    async with anyio.create_task_group() as tg:
+                        for number in range(MODERN_CLIENTS):
+                            tg.start_soon(answers.modern, url, number)
+                        for number in range(SESSIONS):
+                            tg.start_soon(answers.session, url, number)
+                        for number in range(MIXED_APPROVALS):
+                            code = f"tools.ledger.append(entry='mixed-{number}')"
+                            tg.start_soon(answers.approved, url, f"mixed-{number}", code)
+                        approvals_url = f"http://127.0.0.1:{approvals}/mcp"
+                        tg.start_soon(answers.approved, approvals_url, "three rounds", THREE_ROUNDS)
+                # The control: without the sticky table, a session's second request finds another replica.
+                with anyio.fail_after(WAIT), pytest.raises(ExceptionGroup) as unsticky:
+                    await answers.session(f"http://127.0.0.1:{plain}/mcp", SESSIONS)
 
     # Nothing lost: every request got its own answer.
     for number in range(MODERN_CLIENTS):

@@ -1,10 +1,11 @@
 """Three gateway replicas behind a real HAProxy sharing one real `redis-server` (`state`).
 
 What the issue measured without it (a rate of 4 allowing 4 per replica; a spent approval replayed
-on another replica) is tried here with it, counted at the child: the ledger server of every replica
-appends to one file. Then the store is stopped: what needs it fails closed, what does not goes on,
-and once it is back, calls succeed again. One cluster serves every test of the module: each test
-begins on an emptied store and counts only the ledger entries and audit records written after it began.
+on another replica) is tried here with it, counted at the child: one ledger server, served over HTTP
+from the test process, for every replica. Then the store is stopped: what needs it fails closed, what
+does not goes on, and once it is back, calls succeed again. One cluster serves every test of the
+module: each test begins on an emptied store and counts only the ledger entries and audit records
+written after it began.
 """
 
 from __future__ import annotations
@@ -21,14 +22,13 @@ from mcp import Client, types
 
 from tests.e2e.gateway_http import HttpGateway, User, http_client
 from tests.e2e.gateway_process import (
-    TINY,
     WAIT,
     environment,
     ledger_entries,
-    ledger_server,
     text,
     write_config,
 )
+from tests.e2e.http_children import ledger_over_http
 from tests.e2e.load_balancer import HAPROXY, NOT_INSTALLED, Frontend, free_ports, haproxy, replicas
 from tests.state.redis_server import PATIENT, RedisServer
 
@@ -41,13 +41,13 @@ CALLERS = 12  # side by side, round robin: 4 reach each replica
 APPROVE = types.ElicitResult(action="accept", content={})
 
 
-def replica_config(directory: Path, ledger_dir: Path, redis_url: str) -> Path:
+def replica_config(directory: Path, children: dict[str, Any], redis_url: str) -> Path:
     """What every replica reads (the same bytes), in a directory of its own for its audit log."""
     directory.mkdir()
     return write_config(
         directory,
         {
-            "mcpServers": {"tiny": TINY, "ledger": ledger_server(ledger_dir)},
+            "mcpServers": children,
             "policy": {
                 "approve": ["ledger.append"],
                 "tools": {"ledger.note": {"rate": {"calls": RATE, "per_seconds": 60}}},
@@ -145,12 +145,13 @@ async def shared_cluster(
     """Three replicas on the session's redis-server, HAProxy in front, for the whole module."""
     home = tmp_path_factory.mktemp("replicas-state")
     env = environment({KEY_VAR: secrets.token_hex(32)})
-    configs = [replica_config(home / f"replica-{i}", home, redis_server.url) for i in range(REPLICAS)]
     [port] = free_ports(1)
-    async with replicas(configs, env) as gateways:
-        addresses = [gateway.url.split("/")[2] for gateway in gateways]
-        async with haproxy(home, [Frontend("plain", port, addresses, sticky=False)]):
-            yield Cluster(gateways, f"http://127.0.0.1:{port}/mcp", home)
+    async with ledger_over_http(home) as children:
+        configs = [replica_config(home / f"replica-{i}", children, redis_server.url) for i in range(REPLICAS)]
+        async with replicas(configs, env) as gateways:
+            addresses = [gateway.url.split("/")[2] for gateway in gateways]
+            async with haproxy(home, [Frontend("plain", port, addresses, sticky=False)]):
+                yield Cluster(gateways, f"http://127.0.0.1:{port}/mcp", home)
 
 
 @pytest.fixture
@@ -228,7 +229,7 @@ async def test_the_store_stopped_fails_approvals_and_rates_closed_serves_the_res
             paused = await first_round(client, code)
         redis_server.stop()
         seen["rated"] = await run(cluster.balanced, "tools.ledger.note(entry='during')")
-        seen["plain"] = await run(cluster.balanced, "tools.tiny.echo(text='still here')")
+        seen["plain"] = await run(cluster.balanced, "tools.ledger.slow(seconds=0)['result'] + ' still here'")
         seen["resumed during"] = await resume(cluster.direct[0], code, paused.request_state)
         seen["ledger during"] = cluster.ledger()
         seen["readyz during"] = [await store_state(gateway) for gateway in cluster.gateways]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
@@ -17,11 +16,11 @@ from tests.e2e.gateway_process import (
     WAIT,
     environment,
     ledger_entries,
-    ledger_server,
     sdk_client,
     text,
     write_config,
 )
+from tests.e2e.http_children import ledger_over_http
 
 pytestmark = pytest.mark.anyio
 
@@ -30,19 +29,15 @@ BOB = "bob-token-" + "b" * 40
 SNIPPET = "tools.ledger.append(entry='ran once')\n{'answer': 42}"
 
 
-def _config(tmp_path: Path, **sections: Any) -> Path:
-    return write_config(tmp_path, {"mcpServers": {"ledger": ledger_server(tmp_path)}, **sections})
-
-
 def _started_id(result: types.CallToolResult) -> str:
     found = re.search(r'Started in the background as "([^"]+)"', text(result))
     assert found is not None, text(result)
     return found.group(1)
 
 
-async def _start_and_see_it_end(client: Client) -> tuple[str, str]:
-    """Start SNIPPET in the background and collect it once (so it has ended); its id and result."""
-    started = await client.call_tool("execute_code", {"code": SNIPPET, "background": True})
+async def _start_and_see_it_end(client: Client, code: str = SNIPPET) -> tuple[str, str]:
+    """Start `code` in the background and collect it once (so it has ended); its id and result."""
+    started = await client.call_tool("execute_code", {"code": code, "background": True})
     execution_id = _started_id(started)
     collected = await client.call_tool("execute_code", {"collect": execution_id})
     assert not collected.is_error, text(collected)
@@ -52,13 +47,15 @@ async def _start_and_see_it_end(client: Client) -> tuple[str, str]:
 async def test_a_restarted_stdio_gateway_still_answers_collect_for_a_run_that_ended_before(
     tmp_path: Path,
 ) -> None:
-    config = _config(tmp_path)
-    with anyio.fail_after(WAIT):
-        async with sdk_client(config) as client:
-            execution_id, before = await _start_and_see_it_end(client)
-        async with sdk_client(config) as client:  # a new process on the same config and cache directory
-            after = await client.call_tool("execute_code", {"collect": execution_id})
-            unknown = await client.call_tool("execute_code", {"collect": "never-started"})
+    # The ledger child is served over HTTP from this process: both gateway processes reach the same one.
+    async with ledger_over_http(tmp_path) as children:
+        config = write_config(tmp_path, {"mcpServers": children})
+        with anyio.fail_after(WAIT):
+            async with sdk_client(config) as client:
+                execution_id, before = await _start_and_see_it_end(client)
+            async with sdk_client(config) as client:  # a new process on the same config and cache directory
+                after = await client.call_tool("execute_code", {"collect": execution_id})
+                unknown = await client.call_tool("execute_code", {"collect": "never-started"})
     assert not after.is_error, text(after)
     assert text(after) == before
     assert "42" in before
@@ -68,11 +65,12 @@ async def test_a_restarted_stdio_gateway_still_answers_collect_for_a_run_that_en
 
 
 async def test_after_a_restart_only_the_caller_that_started_a_run_collects_it(tmp_path: Path) -> None:
-    config = _config(tmp_path, auth={"tokens": {"alice": "${ALICE_TOKEN}", "bob": "${BOB_TOKEN}"}})
+    tokens = {"alice": "${ALICE_TOKEN}", "bob": "${BOB_TOKEN}"}
+    config = write_config(tmp_path, {"mcpServers": {}, "auth": {"tokens": tokens}})
     env = environment({"ALICE_TOKEN": ALICE, "BOB_TOKEN": BOB})
     with anyio.fail_after(WAIT):
         async with http_gateway(config, env=env) as gateway, http_client(gateway.url, token=ALICE) as alice:
-            execution_id, before = await _start_and_see_it_end(alice)
+            execution_id, before = await _start_and_see_it_end(alice, "{'answer': 42}")
         async with http_gateway(config, env=env) as gateway:
             async with http_client(gateway.url, token=BOB) as bob:
                 refused = await bob.call_tool("execute_code", {"collect": execution_id})

@@ -4,23 +4,25 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 from mcp import Client
 
-from tests.e2e.gateway_process import WAIT, ledger_server, sdk_client, write_config
+from tests.e2e.gateway_process import WAIT, sdk_client, write_config
+from tests.e2e.http_children import ledger_over_http
 
 pytestmark = pytest.mark.anyio
 
 ERAS = ["auto", "legacy"]  # 2026-07-28, and 2025-11-25
 
 
-def config(tmp_path: Path) -> Path:
+def config(tmp_path: Path, children: dict[str, Any]) -> Path:
     return write_config(
         tmp_path,
         {
-            "mcpServers": {"ledger": ledger_server(tmp_path)},
+            "mcpServers": children,
             # One slot and a long budget: a snippet that kept running after a cancel would block the next.
             "sandbox": {"max_concurrent_executions": 1, "timeout_seconds": 600, "fuel": 10**14},
         },
@@ -33,12 +35,19 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+@pytest.fixture(scope="module")
+async def children(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[dict[str, Any]]:
+    """The ledger server over HTTP from this process, one for both eras' gateways."""
+    async with ledger_over_http(tmp_path_factory.mktemp("ledger")) as served:
+        yield served
+
+
 @pytest.fixture(scope="module", params=ERAS)
 async def client(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, children: dict[str, Any]
 ) -> AsyncIterator[Client]:
     """The SDK client on one era, with a gateway of its own (stdio: one client per process)."""
-    async with sdk_client(config(tmp_path_factory.mktemp("progress")), request.param) as connected:
+    async with sdk_client(config(tmp_path_factory.mktemp("progress"), children), request.param) as connected:
         yield connected
 
 

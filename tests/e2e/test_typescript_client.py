@@ -1,7 +1,8 @@
 """The real gateway process, driven by the official TypeScript MCP SDK client (tests/e2e/ts_client).
 
 The client runs one script against one gateway for most of the module (its report is shared, each
-test reads its own steps); a client that cannot be asked for approval has a gateway of its own.
+test reads its own steps); a client that cannot be asked for approval has a gateway of its own. The
+ledger child is served over HTTP from the test process (the gateway is the process under test).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.gateway_process import ledger_entries, ledger_server, write_config
+from tests.e2e.gateway_process import ledger_entries, write_config
+from tests.e2e.http_children import ledger_over_http
 from tests.e2e.ts_client import call, execute, gateway_script, run_ts_client
 
 pytestmark = pytest.mark.anyio
@@ -29,11 +31,11 @@ APPEND_DECLINED = (
 PLAIN, DETAILED, FAILING, PROGRESS, APPROVED, DECLINED, ABORTED, NEXT = range(8)
 
 
-def _config(directory: Path) -> Path:
+def _config(directory: Path, children: dict[str, Any]) -> Path:
     # One slot and an hour's budget: a snippet still sleeping after the cancel would hold the next call
     # past the client's own request timeout and the test's bound, not a little longer.
     config = {
-        "mcpServers": {"ledger": ledger_server(directory)},
+        "mcpServers": children,
         "policy": {"approve": ["ledger.append"]},
         "sandbox": {"max_concurrent_executions": 1, "timeout_seconds": 3600},
     }
@@ -65,8 +67,11 @@ async def report(workdir: Path) -> dict[str, Any]:
         ABORTED: execute("import time; time.sleep(3000)", progress=True, cancel_after_ms=1000),
         NEXT: execute("'next'"),
     }
-    script = gateway_script(_config(workdir), *(steps[i] for i in sorted(steps)), elicitation="accept")
-    return await run_ts_client(script)
+    async with ledger_over_http(workdir) as children:
+        script = gateway_script(
+            _config(workdir, children), *(steps[i] for i in sorted(steps)), elicitation="accept"
+        )
+        return await run_ts_client(script)
 
 
 def _text(result: dict[str, Any]) -> str:
@@ -153,11 +158,9 @@ async def test_a_decline_in_the_typescript_client_leaves_the_child_untouched(
 
 
 async def test_a_typescript_client_that_cannot_be_asked_leaves_the_child_untouched(tmp_path: Path) -> None:
-    config = write_config(
-        tmp_path,
-        {"mcpServers": {"ledger": ledger_server(tmp_path)}, "policy": {"approve": ["ledger.append"]}},
-    )
-    report = await run_ts_client(gateway_script(config, execute(APPEND_TWICE), elicitation="none"))
+    async with ledger_over_http(tmp_path) as children:
+        config = write_config(tmp_path, {"mcpServers": children, "policy": {"approve": ["ledger.append"]}})
+        report = await run_ts_client(gateway_script(config, execute(APPEND_TWICE), elicitation="none"))
     result = _answer(report, 0)
     assert result["isError"] is True
     assert "cannot ask the user" in _text(result)
