@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from tests.cli.command import Commands, run_command
-from tests.real_servers import REPO, TINY_SERVER, npm_entry_point
+from tests.real_servers import REPO, npm_entry_point
 
 TOKEN = "ghp_Zq8vN3kLp0Xw7Rt2Yb5Hc9Jd4Mf6Gs1Ae"
 
@@ -62,15 +62,14 @@ def team_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 async def team_check(team_repo: Path, commands: Commands) -> Run:
-    """One `check` of a config whose children all connect: time and git (serving the repository that
-    holds the config, the lockfile's place and the audit log), and tiny with a literal secret in its env."""
+    """One `check` of a config whose children all connect: time, and git (serving the repository that
+    holds the config, the lockfile's place and the audit log) with a literal secret in its env."""
     config = team_repo / ".mcp.json"
     servers = {
         "time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]},
-        "git": {"command": sys.executable, "args": ["-m", "mcp_server_git", "--repository", str(team_repo)]},
-        "tiny": {
+        "git": {
             "command": sys.executable,
-            "args": [str(TINY_SERVER)],
+            "args": ["-m", "mcp_server_git", "--repository", str(team_repo)],
             "env": {"GITHUB_TOKEN": TOKEN, "OK": "${CODEMODE_TEST_REGION}"},
         },
     }
@@ -164,10 +163,10 @@ async def test_check_prints_a_warning_line_per_literal_secret(team_check: Run) -
     code, out, err = team_check
     assert code == 0, err
     assert (
-        "warning: mcpServers.tiny.env.GITHUB_TOKEN looks like a literal secret; use ${GITHUB_TOKEN}"
+        "warning: mcpServers.git.env.GITHUB_TOKEN looks like a literal secret; use ${GITHUB_TOKEN}"
         in err.splitlines()
     )
-    assert table(out)["tiny"][:3] == ["tiny", "stdio", "ready"]
+    assert table(out)["git"][:3] == ["git", "stdio", "ready"]  # a warning, not a refusal
 
 
 async def test_semantic_search_required_without_its_extra_is_a_config_error_naming_the_extra(

@@ -42,8 +42,8 @@ def anyio_backend() -> str:
 
 @dataclass
 class Checked:
-    """`check` with children given only on the command line: tiny over stdio, and remote over HTTP
-    with a header naming a variable."""
+    """`check` with children given only on the command line: everything over stdio (any child that
+    connects will do), and remote over HTTP with a header naming a variable."""
 
     code: int
     out: str
@@ -59,14 +59,14 @@ async def checked(commands: Commands) -> Checked:
         header = "Authorization: Bearer ${CHILD_TOKEN}"
         env = {"CHILD_TOKEN": "tok-123"}
         remote = ["remote", "--transport", "http", url, "-H", header]
-        code, out, err = await commands.run("check", "--", *TINY, "--", *remote, env=env)
+        code, out, err = await commands.run("check", "--", *everything(), "--", *remote, env=env)
     return Checked(code, out, err, seen)
 
 
 async def test_check_connects_to_children_given_only_on_the_command_line(checked: Checked) -> None:
     assert checked.code == 0, checked.err
-    assert "children from the command line: tiny, remote" in checked.out
-    assert any(line.split()[:3] == ["tiny", "stdio", "ready"] for line in checked.out.splitlines())
+    assert "children from the command line: everything, remote" in checked.out
+    assert any(line.split()[:3] == ["everything", "stdio", "ready"] for line in checked.out.splitlines())
 
 
 async def test_the_command_line_replaces_the_config_files_entry_of_the_same_name(
