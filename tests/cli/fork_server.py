@@ -18,7 +18,8 @@ import tempfile
 import traceback
 from typing import Any
 
-# Not `sandbox-test` nor `search-eval`: their wings stay out, as they do for the other commands.
+# The commands whose module is imported before the fork (a test module's server imports only those it
+# runs). Not `sandbox-test` nor `search-eval`: their wings stay out, as they do for the other commands.
 PRELOADED = ("serve", "exec", "precompile", "check", "lock", "audit", "schema", "reload")
 ENTRY_POINT = "gateway/__main__.py"
 
@@ -87,18 +88,31 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
         }
 
 
-def main() -> None:
-    sys.path.pop(0)  # this script's directory: `python -m gateway` has no such entry
+def _preload(argv: list[str]) -> None:
+    """Import the command's module here, once, so that every fork of this process shares it."""
     from gateway.cli import _main
 
+    names = [name for name in PRELOADED if name in argv]
+    if all(name in _loaded for name in names):
+        return
     gc.disable()
-    for name in PRELOADED:
+    for name in names:
         _main._command(name)  # pyright: ignore[reportPrivateUsage]
+        _loaded.add(name)
     gc.enable()
     gc.freeze()  # what the imports built stays shared with each fork instead of being copied
+
+
+_loaded: set[str] = set()
+
+
+def main() -> None:
+    sys.path.pop(0)  # this script's directory: `python -m gateway` has no such entry
     replies = sys.stdout
     for line in sys.stdin:
-        reply = _run(json.loads(line))
+        request = json.loads(line)
+        _preload(request["argv"])
+        reply = _run(request)
         replies.write(json.dumps(reply) + "\n")
         replies.flush()
 

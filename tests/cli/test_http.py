@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.command import Commands
-from tests.e2e.gateway_process import TINY
+from tests.e2e.gateway_process import EVERYTHING
 
 pytestmark = pytest.mark.anyio
 
@@ -75,7 +75,7 @@ def modules_imported_by(*argv: str) -> list[str]:
 
 def test_serving_stdio_imports_neither_the_escape_suite_nor_redis_nor_the_tracing_sdk(tmp_path: Path) -> None:
     config = tmp_path / "gateway.json"
-    config.write_text(json.dumps({"mcpServers": {"tiny": TINY}}))
+    config.write_text(json.dumps({"mcpServers": {"everything": EVERYTHING}}))  # any child will do
     assert modules_imported_by("serve", "--config", str(config)) == []
 
 
