@@ -330,16 +330,24 @@ async def answers_capped(pool: ChildPool) -> None:
     within = await pool.call_tool("probe", "big_answer", {"size": CAP // 2 - 100})
     assert text_of(within) == "b" * (CAP // 2 - 100)
     assert text_of(await pool.call_tool("probe", "chatty", {"count": 3, "size": 2 * CAP})) == "done"
-    [status] = pool.statuses()
+    status = by_name(pool)["probe"]
     assert (status.state, status.attempt, status.error) == (ChildState.READY, 0, None)
 
 
+@pytest.fixture(scope="module")
+async def probes() -> AsyncIterator[ChildPool]:
+    """A pool whose messages are capped at CAP, of the probe server twice: `probe` under that cap, and
+    `roomy` with a cap of its own (4 CAP); shared, its children stay ready whatever the tests call."""
+    servers = {"probe": PROBE, "roomy": {**PROBE, "max_message_bytes": 4 * CAP}}
+    async with pool_of(servers, max_message_bytes=CAP) as pool:
+        yield pool
+
+
 async def test_a_stdio_childs_answer_past_the_cap_fails_that_call_at_once_and_the_child_serves_on(
-    child_log: list[logging.LogRecord],
+    child_log: list[logging.LogRecord], probes: ChildPool
 ) -> None:
     with anyio.fail_after(WAIT):
-        async with pool_of({"probe": PROBE}, max_message_bytes=CAP) as pool:
-            await answers_capped(pool)
+        await answers_capped(probes)
     dropped = [
         (getattr(r, "child", None), str(getattr(r, "detail", "")))
         for r in child_log
@@ -366,15 +374,13 @@ async def test_a_remote_childs_answer_past_the_cap_fails_that_call_at_once_and_t
                 await answers_capped(pool)
 
 
-async def test_a_childs_own_max_message_bytes_overrides_the_top_level_one() -> None:
-    servers = {"probe": PROBE, "roomy": {**PROBE, "max_message_bytes": 4 * CAP}}
+async def test_a_childs_own_max_message_bytes_overrides_the_top_level_one(probes: ChildPool) -> None:
     with anyio.fail_after(WAIT):
-        async with pool_of(servers, max_message_bytes=CAP) as pool:
-            assert await pool.wait_ready()
-            answer = await pool.call_tool("roomy", "big_answer", {"size": CAP})
-            assert text_of(answer) == "b" * CAP
-            with pytest.raises(ToolCallError, match=re.escape(CAP_NAMED)):
-                await pool.call_tool("probe", "big_answer", {"size": CAP})
+        assert await probes.wait_ready()
+        answer = await probes.call_tool("roomy", "big_answer", {"size": CAP})
+        assert text_of(answer) == "b" * CAP
+        with pytest.raises(ToolCallError, match=re.escape(CAP_NAMED)):
+            await probes.call_tool("probe", "big_answer", {"size": CAP})
 
 
 def test_the_pools_default_per_call_timeout_is_the_sandboxs_default() -> None:
