@@ -1,8 +1,8 @@
 """Imports the command line once, then runs each command it is sent in a fork of itself.
 
 Run as a script by `tests/cli/command.py`. One request per line on stdin, a JSON object: `argv` (the
-arguments after `codemode-gateway`), `env` (the whole environment), `cwd`, and `stdin` (text, or null for
-/dev/null). One reply per line on stdout: `code`, `stdout`, `stderr`. The fork runs `gateway.cli.main`
+arguments after `codemode-gateway`), `env` (the whole environment), `cwd`, and `stdin` (text, or null for an
+empty one). One reply per line on stdout: `code`, `stdout`, `stderr`. The fork runs `gateway.cli.main`
 as `python -m gateway` would, in a process of its own with those streams, environment and directory;
 what it does not repeat is the interpreter's start and the imports, which cost most of a command's CPU.
 """
