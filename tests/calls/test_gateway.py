@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -21,33 +23,46 @@ from tests.real_servers import TINY_SERVER
 pytestmark = pytest.mark.anyio
 
 
-async def test_a_snippet_calling_a_never_started_lazy_child_starts_it_and_gets_its_answer() -> None:
-    config = parse_config(
-        {
-            "mcpServers": {
-                "time": {"command": sys.executable, "args": ["-m", "mcp_server_time"], "lazy": True}
-            }
-        },
-        "test",
-    )
+async def test_a_snippet_calling_a_never_started_lazy_child_starts_it_and_gets_its_answer(
+    npm_server: Callable[[str], dict[str, Any]],
+) -> None:
+    # Any child will do: a Node one starts for a fraction of a Python one's CPU.
+    everything = npm_server("@modelcontextprotocol/server-everything")
+    config = parse_config({"mcpServers": {"everything": {**everything, "lazy": True}}}, "test")
     async with Gateway(config) as gateway:
         with anyio.fail_after(60):
             overview = await gateway.search_docs()
             assert "idle" in overview
-            result = await gateway.execute_code("tools.time.get_current_time(timezone='UTC')['timezone']")
+            result = await gateway.execute_code("tools.everything.echo(message='started')")
         assert result.ok, result.error
-        assert result.value == "UTC"
+        assert result.value == "Echo: started"
 
 
-async def test_an_unknown_tool_of_a_ready_child_is_refused_with_suggestions() -> None:
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """Module-wide, so that one gateway on mcp-server-time serves the tests that only call and search."""
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+async def time_gateway() -> AsyncIterator[Gateway]:
+    """A gateway of mcp-server-time, search queries capped at 40 characters; shared, no test changes it."""
     config = parse_config(
-        {"mcpServers": {"time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]}}}, "t"
+        {
+            "mcpServers": {"time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]}},
+            "search": {"max_query_chars": 40},
+        },
+        "t",
     )
     async with Gateway(config) as gateway:
-        with anyio.fail_after(60):
-            result = await gateway.execute_code("tools.time.current_time(timezone='UTC')")
-        assert result.error is not None
-        assert "did you mean time.get_current_time" in result.error.message
+        yield gateway
+
+
+async def test_an_unknown_tool_of_a_ready_child_is_refused_with_suggestions(time_gateway: Gateway) -> None:
+    with anyio.fail_after(60):
+        result = await time_gateway.execute_code("tools.time.current_time(timezone='UTC')")
+    assert result.error is not None
+    assert "did you mean time.get_current_time" in result.error.message
 
 
 async def test_with_semantic_search_the_model_loads_at_start_and_search_docs_ranks_off_the_event_loop(
@@ -71,7 +86,7 @@ async def test_with_semantic_search_the_model_loads_at_start_and_search_docs_ran
 
 
 async def test_lexical_search_docs_ranks_on_a_worker_thread_never_on_the_event_loop(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, time_gateway: Gateway
 ) -> None:
     threads: list[int] = []
     render = _catalogs.render_search
@@ -81,34 +96,24 @@ async def test_lexical_search_docs_ranks_on_a_worker_thread_never_on_the_event_l
         return render(*args, **kwargs)  # pyright: ignore[reportArgumentType]
 
     monkeypatch.setattr(_catalogs, "render_search", probe)
-    config = parse_config(
-        {"mcpServers": {"time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]}}}, "t"
-    )
-    async with Gateway(config) as gateway:
-        with anyio.fail_after(60):
-            await gateway.pool.wait_ready()  # a search answers at once, without children still starting
-            answer = await gateway.search_docs("convert a time between zones")
-        assert "time.convert_time" in answer
-        assert len(threads) == 1
-        assert threads[0] != threading.get_ident()
+    with anyio.fail_after(60):
+        await time_gateway.pool.wait_ready()  # a search answers at once, without children still starting
+        answer = await time_gateway.search_docs("convert a time between zones")
+    assert "time.convert_time" in answer
+    assert len(threads) == 1
+    assert threads[0] != threading.get_ident()
 
 
-async def test_a_query_past_the_configured_cap_is_refused_naming_the_key_before_any_search() -> None:
-    config = parse_config(
-        {
-            "mcpServers": {"time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]}},
-            "search": {"max_query_chars": 40},
-        },
-        "t",
-    )
-    async with Gateway(config) as gateway:
-        with anyio.fail_after(60):
-            with pytest.raises(SearchRefused, match=r"41 characters, over search\.max_query_chars \(40\)"):
-                await gateway.search_docs("x" * 41)
-            result = await gateway.execute_code("search('y' * 41)")
-            assert "time.convert_time" in await gateway.search_docs("convert a time between zones")
-        assert result.error is not None
-        assert "over search.max_query_chars (40)" in result.error.message
+async def test_a_query_past_the_configured_cap_is_refused_naming_the_key_before_any_search(
+    time_gateway: Gateway,
+) -> None:
+    with anyio.fail_after(60):
+        with pytest.raises(SearchRefused, match=r"41 characters, over search\.max_query_chars \(40\)"):
+            await time_gateway.search_docs("x" * 41)
+        result = await time_gateway.execute_code("search('y' * 41)")
+        assert "time.convert_time" in await time_gateway.search_docs("convert a time between zones")
+    assert result.error is not None
+    assert "over search.max_query_chars (40)" in result.error.message
 
 
 @pytest.mark.parametrize("shown", [True, False])

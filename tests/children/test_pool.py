@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import logging
 import re
+import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from gateway.children import ChildPool, ChildState, ChildStatus
 from gateway.children.config import DEFAULT_TOOL_CALL_TIMEOUT_SECONDS
 from gateway.config import GatewayConfig, parse_config
 from gateway.escape.probe_server import build as build_probe
+from tests.real_servers import TINY_SERVER
 
 pytestmark = pytest.mark.anyio
 
@@ -58,21 +60,59 @@ def text_of(result: types.CallToolResult) -> str:
     return "".join(block.text for block in result.content if isinstance(block, types.TextContent))
 
 
-async def test_real_stdio_children_connect_list_their_tools_and_answer_calls(git_repo: Path) -> None:
-    git: Entry = {"command": sys.executable, "args": ["-m", "mcp_server_git", "--repository", str(git_repo)]}
-    with anyio.fail_after(WAIT):
-        async with pool_of({"time": TIME, "git": git}) as pool:
-            assert await pool.wait_ready()
-            statuses = by_name(pool)
-            assert {s.state for s in statuses.values()} == {ChildState.READY}
-            assert all(s.startup_ms is not None and s.startup_ms > 0 for s in statuses.values())
-            tools = pool.tools()
-            assert "get_current_time" in {tool.name for tool in tools["time"]}
-            assert "git_status" in {tool.name for tool in tools["git"]}
-            assert statuses["git"].tool_count == len(tools["git"])
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """Module-wide, so that one pool of the children no test stops serves the tests that only call them."""
+    return "asyncio"
 
-            now = await pool.call_tool("time", "get_current_time", {"timezone": "UTC"})
-            status = await pool.call_tool("git", "git_status", {"repo_path": str(git_repo)})
+
+@pytest.fixture(scope="module")
+def shared_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh git repository with one untracked file, which no test changes."""
+    repo = tmp_path_factory.mktemp("shared") / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "--quiet", str(repo)], check=True, timeout=30)
+    (repo / "hello.txt").write_text("hello\n", encoding="utf-8")
+    return repo
+
+
+@pytest.fixture(scope="module")
+async def served(shared_repo: Path) -> AsyncIterator[ChildPool]:
+    """A pool, redacting SECRET, of time, git (serving `shared_repo`) and tiny (with SECRET in its tool
+    docs and its instructions), shared: each test only calls them and reads what they listed."""
+    tiny: Entry = {
+        "command": sys.executable,
+        "args": [str(TINY_SERVER)],
+        "env": {
+            "TINY_TOOL_NOTE": f"key={SECRET}",
+            "TINY_INSTRUCTIONS": f"Call echo first.\nUse key={SECRET}.",
+        },
+    }
+    git: Entry = {
+        "command": sys.executable,
+        "args": ["-m", "mcp_server_git", "--repository", str(shared_repo)],
+    }
+    config = parse_config({"mcpServers": {"time": TIME, "git": git, "tiny": tiny}}, "test")
+    async with pool_for(config, redact=redact) as pool:
+        yield pool
+
+
+async def test_real_stdio_children_connect_list_their_tools_and_answer_calls(
+    served: ChildPool, shared_repo: Path
+) -> None:
+    pool = served
+    with anyio.fail_after(WAIT):
+        assert await pool.wait_ready()
+        statuses = by_name(pool)
+        assert {statuses[name].state for name in ("time", "git")} == {ChildState.READY}
+        assert all((statuses[name].startup_ms or 0) > 0 for name in ("time", "git"))
+        tools = pool.tools()
+        assert "get_current_time" in {tool.name for tool in tools["time"]}
+        assert "git_status" in {tool.name for tool in tools["git"]}
+        assert statuses["git"].tool_count == len(tools["git"])
+
+        now = await pool.call_tool("time", "get_current_time", {"timezone": "UTC"})
+        status = await pool.call_tool("git", "git_status", {"repo_path": str(shared_repo)})
     assert not now.is_error
     assert now.structured_content is not None
     assert now.structured_content["timezone"] == "UTC"
@@ -143,15 +183,17 @@ async def test_an_unknown_child_is_unavailable_and_names_the_configured_ones() -
                 await pool.call_tool("nope", "tool", {})
 
 
-async def test_a_protocol_error_from_a_child_is_a_tool_call_error_and_the_child_stays_ready() -> None:
+async def test_a_protocol_error_from_a_child_is_a_tool_call_error_and_the_child_stays_ready(
+    served: ChildPool,
+) -> None:
     with anyio.fail_after(WAIT):
-        async with pool_of({"time": TIME}) as pool:
-            # mcp-server-time answers an unknown tool with a JSON-RPC error, not an error result.
-            with pytest.raises(ToolCallError, match=r"^time\.no_such_tool: Unknown tool") as caught:
-                await pool.call_tool("time", "no_such_tool", {})
-            assert not isinstance(caught.value, ChildUnavailable)
-            result = await pool.call_tool("time", "get_current_time", {"timezone": "UTC"})
-            assert not result.is_error
+        # mcp-server-time answers an unknown tool with a JSON-RPC error, not an error result.
+        with pytest.raises(ToolCallError, match=r"^time\.no_such_tool: Unknown tool") as caught:
+            await served.call_tool("time", "no_such_tool", {})
+        assert not isinstance(caught.value, ChildUnavailable)
+        assert by_name(served)["time"].state is ChildState.READY
+        result = await served.call_tool("time", "get_current_time", {"timezone": "UTC"})
+        assert not result.is_error
 
 
 async def test_a_child_that_dies_after_connecting_with_restarts_off_fails_with_the_reason(
@@ -288,16 +330,24 @@ async def answers_capped(pool: ChildPool) -> None:
     within = await pool.call_tool("probe", "big_answer", {"size": CAP // 2 - 100})
     assert text_of(within) == "b" * (CAP // 2 - 100)
     assert text_of(await pool.call_tool("probe", "chatty", {"count": 3, "size": 2 * CAP})) == "done"
-    [status] = pool.statuses()
+    status = by_name(pool)["probe"]
     assert (status.state, status.attempt, status.error) == (ChildState.READY, 0, None)
 
 
+@pytest.fixture(scope="module")
+async def probes() -> AsyncIterator[ChildPool]:
+    """A pool whose messages are capped at CAP, of the probe server twice: `probe` under that cap, and
+    `roomy` with a cap of its own (4 CAP); shared, its children stay ready whatever the tests call."""
+    servers = {"probe": PROBE, "roomy": {**PROBE, "max_message_bytes": 4 * CAP}}
+    async with pool_of(servers, max_message_bytes=CAP) as pool:
+        yield pool
+
+
 async def test_a_stdio_childs_answer_past_the_cap_fails_that_call_at_once_and_the_child_serves_on(
-    child_log: list[logging.LogRecord],
+    child_log: list[logging.LogRecord], probes: ChildPool
 ) -> None:
     with anyio.fail_after(WAIT):
-        async with pool_of({"probe": PROBE}, max_message_bytes=CAP) as pool:
-            await answers_capped(pool)
+        await answers_capped(probes)
     dropped = [
         (getattr(r, "child", None), str(getattr(r, "detail", "")))
         for r in child_log
@@ -324,15 +374,13 @@ async def test_a_remote_childs_answer_past_the_cap_fails_that_call_at_once_and_t
                 await answers_capped(pool)
 
 
-async def test_a_childs_own_max_message_bytes_overrides_the_top_level_one() -> None:
-    servers = {"probe": PROBE, "roomy": {**PROBE, "max_message_bytes": 4 * CAP}}
+async def test_a_childs_own_max_message_bytes_overrides_the_top_level_one(probes: ChildPool) -> None:
     with anyio.fail_after(WAIT):
-        async with pool_of(servers, max_message_bytes=CAP) as pool:
-            assert await pool.wait_ready()
-            answer = await pool.call_tool("roomy", "big_answer", {"size": CAP})
-            assert text_of(answer) == "b" * CAP
-            with pytest.raises(ToolCallError, match=re.escape(CAP_NAMED)):
-                await pool.call_tool("probe", "big_answer", {"size": CAP})
+        assert await probes.wait_ready()
+        answer = await probes.call_tool("roomy", "big_answer", {"size": CAP})
+        assert text_of(answer) == "b" * CAP
+        with pytest.raises(ToolCallError, match=re.escape(CAP_NAMED)):
+            await probes.call_tool("probe", "big_answer", {"size": CAP})
 
 
 def test_the_pools_default_per_call_timeout_is_the_sandboxs_default() -> None:
@@ -389,33 +437,27 @@ async def test_a_secret_a_failing_child_quotes_is_redacted_from_its_status_error
     assert not [text for text in [*shown, *logged] if SECRET in str(text)]
 
 
-async def test_a_secret_in_a_childs_protocol_error_is_redacted_from_the_tool_call_error() -> None:
-    with anyio.fail_after(WAIT):
-        async with pool_for(parse_config({"mcpServers": {"time": TIME}}, "test"), redact=redact) as pool:
-            with pytest.raises(ToolCallError, match=r"Unknown tool") as caught:
-                await pool.call_tool("time", f"tool_{SECRET}", {})
+async def test_a_secret_in_a_childs_protocol_error_is_redacted_from_the_tool_call_error(
+    served: ChildPool,
+) -> None:
+    with anyio.fail_after(WAIT), pytest.raises(ToolCallError, match=r"Unknown tool") as caught:
+        await served.call_tool("time", f"tool_{SECRET}", {})
     assert SECRET not in str(caught.value)
     assert "tool_[REDACTED:API_TOKEN]" in str(caught.value)
 
 
-async def test_a_secret_in_a_childs_tool_docs_is_redacted_before_anyone_reads_them(
-    tiny_server: Entry,
-) -> None:
-    entry: Entry = {**tiny_server, "env": {"TINY_TOOL_NOTE": f"key={SECRET}"}}
+async def test_a_secret_in_a_childs_tool_docs_is_redacted_before_anyone_reads_them(served: ChildPool) -> None:
     with anyio.fail_after(WAIT):
-        async with pool_for(parse_config({"mcpServers": {"tiny": entry}}, "test"), redact=redact) as pool:
-            assert await pool.wait_ready()
-            lookup = next(tool for tool in pool.tools()["tiny"] if tool.name == "lookup")
-            assert await pool.call_tool("tiny", "lookup", {"key": "k"})  # the name calls still use is kept
+        assert await served.wait_ready()
+        lookup = next(tool for tool in served.tools()["tiny"] if tool.name == "lookup")
+        assert await served.call_tool("tiny", "lookup", {"key": "k"})  # the name calls still use is kept
     assert lookup.description == "Look something up (key=[REDACTED:API_TOKEN])."
     assert lookup.input_schema["properties"]["key"]["default"] == "key=[REDACTED:API_TOKEN]"
     assert SECRET not in lookup.model_dump_json()
 
 
-async def test_a_childs_instructions_are_kept_redacted_in_its_status(tiny_server: Entry) -> None:
-    entry: Entry = {**tiny_server, "env": {"TINY_INSTRUCTIONS": f"Call echo first.\nUse key={SECRET}."}}
+async def test_a_childs_instructions_are_kept_redacted_in_its_status(served: ChildPool) -> None:
     with anyio.fail_after(WAIT):
-        async with pool_for(parse_config({"mcpServers": {"tiny": entry}}, "test"), redact=redact) as pool:
-            assert await pool.wait_ready()
-            status = by_name(pool)["tiny"]
+        assert await served.wait_ready()
+        status = by_name(served)["tiny"]
     assert status.instructions == "Call echo first.\nUse key=[REDACTED:API_TOKEN]."

@@ -1,4 +1,4 @@
-"""`codemode-gateway audit`, run as the real command in a subprocess."""
+"""`codemode-gateway audit`, run as the real command in a process of its own."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from gateway import ConfigError, ExecutionResult
 from gateway.audit import AuditLog, format_records
 from gateway.cli._audit import parse_since
-from tests.cli.command import run_command
+from tests.cli.command import Commands
 
 pytestmark = pytest.mark.anyio
 
@@ -21,9 +21,9 @@ NOW = datetime.now(UTC)
 NOON = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 
 
-async def audit_cli(*args: str, cwd: Path | None = None) -> tuple[int, str, str]:
-    """Run `python -m gateway audit ARGS`; returns (exit code, stdout, stderr)."""
-    return await run_command("audit", *args, cwd=cwd)
+async def audit_cli(commands: Commands, *args: str, cwd: Path | None = None) -> tuple[int, str, str]:
+    """Run `codemode-gateway audit ARGS`; returns (exit code, stdout, stderr)."""
+    return await commands.run("audit", *args, cwd=cwd)
 
 
 def write_history(path: Path, **options: Any) -> None:
@@ -45,14 +45,16 @@ def rows(stdout: str) -> list[list[str]]:
     return [line.split() for line in lines]
 
 
-async def test_the_log_and_its_rotated_files_print_as_one_table_oldest_first(tmp_path: Path) -> None:
+async def test_the_log_and_its_rotated_files_print_as_one_table_oldest_first(
+    tmp_path: Path, commands: Commands
+) -> None:
     log = tmp_path / "audit.jsonl"
     write_history(log, max_bytes=4096, backups=5)
     for record in range(40):  # enough to rotate a few times
         with AuditLog(log, max_bytes=4096, backups=5) as writer:
             writer.tool_call("d" * 32, "fill.pad", {"n": record, "pad": "p" * 200}, ms=1.0)
     assert (tmp_path / "audit.jsonl.1").exists()
-    code, out, err = await audit_cli("--path", str(log))
+    code, out, err = await audit_cli(commands, "--path", str(log))
     assert code == 0, err
     table = rows(out)
     assert [row[3] for row in table if row[1] == "tool_call"][-1] == "fill.pad"
@@ -61,21 +63,23 @@ async def test_the_log_and_its_rotated_files_print_as_one_table_oldest_first(tmp
     assert all(row[2] in ("aaaaaaaa", "bbbbbbbb", "cccccccc", "dddddddd") for row in table)
 
 
-async def test_since_keeps_recent_records_given_as_an_age_or_an_iso_time(tmp_path: Path) -> None:
+async def test_since_keeps_recent_records_given_as_an_age_or_an_iso_time(
+    tmp_path: Path, commands: Commands
+) -> None:
     log = tmp_path / "audit.jsonl"
     write_history(log)
-    code, out, err = await audit_cli("--path", str(log), "--since", "30m")
+    code, out, err = await audit_cli(commands, "--path", str(log), "--since", "30m")
     assert code == 0, err
     assert {row[2] for row in rows(out)} == {"cccccccc"}
     since = (NOW - timedelta(days=1)).isoformat()
-    code, out, _ = await audit_cli("--path", str(log), "--since", since)
+    code, out, _ = await audit_cli(commands, "--path", str(log), "--since", since)
     assert [row[2] for row in rows(out)] == ["bbbbbbbb"] * 3 + ["cccccccc"] * 2
 
 
-async def test_tool_keeps_only_the_tool_calls_matching_a_glob(tmp_path: Path) -> None:
+async def test_tool_keeps_only_the_tool_calls_matching_a_glob(tmp_path: Path, commands: Commands) -> None:
     log = tmp_path / "audit.jsonl"
     write_history(log)
-    code, out, err = await audit_cli("--path", str(log), "--tool", "github.*")
+    code, out, err = await audit_cli(commands, "--path", str(log), "--tool", "github.*")
     assert code == 0, err
     assert [(row[1], row[3]) for row in rows(out)] == [
         ("tool_call", "github.search_issues"),
@@ -83,10 +87,12 @@ async def test_tool_keeps_only_the_tool_calls_matching_a_glob(tmp_path: Path) ->
     ]
 
 
-async def test_json_prints_the_selected_records_as_json_lines(tmp_path: Path) -> None:
+async def test_json_prints_the_selected_records_as_json_lines(tmp_path: Path, commands: Commands) -> None:
     log = tmp_path / "audit.jsonl"
     write_history(log)
-    code, out, err = await audit_cli("--path", str(log), "--json", "--since", "3h", "--tool", "time.*")
+    code, out, err = await audit_cli(
+        commands, "--path", str(log), "--json", "--since", "3h", "--tool", "time.*"
+    )
     assert code == 0, err
     (record,) = [json.loads(line) for line in out.splitlines()]
     assert (record["kind"], record["tool"], record["execution_id"]) == (
@@ -97,7 +103,7 @@ async def test_json_prints_the_selected_records_as_json_lines(tmp_path: Path) ->
 
 
 async def test_the_config_names_the_log_relative_to_its_own_directory_without_needing_child_tokens(
-    tmp_path: Path,
+    tmp_path: Path, commands: Commands
 ) -> None:
     team = tmp_path / "team"
     (team / "logs").mkdir(parents=True)
@@ -112,44 +118,46 @@ async def test_the_config_names_the_log_relative_to_its_own_directory_without_ne
         ),
         encoding="utf-8",
     )
-    code, out, err = await audit_cli("--config", str(config), cwd=tmp_path)
+    code, out, err = await audit_cli(commands, "--config", str(config), cwd=tmp_path)
     assert code == 0, err
     assert len(rows(out)) == 7
 
 
-async def test_a_config_without_an_audit_section_exits_2(tmp_path: Path) -> None:
+async def test_a_config_without_an_audit_section_exits_2(tmp_path: Path, commands: Commands) -> None:
     config = tmp_path / "gateway.json"
     config.write_text(json.dumps({"mcpServers": {}}), encoding="utf-8")
-    code, out, err = await audit_cli("--config", str(config))
+    code, out, err = await audit_cli(commands, "--config", str(config))
     assert (code, out) == (2, "")
     assert 'no audit log configured: add an "audit" section to the config, or pass --path' in err
 
 
-async def test_an_invalid_audit_section_names_the_bad_key(tmp_path: Path) -> None:
+async def test_an_invalid_audit_section_names_the_bad_key(tmp_path: Path, commands: Commands) -> None:
     config = tmp_path / "gateway.json"
     config.write_text(json.dumps({"audit": {"backups": -1}}), encoding="utf-8")
-    code, _, err = await audit_cli("--config", str(config))
+    code, _, err = await audit_cli(commands, "--config", str(config))
     assert code == 2
     assert "backups: Input should be greater than or equal to 0" in err
     assert "Traceback" not in err
 
 
-async def test_a_missing_log_exits_1_and_a_bad_since_exits_2(tmp_path: Path) -> None:
-    code, _, err = await audit_cli("--path", str(tmp_path / "none.jsonl"))
+async def test_a_missing_log_exits_1_and_a_bad_since_exits_2(tmp_path: Path, commands: Commands) -> None:
+    code, _, err = await audit_cli(commands, "--path", str(tmp_path / "none.jsonl"))
     assert code == 1
     assert "no audit log at" in err
     write_history(tmp_path / "audit.jsonl")
-    code, _, err = await audit_cli("--path", str(tmp_path / "audit.jsonl"), "--since", "last tuesday")
+    code, _, err = await audit_cli(
+        commands, "--path", str(tmp_path / "audit.jsonl"), "--since", "last tuesday"
+    )
     assert code == 2
     assert "--since 'last tuesday'" in err
 
 
-async def test_unreadable_lines_are_skipped_and_counted(tmp_path: Path) -> None:
+async def test_unreadable_lines_are_skipped_and_counted(tmp_path: Path, commands: Commands) -> None:
     log = tmp_path / "audit.jsonl"
     write_history(log)
     with log.open("ab") as torn:
         torn.write(b'{"kind":"tool_c')
-    code, out, err = await audit_cli("--path", str(log))
+    code, out, err = await audit_cli(commands, "--path", str(log))
     assert code == 0
     assert len(rows(out)) == 7
     assert "skipped 1 unreadable line(s)" in err

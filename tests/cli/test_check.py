@@ -1,4 +1,4 @@
-"""`codemode-gateway check` and `schema`, run as the real command in a subprocess."""
+"""`codemode-gateway check` and `schema`, run as the real command in a process of its own."""
 
 from __future__ import annotations
 
@@ -12,15 +12,12 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.cli.command import run_command
-from tests.real_servers import REPO, TINY_SERVER, npm_entry_point
+from tests.cli.command import Commands, run_command
+from tests.real_servers import REPO, npm_entry_point
 
 TOKEN = "ghp_Zq8vN3kLp0Xw7Rt2Yb5Hc9Jd4Mf6Gs1Ae"
 
 pytestmark = pytest.mark.anyio
-
-
-gateway = run_command
 
 
 def write_config(tmp_path: Path, servers: dict[str, Any]) -> str:
@@ -64,23 +61,22 @@ def team_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-async def team_check(team_repo: Path) -> Run:
-    """One `check` of a config whose children all connect: time and git (serving the repository that
-    holds the config, the lockfile's place and the audit log), and tiny with a literal secret in its env."""
+async def team_check(team_repo: Path, commands: Commands) -> Run:
+    """One `check` of a config whose children all connect: time, and git (serving the repository that
+    holds the config, the lockfile's place and the audit log) with a literal secret in its env."""
     config = team_repo / ".mcp.json"
     servers = {
         "time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]},
-        "git": {"command": sys.executable, "args": ["-m", "mcp_server_git", "--repository", str(team_repo)]},
-        "tiny": {
+        "git": {
             "command": sys.executable,
-            "args": [str(TINY_SERVER)],
+            "args": ["-m", "mcp_server_git", "--repository", str(team_repo)],
             "env": {"GITHUB_TOKEN": TOKEN, "OK": "${CODEMODE_TEST_REGION}"},
         },
     }
     config.write_text(
         json.dumps({"mcpServers": servers, "audit": {"path": "logs/audit.jsonl"}}), encoding="utf-8"
     )
-    return await gateway("check", "--config", str(config), env={"CODEMODE_TEST_REGION": "eu-west-1"})
+    return await commands.run("check", "--config", str(config), env={"CODEMODE_TEST_REGION": "eu-west-1"})
 
 
 async def test_check_prints_a_row_per_child_and_exits_0_when_all_connect(team_check: Run) -> None:
@@ -94,14 +90,14 @@ async def test_check_prints_a_row_per_child_and_exits_0_when_all_connect(team_ch
 
 
 @pytest.fixture(scope="module")
-async def failing_check(tmp_path_factory: pytest.TempPathFactory) -> Run:
+async def failing_check(tmp_path_factory: pytest.TempPathFactory, commands: Commands) -> Run:
     """One `check` of a config, named by $CODEMODE_CONFIG, where everything connects and broken cannot
     start."""
     config = write_config(
         tmp_path_factory.mktemp("failing"),
         {"everything": everything(), "broken": {"command": "/nonexistent/codemode-server"}},
     )
-    return await gateway("check", env={"CODEMODE_CONFIG": config})
+    return await commands.run("check", env={"CODEMODE_CONFIG": config})
 
 
 async def test_check_exits_1_and_shows_the_error_of_a_child_that_failed(failing_check: Run) -> None:
@@ -115,7 +111,9 @@ async def test_check_exits_1_and_shows_the_error_of_a_child_that_failed(failing_
     assert all(json.loads(line)["logger"].startswith("gateway") for line in err.splitlines())
 
 
-async def test_check_exits_2_naming_every_bad_key_without_a_traceback(tmp_path: Path) -> None:
+async def test_check_exits_2_naming_every_bad_key_without_a_traceback(
+    tmp_path: Path, commands: Commands
+) -> None:
     config = write_config(
         tmp_path,
         {
@@ -126,7 +124,7 @@ async def test_check_exits_2_naming_every_bad_key_without_a_traceback(tmp_path: 
             }
         },
     )
-    code, out, err = await gateway("check", "--config", config)
+    code, out, err = await commands.run("check", "--config", config)
     assert (code, out) == (2, "")
     assert "mcpServers.github.args[2]: Input should be a valid string" in err
     assert "mcpServers.github.env.GITHUB_TOKEN: ${CODEMODE_TEST_UNSET} is not set" in err
@@ -139,18 +137,20 @@ async def test_check_reads_the_config_named_by_the_environment(failing_check: Ru
     assert list(table(out)) == ["everything", "broken"]
 
 
-async def test_schema_prints_exactly_the_shipped_schema_file() -> None:
-    code, out, err = await gateway("schema")
+async def test_schema_prints_exactly_the_shipped_schema_file(commands: Commands) -> None:
+    code, out, err = await commands.run("schema")
     assert code == 0, err
     assert out == (REPO / "codemode-gateway.schema.json").read_text(encoding="utf-8")
     assert json.loads(out)["title"] == "codemode-gateway config"
 
 
-async def test_check_fails_on_a_policy_rule_that_matches_no_tool_of_its_server(tmp_path: Path) -> None:
+async def test_check_fails_on_a_policy_rule_that_matches_no_tool_of_its_server(
+    tmp_path: Path, commands: Commands
+) -> None:
     config = {"mcpServers": {"everything": everything()}, "policy": {"deny": ["everything.ech"]}}
     path = tmp_path / "gateway.json"
     path.write_text(json.dumps(config), encoding="utf-8")
-    code, stdout, stderr = await gateway("check", "--config", str(path))
+    code, stdout, stderr = await commands.run("check", "--config", str(path))
     assert code == 1
     assert table(stdout)["everything"][2] == "ready"
     assert (
@@ -163,10 +163,10 @@ async def test_check_prints_a_warning_line_per_literal_secret(team_check: Run) -
     code, out, err = team_check
     assert code == 0, err
     assert (
-        "warning: mcpServers.tiny.env.GITHUB_TOKEN looks like a literal secret; use ${GITHUB_TOKEN}"
+        "warning: mcpServers.git.env.GITHUB_TOKEN looks like a literal secret; use ${GITHUB_TOKEN}"
         in err.splitlines()
     )
-    assert table(out)["tiny"][:3] == ["tiny", "stdio", "ready"]
+    assert table(out)["git"][:3] == ["git", "stdio", "ready"]  # a warning, not a refusal
 
 
 async def test_semantic_search_required_without_its_extra_is_a_config_error_naming_the_extra(
@@ -180,6 +180,7 @@ async def test_semantic_search_required_without_its_extra_is_a_config_error_nami
     )
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"mcpServers": {}, "search": {"semantic": "on"}}))
+    # A fresh interpreter, whose site hook runs before anything is imported.
     code, _, err = await run_command("check", "--config", str(config), env={"PYTHONPATH": str(site)})
     assert code == 2
     assert "search.semantic is 'on' but the semantic extra is not installed" in err

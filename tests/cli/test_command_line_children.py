@@ -16,7 +16,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.server.mcpserver import MCPServer
 
-from tests.cli.command import WAIT, run_command
+from tests.cli.command import WAIT, Commands
 from tests.e2e.gateway_process import environment, execute, search_docs
 from tests.real_servers import TINY_SERVER, npm_entry_point, serve_asgi_app
 
@@ -42,8 +42,8 @@ def anyio_backend() -> str:
 
 @dataclass
 class Checked:
-    """`check` with children given only on the command line: tiny over stdio, and remote over HTTP
-    with a header naming a variable."""
+    """`check` with children given only on the command line: everything over stdio (any child that
+    connects will do), and remote over HTTP with a header naming a variable."""
 
     code: int
     out: str
@@ -52,29 +52,31 @@ class Checked:
 
 
 @pytest.fixture(scope="module")
-async def checked() -> Checked:
+async def checked(commands: Commands) -> Checked:
     build: Callable[[], MCPServer] = runpy.run_path(str(TINY_SERVER))["build"]
     async with serve_asgi_app(build().streamable_http_app()) as (port, seen):
         url = f"http://127.0.0.1:{port}/mcp"
         header = "Authorization: Bearer ${CHILD_TOKEN}"
         env = {"CHILD_TOKEN": "tok-123"}
         remote = ["remote", "--transport", "http", url, "-H", header]
-        code, out, err = await run_command("check", "--", *TINY, "--", *remote, env=env)
+        code, out, err = await commands.run("check", "--", *everything(), "--", *remote, env=env)
     return Checked(code, out, err, seen)
 
 
 async def test_check_connects_to_children_given_only_on_the_command_line(checked: Checked) -> None:
     assert checked.code == 0, checked.err
-    assert "children from the command line: tiny, remote" in checked.out
-    assert any(line.split()[:3] == ["tiny", "stdio", "ready"] for line in checked.out.splitlines())
+    assert "children from the command line: everything, remote" in checked.out
+    assert any(line.split()[:3] == ["everything", "stdio", "ready"] for line in checked.out.splitlines())
 
 
-async def test_the_command_line_replaces_the_config_files_entry_of_the_same_name(tmp_path: Path) -> None:
+async def test_the_command_line_replaces_the_config_files_entry_of_the_same_name(
+    tmp_path: Path, commands: Commands
+) -> None:
     config = tmp_path / "team.json"
     config.write_text(
         json.dumps({"mcpServers": {"everything": {"command": "/nonexistent/server"}}}), encoding="utf-8"
     )
-    code, out, err = await run_command("check", "--config", str(config), "--", *everything())
+    code, out, err = await commands.run("check", "--config", str(config), "--", *everything())
     assert code == 0, err  # the file's broken entry was replaced, so every child connected
     assert "(replacing the config file's everything)" in out
 
@@ -85,9 +87,9 @@ async def test_an_http_child_gets_its_headers_with_variables_expanded(checked: C
     assert {request.get("authorization") for request in checked.seen} == {"Bearer tok-123"}
 
 
-async def test_exec_runs_a_snippet_against_children_given_on_the_command_line() -> None:
+async def test_exec_runs_a_snippet_against_children_given_on_the_command_line(commands: Commands) -> None:
     snippet = "print(tools.everything.echo(message='hi'))"
-    code, out, err = await run_command("exec", "-c", snippet, "--", *everything())
+    code, out, err = await commands.run("exec", "-c", snippet, "--", *everything())
     assert code == 0, err
     assert "Echo: hi" in out
 
@@ -105,14 +107,14 @@ async def test_serve_answers_search_docs_and_execute_code_over_command_line_chil
     assert "over stdio" in json.dumps(result)
 
 
-async def test_a_malformed_child_is_a_usage_error_naming_what_to_write() -> None:
+async def test_a_malformed_child_is_a_usage_error_naming_what_to_write(commands: Commands) -> None:
     with anyio.fail_after(WAIT):
-        code, _, err = await run_command("check", "--", "tiny")
+        code, _, err = await commands.run("check", "--", "tiny")
     assert code == 2
     assert "child 'tiny' has no command" in err
 
 
-async def test_a_command_that_takes_no_children_says_which_do() -> None:
-    code, _, err = await run_command("schema", "--", *TINY)
+async def test_a_command_that_takes_no_children_says_which_do(commands: Commands) -> None:
+    code, _, err = await commands.run("schema", "--", *TINY)
     assert code == 2
     assert "taken by serve, check, exec" in err

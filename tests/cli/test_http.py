@@ -10,27 +10,29 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.command import run_command
-from tests.e2e.gateway_process import TINY
+from tests.cli.command import Commands
+from tests.e2e.gateway_process import EVERYTHING
 
 pytestmark = pytest.mark.anyio
 
 
-async def test_serve_refuses_a_non_loopback_host_from_the_command_line_before_starting() -> None:
-    code, _, stderr = await run_command("serve", "--http", "--host", "0.0.0.0")
+async def test_serve_refuses_a_non_loopback_host_from_the_command_line_before_starting(
+    commands: Commands,
+) -> None:
+    code, _, stderr = await commands.run("serve", "--http", "--host", "0.0.0.0")
     assert code == 2
     assert "serve --host 0.0.0.0: host 0.0.0.0 is not a loopback address" in stderr
     assert "the config has no `auth` section" in stderr
 
 
-async def test_host_and_port_without_http_are_a_usage_error() -> None:
-    code, _, stderr = await run_command("serve", "--port", "9000")
+async def test_host_and_port_without_http_are_a_usage_error(commands: Commands) -> None:
+    code, _, stderr = await commands.run("serve", "--port", "9000")
     assert code == 2
     assert "--host and --port go with --http" in stderr
 
 
-async def test_stdio_and_http_cannot_both_be_asked_for() -> None:
-    code, _, stderr = await run_command("serve", "--http", "--stdio")
+async def test_stdio_and_http_cannot_both_be_asked_for(commands: Commands) -> None:
+    code, _, stderr = await commands.run("serve", "--http", "--stdio")
     assert code == 2
     assert "not allowed with argument" in stderr
 
@@ -73,7 +75,7 @@ def modules_imported_by(*argv: str) -> list[str]:
 
 def test_serving_stdio_imports_neither_the_escape_suite_nor_redis_nor_the_tracing_sdk(tmp_path: Path) -> None:
     config = tmp_path / "gateway.json"
-    config.write_text(json.dumps({"mcpServers": {"tiny": TINY}}))
+    config.write_text(json.dumps({"mcpServers": {"everything": EVERYTHING}}))  # any child will do
     assert modules_imported_by("serve", "--config", str(config)) == []
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from gateway.catalog.lockfile import lock_path
-from tests.cli.command import run_command
+from tests.cli.command import Commands
 from tests.real_servers import CATALOG_SERVER, TINY_SERVER
 
 pytestmark = pytest.mark.anyio
@@ -77,7 +77,7 @@ class Team:
 
 
 @pytest.fixture(scope="module")
-async def team(tmp_path_factory: pytest.TempPathFactory) -> Team:
+async def team(tmp_path_factory: pytest.TempPathFactory, commands: Commands) -> Team:
     directory = tmp_path_factory.mktemp("team")
     # The tiny server writes TINY_TOOL_NOTE into a tool's description and schema default.
     tiny = {"command": sys.executable, "args": [str(TINY_SERVER)], "env": {"TINY_TOOL_NOTE": "${LOOKUP_KEY}"}}
@@ -90,10 +90,10 @@ async def team(tmp_path_factory: pytest.TempPathFactory) -> Team:
     lock_path(config).write_text(
         '{"version": 1, "servers": {"web": {"fetch": "<<<<<<< HEAD"}}}', encoding="utf-8"
     )
-    malformed = await run_command("check", "--config", str(config), env={"LOOKUP_KEY": SECRET_A})
-    locked = await run_command("lock", "--config", str(config), env={"LOOKUP_KEY": SECRET_A})
+    malformed = await commands.run("check", "--config", str(config), env={"LOOKUP_KEY": SECRET_A})
+    locked = await commands.run("lock", "--config", str(config), env={"LOOKUP_KEY": SECRET_A})
     lockfile = json.loads(lock_path(config).read_text(encoding="utf-8")) if locked[0] == 0 else {}
-    checked = await run_command("check", "--config", str(config), env={"LOOKUP_KEY": SECRET_B})
+    checked = await commands.run("check", "--config", str(config), env={"LOOKUP_KEY": SECRET_B})
     return Team(config, malformed, locked, lockfile, checked)
 
 
@@ -124,7 +124,9 @@ def _team_lock(team: Team, config: Path, *servers: str) -> dict[str, Any]:
     return locked
 
 
-async def test_check_shows_each_kind_of_drift_exits_1_and_lock_accepts_it(team: Team, tmp_path: Path) -> None:
+async def test_check_shows_each_kind_of_drift_exits_1_and_lock_accepts_it(
+    team: Team, tmp_path: Path, commands: Commands
+) -> None:
     spec = tmp_path / "web.json"
     config = _config(tmp_path, {"web": _child(spec, REVIEWED)})
     _team_lock(team, config, "web")  # as `lock` wrote it for REVIEWED
@@ -143,7 +145,7 @@ async def test_check_shows_each_kind_of_drift_exits_1_and_lock_accepts_it(team: 
             _tool("exfiltrate"),
         ],
     )
-    code, out, err = await run_command("check", "--config", str(config))
+    code, out, err = await commands.run("check", "--config", str(config))
     assert code == 1, err
     assert f"\nlockfile {lock_path(config)}: 6 tools differ from it\n" in out
     assert _drift_rows(out) == [
@@ -169,16 +171,16 @@ async def test_check_shows_each_kind_of_drift_exits_1_and_lock_accepts_it(team: 
         f"error: 5 tools quarantined (not listed, calls refused), 1 missing; review the changes, then "
         f"`codemode-gateway lock --config {config}` accepts them" in err
     )
-    code, out, err = await run_command("lock", "--config", str(config))
+    code, out, err = await commands.run("lock", "--config", str(config))
     assert code == 0, err
     assert out.startswith("changes since the last lock (6):\nserver  tool")
     assert "locked 7 tools of 1 server" in out
-    code, out, err = await run_command("check", "--config", str(config))
+    code, out, err = await commands.run("check", "--config", str(config))
     assert code == 0, err
 
 
 async def test_a_lockfile_moving_a_tool_to_another_server_or_with_a_forged_digest_is_drift(
-    team: Team, tmp_path: Path
+    team: Team, tmp_path: Path, commands: Commands
 ) -> None:
     config = _config(
         tmp_path,
@@ -191,7 +193,7 @@ async def test_a_lockfile_moving_a_tool_to_another_server_or_with_a_forged_diges
     locked["servers"]["mail"]["fetch"] = locked["servers"]["web"].pop("fetch")  # fetch vetted as mail's
     locked["servers"]["web"]["search"]["description"] = "0" * 64
     lock_path(config).write_text(json.dumps(locked), encoding="utf-8")
-    code, out, err = await run_command("check", "--config", str(config))
+    code, out, err = await commands.run("check", "--config", str(config))
     assert code == 1, err
     assert _drift_rows(out) == [
         ["mail", "fetch", "missing"],
@@ -201,13 +203,13 @@ async def test_a_lockfile_moving_a_tool_to_another_server_or_with_a_forged_diges
 
 
 async def test_lock_refuses_while_a_child_fails_to_list_and_leaves_the_lockfile_as_it_was(
-    tmp_path: Path, npm_server: Callable[[str], dict[str, Any]]
+    tmp_path: Path, npm_server: Callable[[str], dict[str, Any]], commands: Commands
 ) -> None:
     # The child that lists is any child: a Node one starts for a fraction of a Python one's CPU.
     everything = npm_server("@modelcontextprotocol/server-everything")
     config = _config(tmp_path, {"web": everything, "broken": {"command": "/nonexistent/codemode-server"}})
     lock_path(config).write_text('{"version": 1, "servers": {}}\n', encoding="utf-8")
-    code, out, err = await run_command("lock", "--config", str(config))
+    code, out, err = await commands.run("lock", "--config", str(config))
     assert code == 1
     assert "broken" in out  # the status table says how each child fared
     assert (
@@ -238,8 +240,8 @@ async def test_a_malformed_lockfile_is_a_config_error_and_lock_writes_a_sound_on
     assert team.checked[0] == 0
 
 
-async def test_lock_needs_a_config_file_to_write_beside(tmp_path: Path) -> None:
-    code, out, err = await run_command("lock", cwd=tmp_path)
+async def test_lock_needs_a_config_file_to_write_beside(tmp_path: Path, commands: Commands) -> None:
+    code, out, err = await commands.run("lock", cwd=tmp_path)
     assert code == 2
     assert err == (
         "codemode-gateway: lock needs a config file (--config FILE or $CODEMODE_CONFIG): "

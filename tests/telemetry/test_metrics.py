@@ -116,9 +116,13 @@ async def test_resource_reads_are_measured_as_tool_calls_by_server_and_outcome()
     assert value(metrics, seconds, server="res", outcome="denied") == 1
 
 
-async def test_approvals_are_counted_by_outcome_on_both_protocol_eras() -> None:
-    config = {"mcpServers": {"trace": TRACE}, "policy": {"approve": ["trace.trace_context"]}}
-    code = "tools.trace.trace_context()['transport']"
+async def test_approvals_are_counted_by_outcome_on_both_protocol_eras(
+    npm_server: Callable[[str], dict[str, Any]],
+) -> None:
+    # Any child whose tool an approval can guard will do: a Node one starts for less CPU than a Python one.
+    everything = npm_server("@modelcontextprotocol/server-everything")
+    config = {"mcpServers": {"everything": everything}, "policy": {"approve": ["everything.echo"]}}
+    code = "tools.everything.echo(message='approved')"
 
     def answering(outcome: ApprovalOutcome) -> Any:
         async def approver(tool: str, arguments: dict[str, Any]) -> ApprovalOutcome:
@@ -135,11 +139,11 @@ async def test_approvals_are_counted_by_outcome_on_both_protocol_eras() -> None:
             assert isinstance(paused, ApprovalNeeded)
             resumed = await gateway.execute_code(code, None, InRounds(Resume(paused.state, "approved")))
             reused = await gateway.execute_code(code, None, InRounds(Resume(paused.state, "approved")))
-    assert approved.value == "stdio"
+    assert approved.value == "Echo: approved"
     assert declined.error is not None
     assert unasked.error is not None
     assert not isinstance(resumed, ApprovalNeeded)
-    assert resumed.value == "stdio"
+    assert resumed.value == "Echo: approved"
     assert not isinstance(reused, ApprovalNeeded)
     assert reused.error is not None
     metrics = gateway.telemetry.metrics

@@ -63,16 +63,41 @@ def traceparent_of(span: ReadableSpan) -> str:
     return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
 
 
-async def test_an_execution_has_one_span_and_each_tool_call_a_child_span_of_it(tmp_path: Path) -> None:
+Traced = tuple[Gateway, InMemorySpanExporter, Path]  # the gateway, its spans, its audit log
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """Module-wide, so that one traced gateway serves the tests that need no config of their own."""
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+async def shared(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Traced]:
+    """A traced gateway of the trace and resource servers, denying trace.fail."""
+    directory = tmp_path_factory.mktemp("traced")
+    config = {"mcpServers": {"trace": TRACE, "res": RESOURCES}, "policy": {"deny": ["trace.fail"]}}
+    async with traced_gateway(config, directory) as (gateway, exporter):
+        yield gateway, exporter, directory / "audit.jsonl"
+
+
+@pytest.fixture
+def traced(shared: Traced) -> Traced:
+    """The shared traced gateway, its exporter emptied of the spans earlier tests left."""
+    shared[1].clear()
+    return shared
+
+
+async def test_an_execution_has_one_span_and_each_tool_call_a_child_span_of_it(traced: Traced) -> None:
     snippet = (
         "import asyncio\n"
         "first = tools.trace.trace_context()\n"
         "both = await asyncio.gather(tools.trace.trace_context(), tools.trace.trace_context())\n"
         "len(both)"
     )
-    async with traced_gateway({"mcpServers": {"trace": TRACE}}, tmp_path) as (gateway, exporter):
-        with anyio.fail_after(WAIT):
-            result = await gateway.execute_code(snippet)
+    gateway, exporter, audit = traced
+    with anyio.fail_after(WAIT):
+        result = await gateway.execute_code(snippet)
     assert result.ok, result.error
     spans = exporter.get_finished_spans()
     [execution] = named(spans, "execute_tool execute_code")
@@ -98,8 +123,8 @@ async def test_an_execution_has_one_span_and_each_tool_call_a_child_span_of_it(t
             "codemode.outcome": "ok",
         }
         assert call.status.status_code is StatusCode.UNSET
-    [record] = [r for r in read_audit(tmp_path / "audit.jsonl").records if r["kind"] == "execution"]
-    assert execution_id == record["execution_id"]
+    executions = [r["execution_id"] for r in read_audit(audit).records if r["kind"] == "execution"]
+    assert executions.count(execution_id) == 1
     assert execution.attributes["gen_ai.operation.name"] == "execute_tool"
     assert execution.attributes["gen_ai.tool.name"] == "execute_code"
     assert execution.attributes["codemode.outcome"] == "ok"
@@ -108,12 +133,12 @@ async def test_an_execution_has_one_span_and_each_tool_call_a_child_span_of_it(t
 
 
 async def test_a_resource_list_and_read_each_get_a_span_under_the_execution_like_a_tool_call(
-    tmp_path: Path,
+    traced: Traced,
 ) -> None:
     snippet = "listed = resources.res.list()\nresources.res.read('note://readme')"
-    async with traced_gateway({"mcpServers": {"res": RESOURCES}}, tmp_path) as (gateway, exporter):
-        with anyio.fail_after(WAIT):
-            result = await gateway.execute_code(snippet)
+    gateway, exporter, _ = traced
+    with anyio.fail_after(WAIT):
+        result = await gateway.execute_code(snippet)
     assert result.ok, result.error
     spans = exporter.get_finished_spans()
     [execution] = named(spans, "execute_tool execute_code")
@@ -132,15 +157,14 @@ async def test_a_resource_list_and_read_each_get_a_span_under_the_execution_like
 
 
 async def test_a_refused_call_and_a_failed_run_end_their_spans_as_errors_naming_only_the_class(
-    tmp_path: Path,
+    traced: Traced,
 ) -> None:
-    config = {"mcpServers": {"trace": TRACE}, "policy": {"deny": ["trace.fail"]}}
     snippet = (
         "try:\n    tools.trace.fail()\nexcept ToolError:\n    pass\ngetattr(tools.trace, 'made' + '_up')()\n"
     )
-    async with traced_gateway(config, tmp_path) as (gateway, exporter):
-        with anyio.fail_after(WAIT):
-            result = await gateway.execute_code(snippet)
+    gateway, exporter, _ = traced  # its policy denies trace.fail
+    with anyio.fail_after(WAIT):
+        result = await gateway.execute_code(snippet)
     assert result.error is not None
     spans = exporter.get_finished_spans()
     [denied] = named(spans, "execute_tool trace.fail")
