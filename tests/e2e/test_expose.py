@@ -27,7 +27,7 @@ from typing import Any
 import anyio
 import pytest
 from anyio.streams.memory import MemoryObjectReceiveStream
-from mcp import Client, StdioServerParameters, types
+from mcp import Client, types
 from mcp.client.client import ConnectMode
 from mcp.client.session import IncomingMessage
 
@@ -43,6 +43,7 @@ from tests.e2e.gateway_process import (
 )
 from tests.real_servers import FAULT_SERVER, SCREEN_SERVER
 from tests.servers.screen_server import SCREENSHOT
+from tests.servers.screen_server import build as build_screen
 
 pytestmark = pytest.mark.anyio
 
@@ -190,9 +191,9 @@ async def call(client: Client, name: str, arguments: dict[str, Any] | None = Non
 
 @pytest.fixture(scope="module")
 async def the_childs_own_tools() -> dict[str, types.Tool]:
-    """The screen server's tools as it lists them to a client of its own."""
-    params = StdioServerParameters(command=sys.executable, args=[str(SCREEN_SERVER)], env=environment())
-    async with Client(params, mode="legacy", read_timeout_seconds=WAIT) as client:
+    """The screen server's tools as it lists them to a client of its own (in-process: what it lists
+    does not depend on the transport, and a process of its own would cost a Python start-up)."""
+    async with Client(build_screen(), mode="legacy", read_timeout_seconds=WAIT) as client:
         return await listed(client)
 
 
