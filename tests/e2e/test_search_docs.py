@@ -1,6 +1,8 @@
 """What the model reads from search_docs and help(), in the real gateway process over real children:
 honest return types, the shapes of results it has seen, a child's own instructions, and no stamp.
 
+Also search_docs under hostile queries: refused past the cap.
+
 One gateway serves the module: git and time (PyPI), the reference `everything` server (npm), the
 tiny test server (whose `plain_echo` hands back any JSON the snippet gives it, as text the gateway
 parses, declaring no output schema), and the catalog server, whose one tool only the test of a
@@ -10,6 +12,8 @@ changing schema calls and changes.
 from __future__ import annotations
 
 import json
+import random
+import string
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -20,6 +24,7 @@ import pytest
 from mcp import ClientSession
 
 from gateway.catalog._semantic import semantic_installed
+from gateway.catalog.config import DEFAULT_MAX_QUERY_CHARS
 from tests.e2e.gateway_http import http_client, http_gateway
 from tests.e2e.gateway_process import (
     EVERYTHING,
@@ -279,3 +284,26 @@ async def test_a_search_answers_with_the_children_ready_and_names_those_still_st
     assert found.split("\n")[-1] == (
         'Still starting: slow; search again in a moment, or with server="slow" to wait for it.'
     )
+
+
+def _random_words(count: int, length: int) -> str:
+    rng = random.Random(3)
+    return " ".join("".join(rng.choice(string.ascii_lowercase) for _ in range(length)) for _ in range(count))
+
+
+async def test_a_query_past_the_cap_is_refused_naming_the_limit_and_the_gateway_serves_on(
+    client: ClientSession,
+) -> None:
+    with anyio.fail_after(WAIT):
+        refused = await client.call_tool("search_docs", {"query": _random_words(12, 10_000)})
+        at_cap = await client.call_tool("search_docs", {"query": _random_words(12, 82)})
+        found = await search_docs(client, "echo")
+    ran = await execute(client, "1 + 1")
+    assert refused.is_error
+    assert f"over search.max_query_chars ({DEFAULT_MAX_QUERY_CHARS:,})" in text(refused)
+    assert len(text(refused)) < 300  # the query is not echoed back
+    assert not at_cap.is_error
+    assert "max_query_chars" not in text(at_cap)  # answered by search (lexical or by meaning), not refused
+    assert "everything.echo" in found
+    assert ran["ok"]
+    assert ran["value"] == 2
