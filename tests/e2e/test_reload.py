@@ -231,6 +231,7 @@ async def test_the_cli_tightens_policy_mid_session_and_a_run_in_flight_finishes_
     async def run_held() -> None:
         results.append(await execute(shared, held))
 
+    code, out, err = -1, "", ""
     allowed = await execute(shared, f"tools.ledger.append(entry='{tag} before')")
     async with anyio.create_task_group() as group:
         group.start_soon(run_held)
@@ -362,6 +363,7 @@ async def test_new_sandbox_limits_apply_to_new_executions_while_one_in_flight_ke
     async def run_held() -> None:
         results.append(await execute(shared, held))
 
+    record: dict[str, Any] = {}
     async with anyio.create_task_group() as group:
         group.start_soon(run_held)
         await until_exists(tmp_path / "release.waiting")
