@@ -7,7 +7,9 @@ handshake era, where the gateway asks inline.
 
 One gateway per era serves the module's tests that need no config of their own (they share one
 ledger and one audit log): each test tags its ledger entries and its snippets with a token of its own
-and reads only the entries and the audit records that carry it.
+and reads only the entries and the audit records that carry it. A second gateway per era, over the
+same config, is of a client that cannot be asked (no elicitation); the 2026-07-28 one has another
+approval key, so it also serves the test of a state sent to a gateway that did not seal it.
 """
 
 from __future__ import annotations
@@ -116,6 +118,27 @@ async def legacy_client(shared: Shared) -> AsyncIterator[Client]:
         yield client
 
 
+@pytest.fixture(scope="module")
+async def headless_auto(shared: Shared) -> AsyncIterator[Client]:
+    """A client that cannot be asked, on a gateway whose approval key is not the module's."""
+    other = environment({KEY_VAR: secrets.token_hex(32)})
+    async with sdk_client(shared.config, "auto", env=other) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+async def headless_legacy(shared: Shared) -> AsyncIterator[Client]:
+    """A client that cannot be asked, on the handshake era."""
+    async with sdk_client(shared.config, "legacy", env=shared.env) as client:
+        yield client
+
+
+@pytest.fixture
+def headless_eras(headless_auto: Client, headless_legacy: Client) -> dict[str, Client]:
+    """The headless client of each era, by its mode."""
+    return {"auto": headless_auto, "legacy": headless_legacy}
+
+
 @pytest.fixture
 def user(shared: Shared) -> User:
     """The user at the shared clients, accepting with no form content until the test says otherwise."""
@@ -216,12 +239,10 @@ async def test_a_refused_call_is_a_catchable_tool_error_and_the_run_goes_on(
 
 @ERAS
 async def test_a_client_that_cannot_ask_gets_a_refusal_that_says_what_to_do(
-    shared: Shared, tag: str, mode: ConnectMode
+    headless_eras: dict[str, Client], shared: Shared, tag: str, mode: ConnectMode
 ) -> None:
     code = f"tools.ledger.append(entry='{tag} unasked')"
-    # No elicitation: a headless client, so a gateway of its own.
-    async with sdk_client(shared.config, mode, env=shared.env) as client:
-        result = await execute(client, code)
+    result = await execute(headless_eras[mode], code)
     assert result.is_error
     message = text(result)
     assert "cannot ask the user" in message
@@ -353,13 +374,12 @@ async def test_a_run_paused_in_one_gateway_resumes_in_another_sharing_the_key(
 
 
 async def test_a_gateway_with_another_key_refuses_the_state(
-    auto_client: Client, shared: Shared, user: User, tag: str
+    auto_client: Client, headless_auto: Client, shared: Shared, user: User, tag: str
 ) -> None:
     paused = await first_round(auto_client, one_append(tag))
-    other = environment({KEY_VAR: secrets.token_hex(32)})
-    async with sdk_client(shared.config, env=other, elicitation=User()) as second:
-        with pytest.raises(MCPError, match="Invalid or expired requestState"):
-            await retry(second, one_append(tag), paused.request_state, APPROVE)
+    # The retry carries the user's answer itself: the other gateway need not ask anyone.
+    with pytest.raises(MCPError, match="Invalid or expired requestState"):
+        await retry(headless_auto, one_append(tag), paused.request_state, APPROVE)
     assert entries(shared.directory, tag) == []
 
 

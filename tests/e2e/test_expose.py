@@ -1,4 +1,5 @@
-"""Pass-through tools (`expose`), end to end on both protocol eras.
+"""Pass-through tools (`expose`), end to end on both protocol eras; and a child's screenshot shown by a
+snippet, which reaches the client as an image block just as an exposed tool's does.
 
 The real gateway process, real child processes (`tests/servers/screen_server.py` answers an image,
 the ledger counts side effects, the fault server changes its tools at run time) and the SDK's own
@@ -27,7 +28,7 @@ from typing import Any
 import anyio
 import pytest
 from anyio.streams.memory import MemoryObjectReceiveStream
-from mcp import Client, StdioServerParameters, types
+from mcp import Client, types
 from mcp.client.client import ConnectMode
 from mcp.client.session import IncomingMessage
 
@@ -35,6 +36,7 @@ from tests.e2e.gateway_process import (
     WAIT,
     cli,
     environment,
+    full_record,
     ledger_entries,
     ledger_server,
     sdk_client,
@@ -43,6 +45,7 @@ from tests.e2e.gateway_process import (
 )
 from tests.real_servers import FAULT_SERVER, SCREEN_SERVER
 from tests.servers.screen_server import SCREENSHOT
+from tests.servers.screen_server import build as build_screen
 
 pytestmark = pytest.mark.anyio
 
@@ -190,9 +193,9 @@ async def call(client: Client, name: str, arguments: dict[str, Any] | None = Non
 
 @pytest.fixture(scope="module")
 async def the_childs_own_tools() -> dict[str, types.Tool]:
-    """The screen server's tools as it lists them to a client of its own."""
-    params = StdioServerParameters(command=sys.executable, args=[str(SCREEN_SERVER)], env=environment())
-    async with Client(params, mode="legacy", read_timeout_seconds=WAIT) as client:
+    """The screen server's tools as it lists them to a client of its own (in-process: what it lists
+    does not depend on the transport, and a process of its own would cost a Python start-up)."""
+    async with Client(build_screen(), mode="legacy", read_timeout_seconds=WAIT) as client:
         return await listed(client)
 
 
@@ -258,6 +261,34 @@ async def test_a_secret_in_an_exposed_tools_result_is_redacted_and_a_child_error
     assert "broken" in text(broken)
     assert shared.token not in (shared.directory / "audit.jsonl").read_text(encoding="utf-8")
     assert [r["tool"] for r in new_calls()] == ["screen.status", "screen.broken"]
+
+
+@ERAS
+async def test_a_screenshot_shown_by_a_snippet_arrives_as_an_image_block(
+    eras: dict[str, Client], mode: ConnectMode
+) -> None:
+    code = (
+        "shot, caption = tools.screen.screenshot(label='home')\n"
+        "show(shot)\n"
+        "Blob('a,b\\n1,2\\n', mime_type='text/csv')"
+    )
+    with anyio.fail_after(WAIT):
+        result = await eras[mode].call_tool("execute_code", {"code": code})
+        detailed = await eras[mode].call_tool("execute_code", {"code": code, "details": True})
+    assert not result.is_error, result.content
+    printed, image, table = result.content
+    assert isinstance(printed, types.TextContent)
+    assert isinstance(image, types.ImageContent)
+    assert image.mime_type == "image/png"
+    assert base64.b64decode(image.data) == SCREENSHOT
+    assert isinstance(table, types.EmbeddedResource)
+    assert isinstance(table.resource, types.BlobResourceContents)
+    assert base64.b64decode(table.resource.blob) == b"a,b\n1,2\n"
+    assert result.structured_content is None
+    assert "iVBOR" not in printed.text  # the PNG's base64 is the image block alone, not text too
+    shown = full_record(detailed)["shown"]
+    assert [item["kind"] for item in shown] == ["image", "resource"]
+    assert all("data" not in item for item in shown)  # no base64 in the full record either
 
 
 async def test_the_policy_decides_what_is_exposed_and_refuses_calls_with_the_pipelines_message(

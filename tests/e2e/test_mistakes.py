@@ -92,9 +92,9 @@ async def team_client(team_directory: Checked) -> AsyncIterator[ClientSession]:
 
 @pytest.fixture(scope="module")
 async def broken_entries(tmp_path_factory: pytest.TempPathFactory) -> Checked:
-    """A working entry (a Node child: any will do) beside four broken ones, checked at INFO: a deny
-    rule meant for `typo` matches none of its tools, `needy` names an unset variable, `failing` prints
-    its secret token to stderr and exits, `codemode` runs the gateway."""
+    """A working entry beside four broken ones, checked at INFO: a deny rule meant for `typo` matches
+    none of its tools (any child will do for both: the Node one), `needy` names an unset variable,
+    `failing` prints its secret token to stderr and exits, `codemode` runs the gateway."""
     needy = {**TINY, "env": {"TOKEN": "${" + UNSET + "}"}}
     failing = {
         "command": sys.executable,
@@ -106,10 +106,10 @@ async def broken_entries(tmp_path_factory: pytest.TempPathFactory) -> Checked:
         "restart": {"max_attempts": 0},
     }
     own = {"command": "uvx", "args": ["codemode-gateway", "serve", "--config", ".mcp.json"]}
-    servers = {"working": EVERYTHING, "typo": TINY, "needy": needy, "failing": failing, "codemode": own}
+    servers = {"working": EVERYTHING, "typo": EVERYTHING, "needy": needy, "failing": failing, "codemode": own}
     config = write_config(
         tmp_path_factory.mktemp("broken"),
-        {"mcpServers": servers, "policy": {"deny": ["typo.di"]}},
+        {"mcpServers": servers, "policy": {"deny": ["typo.ech"]}},
         name=".mcp.json",
     )
     env = environment({"CODEMODE_TEST_API_TOKEN": SECRET}, drop=(UNSET,))
@@ -137,12 +137,12 @@ async def test_a_rule_that_matches_no_tool_blocks_its_server_until_it_is_fixed(
     code, out, err = broken_entries.code, broken_entries.out, broken_entries.err
     assert code == 1, out + err
     assert (
-        'server typo is blocked: policy.deny[0] "typo.di" matches none of its tools (did you mean typo.die'
+        'server typo is blocked: policy.deny[0] "typo.ech" matches none of its tools (did you mean typo.echo'
         in err
     )
     overview = await search_docs(broken_client)
-    result = await execute(broken_client, "tools.typo.echo(text='hi')")
-    assert 'typo (blocked: policy.deny[0] "typo.di" matches none of its tools' in overview
+    result = await execute(broken_client, "tools.typo.echo(message='hi')")
+    assert 'typo (blocked: policy.deny[0] "typo.ech" matches none of its tools' in overview
     assert result["error"]["type"] == "ToolError"
     assert "server 'typo' is blocked" in result["error"]["message"]
     assert not result["tool_calls"] or not result["tool_calls"][0]["ok"]

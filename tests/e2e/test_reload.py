@@ -2,16 +2,19 @@
 client in one session throughout; reloads triggered by SIGHUP, by a change to the file, and by
 `codemode-gateway reload`.
 
-The two tests whose reloads are refused share one gateway (a refused reload leaves the config in force
-as it was): each waits for the record of its own reload, the next one after those already written."""
+One gateway (a latch child `a` and a ledger, not watching its file) serves the tests whose reloads
+need no fresh start: each waits for the record of its own reload (the next after those already
+written), tags its ledger entries, and after it the config is put back and reloaded, so that every
+test starts from the config the module started with."""
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -162,85 +165,111 @@ async def test_a_file_change_reload_removes_a_child_and_keeps_the_others_connect
     assert after["value"] == before["value"][0]
 
 
-async def test_the_cli_tightens_policy_mid_session_and_a_run_in_flight_finishes_under_the_old_one(
-    tmp_path: Path,
-) -> None:
-    servers = {"latch": LATCH, "ledger": ledger_server(tmp_path)}
-    config = team(tmp_path, servers)
-    release = tmp_path / "release"
-    held = (
-        f"first = tools.latch.wait_for(path={str(release)!r})\ntools.ledger.append(entry='in flight')\nfirst"
-    )
-    results: list[dict[str, Any]] = []
-
-    async def run_held(client: Client) -> None:
-        results.append(await execute(client, held))
-
-    code, out, err = -1, "", ""
-    async with gateway(config, "--no-watch") as client:
-        allowed = await execute(client, "tools.ledger.append(entry='before')")
-        async with anyio.create_task_group() as group:
-            group.start_soon(run_held, client)
-            await until_exists(tmp_path / "release.waiting")  # the run is in flight, past its start
-            team(tmp_path, servers, policy={"deny": ["ledger.append"]})
-            code, out, err = await cli("reload", "--pid-file", str(pid_file(config)))
-            release.touch()
-        refused = await execute(client, "tools.ledger.append(entry='after')")
-    assert code == 0, err
-    assert out.startswith("reload 1: applied"), out
-    assert "changed: policy" in out
-    assert allowed["ok"]
-    assert results[0]["ok"], results[0]
-    assert not refused["ok"]
-    assert "ledger.append is denied by policy" in refused["error"]["message"], refused["error"]
-    assert ledger_entries(tmp_path) == ["before", "in flight"]
-    record = await reload_record(tmp_path, 1)
-    assert record["trigger"] == "cli"
-    assert isinstance(record["requested_by"]["pid"], int)
-    assert record["sections"] == ["policy"]
-
-
 @pytest.fixture(scope="module")
 def anyio_backend() -> str:
     return "asyncio"
 
 
 @pytest.fixture(scope="module")
-def refusing_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return team(tmp_path_factory.mktemp("refusing"), {"a": EVERYTHING})
+def shared_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("shared")
+    return team(directory, shared_servers(directory))
+
+
+def shared_servers(directory: Path) -> dict[str, Any]:
+    """The shared gateway's children: `a` (the latch) and the ledger."""
+    return {"a": LATCH, "ledger": ledger_server(directory)}
 
 
 @pytest.fixture(scope="module")
-async def refusing(refusing_config: Path) -> AsyncIterator[Client]:
-    """A gateway that only ever refuses reloads: each test that uses it rewrites its config to one
-    the gateway refuses, and puts the config back afterwards."""
-    async with gateway(refusing_config, "--no-watch") as client:
+async def shared(shared_config: Path) -> AsyncIterator[Client]:
+    env = environment({"PYTHONPATH": str(REPO)})  # where the gateway process imports the middleware from
+    async with gateway(shared_config, "--no-watch", env=env) as client:
         yield client
 
 
+def reloads(directory: Path) -> int:
+    return sum(1 for r in audit(directory) if r["kind"] == "reload")
+
+
 @pytest.fixture
-def next_reload(refusing_config: Path) -> Iterator[int]:
-    """The number the shared gateway's next reload gets; the config is restored after the test."""
-    original = refusing_config.read_text(encoding="utf-8")
-    yield 1 + sum(1 for r in audit(refusing_config.parent) if r["kind"] == "reload")
-    refusing_config.write_text(original, encoding="utf-8")
+async def next_reload(shared: Client, shared_config: Path) -> AsyncIterator[int]:
+    """The number the shared gateway's next reload gets; afterwards the config is put back and
+    reloaded, so the next test starts from the config the module started with."""
+    directory, config = shared_config.parent, anyio.Path(shared_config)
+    original = await config.read_text(encoding="utf-8")
+    yield 1 + reloads(directory)
+    if await config.read_text(encoding="utf-8") != original:
+        await config.write_text(original, encoding="utf-8")
+        number = 1 + reloads(directory)
+        sighup(shared_config)
+        await reload_record(directory, number)
+
+
+@pytest.fixture
+def tag() -> str:
+    """This test's own token: its ledger entries carry it."""
+    return secrets.token_hex(6)
+
+
+def entries(directory: Path, tag: str) -> list[str]:
+    """What reached the shared ledger under `tag`, oldest first, without the tag."""
+    return [e.removeprefix(f"{tag} ") for e in ledger_entries(directory) if e.startswith(f"{tag} ")]
+
+
+async def test_the_cli_tightens_policy_mid_session_and_a_run_in_flight_finishes_under_the_old_one(
+    shared: Client, shared_config: Path, next_reload: int, tag: str, tmp_path: Path
+) -> None:
+    directory = shared_config.parent
+    release = tmp_path / "release"
+    held = (
+        f"first = tools.a.wait_for(path={str(release)!r})\n"
+        f"tools.ledger.append(entry='{tag} in flight')\nfirst"
+    )
+    results: list[dict[str, Any]] = []
+
+    async def run_held() -> None:
+        results.append(await execute(shared, held))
+
+    code, out, err = -1, "", ""
+    allowed = await execute(shared, f"tools.ledger.append(entry='{tag} before')")
+    async with anyio.create_task_group() as group:
+        group.start_soon(run_held)
+        await until_exists(tmp_path / "release.waiting")  # the run is in flight, past its start
+        team(directory, shared_servers(directory), policy={"deny": ["ledger.append"]})
+        code, out, err = await cli("reload", "--pid-file", str(pid_file(shared_config)))
+        release.touch()
+    refused = await execute(shared, f"tools.ledger.append(entry='{tag} after')")
+    assert code == 0, err
+    assert out.startswith(f"reload {next_reload}: applied"), out
+    assert "changed: policy" in out
+    assert allowed["ok"]
+    assert results[0]["ok"], results[0]
+    assert not refused["ok"]
+    assert "ledger.append is denied by policy" in refused["error"]["message"], refused["error"]
+    assert entries(directory, tag) == ["before", "in flight"]
+    record = await reload_record(directory, next_reload)
+    assert record["trigger"] == "cli"
+    assert isinstance(record["requested_by"]["pid"], int)
+    assert record["sections"] == ["policy"]
 
 
 async def test_an_invalid_config_is_refused_the_old_one_serves_on_and_the_audit_says_so(
-    refusing: Client, refusing_config: Path, next_reload: int
+    shared: Client, shared_config: Path, next_reload: int
 ) -> None:
-    directory = refusing_config.parent
-    team(directory, {"a": EVERYTHING}, startup_timeout_seconds=-1, policy={"deny": ["nowhere.tool"]})
-    code, out, _ = await cli("reload", "--pid-file", str(pid_file(refusing_config)))
-    still = await execute(refusing, "tools.a.echo(message='still here')")
-    shown = await overview(refusing)
+    directory = shared_config.parent
+    servers = shared_servers(directory)
+    team(directory, servers, startup_timeout_seconds=-1, policy={"deny": ["nowhere.tool"]})
+    code, out, _ = await cli("reload", "--pid-file", str(pid_file(shared_config)))
+    still = await execute(shared, "tools.a.echo(text='still here')")
+    shown = await overview(shared)
     assert code == 1
     assert f"reload {next_reload}: refused" in out
     assert "startup_timeout_seconds" in out
     assert "nowhere" in out
     assert still["ok"]
-    assert still["value"] == "Echo: still here"
-    assert "(reload" not in shown  # the config in force is still the one loaded at start
+    assert still["value"] == {"result": "still here"}
+    assert f"(reload {next_reload})" not in shown  # the overview names only the reloads applied
     record = await reload_record(directory, next_reload)
     assert record["outcome"] == "refused"
     assert record["ok"] is False
@@ -248,22 +277,43 @@ async def test_an_invalid_config_is_refused_the_old_one_serves_on_and_the_audit_
 
 
 async def test_a_policy_rule_that_would_match_no_tool_of_a_ready_child_refuses_the_reload(
-    refusing: Client, refusing_config: Path, next_reload: int
+    shared: Client, shared_config: Path, next_reload: int
 ) -> None:
-    directory = refusing_config.parent
-    await execute(refusing, "tools.a.echo(message='ready')")
-    team(directory, {"a": EVERYTHING}, policy={"deny": ["a.ecko"]})
-    sighup(refusing_config)
+    directory = shared_config.parent
+    await execute(shared, "tools.a.echo(text='ready')")
+    team(directory, shared_servers(directory), policy={"deny": ["a.ecko"]})
+    sighup(shared_config)
     record = await reload_record(directory, next_reload)
-    still = await execute(refusing, "tools.a.echo(message='still callable')")
+    still = await execute(shared, "tools.a.echo(text='still callable')")
     assert record["outcome"] == "refused"
     assert any("a.ecko" in error and "a.echo" in error for error in record["errors"]), record["errors"]
     assert still["ok"]
 
 
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_clients_are_told_when_a_reload_changes_the_exposed_tools(
-    tmp_path: Path, mode: ConnectMode
+    shared: Client, shared_config: Path, next_reload: int
+) -> None:
+    # 2026-07-28: change notifications come on a stream the client opens
+    directory = shared_config.parent
+    with anyio.fail_after(WAIT):
+        before = [tool.name for tool in (await shared.list_tools()).tools]
+    team(directory, shared_servers(directory), expose=["a.echo"])
+    async with shared.listen(tools_list_changed=True) as changes:
+        sighup(shared_config)
+        with anyio.fail_after(WAIT):
+            await changes.__anext__()
+    with anyio.fail_after(WAIT):
+        after = [tool.name for tool in (await shared.list_tools()).tools]
+        echoed = await shared.call_tool("a__echo", {"text": "direct"})
+    record = await reload_record(directory, next_reload)
+    assert record["sections"] == ["expose"]
+    assert before == ["search_docs", "execute_code"]
+    assert after == ["search_docs", "execute_code", "a__echo"]
+    assert text(echoed) == "direct"
+
+
+async def test_clients_of_the_handshake_era_are_told_when_a_reload_changes_the_exposed_tools(
+    tmp_path: Path,
 ) -> None:
     config = team(tmp_path, {"a": EVERYTHING})
     told = anyio.Event()
@@ -272,20 +322,13 @@ async def test_clients_are_told_when_a_reload_changes_the_exposed_tools(
         if isinstance(message, types.ToolListChangedNotification):
             told.set()
 
-    async with gateway(config, "--no-watch", mode=mode, messages=messages) as client:
+    async with gateway(config, "--no-watch", mode="legacy", messages=messages) as client:
         with anyio.fail_after(WAIT):
             before = [tool.name for tool in (await client.list_tools()).tools]
         team(tmp_path, {"a": EVERYTHING}, expose=["a.echo"])
-        if mode == "auto":  # 2026-07-28: change notifications come on a stream the client opens
-            async with client.listen(tools_list_changed=True) as changes:
-                sighup(config)
-                with anyio.fail_after(WAIT):
-                    await changes.__anext__()
-        else:
-            sighup(config)
-            with anyio.fail_after(WAIT):
-                await told.wait()
+        sighup(config)
         with anyio.fail_after(WAIT):
+            await told.wait()
             after = [tool.name for tool in (await client.list_tools()).tools]
             echoed = await client.call_tool("a__echo", {"message": "direct"})
     assert before == ["search_docs", "execute_code"]
@@ -310,26 +353,25 @@ async def test_over_http_a_changed_listener_is_reported_as_needing_a_restart_whi
 
 
 async def test_new_sandbox_limits_apply_to_new_executions_while_one_in_flight_keeps_the_old(
-    tmp_path: Path,
+    shared: Client, shared_config: Path, next_reload: int, tmp_path: Path
 ) -> None:
-    config = team(tmp_path, {"a": LATCH})
+    directory = shared_config.parent
     release = tmp_path / "release"
     held = f"tools.a.wait_for(path={str(release)!r})\ntools.a.echo(text='second call')"
     results: list[dict[str, Any]] = []
 
-    async def run_held(client: Client) -> None:
-        results.append(await execute(client, held))
+    async def run_held() -> None:
+        results.append(await execute(shared, held))
 
     record: dict[str, Any] = {}
-    async with gateway(config, "--no-watch") as client:
-        async with anyio.create_task_group() as group:
-            group.start_soon(run_held, client)
-            await until_exists(tmp_path / "release.waiting")
-            team(tmp_path, {"a": LATCH}, sandbox={"max_tool_calls": 1})
-            sighup(config)
-            record = await reload_record(tmp_path, 1)
-            release.touch()
-        capped = await execute(client, "tools.a.echo(text='one')\ntools.a.echo(text='two')")
+    async with anyio.create_task_group() as group:
+        group.start_soon(run_held)
+        await until_exists(tmp_path / "release.waiting")
+        team(directory, shared_servers(directory), sandbox={"max_tool_calls": 1})
+        sighup(shared_config)
+        record = await reload_record(directory, next_reload)
+        release.touch()
+    capped = await execute(shared, "tools.a.echo(text='one')\ntools.a.echo(text='two')")
     assert record["outcome"] == "applied"
     assert record["sections"] == ["sandbox"]
     assert record["restart_needed"] == []
@@ -339,16 +381,16 @@ async def test_new_sandbox_limits_apply_to_new_executions_while_one_in_flight_ke
     assert "max_tool_calls" in capped["error"]["message"], capped["error"]
 
 
-async def test_a_reload_that_adds_middleware_wraps_the_calls_of_new_executions(tmp_path: Path) -> None:
-    servers = {"ledger": ledger_server(tmp_path)}
-    config = team(tmp_path, servers)
-    env = environment({"PYTHONPATH": str(REPO)})  # where the gateway process imports the middleware from
-    async with gateway(config, "--no-watch", env=env) as client:
-        await execute(client, "tools.ledger.append(entry='before')")
-        team(tmp_path, servers, middleware=["tests.middleware.team_hooks:rewrite_entries"])
-        sighup(config)
-        record = await reload_record(tmp_path, 1)
-        await execute(client, "tools.ledger.append(entry='after')")
+async def test_a_reload_that_adds_middleware_wraps_the_calls_of_new_executions(
+    shared: Client, shared_config: Path, next_reload: int, tag: str
+) -> None:
+    directory = shared_config.parent
+    await execute(shared, f"tools.ledger.append(entry='{tag} before')")
+    middleware = ["tests.middleware.team_hooks:rewrite_entries"]
+    team(directory, shared_servers(directory), middleware=middleware)
+    sighup(shared_config)
+    record = await reload_record(directory, next_reload)
+    await execute(shared, f"tools.ledger.append(entry='{tag} after')")
     assert record["sections"] == ["middleware"]
     assert record["restart_needed"] == []
-    assert ledger_entries(tmp_path) == ["before", "after (via gateway)"]
+    assert entries(directory, tag) == ["before", "after (via gateway)"]

@@ -2,7 +2,10 @@
 filesystem child, or a `git checkout` of another branch) triggers the file watch, which applies no
 privileged change (a new command, a dropped deny rule); the config in force serves on, the refusal is
 logged and audited, and an operator's `codemode-gateway reload` still applies what the operator wants.
-The real gateway process, real children (npm server-filesystem, mcp-server-git), an SDK client."""
+The real gateway process, real children (npm server-filesystem, mcp-server-git), an SDK client.
+
+The tests whose change the watch refuses and that need only Node children share one gateway: each
+waits for the record of its own reload, and the config and lockfile are put back after it."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -267,63 +271,101 @@ async def hook(call, call_next):
 """
 
 
-async def test_a_middleware_module_a_rewritten_config_names_is_never_imported_by_the_file_watch(
-    tmp_path: Path,
-) -> None:
-    # A module a child could plant where the gateway imports from: its code runs as it is imported.
-    marker, log, hooks = tmp_path / "marker", tmp_path / "gateway.log", tmp_path / "hooks"
+@dataclass
+class Watched:
+    """The module's gateway, watching its config (two Node children; `a` blocked by an allow rule
+    naming none of its tools, `b` callable), which has a lockfile; `marker` is written only if the
+    planted middleware module (in a directory on the gateway's PYTHONPATH) is ever imported."""
+
+    client: ClientSession
+    config: Path
+
+    @property
+    def directory(self) -> Path:
+        return self.config.parent
+
+    @property
+    def marker(self) -> Path:
+        return self.directory / "marker"
+
+
+def watched_team(directory: Path, **policy: Any) -> dict[str, Any]:
+    return {
+        "mcpServers": {"a": EVERYTHING, "b": EVERYTHING},
+        "policy": {"allow": ["*", "a.typo"], **policy},
+        "audit": {"path": str(directory / "audit.jsonl")},
+    }
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+async def watched(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Watched]:
+    directory = tmp_path_factory.mktemp("watched")
+    hooks = directory / "hooks"  # a module a child could plant where the gateway imports from
     hooks.mkdir()
-    (hooks / "planted_hooks.py").write_text(PLANTED.format(marker=str(marker)), encoding="utf-8")
-    audit_path = str(tmp_path / "audit.jsonl")
-    config = write(tmp_path / "team.json", {"mcpServers": {"a": EVERYTHING}, "audit": {"path": audit_path}})
-    async with gateway(config, log, env={"PYTHONPATH": str(hooks)}) as client:
-        write(
-            config,
-            {
-                "mcpServers": {"a": EVERYTHING},
-                "middleware": ["planted_hooks:hook"],
-                "audit": {"path": audit_path},
-            },
-        )
-        record = await reload_record(tmp_path, 1)
-        still = await execute(client, "tools.a.echo(message='still here')")
+    (hooks / "planted_hooks.py").write_text(
+        PLANTED.format(marker=str(directory / "marker")), encoding="utf-8"
+    )
+    config = write(directory / "team.json", watched_team(directory))
+    code, _, err = await cli("lock", "--config", str(config))
+    assert code == 0, err
+    async with gateway(config, directory / "gateway.log", env={"PYTHONPATH": str(hooks)}) as client:
+        yield Watched(client, config)
+
+
+@pytest.fixture
+async def next_reload(watched: Watched) -> AsyncIterator[int]:
+    """The number the module gateway's next reload gets. Every test on it makes a change the watch
+    refuses; afterwards the lockfile and the config are put back, and the reload of the config put
+    back (unchanged against the config in force) is awaited."""
+    config, lock = anyio.Path(watched.config), anyio.Path(watched.directory / "team.lock.json")
+    original, locked = await config.read_text(encoding="utf-8"), await lock.read_text(encoding="utf-8")
+    yield 1 + sum(1 for r in audit(watched.directory) if r["kind"] == "reload")
+    await lock.write_text(locked, encoding="utf-8")  # not watched: no reload
+    if await config.read_text(encoding="utf-8") != original:
+        number = 1 + sum(1 for r in audit(watched.directory) if r["kind"] == "reload")
+        await config.write_text(original, encoding="utf-8")
+        await reload_record(watched.directory, number)
+
+
+async def test_a_middleware_module_a_rewritten_config_names_is_never_imported_by_the_file_watch(
+    watched: Watched, next_reload: int
+) -> None:
+    team = watched_team(watched.directory)
+    write(watched.config, {**team, "middleware": ["planted_hooks:hook"]})
+    record = await reload_record(watched.directory, next_reload)
+    still = await execute(watched.client, "tools.b.echo(message='still here')")
     assert record["outcome"] == "refused"
     assert record["privileged"] == ["middleware: changed"]
-    assert not marker.exists()
+    assert not watched.marker.exists()
     assert still["ok"], still
 
 
-async def test_a_rule_removed_from_allow_that_would_unblock_a_server_is_privileged(tmp_path: Path) -> None:
+async def test_a_rule_removed_from_allow_that_would_unblock_a_server_is_privileged(
+    watched: Watched, next_reload: int
+) -> None:
     # A rule naming none of a server's tools blocks the whole server; dropping it reaches every tool.
-    log, audit_path = tmp_path / "gateway.log", str(tmp_path / "audit.jsonl")
-    blocked = {
-        "mcpServers": {"a": EVERYTHING},
-        "policy": {"allow": ["*", "a.typo"]},
-        "audit": {"path": audit_path},
-    }
-    config = write(tmp_path / "team.json", blocked)
-    async with gateway(config, log) as client:
-        before = await execute(client, "tools.a.echo(message='blocked')")
-        write(config, {**blocked, "policy": {"allow": ["*"]}})
-        record = await reload_record(tmp_path, 1)
-        after = await execute(client, "tools.a.echo(message='still blocked')")
+    before = await execute(watched.client, "tools.a.echo(message='blocked')")
+    write(watched.config, {**watched_team(watched.directory), "policy": {"allow": ["*"]}})
+    record = await reload_record(watched.directory, next_reload)
+    after = await execute(watched.client, "tools.a.echo(message='still blocked')")
     assert not before["ok"]
     assert record["outcome"] == "refused"
     assert record["privileged"] == ["policy: server 'a' would no longer be blocked"]
     assert not after["ok"]
 
 
-async def test_a_lockfile_removed_beside_a_narrowing_change_is_privileged(tmp_path: Path) -> None:
-    log, audit_path = tmp_path / "gateway.log", str(tmp_path / "audit.jsonl")
-    team = {"mcpServers": {"a": EVERYTHING}, "audit": {"path": audit_path}}
-    config = write(tmp_path / "team.json", team)
-    code, _, err = await cli("lock", "--config", str(config))
-    assert code == 0, err
-    async with gateway(config, log) as client:
-        (tmp_path / "team.lock.json").unlink()
-        write(config, {**team, "policy": {"deny": ["a.echo"]}})
-        record = await reload_record(tmp_path, 1)
-        still = await execute(client, "tools.a.echo(message='still')")
+async def test_a_lockfile_removed_beside_a_narrowing_change_is_privileged(
+    watched: Watched, next_reload: int
+) -> None:
+    await anyio.Path(watched.directory / "team.lock.json").unlink()
+    write(watched.config, watched_team(watched.directory, deny=["b.echo"]))
+    record = await reload_record(watched.directory, next_reload)
+    still = await execute(watched.client, "tools.b.echo(message='still')")
     assert record["outcome"] == "refused"
     assert record["privileged"] == ["lockfile: removed (every tool would be admitted unreviewed)"]
     assert still["ok"]  # the narrowing was refused with it: the reload is refused whole

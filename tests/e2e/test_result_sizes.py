@@ -14,7 +14,7 @@ import anyio
 import pytest
 from mcp import Client, types
 
-from tests.e2e.gateway_process import TINY, WAIT, sdk_client, text, write_config
+from tests.e2e.gateway_process import WAIT, sdk_client, text, write_config
 
 pytestmark = pytest.mark.anyio
 
@@ -32,8 +32,8 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="module")
 async def client(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Client]:
-    """The SDK client on a gateway with the default caps."""
-    config = write_config(tmp_path_factory.mktemp("sizes"), {"mcpServers": {"tiny": TINY}})
+    """The SDK client on a gateway with the default caps, and no child: the snippets call no tool."""
+    config = write_config(tmp_path_factory.mktemp("sizes"), {"mcpServers": {}})
     async with sdk_client(config) as connected:
         yield connected
 
@@ -71,7 +71,7 @@ async def test_a_failed_flood_keeps_its_error_whole_within_claude_codes_error_li
 
 
 async def test_raising_the_caps_raises_the_size_the_gateway_announces(tmp_path: Path) -> None:
-    config = write_config(tmp_path, {"mcpServers": {"tiny": TINY}, "sandbox": {"max_stdout_bytes": 200_000}})
+    config = write_config(tmp_path, {"mcpServers": {}, "sandbox": {"max_stdout_bytes": 200_000}})
     async with sdk_client(config) as client:
         result = await call(client, "print('x' * 131_000)")
         with anyio.fail_after(WAIT):

@@ -1,14 +1,19 @@
 """What the model reads from search_docs and help(), in the real gateway process over real children:
 honest return types, the shapes of results it has seen, a child's own instructions, and no stamp.
 
-One gateway serves the module: git and time (PyPI), the reference `everything` server (npm), and the
+Also search_docs under hostile queries: refused past the cap.
+
+One gateway serves the module: git and time (PyPI), the reference `everything` server (npm), the
 tiny test server (whose `plain_echo` hands back any JSON the snippet gives it, as text the gateway
-parses, declaring no output schema).
+parses, declaring no output schema), and the catalog server, whose one tool only the test of a
+changing schema calls and changes.
 """
 
 from __future__ import annotations
 
 import json
+import random
+import string
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -19,8 +24,10 @@ import pytest
 from mcp import ClientSession
 
 from gateway.catalog._semantic import semantic_installed
+from gateway.catalog.config import DEFAULT_MAX_QUERY_CHARS
 from tests.e2e.gateway_http import http_client, http_gateway
 from tests.e2e.gateway_process import (
+    EVERYTHING,
     TINY,
     environment,
     execute,
@@ -55,15 +62,35 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+REPORT = {"name": "report", "description": "Writes a report.", "inputSchema": {"type": "object"}}
+"""The catalog server's one tool, as the module's gateway starts."""
+
+
 @pytest.fixture(scope="module")
-async def client(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[ClientSession]:
+def catalog_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The catalog server's tools, which it reads again on every tools/list."""
+    path = tmp_path_factory.mktemp("catalog") / "tools.json"
+    path.write_text(json.dumps([REPORT]), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+async def client(
+    repo: Path, catalog_file: Path, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[ClientSession]:
     everything = str(npm_entry_point("@modelcontextprotocol/server-everything"))
+    catalog = {
+        "command": sys.executable,
+        "args": [str(CATALOG_SERVER)],
+        "env": {"CATALOG_FILE": str(catalog_file)},
+    }
     config = {
         "mcpServers": {
             "git": {"command": sys.executable, "args": ["-m", "mcp_server_git", "--repository", str(repo)]},
             "time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]},
             "everything": {"command": "node", "args": [everything]},
             "tiny": {**TINY, "env": {"TINY_PLAIN_ECHO": "1"}},
+            "catalog": catalog,
         }
     }
     path = write_config(tmp_path_factory.mktemp("config"), config, default_search=True)
@@ -140,26 +167,18 @@ async def test_keys_that_are_data_never_reach_a_signature(client: ClientSession)
     assert (await execute(client, "tools.time.get_current_time(timezone='UTC')"))["ok"]  # still serving
 
 
-async def test_a_tools_schema_change_drops_its_observed_shape(tmp_path: Path) -> None:
-    catalog_file = tmp_path / "tools.json"
-    tool = {"name": "report", "description": "Writes a report.", "inputSchema": {"type": "object"}}
-    catalog_file.write_text(json.dumps([tool]), encoding="utf-8")
-    server = {
-        "command": sys.executable,
-        "args": [str(CATALOG_SERVER)],
-        "env": {"CATALOG_FILE": str(catalog_file)},
-    }
-    config = write_config(tmp_path, {"mcpServers": {"catalog": server}}, default_search=True)
-    async with session(config) as connected:
-        assert (await execute(connected, "tools.catalog.report()"))["value"] == "report answered"
-        observed = await search_docs(connected, "report", limit=1)
-        assert "catalog.report() -> str  # (observed) Writes a report." in observed
-        changed = {**tool, "inputSchema": {"type": "object", "properties": {"title": {"type": "string"}}}}
-        catalog_file.write_text(json.dumps([changed]), encoding="utf-8")
-        await execute(connected, "tools.catalog.announce()")
-        with anyio.fail_after(WAIT):
-            while "title" not in (shown := await search_docs(connected, "report", limit=1)):  # noqa: ASYNC110 (another process lists)
-                await anyio.sleep(0.05)
+async def test_a_tools_schema_change_drops_its_observed_shape(
+    client: ClientSession, catalog_file: Path
+) -> None:
+    assert (await execute(client, "tools.catalog.report()"))["value"] == "report answered"
+    observed = await search_docs(client, "report", server="catalog", limit=1)
+    assert "catalog.report() -> str  # (observed) Writes a report." in observed
+    changed = {**REPORT, "inputSchema": {"type": "object", "properties": {"title": {"type": "string"}}}}
+    await anyio.Path(catalog_file).write_text(json.dumps([changed]), encoding="utf-8")
+    await execute(client, "tools.catalog.announce()")
+    with anyio.fail_after(WAIT):
+        while "title" not in (shown := await search_docs(client, "report", server="catalog", limit=1)):  # noqa: ASYNC110 (another process lists)
+            await anyio.sleep(0.05)
     assert "catalog.report(*, title: str = None) -> Any  # Writes a report." in shown
 
 
@@ -250,7 +269,7 @@ async def test_a_search_answers_with_the_children_ready_and_names_those_still_st
 ) -> None:
     config = {
         "mcpServers": {
-            "tiny": TINY,
+            "everything": EVERYTHING,  # any child that starts will do: the Node one
             # Never answers the handshake: it stays starting for as long as the test runs.
             "slow": {"command": sys.executable, "args": ["-c", "import time; time.sleep(600)"]},
         },
@@ -259,9 +278,32 @@ async def test_a_search_answers_with_the_children_ready_and_names_those_still_st
     async with session(write_config(tmp_path, config, default_search=True)) as connected:
         first = await search_docs(connected, "echo", settled=False)
         assert "slow" in first.split("\n")[-1]  # answered without waiting for it
-        await overview_once(connected, "tiny (ready")
+        await overview_once(connected, "everything (ready")
         found = await search_docs(connected, "echo", settled=False)
-    assert "tiny.echo" in found
+    assert "everything.echo" in found
     assert found.split("\n")[-1] == (
         'Still starting: slow; search again in a moment, or with server="slow" to wait for it.'
     )
+
+
+def _random_words(count: int, length: int) -> str:
+    rng = random.Random(3)
+    return " ".join("".join(rng.choice(string.ascii_lowercase) for _ in range(length)) for _ in range(count))
+
+
+async def test_a_query_past_the_cap_is_refused_naming_the_limit_and_the_gateway_serves_on(
+    client: ClientSession,
+) -> None:
+    with anyio.fail_after(WAIT):
+        refused = await client.call_tool("search_docs", {"query": _random_words(12, 10_000)})
+        at_cap = await client.call_tool("search_docs", {"query": _random_words(12, 82)})
+        found = await search_docs(client, "echo")
+    ran = await execute(client, "1 + 1")
+    assert refused.is_error
+    assert f"over search.max_query_chars ({DEFAULT_MAX_QUERY_CHARS:,})" in text(refused)
+    assert len(text(refused)) < 300  # the query is not echoed back
+    assert not at_cap.is_error
+    assert "max_query_chars" not in text(at_cap)  # answered by search (lexical or by meaning), not refused
+    assert "everything.echo" in found
+    assert ran["ok"]
+    assert ran["value"] == 2

@@ -87,9 +87,18 @@ async def test_a_positional_argument_gets_the_keyword_only_message(client: Clien
     assert "_ToolProxy" not in json.dumps([checked, built])
 
 
-async def test_exec_with_a_config_reaches_its_children_and_without_one_says_so(tmp_path: Path) -> None:
-    config = write_config(tmp_path, {"mcpServers": {"everything": EVERYTHING}})  # any child will do
-    code, out, err = await cli("exec", "--config", str(config), "-c", "tools.everything.echo(message='hi')")
+@pytest.fixture(scope="module")
+async def exec_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, str]:
+    """`exec --config` of a snippet calling the config's child (any will do), at the default log
+    level; its exit code, stdout and stderr."""
+    config = write_config(tmp_path_factory.mktemp("exec"), {"mcpServers": {"everything": EVERYTHING}})
+    return await cli("exec", "--config", str(config), "-c", "tools.everything.echo(message='hi')")
+
+
+async def test_exec_with_a_config_reaches_its_children_and_without_one_says_so(
+    exec_run: tuple[int, str, str],
+) -> None:
+    code, out, err = exec_run
     assert (code, out) == (0, "'Echo: hi'\n"), err
     code, _, err = await cli("exec", "-c", "tools.tiny.echo(text='hi')")
     assert code == 1
@@ -104,12 +113,12 @@ async def test_a_passing_sandbox_test_run_prints_no_wasm_backtraces() -> None:
     assert len(err) < 20_000
 
 
-async def test_log_level_works_after_the_subcommand(tmp_path: Path) -> None:
+async def test_log_level_works_after_the_subcommand(tmp_path: Path, exec_run: tuple[int, str, str]) -> None:
     config = write_config(tmp_path, {"mcpServers": {"everything": EVERYTHING}})
     code, out, err = await cli("check", "--config", str(config), "--log-level", "INFO")
     assert code == 0, out + err
     assert '"level": "info"' in err
-    code, _, err = await cli("check", "--config", str(config))
+    _, _, err = exec_run  # a command given no --log-level, connecting a child as check does
     assert '"level": "info"' not in err
 
 

@@ -12,7 +12,7 @@ import pytest
 from mcp import Client, types
 
 from tests.e2e.client_views import claude_code_view, text_view
-from tests.e2e.gateway_process import TINY, WAIT, sdk_client, write_config
+from tests.e2e.gateway_process import WAIT, sdk_client, write_config
 from tests.real_servers import TRACE_SERVER
 
 pytestmark = pytest.mark.anyio
@@ -31,10 +31,11 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="module")
 async def client(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Client]:
-    """One gateway serves the module: each test reads only the result of its own executions."""
+    """One gateway serves the module: each test reads only the result of its own executions. Its one
+    child, the trace server, has a tool that answers (trace_context) and one that fails."""
     trace = {"command": sys.executable, "args": [str(TRACE_SERVER)]}
     config = write_config(
-        tmp_path_factory.mktemp("config"), {"mcpServers": {"tiny": TINY, "trace": trace}}, default_search=True
+        tmp_path_factory.mktemp("config"), {"mcpServers": {"trace": trace}}, default_search=True
     )
     async with sdk_client(config) as connected:
         yield connected
@@ -66,7 +67,7 @@ async def test_a_value_costs_at_most_24_bytes_besides_itself(client: Client, vie
 @MODEL_VIEWS
 async def test_a_hundred_successful_inner_calls_add_no_byte(client: Client, view: View) -> None:
     alone = view(await run(client, "print('ok')"))
-    busy = view(await run(client, "for i in range(100):\n    tools.tiny.echo(text=str(i))\nprint('ok')"))
+    busy = view(await run(client, "for i in range(100):\n    tools.trace.trace_context()\nprint('ok')"))
     assert busy == alone == "ok"
 
 
@@ -104,8 +105,13 @@ async def test_a_limit_is_one_line_naming_it(client: Client, view: View) -> None
 async def test_details_bring_every_call_its_time_and_the_fuel_alike_in_both_views(
     client: Client, view: View
 ) -> None:
-    result = await run(client, "tools.tiny.echo(text='a')\nprint('ok')", details=True)
+    result = await run(client, "tools.trace.trace_context()\nprint('ok')", details=True)
     shown = view(result)
     assert shown == text_view(result)  # the same record whichever way a client reads it
-    for field in ('"tool_calls":[{"tool":"tiny.echo","ms":', '"fuel":', '"ms":', '"stdout":"ok\\n"'):
+    for field in (
+        '"tool_calls":[{"tool":"trace.trace_context","ms":',
+        '"fuel":',
+        '"ms":',
+        '"stdout":"ok\\n"',
+    ):
         assert field in shown
