@@ -673,7 +673,8 @@ def _lean(
     if i in index.writes and (intent.saves or intent.asks):
         shift += write if intent.saves else -write
     # Saving goes to the tools that keep knowledge by writing it, not those that search it.
-    if i in index.keeps and ((intent.saves and i in index.writes) or (intent.entities and not intent.saves)):
+    about = intent.entities or intent.recalls
+    if i in index.keeps and ((intent.saves and i in index.writes) or (about and not intent.saves)):
         shift += knowledge
     if multiply:
         return (1 + shift) if shift >= 0 else 1 / (1 - shift)
