@@ -105,6 +105,20 @@ _TELL = re.compile(
     re.IGNORECASE,
 )
 TELL_WORDS = "send a message"
+# Asking who last changed something: its history of changes answers it.
+_WHO_CHANGED = re.compile(
+    r"^\s*(find out |tell me |i wonder )?who\b[^.?!]{0,40}?"
+    r"\b(touched|changed|edited|modified|updated|rewrote|broke)\b",
+    re.IGNORECASE,
+)
+HISTORY_WORDS = "the history of changes, commit log"
+# Someone who forgets something, or does not want to lose it, wants it remembered: what memory keeps,
+# to save or to look up. Told to forget ("forget what you know about Eve"), it is deleting instead.
+_FORGETTING = re.compile(
+    r"\b(i|we|i'?ll|we'?ll|i'?d|people|everyone|they)\b([^.?!]{0,20}?)\b(forget|forgetting|forgotten)\b|"
+    r"\b(?:don'?t|do not) want to lose\b",
+    re.IGNORECASE,
+)
 # A question over a set of things ("which pods ...", "any P0s open?", "is there a page on ..."):
 # the tools that search or list answer it.
 _SURVEY = re.compile(
@@ -187,11 +201,12 @@ class QueryIntent:
     entities: tuple[str, ...]  # names of people or things it asks about
     tells: bool = False  # someone should learn something: a message to send
     surveys: bool = False  # a question over a set of things: tools that search or list answer it
+    recalls: bool = False  # it is about remembering: tools that keep knowledge serve it
 
     @property
     def leans(self) -> bool:
         """Whether it leans toward some tools whatever its words: writers, readers, knowledge keepers."""
-        return self.saves or self.asks or bool(self.entities) or self.surveys
+        return self.saves or self.asks or bool(self.entities) or self.surveys or self.recalls
 
     @property
     def embedded(self) -> str:
@@ -211,6 +226,14 @@ _SQL = re.compile(
 _SQL_SYNTAX = re.compile(r"[*(),;=<>]|\b(where|group by|order by|limit|join)\b", re.IGNORECASE)
 _URL = re.compile(r"\bhttps?://\S+|\bwww\.\S+")
 _PIPELINE = re.compile(r"\S\s*\|\s*[a-z]")
+# Programs that run a project's own scripts, builds and tests: no tool does what their command line
+# does, a shell runs it. "make" and "go" are English words too: only with a command's syntax.
+_RUNNERS = re.compile(
+    r"^\s*(npm|npx|yarn|pnpm|bun|deno|node|python3?|pip3?|uv|uvx|poetry|pytest|tox|cargo|rustc|"
+    r"gradle|gradlew|mvn|dotnet|bundle|rake|rails|php|composer|tsc|jest|vitest|eslint|prettier|"
+    r"webpack|vite|(make|go)(?=\s+\S*[-./=]))\s+\S",
+    re.IGNORECASE,
+)
 # Subcommands whose flag changes what they do: `git checkout -b` makes a branch, not a checkout.
 _FLAGGED_SUBCOMMANDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^\s*git\s+(checkout\s+-b|switch\s+-c|branch)\s", re.I), "git create branch "),
@@ -223,7 +246,7 @@ def _spell_out_conventions(query: str) -> str:
     for pattern, action in _FLAGGED_SUBCOMMANDS:
         if pattern.search(query):
             return pattern.sub(action, query, count=1)
-    if _PIPELINE.search(query) and _COMMAND_SYNTAX.search(query):
+    if (_PIPELINE.search(query) and _COMMAND_SYNTAX.search(query)) or _RUNNERS.search(query):
         return "run a shell command: " + query
     query = _URL.sub(lambda url: f"the web page {url.group(0)}", query)
     query = _CHANNEL.sub("chat channel", query)
@@ -252,6 +275,14 @@ def _entities(query: str, known: frozenset[str]) -> tuple[str, ...]:
     return tuple(name for name in _NAME.findall(query) if name.lower() not in known)
 
 
+def _remembering(match: re.Match[str]) -> str:
+    """ "I keep forgetting" as "I keep remember", "don't want to lose" as "want to remember": said
+    as forgetting, the wish reads as deleting."""
+    if match.group(1):
+        return f"{match.group(1)}{match.group(2)}remember"
+    return "want to remember"
+
+
 def read_intent(query: str, known: frozenset[str] = frozenset()) -> QueryIntent:
     """What `query` asks beyond its words; `known` holds words the catalog uses (not names of people)."""
     text = _spell_out_commands(_spell_out_conventions(query))
@@ -260,8 +291,13 @@ def read_intent(query: str, known: frozenset[str] = frozenset()) -> QueryIntent:
     tells = _TELL.search(query) is not None and not asks
     if tells:
         text = f"{TELL_WORDS}: {text}"
+    elif _WHO_CHANGED.search(query):
+        text = f"{text} ({HISTORY_WORDS})"
     surveys = _SURVEY.search(query) is not None
-    return QueryIntent(text, saves, asks, _entities(query, known), tells, surveys)
+    recalls = _FORGETTING.search(text) is not None
+    if recalls:
+        text = _FORGETTING.sub(_remembering, text)
+    return QueryIntent(text, saves, asks, _entities(query, known), tells, surveys, recalls)
 
 
 def asks_about_someone(query: str) -> bool:

@@ -75,6 +75,10 @@ def test_a_shell_command_is_spelled_out_as_the_action_it_names(query: str, text:
         ("git checkout main", "git checkout main"),
         ("du -sh /data/* | sort -h", "run a shell command: du -sh /data/* | sort -h"),
         ("is https://status.example.com still red", "is the web page https://status.example.com still red"),
+        ("npm run lint -- --fix", "run a shell command: npm run lint -- --fix"),
+        ("python3 scripts/report.py --week 23", "run a shell command: python3 scripts/report.py --week 23"),
+        ("make -j4 dist", "run a shell command: make -j4 dist"),
+        ("make a page for the launch", "make a page for the launch"),  # English, not a command
     ],
 )
 def test_a_writing_convention_is_spelled_out_as_the_kind_of_thing_it_names(query: str, text: str) -> None:
@@ -254,6 +258,68 @@ def test_keep_in_mind_finds_a_memory_tool_that_writes() -> None:
         "memory.add_observations",
         "memory.create_entities",
     }
+
+
+@pytest.mark.parametrize(
+    ("query", "history"),
+    [
+        ("who last touched src/hooks/useDebounce.ts?", True),
+        ("who changed the pricing copy last?", True),
+        ("find out who edited the runbook page", True),
+        ("who is on call tonight?", False),
+        ("tell the team what changed", False),
+    ],
+)
+def test_asking_who_changed_something_is_read_as_asking_for_its_history(query: str, history: bool) -> None:
+    assert read_intent(query).text.endswith("(the history of changes, commit log)") is history
+
+
+def test_asking_who_last_touched_a_file_finds_the_log_of_changes_before_the_file_tools() -> None:
+    catalog = Catalog(
+        {
+            "files": [tool("get_file_info", "Get the size and times of a file in src.")],
+            "git": [tool("git_log", "Shows the commit logs.")],
+        }
+    )
+    assert first(catalog, "who last touched src/app.ts?") == "git.git_log"
+
+
+@pytest.mark.parametrize(
+    ("query", "recalls", "text"),
+    [
+        (
+            "I keep forgetting which team owns fraud-scoring",
+            True,
+            "I keep remember which team owns fraud-scoring",
+        ),
+        ("I don't want to lose what Dana said", True, "I want to remember what Dana said"),
+        (
+            "by next sprint I'll have forgotten who owns it",
+            True,
+            "by next sprint I'll have remember who owns it",
+        ),
+        ("forget what you know about Eve", False, "forget what you know about Eve"),  # told to delete
+        ("i forgot the project key, open a ticket", False, "i forgot the project key, open a ticket"),
+    ],
+)
+def test_someone_forgetting_something_wants_it_remembered_not_deleted(
+    query: str, recalls: bool, text: str
+) -> None:
+    intent = read_intent(query)
+    assert (intent.recalls, intent.text) == (recalls, text)
+
+
+def test_someone_forgetting_something_finds_the_knowledge_tools_before_deleting_them() -> None:
+    catalog = Catalog(
+        {
+            "memory": [
+                tool("delete_entities", "Delete entities from the knowledge graph."),
+                tool("search_nodes", "Search the knowledge graph for a team or a person."),
+            ],
+            "docs": [tool("get_team_page", "Get the wiki page of a team.")],
+        }
+    )
+    assert first(catalog, "I keep forgetting which team owns billing") == "memory.search_nodes"
 
 
 def test_a_question_about_a_person_finds_the_knowledge_tools() -> None:

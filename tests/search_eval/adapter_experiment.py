@@ -1,14 +1,14 @@
 """How well the query adapter generalizes: cross-validation that holds out servers, then writers.
 
-    PYTHONPATH=$PWD .venv/bin/python -m tests.search_eval.adapter_experiment [--penalty 0.03]
+    PYTHONPATH=$PWD .venv/bin/python -m tests.search_eval.adapter_experiment [--penalty 0.03] [--steps 300]
 
 - **Leave servers out**: the 22 tuning servers in 5 folds (a fixed shuffle); for each fold, the
   adapter is trained on the queries none of whose accepted tools is on the fold's servers, with
   only the other servers' tools in the softmax (the fold's servers did not exist for it, as the
   blind set's new servers do not exist for the shipped adapter), then scored on the queries whose
   first accepted tool is on the fold's servers, over the whole catalog.
-- **Leave one writer out**: trained on the old development set and two of blind_dev's writers,
-  scored on the third writer's queries.
+- **Leave one writer out**: for each of blind_dev's seven writers (d to j), trained on the old
+  development set and the six other writers, scored on that writer's queries.
 
 Both against the unadapted ranking on the same queries. Only the development sets are read.
 """
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from typing import Any
 
 import numpy as np
 
@@ -25,6 +26,7 @@ from tests.search_eval.blind_dev.dev_set import blind_dev_queries
 from tests.search_eval.train_adapter import (
     SEMANTIC,
     SETTINGS,
+    Settings,
     TrainingSet,
     capture_run,
     train,
@@ -84,15 +86,13 @@ def subset(data: TrainingSet, run: dict[str, object], rows: list[int], keep: np.
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--penalty", type=float, default=SETTINGS.penalty)
-    args = parser.parse_args()
-    settings = dataclasses.replace(SETTINGS, penalty=args.penalty)
-    cases = training_cases()
-    run, data = capture_run(cases)
+def leave_servers_out(
+    run: dict[str, Any], data: TrainingSet, settings: Settings
+) -> tuple[np.ndarray, np.ndarray]:
+    """Unadapted and adapted figures summed over the folds of servers (module docstring)."""
+    cases: list[SearchCase] = run["cases"]
     servers = np.asarray(run["servers"])
-    accept: list[set[int]] = run["accept"]  # type: ignore[assignment]
+    accept: list[set[int]] = run["accept"]
     shuffled = np.random.default_rng(0).permutation(sorted(set(servers.tolist())))
     base, new = np.zeros(7), np.zeros(7)
     nones = [row for row, case in enumerate(cases) if not case.accept]
@@ -102,20 +102,64 @@ def main() -> None:
         trained = [r for r, c in enumerate(cases) if c.accept and not {servers[t] for t in accept[r]} & held]
         weights = train(subset(data, run, trained, ~np.isin(servers, list(held))), settings)
         base += figures(run, np.asarray(run["fused"]), tested + nones)
-        new += figures(run, adapted(run, weights), tested + nones)  # type: ignore[arg-type]
-    print(f"leave servers out, unadapted: {summary(base)}")
-    print(f"leave servers out, adapted:   {summary(new)}")
-    writers = [""] * (len(cases) - len(blind_dev_queries())) + [q.writer for q in blind_dev_queries()]
-    base, new = np.zeros(7), np.zeros(7)
-    everything = np.ones(len(servers), dtype=bool)
-    for writer in "def":
+        new += figures(run, adapted(run, weights), tested + nones)
+    return base, new
+
+
+def case_writers(cases: list[SearchCase]) -> list[str]:
+    """Each case's blind_dev writer ("" for the development queries, which come first)."""
+    blind = [query.writer for query in blind_dev_queries()]
+    return [""] * (len(cases) - len(blind)) + blind
+
+
+def leave_one_writer_out(
+    run: dict[str, Any], data: TrainingSet, settings: Settings
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per blind_dev writer: unadapted and adapted figures on their queries, trained on all the others'."""
+    cases: list[SearchCase] = run["cases"]
+    writers = case_writers(cases)
+    everything = np.ones(len(run["servers"]), dtype=bool)
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for writer in sorted(set(writers) - {""}):
         tested = [row for row in range(len(cases)) if writers[row] == writer]
         trained = [row for row in range(len(cases)) if writers[row] != writer]
         weights = train(subset(data, run, trained, everything), settings)
-        base += figures(run, np.asarray(run["fused"]), tested)
-        new += figures(run, adapted(run, weights), tested)  # type: ignore[arg-type]
-    print(f"leave one writer out, unadapted: {summary(base)}")
-    print(f"leave one writer out, adapted:   {summary(new)}")
+        out[writer] = (
+            figures(run, np.asarray(run["fused"]), tested),
+            figures(run, adapted(run, weights), tested),
+        )
+    return out
+
+
+def report(run: dict[str, Any], data: TrainingSet, settings: Settings) -> None:
+    """Print both cross-validations for `settings`, the leave-one-writer-out one per writer too."""
+    print(settings)
+    base, new = leave_servers_out(run, data, settings)
+    print(f"leave servers out, unadapted: {summary(base)}")
+    print(f"leave servers out, adapted:   {summary(new)}")
+    per_writer = leave_one_writer_out(run, data, settings)
+    for writer, (before, after) in per_writer.items():
+        print(f"  writer {writer}: unadapted {summary(before)}")
+        print(f"  writer {writer}: adapted   {summary(after)}")
+    print(
+        f"leave one writer out, unadapted: {summary(sum((b for b, _ in per_writer.values()), np.zeros(7)))}"
+    )
+    print(
+        f"leave one writer out, adapted:   {summary(sum((a for _, a in per_writer.values()), np.zeros(7)))}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    for field in dataclasses.fields(Settings):
+        flag = "--" + field.name.replace("_", "-")
+        parser.add_argument(
+            flag, type=type(getattr(SETTINGS, field.name)), default=getattr(SETTINGS, field.name)
+        )
+    args = parser.parse_args()
+    settings = Settings(**{field.name: getattr(args, field.name) for field in dataclasses.fields(Settings)})
+    run, data = capture_run(training_cases())
+    report(run, data, settings)
 
 
 if __name__ == "__main__":

@@ -98,10 +98,11 @@ def whole_query(catalog: Catalog, query: str) -> list[Hit]:
     return _ranked(catalog, index, query, index.corrected(query), None, len(catalog))
 
 
-def capture(catalog: Catalog, lexical: Catalog, recording: Recording, cases: list[SearchCase]) -> Run:
-    """Search each query over the whole catalog, by meaning and by words alone."""
+def capture(catalog: Catalog, lexical: Catalog | None, recording: Recording, cases: list[SearchCase]) -> Run:
+    """Search each query over the whole catalog, by meaning and by words alone (without `lexical`,
+    the lexical shares are left at 0: training the adapter needs only the fused scores)."""
     position = {entry.qualified: i for i, entry in enumerate(catalog.entries)}
-    index = _index(lexical, TUNED)
+    index = _index(catalog, TUNED)
     shape = (len(cases), len(catalog))
     fused, share, coverage = np.zeros(shape), np.zeros(shape), np.zeros(shape)
     first: list[set[int]] = []
@@ -113,7 +114,7 @@ def capture(catalog: Catalog, lexical: Catalog, recording: Recording, cases: lis
         for hit in hits:
             fused[row, position[hit.entry.qualified]] = hit.score
             coverage[row, position[hit.entry.qualified]] = hit.coverage
-        words_only = whole_query(lexical, case.query)
+        words_only = whole_query(lexical, case.query) if lexical is not None else []
         best = max((hit.score for hit in words_only), default=0.0)
         for hit in words_only:
             share[row, position[hit.entry.qualified]] = hit.score / best if best > 0 else 0.0

@@ -13,5 +13,5 @@ BLIND_DEV_QUERIES = Path(__file__).resolve().parent / "queries.jsonl"
 
 
 def blind_dev_queries() -> list[BlindQuery]:
-    """The set's 330 labelled queries, in file order."""
+    """The set's 770 labelled queries (writers d to j), in file order."""
     return load_blind_queries(BLIND_DEV_QUERIES)
