@@ -7,7 +7,6 @@ import logging
 import runpy
 import shutil
 import socket
-import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager
@@ -20,7 +19,7 @@ from starlette.types import ASGIApp
 
 from gateway import Sandbox, SandboxLimits
 from tests.auth.issuer import Keys, LocalIssuer
-from tests.real_servers import TINY_SERVER, Served, npm_entry_point, serve_asgi_app
+from tests.real_servers import TINY_SERVER, Served, fresh_git_repo, npm_entry_point, serve_asgi_app
 from tests.state.redis_server import redis_server, redis_url  # noqa: F401  (fixtures, for every test)
 
 Entry = dict[str, Any]
@@ -67,11 +66,7 @@ def tiny_mcp() -> MCPServer:
 @pytest.fixture
 def git_repo(tmp_path: Path) -> Path:
     """A fresh git repository with one untracked file."""
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    subprocess.run(["git", "init", "--quiet", str(repo)], check=True, timeout=30)
-    (repo / "hello.txt").write_text("hello\n", encoding="utf-8")
-    return repo
+    return fresh_git_repo(tmp_path)
 
 
 ServeAsgi = Callable[[ASGIApp], AbstractAsyncContextManager[Served]]

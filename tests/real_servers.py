@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -37,6 +38,15 @@ TOOL_SNAPSHOTS = REPO / "tests" / "data" / "tools"
 
 Served = tuple[int, list[dict[str, str]]]
 """The port an app is served on, and the headers of every HTTP request it has seen so far."""
+
+
+def fresh_git_repo(parent: Path) -> Path:
+    """`parent/repo`: a fresh git repository with one untracked file, for the git server to serve."""
+    repo = parent / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "--quiet", str(repo)], check=True, timeout=30)
+    (repo / "hello.txt").write_text("hello\n", encoding="utf-8")
+    return repo
 
 
 def npm_entry_point(package: str) -> Path:

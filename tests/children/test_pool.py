@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import re
-import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
@@ -22,7 +21,7 @@ from gateway.children import ChildPool, ChildState, ChildStatus
 from gateway.children.config import DEFAULT_TOOL_CALL_TIMEOUT_SECONDS
 from gateway.config import GatewayConfig, parse_config
 from gateway.escape.probe_server import build as build_probe
-from tests.real_servers import TINY_SERVER
+from tests.real_servers import TINY_SERVER, fresh_git_repo
 
 pytestmark = pytest.mark.anyio
 
@@ -69,11 +68,7 @@ def anyio_backend() -> str:
 @pytest.fixture(scope="module")
 def shared_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh git repository with one untracked file, which no test changes."""
-    repo = tmp_path_factory.mktemp("shared") / "repo"
-    repo.mkdir()
-    subprocess.run(["git", "init", "--quiet", str(repo)], check=True, timeout=30)
-    (repo / "hello.txt").write_text("hello\n", encoding="utf-8")
-    return repo
+    return fresh_git_repo(tmp_path_factory.mktemp("shared"))
 
 
 @pytest.fixture(scope="module")

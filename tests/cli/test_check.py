@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ import anyio
 import pytest
 
 from tests.cli.command import Commands, run_command
-from tests.real_servers import REPO, npm_entry_point
+from tests.real_servers import REPO, fresh_git_repo, npm_entry_point
 
 TOKEN = "ghp_Zq8vN3kLp0Xw7Rt2Yb5Hc9Jd4Mf6Gs1Ae"
 
@@ -53,11 +52,7 @@ def everything() -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def team_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh git repository with one untracked file, holding the team's config."""
-    repo = tmp_path_factory.mktemp("team") / "repo"
-    repo.mkdir()
-    subprocess.run(["git", "init", "--quiet", str(repo)], check=True, timeout=30)
-    (repo / "hello.txt").write_text("hello\n", encoding="utf-8")
-    return repo
+    return fresh_git_repo(tmp_path_factory.mktemp("team"))
 
 
 @pytest.fixture(scope="module")
