@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import runpy
 import shutil
 import socket
 import sys
@@ -19,7 +18,7 @@ from starlette.types import ASGIApp
 
 from gateway import Sandbox, SandboxLimits
 from tests.auth.issuer import Keys, LocalIssuer
-from tests.real_servers import TINY_SERVER, Served, fresh_git_repo, npm_entry_point, serve_asgi_app
+from tests.real_servers import TINY_SERVER, Served, built, fresh_git_repo, npm_entry_point, serve_asgi_app
 from tests.state.redis_server import redis_server, redis_url  # noqa: F401  (fixtures, for every test)
 
 Entry = dict[str, Any]
@@ -59,7 +58,7 @@ def tiny_server() -> Entry:
 @pytest.fixture
 def tiny_mcp() -> MCPServer:
     """The tiny test server, in-process (for the HTTP transports)."""
-    build: Callable[[], MCPServer] = runpy.run_path(str(TINY_SERVER))["build"]
+    build = built(TINY_SERVER)
     return build()
 
 

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
+import runpy
 import socket
 import subprocess
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
 import pytest
 import uvicorn
+from mcp.server.mcpserver import MCPServer
 from mcp.types import Tool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -38,6 +40,14 @@ TOOL_SNAPSHOTS = REPO / "tests" / "data" / "tools"
 
 Served = tuple[int, list[dict[str, str]]]
 """The port an app is served on, and the headers of every HTTP request it has seen so far."""
+
+
+Build = Callable[[], MCPServer]
+
+
+def built(script: Path, name: str = "build") -> Build:
+    """The function of a test server's script (`tests/servers/*.py`) that builds its MCPServer."""
+    return runpy.run_path(str(script))[name]
 
 
 def fresh_git_repo(parent: Path) -> Path:

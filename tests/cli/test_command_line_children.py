@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import runpy
 import shutil
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,11 +12,10 @@ import anyio
 import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from mcp.server.mcpserver import MCPServer
 
 from tests.cli.command import WAIT, Commands
 from tests.e2e.gateway_process import environment, execute, search_docs
-from tests.real_servers import TINY_SERVER, npm_entry_point, serve_asgi_app
+from tests.real_servers import TINY_SERVER, built, npm_entry_point, serve_asgi_app
 
 pytestmark = pytest.mark.anyio
 
@@ -53,7 +50,7 @@ class Checked:
 
 @pytest.fixture(scope="module")
 async def checked(commands: Commands) -> Checked:
-    build: Callable[[], MCPServer] = runpy.run_path(str(TINY_SERVER))["build"]
+    build = built(TINY_SERVER)
     async with serve_asgi_app(build().streamable_http_app()) as (port, seen):
         url = f"http://127.0.0.1:{port}/mcp"
         header = "Authorization: Bearer ${CHILD_TOKEN}"

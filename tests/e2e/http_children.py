@@ -3,23 +3,14 @@ with no process of their own (a Python child process spends about a CPU-second i
 
 from __future__ import annotations
 
-import runpy
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp.server.mcpserver import MCPServer
 
-from tests.real_servers import LEDGER_SERVER, serve_asgi_app
-
-Build = Callable[[], MCPServer]
-
-
-def built(script: Path, name: str = "build") -> Build:
-    """The function of a test server's script (`tests/servers/*.py`) that builds its MCPServer."""
-    return runpy.run_path(str(script))[name]
+from tests.real_servers import LEDGER_SERVER, Build, built, serve_asgi_app
 
 
 @asynccontextmanager

@@ -14,8 +14,8 @@ import pytest
 from gateway.audit._read import audit_files
 from tests.e2e.gateway_http import http_client, http_gateway
 from tests.e2e.gateway_process import WAIT, environment, write_config
-from tests.e2e.http_children import built, http_children
-from tests.real_servers import TINY_SERVER
+from tests.e2e.http_children import http_children
+from tests.real_servers import TINY_SERVER, built
 
 pytestmark = pytest.mark.anyio
 

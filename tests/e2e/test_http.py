@@ -28,8 +28,8 @@ from tests.e2e.gateway_process import (
     text,
     write_config,
 )
-from tests.e2e.http_children import built, http_children, ledger_over_http
-from tests.real_servers import FAULT_SERVER, SERVERS
+from tests.e2e.http_children import http_children, ledger_over_http
+from tests.real_servers import FAULT_SERVER, SERVERS, built
 
 pytestmark = pytest.mark.anyio
 

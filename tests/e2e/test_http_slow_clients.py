@@ -21,9 +21,9 @@ from anyio.abc import SocketStream
 from tests.e2e.client_views import text_view
 from tests.e2e.gateway_http import WAIT, HttpGateway, http_client, http_gateway
 from tests.e2e.gateway_process import environment, write_config
-from tests.e2e.http_children import built, http_children
+from tests.e2e.http_children import http_children
 from tests.e2e.test_http import INITIALIZE as HANDSHAKE_INITIALIZE
-from tests.real_servers import TINY_SERVER
+from tests.real_servers import TINY_SERVER, built
 
 pytestmark = pytest.mark.anyio
 

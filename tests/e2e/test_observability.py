@@ -4,9 +4,8 @@ with the trace context reaching real children (over HTTP and stdio)."""
 
 from __future__ import annotations
 
-import runpy
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +16,6 @@ import httpx2
 import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
@@ -27,8 +25,8 @@ from starlette.types import Receive, Scope, Send
 from gateway.audit import read_audit
 from tests.e2e.gateway_http import http_client, http_gateway
 from tests.e2e.gateway_process import WAIT, environment, execute, write_config
-from tests.e2e.http_children import built, http_children
-from tests.real_servers import TRACE_SERVER, serve_asgi_app
+from tests.e2e.http_children import http_children
+from tests.real_servers import TRACE_SERVER, built, serve_asgi_app
 
 pytestmark = pytest.mark.anyio
 
@@ -191,7 +189,7 @@ async def test_spans_reach_an_otlp_receiver_and_the_trace_context_reaches_every_
     tmp_path: Path,
 ) -> None:
     receiver = Receiver()
-    build: Callable[[], MCPServer] = runpy.run_path(str(TRACE_SERVER))["build"]
+    build = built(TRACE_SERVER)
     async with (
         serve_asgi_app(receiver) as (otlp_port, _),
         serve_asgi_app(build().streamable_http_app()) as (child_port, _),

@@ -30,9 +30,9 @@ from tests.e2e.gateway_process import (
     text,
     write_config,
 )
-from tests.e2e.http_children import built, ledger_over_http
+from tests.e2e.http_children import ledger_over_http
 from tests.e2e.load_balancer import HAPROXY, NOT_INSTALLED, Frontend, free_ports, haproxy, replicas
-from tests.real_servers import TINY_SERVER
+from tests.real_servers import TINY_SERVER, built
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(HAPROXY is None, reason=NOT_INSTALLED)]
 

@@ -7,10 +7,9 @@ One gateway process serves the whole module: time and git (PyPI), everything, me
 from __future__ import annotations
 
 import json
-import runpy
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +17,9 @@ import anyio
 import pytest
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
-from mcp.server.mcpserver import MCPServer
 
 from tests.e2e.gateway_process import search_docs, settled
-from tests.real_servers import TINY_SERVER, npm_entry_point, serve_asgi_app
+from tests.real_servers import TINY_SERVER, built, npm_entry_point, serve_asgi_app
 
 pytestmark = pytest.mark.anyio
 
@@ -51,7 +49,7 @@ def npm(package: str, *args: str) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 async def session(workspace: Path, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[ClientSession]:
     """An initialized SDK client session with the gateway process."""
-    build_tiny: Callable[[], MCPServer] = runpy.run_path(str(TINY_SERVER))["build"]
+    build_tiny = built(TINY_SERVER)
     async with serve_asgi_app(build_tiny().streamable_http_app()) as (port, _):
         config = {
             "mcpServers": {

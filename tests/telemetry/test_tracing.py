@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import logging
 import os
-import runpy
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from mcp.server.mcpserver import MCPServer
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -26,7 +24,7 @@ from gateway.calls._gateway import Gateway
 from gateway.config import parse_config
 from gateway.errors import ConfigError
 from gateway.telemetry import Telemetry, _tracing, traces_from_environment
-from tests.real_servers import RESOURCE_SERVER, TRACE_SERVER, serve_asgi_app
+from tests.real_servers import RESOURCE_SERVER, TRACE_SERVER, built, serve_asgi_app
 
 pytestmark = pytest.mark.anyio
 
@@ -190,7 +188,7 @@ async def test_a_refused_call_and_a_failed_run_end_their_spans_as_errors_naming_
 async def test_each_child_gets_the_trace_context_of_its_call_in_meta_and_an_http_child_as_a_header(
     tmp_path: Path,
 ) -> None:
-    build: Callable[[], MCPServer] = runpy.run_path(str(TRACE_SERVER))["build"]
+    build = built(TRACE_SERVER)
     async with serve_asgi_app(build().streamable_http_app()) as (port, _):
         config = {
             "mcpServers": {
