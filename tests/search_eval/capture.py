@@ -2,12 +2,13 @@
 
 Not run in CI or by the tests. Usage, from the repo root, after install.py:
 
-    .venv/bin/python -m tests.search_eval.capture            # every server in both manifests
+    .venv/bin/python -m tests.search_eval.capture            # every server in all three manifests
     .venv/bin/python -m tests.search_eval.capture slack git  # only these (snapshot-only ones are skipped)
     .venv/bin/python -m tests.search_eval.capture --no-network redis  # inside `unshare -n` (root)
 
-Two manifests: servers.json (the tuning set's servers, snapshots in catalog/) and blind/servers.json
-(the blind set's, snapshots in blind/catalog/); each snapshot goes to its own manifest's folder.
+Three manifests: servers.json (the tuning set's servers, snapshots in catalog/), blind/servers.json
+(the blind set's, snapshots in blind/catalog/) and train/servers.json (training data only, snapshots in
+train/catalog/); each snapshot goes to its own manifest's folder.
 
 Each server runs over stdio with the official SDK client, in a fresh scratch directory that is also its
 HOME, so no config or cache from the developer's home can change what it lists. An entry's `files`
@@ -36,7 +37,7 @@ from tests.data.tools.capture import list_tools
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-MANIFESTS = (HERE / "servers.json", HERE / "blind" / "servers.json")
+MANIFESTS = (HERE / "servers.json", HERE / "blind" / "servers.json", HERE / "train" / "servers.json")
 CACHE = REPO / ".cache" / "search-eval"
 TIMEOUT_S = 60
 BASE_ENV = {

@@ -6,8 +6,9 @@ Not run in CI or by the tests (they read the committed catalog/ snapshots). Usag
     python tests/search_eval/install.py --force   # reinstall anyway
     python tests/search_eval/install.py redis     # only these PyPI venvs (npm is always installed whole)
 
-Both manifests are read: servers.json and blind/servers.json (the blind set's servers, see
-blind/README.md); each server keeps its manifest's catalog folder when captured.
+Three manifests are read: servers.json, blind/servers.json (the blind set's servers, see
+blind/README.md) and train/servers.json (training data only, see train/README.md); each server keeps
+its manifest's catalog folder when captured.
 
 npm packages go into one prefix, .cache/search-eval/npm. Each PyPI package gets its own venv,
 .cache/search-eval/venvs/<name>: their dependencies clash with each other (mcp-atlassian and
@@ -26,7 +27,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-MANIFESTS = (HERE / "servers.json", HERE / "blind" / "servers.json")
+MANIFESTS = (HERE / "servers.json", HERE / "blind" / "servers.json", HERE / "train" / "servers.json")
 CACHE = REPO / ".cache" / "search-eval"
 NPM_PREFIX = CACHE / "npm"
 VENVS = CACHE / "venvs"
