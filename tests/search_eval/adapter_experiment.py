@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,7 @@ from tests.search_eval.train_adapter import (
     capture_run,
     train,
     training_cases,
+    training_servers_set,
 )
 
 FOLDS = 5
@@ -87,7 +89,7 @@ def subset(data: TrainingSet, run: dict[str, object], rows: list[int], keep: np.
 
 
 def leave_servers_out(
-    run: dict[str, Any], data: TrainingSet, settings: Settings
+    run: dict[str, Any], data: TrainingSet, settings: Settings, extra: Sequence[TrainingSet] = ()
 ) -> tuple[np.ndarray, np.ndarray]:
     """Unadapted and adapted figures summed over the folds of servers (module docstring)."""
     cases: list[SearchCase] = run["cases"]
@@ -100,7 +102,7 @@ def leave_servers_out(
         held = set(shuffled[fold::FOLDS].tolist())
         tested = [r for r, c in enumerate(cases) if c.accept and servers[min(accept[r])] in held]
         trained = [r for r, c in enumerate(cases) if c.accept and not {servers[t] for t in accept[r]} & held]
-        weights = train(subset(data, run, trained, ~np.isin(servers, list(held))), settings)
+        weights = train([subset(data, run, trained, ~np.isin(servers, list(held))), *extra], settings)
         base += figures(run, np.asarray(run["fused"]), tested + nones)
         new += figures(run, adapted(run, weights), tested + nones)
     return base, new
@@ -113,7 +115,7 @@ def case_writers(cases: list[SearchCase]) -> list[str]:
 
 
 def leave_one_writer_out(
-    run: dict[str, Any], data: TrainingSet, settings: Settings
+    run: dict[str, Any], data: TrainingSet, settings: Settings, extra: Sequence[TrainingSet] = ()
 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per blind_dev writer: unadapted and adapted figures on their queries, trained on all the others'."""
     cases: list[SearchCase] = run["cases"]
@@ -123,7 +125,7 @@ def leave_one_writer_out(
     for writer in sorted(set(writers) - {""}):
         tested = [row for row in range(len(cases)) if writers[row] == writer]
         trained = [row for row in range(len(cases)) if writers[row] != writer]
-        weights = train(subset(data, run, trained, everything), settings)
+        weights = train([subset(data, run, trained, everything), *extra], settings)
         out[writer] = (
             figures(run, np.asarray(run["fused"]), tested),
             figures(run, adapted(run, weights), tested),
@@ -131,13 +133,15 @@ def leave_one_writer_out(
     return out
 
 
-def report(run: dict[str, Any], data: TrainingSet, settings: Settings) -> None:
+def report(
+    run: dict[str, Any], data: TrainingSet, settings: Settings, extra: Sequence[TrainingSet] = ()
+) -> None:
     """Print both cross-validations for `settings`, the leave-one-writer-out one per writer too."""
-    print(settings)
-    base, new = leave_servers_out(run, data, settings)
+    print(settings, f"training servers' queries: {sum(len(part.queries) for part in extra)}")
+    base, new = leave_servers_out(run, data, settings, extra)
     print(f"leave servers out, unadapted: {summary(base)}")
     print(f"leave servers out, adapted:   {summary(new)}")
-    per_writer = leave_one_writer_out(run, data, settings)
+    per_writer = leave_one_writer_out(run, data, settings, extra)
     for writer, (before, after) in per_writer.items():
         print(f"  writer {writer}: unadapted {summary(before)}")
         print(f"  writer {writer}: adapted   {summary(after)}")
@@ -156,10 +160,14 @@ def main() -> None:
         parser.add_argument(
             flag, type=type(getattr(SETTINGS, field.name)), default=getattr(SETTINGS, field.name)
         )
+    parser.add_argument(
+        "--without-training-servers", action="store_true", help="train on the development sets alone"
+    )
     args = parser.parse_args()
     settings = Settings(**{field.name: getattr(args, field.name) for field in dataclasses.fields(Settings)})
     run, data = capture_run(training_cases())
-    report(run, data, settings)
+    extra = [] if args.without_training_servers else [training_servers_set()]
+    report(run, data, settings, extra)
 
 
 if __name__ == "__main__":
