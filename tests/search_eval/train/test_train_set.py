@@ -43,3 +43,9 @@ def test_neither_the_tuning_nor_the_blind_catalog_loads_a_training_server() -> N
     train = {server["name"] for server in train_manifest()}
     loaded = {server.name for catalog in (eval_catalog(), blind_catalog()) for server in catalog.servers}
     assert not loaded & train
+
+
+def test_the_set_has_at_least_20_servers_and_250_tools() -> None:
+    tools = train_tools()
+    assert len(tools) >= 20
+    assert sum(map(len, tools.values())) >= 250
