@@ -144,7 +144,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--check", action="store_true", help="compare with the shipped file, write nothing")
     parser.add_argument("--out", type=Path, default=ADAPTER_FILE, help="where to write the weights")
     args = parser.parse_args(argv)
-    weights = train([training_set(training_cases()), training_servers_set()])
+    weights = train(training_set(training_cases()))
     if args.check:
         shipped = np.load(ADAPTER_FILE).astype(np.float64)
         difference = float(np.abs(shipped - weights.astype(np.float64)).max())

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from mcp.types import Tool
 
+from gateway.catalog import Catalog
 from tests.search_eval.blind.blind_set import BLIND_MANIFEST, blind_catalog
 from tests.search_eval.eval_set import HERE as TUNING_DIR
 from tests.search_eval.eval_set import eval_catalog
-from tests.search_eval.train.train_set import TRAIN_CATALOG, train_manifest, train_tools
+from tests.search_eval.train.train_set import TRAIN_CATALOG, train_manifest, train_queries, train_tools
 
 TUNING_MANIFEST = TUNING_DIR / "servers.json"
 
@@ -49,3 +50,12 @@ def test_the_set_has_at_least_20_servers_and_250_tools() -> None:
     tools = train_tools()
     assert len(tools) >= 20
     assert sum(map(len, tools.values())) >= 250
+
+
+def test_every_accepted_tool_of_the_training_requests_is_a_training_server_tool() -> None:
+    catalog = Catalog(train_tools())
+    queries = train_queries()
+    unknown = sorted({name for query in queries for name in query.accept if name not in catalog})
+    assert not unknown
+    assert len(queries) >= 600
+    assert {query.writer for query in queries} == {"k", "l", "m", "n"}
