@@ -2,12 +2,13 @@
 
 Not run in CI or by the tests. Usage, from the repo root, after install.py:
 
-    .venv/bin/python -m tests.search_eval.capture            # every server in both manifests
+    .venv/bin/python -m tests.search_eval.capture            # every server in all three manifests
     .venv/bin/python -m tests.search_eval.capture slack git  # only these (snapshot-only ones are skipped)
     .venv/bin/python -m tests.search_eval.capture --no-network redis  # inside `unshare -n` (root)
 
-Two manifests: servers.json (the tuning set's servers, snapshots in catalog/) and blind/servers.json
-(the blind set's, snapshots in blind/catalog/); each snapshot goes to its own manifest's folder.
+Three manifests: servers.json (the tuning set's servers, snapshots in catalog/), blind/servers.json
+(the blind set's, snapshots in blind/catalog/) and train/servers.json (training data only, snapshots in
+train/catalog/); each snapshot goes to its own manifest's folder.
 
 Each server runs over stdio with the official SDK client, in a fresh scratch directory that is also its
 HOME, so no config or cache from the developer's home can change what it lists. An entry's `files`
@@ -33,11 +34,8 @@ from anyio.abc import SocketStream
 from mcp.client.stdio import StdioServerParameters
 
 from tests.data.tools.capture import list_tools
+from tests.search_eval.install import CACHE, MANIFESTS, REPO, npm_prefix
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
-MANIFESTS = (HERE / "servers.json", HERE / "blind" / "servers.json")
-CACHE = REPO / ".cache" / "search-eval"
 TIMEOUT_S = 60
 BASE_ENV = {
     # A telemetry opt-out that several servers honour; none lists its tools differently for it.
@@ -47,14 +45,14 @@ BASE_ENV = {
 }
 
 
-def _params(server: dict[str, Any], scratch: Path, no_network: bool) -> StdioServerParameters:
+def _params(server: dict[str, Any], scratch: Path, npm: Path, no_network: bool) -> StdioServerParameters:
     def fill(text: str) -> str:
         return text.replace("{scratch}", str(scratch))
 
     for name, content in server.get("files", {}).items():
         (scratch / name).write_text(json.dumps(content), encoding="utf-8")
     if server["registry"] == "npm":
-        command, args = "node", [str(CACHE / "npm" / server["command"])]
+        command, args = "node", [str(npm / server["command"])]
     else:
         command, args = str(CACHE / "venvs" / server["name"] / server["command"]), []
     if no_network:  # a namespace with no interfaces: a listing that needs the network fails here
@@ -92,13 +90,13 @@ async def _stub_socket(path: Path | None, body: object) -> AsyncIterator[None]:
         tg.cancel_scope.cancel()
 
 
-async def _capture(server: dict[str, Any], catalog: Path, no_network: bool) -> int:
+async def _capture(server: dict[str, Any], catalog: Path, npm: Path, no_network: bool) -> int:
     with tempfile.TemporaryDirectory(prefix=f"cg-search-eval-{server['name']}-") as scratch:
         stub = server.get("stub_socket")
         stub_path = Path(scratch) / stub["path"] if stub else None
         with anyio.fail_after(TIMEOUT_S):
             async with _stub_socket(stub_path, stub["body"] if stub else None):
-                tools = await list_tools(_params(server, Path(scratch), no_network))
+                tools = await list_tools(_params(server, Path(scratch), npm, no_network))
     wire = {"tools": [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]}
     out = catalog / f"{server['name']}.json"
     out.write_text(json.dumps(wire, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -106,15 +104,15 @@ async def _capture(server: dict[str, Any], catalog: Path, no_network: bool) -> i
 
 
 async def _capture_servers(
-    servers: list[dict[str, Any]], catalog: Path, only: set[str], no_network: bool
+    manifest: dict[str, Any], catalog: Path, only: set[str], no_network: bool
 ) -> list[str]:
-    """Capture these servers into `catalog`, updating their tool counts; the names of those that failed."""
+    """Capture a manifest's servers into `catalog`, updating their tool counts; the names that failed."""
     failed: list[str] = []
-    for server in servers:
+    for server in manifest["servers"]:
         if "snapshot" in server or (only and server["name"] not in only):
             continue
         try:
-            server["tools"] = await _capture(server, catalog, no_network)
+            server["tools"] = await _capture(server, catalog, npm_prefix(manifest), no_network)
         except Exception as exc:  # one broken server must not stop the others being captured
             failed.append(server["name"])
             print(f"{server['name']}: FAILED ({type(exc).__name__}: {exc})")
@@ -131,7 +129,7 @@ def main(argv: list[str]) -> int:
         manifest = json.loads(path.read_text(encoding="utf-8"))
         catalog = path.parent / "catalog"
         catalog.mkdir(exist_ok=True)
-        failed += anyio.run(_capture_servers, manifest["servers"], catalog, only, "--no-network" in argv)
+        failed += anyio.run(_capture_servers, manifest, catalog, only, "--no-network" in argv)
         path.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         total = sum(s["tools"] for s in manifest["servers"])
         where = path.relative_to(REPO)

@@ -6,10 +6,14 @@ Not run in CI or by the tests (they read the committed catalog/ snapshots). Usag
     python tests/search_eval/install.py --force   # reinstall anyway
     python tests/search_eval/install.py redis     # only these PyPI venvs (npm is always installed whole)
 
-Both manifests are read: servers.json and blind/servers.json (the blind set's servers, see
-blind/README.md); each server keeps its manifest's catalog folder when captured.
+Three manifests are read: servers.json, blind/servers.json (the blind set's servers, see
+blind/README.md) and train/servers.json (training data only, see train/README.md); each server keeps
+its manifest's catalog folder when captured.
 
-npm packages go into one prefix, .cache/search-eval/npm. Each PyPI package gets its own venv,
+npm packages go into one prefix, .cache/search-eval/npm, except those of a manifest naming its own
+`npm_prefix` folder (train/servers.json: .cache/search-eval/npm-train). npm hoists shared
+dependencies by what else is in the prefix, and with the training servers beside them two tuning and
+blind servers get a newer zod and list different schemas. Each PyPI package gets its own venv,
 .cache/search-eval/venvs/<name>: their dependencies clash with each other (mcp-atlassian and
 mcp-server-fetch cannot share one) and must not touch the project's own .venv.
 """
@@ -26,18 +30,22 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-MANIFESTS = (HERE / "servers.json", HERE / "blind" / "servers.json")
+MANIFESTS = (HERE / "servers.json", HERE / "blind" / "servers.json", HERE / "train" / "servers.json")
 CACHE = REPO / ".cache" / "search-eval"
-NPM_PREFIX = CACHE / "npm"
 VENVS = CACHE / "venvs"
 STAMP = CACHE / "installed.sha256"
 # --ignore-scripts: no postinstall may fetch a browser or a binary; listing tools needs none.
 NPM_FLAGS = ("--save-exact", "--no-audit", "--no-fund", "--ignore-scripts")
 
 
-def _load_servers() -> list[dict[str, Any]]:
-    """Every manifest's server entries, snapshot-only ones included."""
-    return [s for m in MANIFESTS for s in json.loads(m.read_text(encoding="utf-8"))["servers"]]
+def _load_manifests() -> list[dict[str, Any]]:
+    """Every manifest, snapshot-only entries included."""
+    return [json.loads(m.read_text(encoding="utf-8")) for m in MANIFESTS]
+
+
+def npm_prefix(manifest: dict[str, Any]) -> Path:
+    """Where a manifest's npm servers are installed: its own `npm_prefix` folder, or the shared one."""
+    return CACHE / manifest.get("npm_prefix", "npm")
 
 
 def _installable(servers: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -45,10 +53,13 @@ def _installable(servers: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [s for s in servers if "snapshot" not in s]
 
 
-def _pins_hash(servers: list[dict[str, Any]]) -> str:
+def _pins_hash(manifests: list[dict[str, Any]]) -> str:
     # Only what decides the install goes in, so capture.py updating tool counts forces no reinstall.
     keys = ("name", "registry", "package", "version", "requires", "python")
-    pins = [{k: s.get(k) for k in keys} for s in _installable(servers)]
+    pins = [
+        [str(npm_prefix(m)), [{k: s.get(k) for k in keys} for s in _installable(m["servers"])]]
+        for m in manifests
+    ]
     return hashlib.sha256(json.dumps(pins, sort_keys=True).encode()).hexdigest()
 
 
@@ -57,14 +68,23 @@ def _run(*cmd: str) -> None:
     subprocess.run(cmd, check=True)
 
 
-def _install_npm(servers: list[dict[str, Any]]) -> None:
-    deps = {s["package"]: s["version"] for s in servers if s["registry"] == "npm"}
-    NPM_PREFIX.mkdir(parents=True, exist_ok=True)
-    # The manifest's pins, and only those: a package dropped from servers.json is pruned on install.
+def _npm_groups(manifests: list[dict[str, Any]]) -> dict[Path, list[dict[str, Any]]]:
+    """The npm servers to install, by prefix."""
+    groups: dict[Path, list[dict[str, Any]]] = {}
+    for manifest in manifests:
+        servers = [s for s in _installable(manifest["servers"]) if s["registry"] == "npm"]
+        groups.setdefault(npm_prefix(manifest), []).extend(servers)
+    return groups
+
+
+def _install_npm(prefix: Path, servers: list[dict[str, Any]]) -> None:
+    deps = {s["package"]: s["version"] for s in servers}
+    prefix.mkdir(parents=True, exist_ok=True)
+    # The manifests' pins, and only those: a package dropped from a manifest is pruned on install.
     package_json = {"name": "search-eval-servers", "private": True, "dependencies": deps}
-    (NPM_PREFIX / "package.json").write_text(json.dumps(package_json, indent=2) + "\n")
+    (prefix / "package.json").write_text(json.dumps(package_json, indent=2) + "\n")
     npm = shutil.which("npm") or "npm"
-    _run(npm, "install", "--prefix", str(NPM_PREFIX), *NPM_FLAGS)
+    _run(npm, "install", "--prefix", str(prefix), *NPM_FLAGS)
 
 
 def _python(version: str | None) -> str:
@@ -90,14 +110,15 @@ def _install_pypi(server: dict[str, Any]) -> None:
 
 def main(argv: list[str]) -> None:
     """Install every non-snapshot server unless the stamp says these pins are already installed."""
-    servers = _load_servers()
+    manifests = _load_manifests()
     only = {a for a in argv if not a.startswith("--")}
-    digest = _pins_hash(servers)
+    digest = _pins_hash(manifests)
     if not only and "--force" not in argv and STAMP.exists() and STAMP.read_text().strip() == digest:
         print(f"search-eval servers already installed ({STAMP.relative_to(REPO)} matches the manifests)")
         return
-    todo = _installable(servers)
-    _install_npm(todo)  # one prefix for all, so installing some must not prune the others
+    todo = [s for m in manifests for s in _installable(m["servers"])]
+    for prefix, servers in _npm_groups(manifests).items():
+        _install_npm(prefix, servers)  # each prefix whole, so installing some must not prune the others
     venvs = [s for s in todo if s["registry"] == "pypi" and (not only or s["name"] in only)]
     for server in venvs:
         _install_pypi(server)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from gateway.catalog.evaluation import SearchCase, load_tool_snapshots
 from tests.search_eval.blind_dev.dev_set import blind_dev_queries
 from tests.search_eval.eval_set import CATALOG_DIRS, eval_cases
 from tests.search_eval.fusion_experiment import Recording, capture, catalog_rows
+from tests.search_eval.train.train_set import TRAIN_CATALOG, train_queries
 
 SEMANTIC = 1 - FUSION.lexical  # the cosine's share of the fused score
 
@@ -62,10 +64,13 @@ def training_cases() -> list[SearchCase]:
     return eval_cases() + [query.case() for query in blind_dev_queries()]
 
 
-def capture_run(cases: list[SearchCase]) -> tuple[dict[str, Any], TrainingSet]:
-    """Search every case over the tuning catalog with the unadapted model: what search scored (the
-    fusion experiment's record, with each tool's server and row), and the answerable cases' data."""
-    tools = load_tool_snapshots(list(CATALOG_DIRS))
+def capture_run(
+    cases: list[SearchCase], catalog_dirs: Sequence[Path] = CATALOG_DIRS
+) -> tuple[dict[str, Any], TrainingSet]:
+    """Search every case over a catalog (the tuning one unless named) with the unadapted model: what
+    search scored (the fusion experiment's record, with each tool's server and row), and the
+    answerable cases' data."""
+    tools = load_tool_snapshots(list(catalog_dirs))
     recording = Recording(load_minilm(), sum(len(t) for t in tools.values()))
     semantic = SemanticSearch(load=lambda: recording)
     catalog = Catalog(tools, semantic=semantic)
@@ -91,26 +96,40 @@ def training_set(cases: list[SearchCase]) -> TrainingSet:
     return capture_run(cases)[1]
 
 
-def train(data: TrainingSet, settings: Settings = SETTINGS) -> np.ndarray:
-    """`W` by full-batch Adam on the listwise loss over the whole catalog (module docstring)."""
-    q, tools, n = data.queries, data.tools, len(data.queries)
-    weights = np.zeros((q.shape[1], q.shape[1]))
+def training_servers_set() -> TrainingSet:
+    """The training servers' queries over their own catalog (`tests/search_eval/train/`)."""
+    return capture_run([query.case() for query in train_queries()], [TRAIN_CATALOG])[1]
+
+
+def _gradient(data: TrainingSet, weights: np.ndarray, settings: Settings, n: int) -> np.ndarray:
+    """The listwise loss's gradient to `W` over one catalog's queries, as a share of all `n`."""
+    q, tools = data.queries, data.tools
+    adapted = q + q @ weights.T
+    length = np.linalg.norm(adapted, axis=1, keepdims=True)
+    unit = adapted / length
+    logits = (data.rest + SEMANTIC * unit @ tools.T) / settings.temperature
+    logits -= logits.max(axis=1, keepdims=True)
+    exp = np.exp(logits)
+    everything = exp / exp.sum(axis=1, keepdims=True)
+    accepted = np.where(data.accepted, exp, 0.0)
+    accepted /= accepted.sum(axis=1, keepdims=True)
+    # The loss's gradient: to the cosines, the unit query, the adapted query, then W.
+    to_cosines = (everything - accepted) * SEMANTIC / settings.temperature / n
+    to_unit = to_cosines @ tools
+    to_adapted = (to_unit - unit * (to_unit * unit).sum(axis=1, keepdims=True)) / length
+    return to_adapted.T @ q
+
+
+def train(data: TrainingSet | Sequence[TrainingSet], settings: Settings = SETTINGS) -> np.ndarray:
+    """`W` by full-batch Adam on the listwise loss, each query over its own catalog (module docstring)."""
+    sets = [data] if isinstance(data, TrainingSet) else list(data)
+    n = sum(len(part.queries) for part in sets)
+    dimensions = sets[0].queries.shape[1]
+    weights = np.zeros((dimensions, dimensions))
     moment, second = np.zeros_like(weights), np.zeros_like(weights)
     for step in range(1, settings.steps + 1):
-        adapted = q + q @ weights.T
-        length = np.linalg.norm(adapted, axis=1, keepdims=True)
-        unit = adapted / length
-        logits = (data.rest + SEMANTIC * unit @ tools.T) / settings.temperature
-        logits -= logits.max(axis=1, keepdims=True)
-        exp = np.exp(logits)
-        everything = exp / exp.sum(axis=1, keepdims=True)
-        accepted = np.where(data.accepted, exp, 0.0)
-        accepted /= accepted.sum(axis=1, keepdims=True)
-        # The loss's gradient: to the cosines, the unit query, the adapted query, then W.
-        to_cosines = (everything - accepted) * SEMANTIC / settings.temperature / n
-        to_unit = to_cosines @ tools
-        to_adapted = (to_unit - unit * (to_unit * unit).sum(axis=1, keepdims=True)) / length
-        gradient = to_adapted.T @ q + 2 * settings.penalty * weights
+        gradient = sum((_gradient(part, weights, settings, n) for part in sets), np.zeros_like(weights))
+        gradient += 2 * settings.penalty * weights
         moment = 0.9 * moment + 0.1 * gradient
         second = 0.999 * second + 0.001 * gradient**2
         weights -= (
