@@ -1,5 +1,6 @@
 """What `serve` loads before it serves: the libraries of features the default config leaves off
-(OAuth's JWTs, the HTTP transport, search's stemmer) are loaded by the feature, not by the import."""
+(OAuth's JWTs, the HTTP transport, search's stemmer, RE2 for schema patterns) are loaded by the
+feature, not by the import."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import json
 import subprocess
 import sys
 
-# Libraries the default config (stdio, no `auth`, no index built yet) never touches.
-OPTIONAL = ("jwt", "h11", "snowballstemmer")
+# Libraries the default config (stdio, no `auth`) does not touch before it has an index to search or
+# an argument to match against a schema's `pattern`.
+OPTIONAL = ("jwt", "h11", "snowballstemmer", "re2")
 
 # Runs FEATURE (Python source, possibly empty) in a fresh interpreter after importing the serve
 # command, then prints which of the OPTIONAL libraries are loaded.
@@ -32,6 +34,11 @@ build_verifier(AuthConfig.model_validate({"oauth": {
 FIRST_STEM = """
 from gateway.catalog._vocabulary import stem
 assert stem("folders") == "folder"
+"""
+
+FIRST_PATTERN = """
+from gateway.shared.json_schema import ecma_regex
+assert ecma_regex("^[a-z]+$").search("abc")
 """
 
 
@@ -59,3 +66,7 @@ def test_an_oauth_section_loads_pyjwt_when_its_verifier_is_built() -> None:
 
 def test_the_first_stem_loads_the_stemmer() -> None:
     assert loaded_after(FIRST_STEM) == ["snowballstemmer"]
+
+
+def test_the_first_schema_pattern_loads_re2() -> None:
+    assert loaded_after(FIRST_PATTERN) == ["re2"]
