@@ -18,13 +18,13 @@ from gateway.auth._jwks import (
     DEFAULT_MIN_FETCH_INTERVAL,
     JwksKeys,
 )
+from gateway.auth._jwt_shape import MAX_JWT_CHARS, looks_like_jwt
 from gateway.auth._reasons import Reason, log_refusal, refused
 from gateway.auth.config import OAuthConfig
 from gateway.errors import TokenRefused
 
 __all__ = ["MAX_JWT_CHARS", "JwtVerifier", "looks_like_jwt"]
 
-MAX_JWT_CHARS = 16 * 1024
 _REQUIRED_CLAIMS = ["exp", "iss", "aud", "sub"]
 
 # PyJWT's errors, most specific first, as the reason logged.
@@ -38,11 +38,6 @@ _REASONS: tuple[tuple[type[jwt.PyJWTError], Reason], ...] = (
     (jwt.InvalidAlgorithmError, Reason.ALGORITHM),
     (jwt.InvalidKeyError, Reason.UNUSABLE_KEY),
 )
-
-
-def looks_like_jwt(token: str) -> bool:
-    """Three base64url parts joined by dots: worth verifying as a JWT."""
-    return token.count(".") == 2 and len(token) <= MAX_JWT_CHARS
 
 
 def _words(value: Any) -> list[str]:

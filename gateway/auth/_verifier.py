@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gateway.auth._identity import GatewayAccessToken
-from gateway.auth._jwt import JwtVerifier, looks_like_jwt
+from gateway.auth._jwt_shape import looks_like_jwt
 from gateway.auth._reasons import Reason, log_refusal, refused
 from gateway.auth._static import StaticTokenVerifier
-from gateway.auth.config import AuthConfig
+from gateway.auth.config import AuthConfig, OAuthConfig
 from gateway.errors import TokenRefused
+
+if TYPE_CHECKING:
+    from gateway.auth._jwt import JwtVerifier
 
 __all__ = ["GatewayTokenVerifier", "build_verifier"]
 
@@ -46,4 +51,11 @@ def build_verifier(config: AuthConfig) -> GatewayTokenVerifier:
     scopes = config.oauth.required_scopes if config.oauth is not None else []
     tokens = {principal: token.get_secret_value() for principal, token in config.tokens.items()}
     static = StaticTokenVerifier(tokens, scopes=scopes) if tokens else None
-    return GatewayTokenVerifier(static, JwtVerifier(config.oauth) if config.oauth is not None else None)
+    return GatewayTokenVerifier(static, _jwt_verifier(config.oauth) if config.oauth is not None else None)
+
+
+def _jwt_verifier(oauth: OAuthConfig) -> JwtVerifier:
+    # PyJWT and cryptography load only when the config names an issuer.
+    from gateway.auth._jwt import JwtVerifier
+
+    return JwtVerifier(oauth)

@@ -12,8 +12,6 @@ import functools
 import re
 from typing import Any
 
-import snowballstemmer  # pyright: ignore[reportMissingTypeStubs]
-
 from gateway.catalog._naming import split_words
 
 __all__ = ["STOPWORDS", "SYNONYM_GROUPS", "content_words", "stem", "synonyms", "terms", "words"]
@@ -154,7 +152,14 @@ SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
 
 _WORD = re.compile(r"[A-Za-z0-9]+")
 _MIN_STEM_CHARS = 4  # "aws", "prs", "dns" are names, not plurals
-_stemmer: Any = snowballstemmer.stemmer("english")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+
+
+@functools.cache
+def _stemmer() -> Any:
+    # Loaded at the first stem, not at import: snowballstemmer's package loads every language's stemmer.
+    import snowballstemmer  # pyright: ignore[reportMissingTypeStubs]
+
+    return snowballstemmer.stemmer("english")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
 
 
 @functools.lru_cache(maxsize=65_536)
@@ -162,7 +167,7 @@ def stem(word: str) -> str:
     """The Snowball (Porter 2) stem of a lowercase word; words under four letters are kept whole."""
     if len(word) < _MIN_STEM_CHARS:
         return word
-    return str(_stemmer.stemWord(word))
+    return str(_stemmer().stemWord(word))
 
 
 def words(text: str) -> list[str]:
@@ -185,7 +190,8 @@ def _phrase(text: str) -> tuple[str, ...]:
     return tuple(terms(text))
 
 
-def _build_table() -> dict[tuple[str, ...], tuple[tuple[str, ...], ...]]:
+@functools.cache
+def _table() -> dict[tuple[str, ...], tuple[tuple[str, ...], ...]]:
     table: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
     for group in SYNONYM_GROUPS:
         phrases = [p for p in dict.fromkeys(_phrase(text) for text in group) if p]
@@ -195,9 +201,6 @@ def _build_table() -> dict[tuple[str, ...], tuple[tuple[str, ...], ...]]:
     return {phrase: tuple(partners) for phrase, partners in table.items()}
 
 
-_TABLE = _build_table()
-
-
 def synonyms(phrase: tuple[str, ...]) -> tuple[str, ...]:
     """The terms of every phrase the table gives as meaning the same as `phrase` (stemmed terms)."""
-    return tuple(dict.fromkeys(term for partner in _TABLE.get(phrase, ()) for term in partner))
+    return tuple(dict.fromkeys(term for partner in _table().get(phrase, ()) for term in partner))

@@ -25,9 +25,7 @@ from gateway.config import GatewayConfig
 from gateway.config.server import HttpConfig
 from gateway.errors import ConfigError
 from gateway.reload import ReloadOptions, serve_reloads
-from gateway.server._connections import guarded_protocol
 from gateway.server._gate import session_digest
-from gateway.server._http_app import HttpApp
 from gateway.server._server import warn_of_unidentified_callers
 from gateway.server._stdio import cancel_on_signals
 from gateway.shared import redact_logs
@@ -122,6 +120,10 @@ async def serve_http(
     until SIGTERM or SIGINT, then shut down in order (see the module's docstring); with `reload`,
     reloading the config on SIGHUP and changes to the file (`gateway/reload/`). `started` is called
     once the gateway has started (the CLI tunes the process there)."""
+    # The HTTP app and its h11 protocol load here: a gateway serving stdio never needs them.
+    from gateway.server._connections import guarded_protocol
+    from gateway.server._http_app import HttpApp
+
     http = http or config.http or HttpConfig()
     warn_of_unidentified_callers(config, "http")
     with listen(http) as listener:

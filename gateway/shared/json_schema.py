@@ -44,10 +44,9 @@ import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import lru_cache
-from typing import Any, Protocol, cast
+from typing import Any, NamedTuple, Protocol, cast
 
 import jsonschema
-import re2  # pyright: ignore[reportMissingTypeStubs]  # google-re2 ships no types
 from jsonschema import validators
 from jsonschema.exceptions import ValidationError, best_match  # pyright: ignore[reportUnknownVariableType]  # stubs leave it open
 from jsonschema.protocols import Validator
@@ -291,19 +290,27 @@ class _Re2Pattern(Protocol):
     def search(self, text: bytes) -> object | None: ...
 
 
-# google-re2 ships no type information.
-_re2_error = cast("type[Exception]", re2.error)  # pyright: ignore[reportUnknownMemberType]
-_re2_compile = cast("Callable[[str, object], _Re2Pattern]", re2.compile)  # pyright: ignore[reportUnknownMemberType]
+class _Re2(NamedTuple):
+    compile: Callable[[str, object], _Re2Pattern]
+    error: type[Exception]
+    options: object
 
 
-def _re2_options() -> object:
+@lru_cache(maxsize=1)
+def _re2() -> _Re2:
+    # Loaded at the first pattern, not at import: its native library is megabytes of memory.
+    import re2  # pyright: ignore[reportMissingTypeStubs]  # google-re2 ships no types
+
     options: Any = re2.Options()  # pyright: ignore[reportUnknownMemberType]
     options.log_errors = False  # RE2 would write its complaints to stderr, where the logs go
     options.never_capture = True
-    return options
+    return _Re2(
+        cast("Callable[[str, object], _Re2Pattern]", re2.compile),  # pyright: ignore[reportUnknownMemberType]
+        cast("type[Exception]", re2.error),  # pyright: ignore[reportUnknownMemberType]
+        options,
+    )
 
 
-_OPTIONS = _re2_options()
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -322,9 +329,10 @@ class EcmaRegex:
     def __init__(self, pattern: str) -> None:
         self.pattern = pattern
         translated = ecma_to_re2(pattern)
+        re2 = _re2()
         try:
-            self._compiled = _re2_compile(translated, _OPTIONS)
-        except _re2_error as exc:
+            self._compiled = re2.compile(translated, re2.options)
+        except re2.error as exc:
             reason = exc.args[0] if exc.args else exc
             text = reason.decode(errors="replace") if isinstance(reason, bytes) else str(reason)
             raise UnsupportedPattern(f"RE2 cannot run it ({text})") from None
