@@ -1,7 +1,7 @@
 """The torch half of finetune_experiment.py: fine-tune MiniLM with LoRA per fold, write the embeddings.
 
     $TORCH_PYTHON tests/search_eval/finetune_tune.py check                 # torch MiniLM against ONNX
-    $TORCH_PYTHON tests/search_eval/finetune_tune.py cv NAME [--rank 8 --epochs 3 --lr 1e-3 --tools frozen]
+    $TORCH_PYTHON tests/search_eval/finetune_tune.py cv NAME [--epochs 3 --tools frozen|tuned]
     $TORCH_PYTHON tests/search_eval/finetune_tune.py cv NAME --writers     # leave one writer out
 
 Reads /tmp/finetune/{texts.json,arrays.npz} (written by `finetune_experiment export`) and the
@@ -193,7 +193,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--hard", type=int, default=4, help="hardest negatives re-embedded per query")
     parser.add_argument("--temperature", type=float, default=0.05)
-    parser.add_argument("--tools", choices=["frozen", "tuned"], default="tuned")
+    parser.add_argument("--tools", choices=["frozen", "tuned"], default="frozen")
     parser.add_argument("--writers", action="store_true")
     parser.add_argument("--only", type=int, default=None, help="one fold only")
     parser.add_argument("--threads", type=int, default=2)
