@@ -13,8 +13,11 @@ is, the cosine from the model being trained), the accepted tools as the target. 
 only the query side is trained, the tools keep the base model's embeddings (an asymmetric model:
 search would embed queries with the tuned weights, tools with the base ones). `--tools tuned`: both
 sides, the tools in the softmax from a cache refreshed each epoch, with the gradient through the
-batch's accepted tools and its hardest negatives re-embedded. Then every query (and tool) is
-embedded and written to /tmp/finetune/NAME[-lowo]/fold<k>.npz for `finetune_experiment score`.
+batch's accepted tools and its hardest negatives re-embedded. `--train-servers` adds the training
+servers' requests (`finetune_experiment export-train`), each over its own servers' catalog only.
+Then every query and tool is embedded and written to /tmp/finetune/NAME[-lowo]/fold<k>.npz for
+`finetune_experiment score`: `tools` as search would score them, `tools_tuned` by the tuned model
+(the one-encoder variant of a query-side model) and the LoRA factors (`lora.*`, for `int8`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import argparse
 import json
 import math
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -101,21 +105,71 @@ def check() -> None:
         )
 
 
-def train_fold(
-    args: argparse.Namespace, texts: dict, arrays: dict, split: dict
-) -> tuple[np.ndarray, np.ndarray]:
-    torch.manual_seed(0)
-    model, tokenizer = load(args.rank, args.alpha, args.full)
+@dataclass
+class Part:
+    """One catalog's training queries: each query's softmax runs over this catalog's tools only."""
+
+    queries: list[str]
+    rest: torch.Tensor  # queries x tools: the fused score without the cosine's share
+    accepted: torch.Tensor  # queries x tools, booleans
+    tools: list[str]
+    cached: torch.Tensor | None = None  # the tools' embeddings the softmax uses
+
+
+def fold_part(texts: dict, arrays: dict, split: dict) -> Part:
+    """The fold's trained queries over the tools the fold keeps (the tuning catalog)."""
     keep = np.asarray(split["keep"])
     rows = np.asarray(split["trained"])
-    rest = torch.tensor(arrays["rest"][np.ix_(rows, keep)], dtype=torch.float32)
-    accepted = torch.tensor(arrays["accepted"][np.ix_(rows, keep)])
-    tool_texts = [texts["tools"][i] for i in keep]
-    query_texts = [texts["queries"][i] for i in rows]
+    return Part(
+        queries=[texts["queries"][i] for i in rows],
+        rest=torch.tensor(arrays["rest"][np.ix_(rows, keep)], dtype=torch.float32),
+        accepted=torch.tensor(arrays["accepted"][np.ix_(rows, keep)]),
+        tools=[texts["tools"][i] for i in keep],
+    )
+
+
+def training_servers_part() -> Part:
+    """The training servers' answerable requests over their own catalog (`export-train`)."""
+    texts = json.loads((OUT / "train_texts.json").read_text())
+    arrays = np.load(OUT / "train_arrays.npz")
+    return Part(
+        queries=texts["queries"],
+        rest=torch.tensor(arrays["rest"], dtype=torch.float32),
+        accepted=torch.tensor(arrays["accepted"]),
+        tools=texts["tools"],
+    )
+
+
+def part_loss(
+    args: argparse.Namespace, model: nn.Module, tokenizer: Any, part: Part, batch: list[int], semantic: float
+) -> torch.Tensor:
+    """The summed listwise loss of `batch` (rows of `part`) over the part's catalog."""
+    assert part.cached is not None
+    queries = embed(model, tokenizer, [part.queries[i] for i in batch])
+    tools = part.cached
+    if args.tools == "tuned":
+        with torch.no_grad():
+            scores = part.rest[batch] + semantic * queries @ part.cached.T
+            scores[part.accepted[batch]] = -1e9
+        hard = set(torch.topk(scores, args.hard, dim=1).indices.flatten().tolist())
+        positives = set(torch.nonzero(part.accepted[batch])[:, 1].tolist())
+        fresh = sorted(hard | positives)
+        tools = part.cached.clone()
+        tools[fresh] = embed(model, tokenizer, [part.tools[i] for i in fresh])
+    logits = (part.rest[batch] + semantic * queries @ tools.T) / args.temperature
+    accepted = part.accepted[batch]
+    return (torch.logsumexp(logits, 1) - torch.logsumexp(logits.masked_fill(~accepted, -1e9), 1)).sum()
+
+
+def train_fold(args: argparse.Namespace, texts: dict, arrays: dict, split: dict) -> dict[str, np.ndarray]:
+    torch.manual_seed(0)
+    model, tokenizer = load(args.rank, args.alpha, args.full)
     semantic = float(arrays.get("semantic", 0.8))
     if not args.epochs:  # the control: the torch base model, float32, untrained
         everything = embed_all(model.eval(), tokenizer, texts["queries"] + texts["tools"]).numpy()
-        return everything[: len(texts["queries"])], everything[len(texts["queries"]) :]
+        return {"queries": everything[: len(texts["queries"])], "tools": everything[len(texts["queries"]) :]}
+    parts = [fold_part(texts, arrays, split)] + ([training_servers_part()] if args.train_servers else [])
+    rows = [(p, i) for p, part in enumerate(parts) for i in range(len(part.queries))]
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(trainable, lr=args.lr, weight_decay=args.decay)
     steps = max(1, args.epochs * math.ceil(len(rows) / args.batch))
@@ -123,44 +177,43 @@ def train_fold(
         optimizer, lambda s: min(1.0, (s + 1) / 10) * max(0.0, 1 - s / steps)
     )
     model.eval()  # no dropout
-    base_tools = embed_all(model, tokenizer, tool_texts)
-    cached = base_tools
+    for part in parts:
+        part.cached = embed_all(model, tokenizer, part.tools)
     generator = np.random.default_rng(0)
     for epoch in range(args.epochs):
         if args.tools == "tuned" and epoch:
-            cached = embed_all(model, tokenizer, tool_texts)
+            for part in parts:
+                part.cached = embed_all(model, tokenizer, part.tools)
         losses = []
         permutation = generator.permutation(len(rows))
         for start in range(0, len(rows), args.batch):
-            batch = permutation[start : start + args.batch]
-            queries = embed(model, tokenizer, [query_texts[i] for i in batch])
-            tools = cached
-            if args.tools == "tuned":
-                with torch.no_grad():
-                    scores = rest[batch] + semantic * queries @ cached.T
-                    scores[accepted[batch]] = -1e9
-                hard = set(torch.topk(scores, args.hard, dim=1).indices.flatten().tolist())
-                positives = set(torch.nonzero(accepted[batch])[:, 1].tolist())
-                fresh = sorted(hard | positives)
-                fresh_rows = embed(model, tokenizer, [tool_texts[i] for i in fresh])
-                tools = cached.clone()
-                tools[fresh] = fresh_rows
-            logits = (rest[batch] + semantic * queries @ tools.T) / args.temperature
-            loss = (
-                torch.logsumexp(logits, 1) - torch.logsumexp(logits.masked_fill(~accepted[batch], -1e9), 1)
-            ).mean()
+            batch = [rows[i] for i in permutation[start : start + args.batch]]
+            loss = sum(
+                (
+                    part_loss(args, model, tokenizer, part, [i for q, i in batch if q == p], semantic)
+                    for p, part in enumerate(parts)
+                    if any(q == p for q, _ in batch)
+                ),
+                torch.zeros(()),
+            ) / len(batch)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
             schedule.step()
             losses.append(loss.item())
         print(f"    epoch {epoch + 1}: loss {np.mean(losses):.3f}", flush=True)
-    queries = embed_all(model, tokenizer, texts["queries"]).numpy()
+    out = {
+        "queries": embed_all(model, tokenizer, texts["queries"]).numpy(),
+        "tools_tuned": embed_all(model, tokenizer, texts["tools"]).numpy(),
+    }
+    for name, parameter in model.named_parameters():
+        if parameter.requires_grad and not args.full:  # the LoRA factors, to merge into the weights
+            out[f"lora.{name}"] = parameter.detach().numpy()
     if args.tools == "frozen":
-        tools = embed_all(load(0, 1.0, False)[0].eval(), tokenizer, texts["tools"]).numpy()
+        out["tools"] = embed_all(load(0, 1.0, False)[0].eval(), tokenizer, texts["tools"]).numpy()
     else:
-        tools = embed_all(model, tokenizer, texts["tools"]).numpy()
-    return queries, tools
+        out["tools"] = out["tools_tuned"]
+    return out
 
 
 def cv(args: argparse.Namespace) -> None:
@@ -175,8 +228,7 @@ def cv(args: argparse.Namespace) -> None:
             continue
         began = time.process_time()
         print(f"  fold {k}: {len(split['trained'])} trained queries, {len(split['keep'])} tools", flush=True)
-        queries, tools = train_fold(args, texts, arrays, split)
-        np.savez(folder / f"fold{k}.npz", queries=queries, tools=tools)
+        np.savez(folder / f"fold{k}.npz", **train_fold(args, texts, arrays, split))
         print(f"  fold {k}: {time.process_time() - began:.0f} CPU-s", flush=True)
 
 
@@ -195,6 +247,9 @@ def main() -> None:
     parser.add_argument("--temperature", type=float, default=0.05)
     parser.add_argument("--tools", choices=["frozen", "tuned"], default="frozen")
     parser.add_argument("--writers", action="store_true")
+    parser.add_argument(
+        "--train-servers", action="store_true", help="add the training servers' requests (export-train)"
+    )
     parser.add_argument("--only", type=int, default=None, help="one fold only")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
