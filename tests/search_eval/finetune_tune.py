@@ -228,7 +228,9 @@ def cv(args: argparse.Namespace) -> None:
             continue
         began = time.process_time()
         print(f"  fold {k}: {len(split['trained'])} trained queries, {len(split['keep'])} tools", flush=True)
-        np.savez(folder / f"fold{k}.npz", **train_fold(args, texts, arrays, split))
+        fold = train_fold(args, texts, arrays, split)
+        # The keys are the arrays' names (queries, tools, lora.*), never savez's own allow_pickle.
+        np.savez(folder / f"fold{k}.npz", **fold)  # pyright: ignore[reportArgumentType]
         print(f"  fold {k}: {time.process_time() - began:.0f} CPU-s", flush=True)
 
 
