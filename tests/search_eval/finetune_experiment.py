@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
 import json
 import pickle
 import sys
@@ -54,46 +53,12 @@ OUT = Path("/tmp/finetune")
 
 def export() -> None:
     """Capture the run and write the folds, texts and arrays the torch side trains from."""
-    from gateway.catalog import Catalog
-    from gateway.catalog._search import tool_text
-    from gateway.catalog._semantic import SemanticSearch, load_minilm
-    from gateway.catalog.evaluation import load_tool_snapshots
     from tests.search_eval.adapter_experiment import FOLDS, case_writers
-    from tests.search_eval.eval_set import CATALOG_DIRS
-    from tests.search_eval.fusion_experiment import Recording, capture, catalog_rows
-    from tests.search_eval.train_adapter import SEMANTIC, TrainingSet, training_cases
-
-    class Texts(Recording):
-        """The recording, keeping each query's text as the model was given it."""
-
-        def __init__(self, model: Any, tools: int) -> None:
-            super().__init__(model, tools)
-            self.texts: list[str] = []
-
-        def similarities(self, query: str, rows: Any) -> Any:
-            if len(rows) == self.tools:
-                self.texts.append(query)
-            return super().similarities(query, rows)
+    from tests.search_eval.train_adapter import SEMANTIC, capture_run, training_cases
 
     cases = training_cases()
-    tools = load_tool_snapshots(list(CATALOG_DIRS))
-    recording = Texts(load_minilm(), sum(len(t) for t in tools.values()))
-    semantic = SemanticSearch(load=lambda: recording)
-    catalog = Catalog(tools, semantic=semantic)
-    semantic.load()
-    run = dict(vars(capture(catalog, None, recording, cases)))
-    run["tools"] = np.asarray(catalog_rows(catalog, recording), dtype=np.float64)
-    run["servers"] = np.array([entry.server_id for entry in catalog.entries])
-    answerable = [row for row, case in enumerate(cases) if case.accept]
-    accepted = np.zeros((len(answerable), len(catalog)), dtype=bool)
-    for k, row in enumerate(answerable):
-        accepted[k, sorted(run["accept"][row])] = True
-    data = TrainingSet(
-        queries=run["query_vectors"][answerable].astype(np.float64),
-        rest=(run["fused"] - SEMANTIC * run["similarity"])[answerable],
-        accepted=accepted,
-        tools=run["tools"],
-    )
+    run, data = capture_run(cases)
+    tools = len(run["servers"])
     OUT.mkdir(exist_ok=True)
     with (OUT / "run.pkl").open("wb") as file:
         pickle.dump((run, data), file)
@@ -120,20 +85,20 @@ def export() -> None:
             "writer": writer,
             "tested": [r for r in range(len(cases)) if writers[r] == writer],
             "trained": [r for r in range(len(cases)) if writers[r] != writer and cases[r].accept],
-            "keep": list(range(len(catalog))),
+            "keep": list(range(tools)),
         }
         for writer in sorted(set(writers) - {""})
     ]
     texts = {
-        "queries": recording.texts[-len(cases) :],
-        "tools": [tool_text(entry) for entry in catalog.entries],
+        "queries": run["query_texts"],
+        "tools": run["tool_texts"],
         "folds": folds,
         "writers": lowo,
         "nones": [r for r, c in enumerate(cases) if not c.accept],
     }
     assert len(texts["queries"]) == len(cases)
     (OUT / "texts.json").write_text(json.dumps(texts), encoding="utf-8")
-    full_accepted = np.zeros((len(cases), len(catalog)), dtype=bool)
+    full_accepted = np.zeros((len(cases), tools), dtype=bool)
     for row in range(len(cases)):
         full_accepted[row, sorted(accept[row])] = True
     np.savez(
@@ -144,58 +109,27 @@ def export() -> None:
         tools=run["tools"],
         semantic=SEMANTIC,
     )
-    print(f"{len(cases)} queries, {len(catalog)} tools, {len(set(servers.tolist()))} servers -> {OUT}")
+    print(f"{len(cases)} queries, {tools} tools, {len(set(servers.tolist()))} servers -> {OUT}")
 
 
 def export_train() -> None:
     """Capture the training servers' requests over their own catalog (`tests/search_eval/train/`)."""
+    from tests.search_eval.train.train_set import TRAIN_CATALOG, train_queries
+    from tests.search_eval.train_adapter import capture_run
 
-    from gateway.catalog import Catalog
-    from gateway.catalog._search import tool_text
-    from gateway.catalog._semantic import SemanticSearch, load_minilm
-    from gateway.catalog.evaluation import load_tool_snapshots
-    from tests.search_eval.fusion_experiment import Recording, capture, catalog_rows
-    from tests.search_eval.train_adapter import SEMANTIC
-
-    class Texts(Recording):
-        """The recording, keeping each query's text as the model was given it."""
-
-        def __init__(self, model: Any, tools: int) -> None:
-            super().__init__(model, tools)
-            self.texts: list[str] = []
-
-        def similarities(self, query: str, rows: Any) -> Any:
-            if len(rows) == self.tools:
-                self.texts.append(query)
-            return super().similarities(query, rows)
-
-    # By name: the training set lives on the search6 branch until it merges.
-    train_set = importlib.import_module("tests.search_eval.train.train_set")
-    cases = [query.case() for query in train_set.train_queries()]
-    tools = load_tool_snapshots([train_set.TRAIN_CATALOG])
-    recording = Texts(load_minilm(), sum(len(t) for t in tools.values()))
-    semantic = SemanticSearch(load=lambda: recording)
-    catalog = Catalog(tools, semantic=semantic)
-    semantic.load()
-    run = dict(vars(capture(catalog, None, recording, cases)))
+    cases = [query.case() for query in train_queries()]
+    run, data = capture_run(cases, [TRAIN_CATALOG])
     answerable = [row for row, case in enumerate(cases) if case.accept]
-    accepted = np.zeros((len(answerable), len(catalog)), dtype=bool)
-    for k, row in enumerate(answerable):
-        accepted[k, sorted(run["accept"][row])] = True
-    queries = recording.texts[-len(cases) :]
-    texts = {
-        "queries": [queries[row] for row in answerable],
-        "tools": [tool_text(e) for e in catalog.entries],
-    }
+    texts = {"queries": [run["query_texts"][row] for row in answerable], "tools": run["tool_texts"]}
     (OUT / "train_texts.json").write_text(json.dumps(texts), encoding="utf-8")
     np.savez(
         OUT / "train_arrays.npz",
-        rest=(run["fused"] - SEMANTIC * run["similarity"])[answerable],
-        accepted=accepted,
-        queries=run["query_vectors"][answerable],
-        tools=np.asarray(catalog_rows(catalog, recording), dtype=np.float64),
+        rest=data.rest,
+        accepted=data.accepted,
+        queries=data.queries,
+        tools=data.tools,
     )
-    print(f"{len(answerable)} answerable of {len(cases)} requests, {len(catalog)} tools -> {OUT}")
+    print(f"{len(answerable)} answerable of {len(cases)} requests, {len(run['tool_texts'])} tools -> {OUT}")
 
 
 def merged_int8(name: str) -> None:

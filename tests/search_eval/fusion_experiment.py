@@ -63,6 +63,7 @@ class Recording:
 
     def __init__(self, model: Embedder, tools: int) -> None:
         self.model, self.tools, self.queries = model, tools, list[np.ndarray]()
+        self.texts: list[str] = []  # each query as the model was given it
 
     def encode(self, texts: Sequence[str]) -> Any:
         return self.model.encode(texts)
@@ -71,6 +72,7 @@ class Recording:
         vector = self.model.encode([query])[0]
         if len(rows) == self.tools:  # not the product check's phrases
             self.queries.append(vector)
+            self.texts.append(query)
         return (rows @ vector).tolist()
 
 

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from gateway.catalog import Catalog
+from gateway.catalog._search import tool_text
 from gateway.catalog._semantic import ADAPTER_FILE, FUSION, SemanticSearch, load_minilm
 from gateway.catalog.evaluation import SearchCase, load_tool_snapshots
 from tests.search_eval.blind_dev.dev_set import blind_dev_queries
@@ -78,6 +79,8 @@ def capture_run(
     run = dict(vars(capture(catalog, None, recording, cases)))
     run["tools"] = np.asarray(catalog_rows(catalog, recording), dtype=np.float64)
     run["servers"] = np.array([entry.server_id for entry in catalog.entries])
+    run["query_texts"] = recording.texts[-len(cases) :] if cases else []
+    run["tool_texts"] = [tool_text(entry) for entry in catalog.entries]
     answerable = [row for row, case in enumerate(cases) if case.accept]
     accepted = np.zeros((len(answerable), len(catalog)), dtype=bool)
     for k, row in enumerate(answerable):
