@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 from typing import Any
 
 from gateway.catalog._naming import split_words
@@ -162,12 +163,18 @@ def _stemmer() -> Any:
     return snowballstemmer.stemmer("english")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
 
 
+# A Snowball stemmer keeps the word it is stemming in its own fields, so two threads stemming at once
+# (two searches, or a search and the warm-up) get each other's stems or an IndexError.
+_stemming = threading.Lock()
+
+
 @functools.lru_cache(maxsize=65_536)
 def stem(word: str) -> str:
     """The Snowball (Porter 2) stem of a lowercase word; words under four letters are kept whole."""
     if len(word) < _MIN_STEM_CHARS:
         return word
-    return str(_stemmer().stemWord(word))
+    with _stemming:
+        return str(_stemmer().stemWord(word))
 
 
 def words(text: str) -> list[str]:
