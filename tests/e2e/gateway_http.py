@@ -129,6 +129,10 @@ async def http_gateway(
                         process.kill()
                 with anyio.move_on_after(WAIT):
                     await gateway.exited.wait()
+            # Pytest shows a failing test's stderr: the gateway's own errors say what went wrong inside.
+            for record in gateway.logs:
+                if record.get("level") in ("error", "critical"):
+                    print(json.dumps(record), file=sys.stderr)
 
 
 class User:
