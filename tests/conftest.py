@@ -17,6 +17,7 @@ from mcp.server.mcpserver import MCPServer
 from starlette.types import ASGIApp
 
 from gateway import Sandbox, SandboxLimits
+from gateway.server._execution_store import executions_file
 from tests.auth.issuer import Keys, LocalIssuer
 from tests.real_servers import TINY_SERVER, Served, built, fresh_git_repo, npm_entry_point, serve_asgi_app
 from tests.state.redis_server import redis_server, redis_url  # noqa: F401  (fixtures, for every test)
@@ -27,6 +28,18 @@ Entry = dict[str, Any]
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def results_files_of_test_configs_removed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A served gateway keeps background results in the user's cache under its config file's path; the
+    suite's configs live in its temporary directories, so their results files go when the session ends."""
+    yield
+    names = {executions_file(path.resolve()).name for path in tmp_path_factory.getbasetemp().rglob("*")}
+    directory = executions_file(None).parent
+    for part in directory.glob("runs-*") if directory.is_dir() else ():
+        if part.name.removesuffix("-wal").removesuffix("-shm").removesuffix("-journal") in names:
+            part.unlink(missing_ok=True)
 
 
 @pytest.fixture(scope="session")

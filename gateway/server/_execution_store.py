@@ -17,6 +17,7 @@ import os
 import sqlite3
 import stat
 import threading
+import time
 from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -29,12 +30,22 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from gateway.auth import Owner
 from gateway.sandbox.component import default_cache_dir
 
-__all__ = ["ExecutionRecord", "ExecutionStore", "FileExecutions", "Status", "executions_file"]
+__all__ = [
+    "UNUSED_FILE_SECONDS",
+    "ExecutionRecord",
+    "ExecutionStore",
+    "FileExecutions",
+    "Status",
+    "executions_file",
+]
 
 log = logging.getLogger("gateway.server.background")
 
 Status = Literal["working", "input_required", "completed", "failed", "cancelled"]
 FINISHED: frozenset[Status] = frozenset({"completed", "failed", "cancelled"})
+UNUSED_FILE_SECONDS = 30 * 86_400
+"""A results file no gateway has written for this long holds only expired results (`keep_seconds` is at
+most 7 days): the next new results file in the directory removes it, as the sandbox's unused builds go."""
 
 
 class ExecutionRecord(BaseModel):
@@ -133,6 +144,21 @@ _SCHEMA = (
 )
 
 
+def _remove_unused_files(directory: Path, now: float) -> None:
+    # A file per config path: configs in passing (a temporary directory, a checkout since removed)
+    # would otherwise leave theirs behind for good.
+    for path in directory.glob("runs-*.sqlite3"):
+        parts = [path, *(path.with_name(path.name + suffix) for suffix in ("-wal", "-shm", "-journal"))]
+        try:
+            written = max(part.lstat().st_mtime for part in parts if part.is_symlink() or part.exists())
+            if now - written > UNUSED_FILE_SECONDS:
+                log.info("removed an unused background results file", extra={"file": path.name})
+                for part in parts:
+                    part.unlink(missing_ok=True)
+        except (OSError, ValueError):  # removed by another process meanwhile
+            continue
+
+
 def _create_owner_only(path: Path) -> None:
     """Create `path` (and its directory) for the gateway's user only, never through a symlink: executions'
     results may hold whatever the children answered."""
@@ -160,7 +186,13 @@ class FileExecutions:
             self._open()
 
     def _open(self) -> sqlite3.Connection:
+        if self._db is not None and not self.path.exists():
+            # Removed as unused while this process kept it open: results from now on go to a new file.
+            self._db.close()
+            self._db = None
         if self._db is None:
+            if not (self.path.exists() or self.path.is_symlink()):
+                _remove_unused_files(self.path.parent, time.time())
             _create_owner_only(self.path)
             db = sqlite3.connect(self.path, timeout=5.0, check_same_thread=False, isolation_level=None)
             db.execute("PRAGMA journal_mode=WAL")

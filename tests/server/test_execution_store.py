@@ -19,7 +19,12 @@ from gateway.config import load_config
 from gateway.config.server import BackgroundConfig
 from gateway.errors import BackgroundRefused
 from gateway.server._background import BackgroundExecution, BackgroundExecutions
-from gateway.server._execution_store import ExecutionRecord, FileExecutions, executions_file
+from gateway.server._execution_store import (
+    UNUSED_FILE_SECONDS,
+    ExecutionRecord,
+    FileExecutions,
+    executions_file,
+)
 from gateway.server._shared_executions import open_execution_store
 
 pytestmark = pytest.mark.anyio
@@ -159,3 +164,53 @@ async def test_a_symlink_planted_where_the_results_file_goes_is_never_followed_a
     assert collected.result == _result("served")
     assert not target.exists()
     assert planted.is_symlink()
+
+
+async def test_a_new_results_file_removes_those_no_gateway_wrote_for_thirty_days_and_keeps_the_rest(
+    tmp_path: Path,
+) -> None:
+    cache = tmp_path / "cache"
+    unused = executions_file(tmp_path / "gone.json", cache)
+    recent = executions_file(tmp_path / "team.json", cache)
+    for path in (unused, recent):
+        store = FileExecutions(path)
+        await store.ended(_record("kept"))
+        store.close()
+    wal = unused.with_name(unused.name + "-wal")
+    wal.write_bytes(b"")
+    other = unused.with_name("notes.txt")  # not a results file: never the gateway's to remove
+    other.write_text("mine", encoding="utf-8")
+    month_ago = time.time() - UNUSED_FILE_SECONDS - 60
+    for path in (unused, wal, other):
+        os.utime(path, (month_ago, month_ago))
+    day_ago = time.time() - 86_400
+    os.utime(recent, (day_ago, day_ago))
+
+    new = FileExecutions(executions_file(tmp_path / "new.json", cache))
+    await new.ended(_record("first"))
+    new.close()
+    assert not unused.exists()
+    assert not wal.exists()
+    assert other.exists()
+    reopened = FileExecutions(recent)
+    kept = await reopened.read("kept")
+    reopened.close()
+    assert kept is not None
+    assert kept.result == _result("kept")
+
+
+async def test_a_results_file_removed_while_its_gateway_runs_is_made_again_for_the_next_result(
+    tmp_path: Path,
+) -> None:
+    path = executions_file(tmp_path / "team.json", tmp_path / "cache")
+    runs = FileExecutions(path)
+    await runs.ended(_record("before"))
+    for part in path.parent.glob(path.name + "*"):
+        part.unlink()  # another gateway found it unused
+    await runs.ended(_record("after"))
+    runs.close()
+    after_restart = FileExecutions(path)
+    kept = await after_restart.read("after")
+    after_restart.close()
+    assert kept is not None
+    assert kept.result == _result("after")
