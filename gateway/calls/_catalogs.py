@@ -11,7 +11,15 @@ import anyio.to_thread
 from gateway.auth import Identity
 from gateway.calls._exposed import ExposedTool, Exposure, expose_tools
 from gateway.catalog import Catalog, ObservedShapes, ShapeStore
-from gateway.catalog.docs import Detail, SemanticSearch, check_search, render_search, warm_search
+from gateway.catalog.docs import (
+    Detail,
+    SemanticSearch,
+    check_search,
+    fits,
+    render_search,
+    still_starting,
+    warm_search,
+)
 from gateway.catalog.lockfile import CatalogLock, Quarantine
 from gateway.children import ChildPool, ChildState
 from gateway.config import GatewayConfig
@@ -22,7 +30,8 @@ __all__ = ["Catalogs", "searched"]
 
 log = logging.getLogger("gateway")
 
-# How long a search naming a child still connecting waits for it before it answers without it.
+# How long a search naming a child still connecting (or one no ready child's tool fits) waits for the
+# children still starting before it answers without them.
 SEARCH_WAIT_SECONDS = 10.0
 SEARCH_THREADS = 2
 """Searches answered at once, each on a worker thread: the event loop never waits on one, and a
@@ -189,25 +198,38 @@ class Catalogs:
         middleware: Chain,
         loaded: str | None,
     ) -> str:
-        """The search_docs text under `policy`, naming the children still starting (a search naming one
-        waits for it, `search_wait`). SearchRefused for a query past `search.max_query_chars`
-        (or a server name past the name cap), before any work is spent on it."""
+        """The search_docs text under `policy`, naming the children still starting (a search naming one,
+        or one no ready child's tool fits, waits for them, `search_wait`). SearchRefused for a query past
+        `search.max_query_chars` (or a server name past the name cap), before any work is spent on it."""
         max_query_chars = self._config.search.max_query_chars
         check_search(query, server, max_query_chars)
-        named = self.catalog(policy).server(server) if server is not None else None
+        catalog = self.catalog(policy)
+        named = catalog.server(server) if server is not None else None
         if named is not None:
             self._pool.start(named.name)  # a lazy child starts when a search names it
-            # Only a search naming one child waits for it; any other answers with the children
-            # that are ready and names those still starting.
             with anyio.move_on_after(self.search_wait()):
                 await self._pool.wait_child(named.name)
-        catalog = self.catalog(policy)
+            catalog = self.catalog(policy)
+        elif server is None and query.strip() and await self._needs_starting(catalog, query):
+            log.info(
+                "a search waits for the children still starting", extra={"children": still_starting(catalog)}
+            )
+            with anyio.move_on_after(self.search_wait()):
+                await self._pool.wait_ready()
+            catalog = self.catalog(policy)
         if middleware.searches:
             search = Search(query, server, identity.principal if identity else None, policy.roles)
             catalog = await searched(middleware, catalog, search)
         return await anyio.to_thread.run_sync(
             self._render, catalog, query, server, limit, detail, loaded, limiter=self._search_threads
         )
+
+    async def _needs_starting(self, catalog: Catalog, query: str) -> bool:
+        # Any other search answers at once with the children ready, naming those still starting; one
+        # that none of their tools fits may be for a child still starting, so it waits as if named.
+        if not still_starting(catalog):
+            return False
+        return not await anyio.to_thread.run_sync(fits, catalog, query, limiter=self._search_threads)
 
     def _render(
         self, catalog: Catalog, query: str, server: str | None, limit: int, detail: Detail, loaded: str | None

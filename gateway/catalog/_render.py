@@ -177,15 +177,18 @@ def _not_ready_note(catalog: Catalog, only: str | None) -> str | None:
     return "\n".join(notes) or None
 
 
-def _starting_note(catalog: Catalog, only: str | None = None) -> list[str]:
-    """One line naming the children still starting, whose tools no answer holds yet."""
-    starting = [
+def still_starting(catalog: Catalog) -> list[str]:
+    """The children still starting, whose tools no answer holds yet."""
+    return [
         s.identifier
         for s in catalog.servers
-        if s.state is ChildState.CONNECTING
-        and not catalog.tools_of(s.identifier)
-        and (only is None or s.identifier == only)
+        if s.state is ChildState.CONNECTING and not catalog.tools_of(s.identifier)
     ]
+
+
+def _starting_note(catalog: Catalog, only: str | None = None) -> list[str]:
+    """One line naming the children still starting, whose tools no answer holds yet."""
+    starting = [identifier for identifier in still_starting(catalog) if only is None or identifier == only]
     if not starting:
         return []
     again = f'search again in a moment, or with server="{starting[0]}" to wait for it'

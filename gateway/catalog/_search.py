@@ -569,6 +569,12 @@ def warm_search(catalog: Catalog) -> None:
         _tool_rows(catalog, semantic.embedder, semantic.adapter)
 
 
+def fits(catalog: Catalog, query: str) -> bool:
+    """Whether a tool of `catalog` clearly fits `query`: search_docs would not answer that none does."""
+    hits = search(catalog, query, limit=1)
+    return bool(hits) and not hits[0].weak
+
+
 def search(
     catalog: Catalog, query: str, server: str | None = None, limit: int = 5, tuning: Tuning = TUNED
 ) -> list[Hit]:

@@ -2,8 +2,8 @@
 a sub-face, since it is what the gateway answers with, apart from the calls it maps."""
 
 from gateway.catalog._discovery import read_docs
-from gateway.catalog._render import DEFAULT_SEARCH_LIMIT, Detail, render_search
-from gateway.catalog._search import SearchRefused, check_search, warm_search
+from gateway.catalog._render import DEFAULT_SEARCH_LIMIT, Detail, render_search, still_starting
+from gateway.catalog._search import SearchRefused, check_search, fits, warm_search
 from gateway.catalog._semantic import SemanticSearch, semantic_search
 
 __all__ = (
@@ -12,8 +12,10 @@ __all__ = (
     "SearchRefused",
     "SemanticSearch",
     "check_search",
+    "fits",
     "read_docs",
     "render_search",
     "semantic_search",
+    "still_starting",
     "warm_search",
 )

@@ -21,17 +21,17 @@ from pathlib import Path
 
 import anyio
 import pytest
-from mcp import ClientSession
+from mcp import Client, ClientSession
 
+from gateway.catalog._render import STILL_STARTING
 from gateway.catalog._semantic import semantic_installed
 from gateway.catalog.config import DEFAULT_MAX_QUERY_CHARS
 from tests.e2e.gateway_http import http_client, http_gateway
 from tests.e2e.gateway_process import (
-    EVERYTHING,
     TINY,
     environment,
     execute,
-    overview_once,
+    ledger_server,
     search_docs,
     session,
     settled,
@@ -264,26 +264,72 @@ async def test_a_request_for_a_product_no_server_offers_names_it_and_search_stil
     assert any(line.startswith("time.get_current_time(") for line in found[1:4])
 
 
-async def test_a_search_answers_with_the_children_ready_and_names_those_still_starting(
+# Starts the command after it (argv[2:]) once the file argv[1] names exists: the test says when.
+_GATED = (
+    "import os, sys, time\n"
+    "while not os.path.exists(sys.argv[1]):\n"
+    "    time.sleep(0.02)\n"
+    "os.execv(sys.executable, [sys.executable, *sys.argv[2:]])"
+)
+_WAITING = "a search waits for the children still starting"
+
+
+def _ledger_and_gated_tiny(directory: Path) -> Path:
+    """A config whose ledger child starts at once and whose tiny child only once `directory/open` exists."""
+    gated = {"command": sys.executable, "args": ["-c", _GATED, str(directory / "open"), *TINY["args"]]}
+    children = {"ledger": ledger_server(directory), "tiny": gated}
+    return write_config(directory, {"mcpServers": children, "startup_timeout_seconds": 600})
+
+
+async def _ready(client: Client, server: str) -> None:
+    with anyio.fail_after(WAIT):
+        while True:  # the client has no other way to see a child get ready
+            if f"{server} (ready" in await search_docs(client, settled=False):
+                return
+            await anyio.sleep(0.05)
+
+
+async def test_a_query_a_ready_childs_tool_fits_is_answered_at_once_naming_the_children_still_starting(
     tmp_path: Path,
 ) -> None:
-    config = {
-        "mcpServers": {
-            "everything": EVERYTHING,  # any child that starts will do: the Node one
-            # Never answers the handshake: it stays starting for as long as the test runs.
-            "slow": {"command": sys.executable, "args": ["-c", "import time; time.sleep(600)"]},
-        },
-        "startup_timeout_seconds": 600,
-    }
-    async with session(write_config(tmp_path, config, default_search=True)) as connected:
-        first = await search_docs(connected, "echo", settled=False)
-        assert "slow" in first.split("\n")[-1]  # answered without waiting for it
-        await overview_once(connected, "everything (ready")
-        found = await search_docs(connected, "echo", settled=False)
-    assert "everything.echo" in found
+    async with (
+        http_gateway(_ledger_and_gated_tiny(tmp_path)) as gateway,
+        http_client(gateway.url) as client,
+    ):
+        await _ready(client, "ledger")
+        found = await search_docs(client, "append an entry to the ledger", settled=False)
+        assert _WAITING not in gateway.messages()
+    assert "ledger.append(" in found
     assert found.split("\n")[-1] == (
-        'Still starting: slow; search again in a moment, or with server="slow" to wait for it.'
+        'Still starting: tiny; search again in a moment, or with server="tiny" to wait for it.'
     )
+
+
+async def test_a_query_no_ready_childs_tool_fits_waits_for_the_children_still_starting_and_finds_theirs(
+    tmp_path: Path,
+) -> None:
+    answers: list[str] = []
+
+    async def ask(client: Client) -> None:
+        answers.append(await search_docs(client, "echo text unchanged", settled=False))
+
+    async with (
+        http_gateway(_ledger_and_gated_tiny(tmp_path)) as gateway,
+        http_client(gateway.url) as client,
+    ):
+        await _ready(client, "ledger")
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask, client)
+            with anyio.fail_after(WAIT):
+                while True:  # the gateway logs that it waits; the answer would say it did not
+                    if _WAITING in gateway.messages() or answers:
+                        break
+                    await anyio.sleep(0.02)
+            assert answers == []  # waiting for tiny, not answered without it
+            (tmp_path / "open").touch()
+    [found] = answers
+    assert "tiny.echo(" in found
+    assert STILL_STARTING not in found
 
 
 def _random_words(count: int, length: int) -> str:
