@@ -30,9 +30,6 @@ __all__ = ["Catalogs", "searched"]
 
 log = logging.getLogger("gateway")
 
-# How long a search naming a child still connecting (or one no ready child's tool fits) waits for the
-# children still starting before it answers without them.
-SEARCH_WAIT_SECONDS = 10.0
 SEARCH_THREADS = 2
 """Searches answered at once, each on a worker thread: the event loop never waits on one, and a
 burst of heavy ones queues here instead of taking every worker thread."""
@@ -74,7 +71,7 @@ class Catalogs:
 
     def search_wait(self) -> float:
         """How long a search, or a look at the exposed tools, waits for children still starting."""
-        return min(SEARCH_WAIT_SECONDS, self._config.startup_timeout_seconds)
+        return min(self._config.search.wait_seconds, self._config.startup_timeout_seconds)
 
     def reconfigure(self, config: GatewayConfig, policy: Policy, lock: CatalogLock | None) -> None:
         """Build from `config`, `policy` and `lock` from the next look on."""

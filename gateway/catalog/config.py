@@ -52,6 +52,16 @@ class SearchConfig(BaseModel):
         "connects, redacted like all child text) that `search_docs(server=...)` and a snippet's "
         "`help(tools.<server>)` show; longer ones are cut, saying so. 0 never shows them.",
     )
+    wait_seconds: float = Field(
+        default=10.0,
+        ge=0,
+        le=600,
+        description="How long a search that needs children still starting waits for them before it answers "
+        "without them, naming them: `search_docs(server=...)` for that child, and a query no tool of the "
+        "children ready fits for all of them (as `tools/list` does for the children of `expose`'s tools). "
+        "At most `startup_timeout_seconds`; 0 always answers at once. A query a ready child's tool fits "
+        "never waits.",
+    )
     observed_shapes: bool = Field(
         default=True,
         description="Show, in the signature of a tool without an output schema, the shape of what its calls "

@@ -274,11 +274,15 @@ _GATED = (
 _WAITING = "a search waits for the children still starting"
 
 
-def _ledger_and_gated_tiny(directory: Path) -> Path:
+def _ledger_and_gated_tiny(directory: Path, wait_seconds: float = 10.0) -> Path:
     """A config whose ledger child starts at once and whose tiny child only once `directory/open` exists."""
     gated = {"command": sys.executable, "args": ["-c", _GATED, str(directory / "open"), *TINY["args"]]}
-    children = {"ledger": ledger_server(directory), "tiny": gated}
-    return write_config(directory, {"mcpServers": children, "startup_timeout_seconds": 600})
+    config = {
+        "mcpServers": {"ledger": ledger_server(directory), "tiny": gated},
+        "startup_timeout_seconds": 600,
+        "search": {"semantic": "off", "wait_seconds": wait_seconds},
+    }
+    return write_config(directory, config)
 
 
 async def _ready(client: Client, server: str) -> None:
@@ -313,8 +317,9 @@ async def test_a_query_no_ready_childs_tool_fits_waits_for_the_children_still_st
     async def ask(client: Client) -> None:
         answers.append(await search_docs(client, "echo text unchanged", settled=False))
 
+    # Waiting as long as the test may: tiny's start after the gate opens is never raced against the cap.
     async with (
-        http_gateway(_ledger_and_gated_tiny(tmp_path)) as gateway,
+        http_gateway(_ledger_and_gated_tiny(tmp_path, wait_seconds=600)) as gateway,
         http_client(gateway.url) as client,
     ):
         await _ready(client, "ledger")
@@ -330,6 +335,24 @@ async def test_a_query_no_ready_childs_tool_fits_waits_for_the_children_still_st
     [found] = answers
     assert "tiny.echo(" in found
     assert STILL_STARTING not in found
+
+
+async def test_a_query_waiting_for_a_child_that_never_starts_answers_at_search_wait_seconds_and_serves_on(
+    tmp_path: Path,
+) -> None:
+    async with (
+        http_gateway(_ledger_and_gated_tiny(tmp_path, wait_seconds=0.5)) as gateway,
+        http_client(gateway.url) as client,
+    ):
+        await _ready(client, "ledger")
+        waited = await search_docs(client, "echo text unchanged", settled=False)
+        found = await search_docs(client, "append an entry to the ledger", settled=False)
+        assert _WAITING in gateway.messages()
+    assert "tiny.echo(" not in waited
+    assert waited.split("\n")[-1] == (
+        'Still starting: tiny; search again in a moment, or with server="tiny" to wait for it.'
+    )
+    assert "ledger.append(" in found
 
 
 def _random_words(count: int, length: int) -> str:
