@@ -214,3 +214,32 @@ async def test_a_results_file_removed_while_its_gateway_runs_is_made_again_for_t
     after_restart.close()
     assert kept is not None
     assert kept.result == _result("after")
+
+
+async def test_removing_unused_results_files_never_follows_a_planted_link_nor_empties_a_directory(
+    tmp_path: Path,
+) -> None:
+    cache = tmp_path / "cache"
+    own = executions_file(tmp_path / "team.json", cache)
+    own.parent.mkdir(parents=True)
+    target = tmp_path / "precious.txt"
+    target.write_text("not the gateway's", encoding="utf-8")
+    link = own.with_name("runs-planted.sqlite3")
+    link.symlink_to(target)
+    directory = own.with_name("runs-directory.sqlite3")
+    directory.mkdir()
+    (directory / "inside").write_text("kept", encoding="utf-8")
+    month_ago = time.time() - UNUSED_FILE_SECONDS - 60
+    os.utime(target, (month_ago, month_ago))
+    os.utime(link, (month_ago, month_ago), follow_symlinks=False)
+    os.utime(directory, (month_ago, month_ago))
+
+    runs = FileExecutions(own)
+    await runs.ended(_record("served"))
+    kept = await runs.read("served")
+    runs.close()
+    assert target.read_text(encoding="utf-8") == "not the gateway's"
+    assert not link.is_symlink()  # the link itself went, as any unused entry of that name does
+    assert (directory / "inside").read_text(encoding="utf-8") == "kept"
+    assert kept is not None
+    assert kept.result == _result("served")
