@@ -207,10 +207,8 @@ class Catalogs:
             with anyio.move_on_after(self.search_wait()):
                 await self._pool.wait_child(named.name)
             catalog = self.catalog(policy)
-        elif server is None and query.strip() and await self._needs_starting(catalog, query):
-            log.info(
-                "a search waits for the children still starting", extra={"children": still_starting(catalog)}
-            )
+        elif server is None and query.strip() and (needed := await self._needed_starting(catalog, query)):
+            log.info("a search waits for the children still starting", extra={"children": needed})
             with anyio.move_on_after(self.search_wait()):
                 await self._pool.wait_ready()
             catalog = self.catalog(policy)
@@ -221,12 +219,13 @@ class Catalogs:
             self._render, catalog, query, server, limit, detail, loaded, limiter=self._search_threads
         )
 
-    async def _needs_starting(self, catalog: Catalog, query: str) -> bool:
+    async def _needed_starting(self, catalog: Catalog, query: str) -> list[str]:
         # Any other search answers at once with the children ready, naming those still starting; one
         # that none of their tools fits may be for a child still starting, so it waits as if named.
-        if not still_starting(catalog):
-            return False
-        return not await anyio.to_thread.run_sync(fits, catalog, query, limiter=self._search_threads)
+        starting = still_starting(catalog)
+        if starting and await anyio.to_thread.run_sync(fits, catalog, query, limiter=self._search_threads):
+            return []
+        return starting
 
     def _render(
         self, catalog: Catalog, query: str, server: str | None, limit: int, detail: Detail, loaded: str | None
