@@ -166,6 +166,14 @@ async def test_a_symlink_planted_where_the_results_file_goes_is_never_followed_a
     assert planted.is_symlink()
 
 
+async def _result_in(path: Path, execution_id: str) -> types.CallToolResult | None:
+    """The result a results file holds for `execution_id`, read as a restarted gateway reads it."""
+    store = FileExecutions(path)
+    record = await store.read(execution_id)
+    store.close()
+    return record.result if record is not None else None
+
+
 async def test_a_new_results_file_removes_those_no_gateway_wrote_for_thirty_days_and_keeps_the_rest(
     tmp_path: Path,
 ) -> None:
@@ -192,11 +200,7 @@ async def test_a_new_results_file_removes_those_no_gateway_wrote_for_thirty_days
     assert not unused.exists()
     assert not wal.exists()
     assert other.exists()
-    reopened = FileExecutions(recent)
-    kept = await reopened.read("kept")
-    reopened.close()
-    assert kept is not None
-    assert kept.result == _result("kept")
+    assert await _result_in(recent, "kept") == _result("kept")
 
 
 async def test_a_results_file_removed_while_its_gateway_runs_is_made_again_for_the_next_result(
@@ -209,11 +213,7 @@ async def test_a_results_file_removed_while_its_gateway_runs_is_made_again_for_t
         part.unlink()  # another gateway found it unused
     await runs.ended(_record("after"))
     runs.close()
-    after_restart = FileExecutions(path)
-    kept = await after_restart.read("after")
-    after_restart.close()
-    assert kept is not None
-    assert kept.result == _result("after")
+    assert await _result_in(path, "after") == _result("after")
 
 
 async def test_removing_unused_results_files_never_follows_a_planted_link_nor_empties_a_directory(
