@@ -13,9 +13,9 @@ import sys
 # an argument to match against a schema's `pattern`.
 OPTIONAL = ("jwt", "h11", "snowballstemmer", "re2")
 
-# Libraries the gateway loads once it has started: the sandbox's runtime (on the worker thread that
-# builds the first sandbox) and the validator of tool arguments and policy constraints.
-AFTER_START = ("wasmtime", "jsonschema")
+# What the gateway loads once it has started: the sandbox's runtime (on the worker thread that builds
+# the first sandbox), the validator of tool arguments and policy constraints, and the search.
+AFTER_START = ("wasmtime", "jsonschema", "gateway.catalog._search")
 
 # Runs FEATURE (Python source, possibly empty) in a fresh interpreter after importing the serve
 # command, then prints which of the named libraries are loaded.
@@ -42,6 +42,11 @@ FIRST_SANDBOX = """
 from gateway.calls import new_sandbox
 from gateway.sandbox.limits import SandboxLimits
 new_sandbox(SandboxLimits()).close()
+"""
+
+FIRST_SEARCH = """
+from gateway.catalog import docs
+docs.check_search("convert a time", None, 100)
 """
 
 FIRST_ARGUMENTS = """
@@ -103,7 +108,9 @@ def test_the_first_schema_pattern_loads_re2() -> None:
     assert loaded_after(FIRST_PATTERN) == ["re2"]
 
 
-def test_a_stdio_serve_reaches_the_handshake_without_the_wasm_runtime_or_the_schema_validator() -> None:
+def test_a_stdio_serve_reaches_the_handshake_without_the_wasm_runtime_the_schema_validator_or_search() -> (
+    None
+):
     assert loaded_after(BEFORE_HANDSHAKE, AFTER_START) == []
 
 
@@ -113,3 +120,7 @@ def test_the_first_sandbox_loads_the_wasm_runtime() -> None:
 
 def test_the_first_argument_check_loads_the_schema_validator() -> None:
     assert loaded_after(FIRST_ARGUMENTS, AFTER_START) == ["jsonschema"]
+
+
+def test_the_first_search_loads_the_search() -> None:
+    assert loaded_after(FIRST_SEARCH, AFTER_START) == ["gateway.catalog._search"]
