@@ -6,6 +6,7 @@ from gateway.calls._gateway import Gateway
 from gateway.calls._pipeline import Progress
 from gateway.calls._pool import child_pool, gateway_secrets
 from gateway.calls._resume import JOURNAL_BYTES_PER_STATE_BYTE, ApprovalNeeded, Resume
+from gateway.calls._sandbox_loader import new_sandbox
 
 __all__ = (
     "JOURNAL_BYTES_PER_STATE_BYTE",
@@ -20,4 +21,5 @@ __all__ = (
     "child_pool",
     "expose_tools",
     "gateway_secrets",
+    "new_sandbox",
 )

@@ -10,16 +10,8 @@ import anyio.to_thread
 
 from gateway.auth import Identity
 from gateway.calls._exposed import ExposedTool, Exposure, expose_tools
-from gateway.catalog import Catalog, ObservedShapes, ShapeStore
-from gateway.catalog.docs import (
-    Detail,
-    SemanticSearch,
-    check_search,
-    fits,
-    render_search,
-    still_starting,
-    warm_search,
-)
+from gateway.catalog import Catalog, ObservedShapes, ShapeStore, docs
+from gateway.catalog.docs import Detail, SemanticSearch
 from gateway.catalog.lockfile import CatalogLock, Quarantine
 from gateway.children import ChildPool, ChildState
 from gateway.config import GatewayConfig
@@ -199,7 +191,7 @@ class Catalogs:
         or one no ready child's tool fits, waits for them, `search_wait`). SearchRefused for a query past
         `search.max_query_chars` (or a server name past the name cap), before any work is spent on it."""
         max_query_chars = self._config.search.max_query_chars
-        check_search(query, server, max_query_chars)
+        docs.check_search(query, server, max_query_chars)
         catalog = self.catalog(policy)
         named = catalog.server(server) if server is not None else None
         if named is not None:
@@ -222,8 +214,10 @@ class Catalogs:
     async def _needed_starting(self, catalog: Catalog, query: str) -> list[str]:
         # Any other search answers at once with the children ready, naming those still starting; one
         # that none of their tools fits may be for a child still starting, so it waits as if named.
-        starting = still_starting(catalog)
-        if starting and await anyio.to_thread.run_sync(fits, catalog, query, limiter=self._search_threads):
+        starting = docs.still_starting(catalog)
+        if starting and await anyio.to_thread.run_sync(
+            docs.fits, catalog, query, limiter=self._search_threads
+        ):
             return []
         return starting
 
@@ -231,7 +225,7 @@ class Catalogs:
         self, catalog: Catalog, query: str, server: str | None, limit: int, detail: Detail, loaded: str | None
     ) -> str:
         max_query_chars = self._config.search.max_query_chars
-        return render_search(
+        return docs.render_search(
             catalog, query, server, limit, detail, loaded=loaded, max_query_chars=max_query_chars
         )
 
@@ -242,7 +236,7 @@ class Catalogs:
             if await anyio.to_thread.run_sync(semantic.load, abandon_on_cancel=True) is None:
                 return  # logged by `load`
             await self._pool.wait_ready(timeout=self._config.startup_timeout_seconds)
-            await anyio.to_thread.run_sync(warm_search, self.catalog(), abandon_on_cancel=True)
+            await anyio.to_thread.run_sync(docs.warm_search, self.catalog(), abandon_on_cancel=True)
 
 
 async def searched(middleware: Chain, catalog: Catalog, search: Search) -> Catalog:

@@ -6,7 +6,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -27,12 +27,15 @@ from gateway.calls._tool_calls import ToolCalls, wire_digest
 from gateway.config import GatewayConfig
 from gateway.errors import ApprovalRequired, ExecutionFailed, GuestCrashed, ResumeRefused, StateUnavailable
 from gateway.policy import no_approver, pause_for_approval
-from gateway.sandbox import Sandbox, cancelled_error
+from gateway.sandbox import cancelled_error
 from gateway.sandbox.journal import HostJournal
 from gateway.sandbox.limits import SandboxLimits
 from gateway.sandbox.result import ErrorInfo, ExecutionResult
 from gateway.shared import Redactor
 from gateway.telemetry import Telemetry
+
+if TYPE_CHECKING:  # the sandbox's runtime loads with the first sandbox, not with the gateway
+    from gateway.sandbox import Sandbox
 
 __all__ = ["ExecutionServices", "Executions", "redacted_result"]
 

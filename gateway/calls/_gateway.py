@@ -6,7 +6,7 @@ import logging
 from collections.abc import AsyncGenerator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import UTC, datetime
-from typing import Any, Literal, Self, overload
+from typing import TYPE_CHECKING, Any, Literal, Self, overload
 
 import anyio
 from anyio import AsyncContextManagerMixin
@@ -41,12 +41,15 @@ from gateway.errors import (
 )
 from gateway.middleware import Chain
 from gateway.policy import Policies, Policy
-from gateway.sandbox import Sandbox, cancelled_error
+from gateway.sandbox import cancelled_error
 from gateway.sandbox.limits import SandboxLimits
 from gateway.sandbox.result import ExecutionResult
 from gateway.shared import Redactor
 from gateway.state import Stores
 from gateway.telemetry import Telemetry
+
+if TYPE_CHECKING:  # the sandbox's runtime loads with the first sandbox, not with the gateway
+    from gateway.sandbox import Sandbox
 
 __all__ = ["Gateway"]
 

@@ -3,20 +3,30 @@
 from __future__ import annotations
 
 import logging
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import anyio
 import anyio.to_thread
 
 from gateway.children import ChildPool
 from gateway.errors import SandboxUnavailable
-from gateway.sandbox import Sandbox
 from gateway.sandbox.limits import SandboxLimits
 from gateway.telemetry import SlotUsage
 
-__all__ = ["SandboxLoader"]
+if TYPE_CHECKING:
+    from gateway.sandbox import Sandbox
+
+__all__ = ["SandboxLoader", "new_sandbox"]
 
 log = logging.getLogger("gateway")
+
+
+def new_sandbox(limits: SandboxLimits) -> Sandbox:
+    """A sandbox under `limits`, built on the calling (worker) thread; the first one imports the wasm
+    runtime there, so a gateway answers its client's handshake without waiting for that import."""
+    from gateway.sandbox import Sandbox
+
+    return Sandbox(limits)
 
 
 class SandboxLoader:
@@ -30,7 +40,7 @@ class SandboxLoader:
     async def load(self, limits: SandboxLimits) -> None:
         """Build the sandbox on a worker thread; a failure is logged once and reported on every `get`."""
         try:
-            self._sandbox = await anyio.to_thread.run_sync(Sandbox, limits)
+            self._sandbox = await anyio.to_thread.run_sync(new_sandbox, limits)
         except Exception as exc:
             log.exception("the sandbox failed to load")
             self._error = exc

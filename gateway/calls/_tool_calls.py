@@ -42,13 +42,13 @@ from gateway.calls._pipeline import Call, Execution, PausedCallAnswer, Pipeline,
 from gateway.catalog import (
     Catalog,
     CatalogEntry,
+    docs,
     precheck_calls,
     prepare_arguments,
     tool_result_value,
     unknown_tool_message,
 )
 from gateway.catalog.config import DEFAULT_MAX_QUERY_CHARS
-from gateway.catalog.docs import read_docs
 from gateway.children import ChildPool, ChildState
 from gateway.errors import ApprovalRequired, PolicyDenied, ResumeRefused, ToolCallError
 from gateway.middleware import Call as SeenCall
@@ -260,7 +260,7 @@ class ToolCalls:
         `search.max_query_chars`), `@docs`, or `@precheck`."""
         if service == "@precheck":
             return self.precheck(execution, payload.get("calls"))
-        return read_docs(execution.catalog, service, payload, max_query_chars)
+        return docs.read_docs(execution.catalog, service, payload, max_query_chars)
 
     def precheck(self, execution: Execution, calls: object) -> dict[str, Any]:
         """The snippet's literal calls (as the guest found them) checked before it runs: the refusals

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, cast
-
-from jsonschema.exceptions import ValidationError
-from jsonschema.protocols import Validator
+from typing import TYPE_CHECKING, Any, cast
 
 from gateway.catalog._catalog import CatalogEntry
 from gateway.errors import ToolCallError
 from gateway.shared import as_array, as_object, properties_of
-from gateway.shared.json_schema import best_error, linear_validator, short_message
+
+if TYPE_CHECKING:  # jsonschema loads with the first schema walked (`_validator`), not with the catalog
+    from jsonschema.exceptions import ValidationError
+    from jsonschema.protocols import Validator
 
 __all__ = ["argument_refusal", "prepare_arguments"]
 
@@ -101,6 +101,8 @@ def _validator(schema: Mapping[str, Any]) -> Validator:
     # Linear in the arguments (uniqueItems, patterns), since it runs on the event loop. A pattern
     # RE2 cannot run (a backreference, a lookaround) is skipped and left to the child: checking the
     # child's own schema here is a courtesy that saves a round trip, not a policy.
+    from gateway.shared.json_schema import linear_validator
+
     validator = linear_validator(schema, skip_unrunnable_patterns=True)
     _validators[id(schema)] = (schema, validator)
     return validator
@@ -160,6 +162,8 @@ def _unknown_arguments(entry: CatalogEntry, names: Iterable[str]) -> str | None:
 
 def _schema_violation(entry: CatalogEntry, errors: Iterable[ValidationError]) -> str | None:
     """The refusal naming the most relevant of `errors` (as jsonschema ranks them), if any."""
+    from gateway.shared.json_schema import best_error, short_message  # loaded by `_validator` already
+
     error = best_error(errors)
     if error is None:
         return None

@@ -6,9 +6,9 @@ Everything here lands in a model's context, so it is terse: one line per tool, n
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
 
 from gateway.catalog._catalog import Catalog, CatalogEntry, CatalogServer
+from gateway.catalog._query import DEFAULT_SEARCH_LIMIT, Detail
 from gateway.catalog._search import check_search, search, suggest_words
 from gateway.catalog._signatures import full_doc, signature
 from gateway.catalog.config import DEFAULT_MAX_QUERY_CHARS
@@ -25,11 +25,6 @@ __all__ = [
     "unknown_server",
     "with_access_note",
 ]
-
-Detail = Literal["names", "signatures", "full"]
-
-DEFAULT_SEARCH_LIMIT = 5
-"""Signatures a search shows unless asked for more: enough to choose from, little context spent."""
 
 CALL_HINT = (
     "Call tools in execute_code as tools.<server>.<tool>(arg=value, ...) (keywords only); "

@@ -44,6 +44,7 @@ from gateway.catalog._intent import (
     tool_finds,
     tool_writes,
 )
+from gateway.catalog._query import SearchRefused
 from gateway.catalog._semantic import Adapter, Embedder, SemanticSearch, fuse
 from gateway.catalog._signatures import first_sentence
 from gateway.catalog._spelling import Speller
@@ -87,10 +88,6 @@ MAX_UNKNOWN_NAMES = 2  # names of one query checked against KINDS_OF_NAMES: a fo
 MAX_CORRECTED_WORDS = 8
 """Unknown words of one query that are spelling-corrected; the rest are searched as written, so
 that a query's correction work is bounded by this and the speller's word cap, not by its length."""
-
-
-class SearchRefused(ValueError):
-    """A search's question is past a cap: the message names it and says what to ask instead."""
 
 
 def check_search(query: str, server: str | None, max_query_chars: int) -> None:

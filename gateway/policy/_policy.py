@@ -15,13 +15,12 @@ import json
 import re
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gateway.auth import Owner
 from gateway.catalog import Catalog, CatalogEntry, CatalogServer
 from gateway.children import ChildState
 from gateway.errors import PolicyDenied, ToolCallError
-from gateway.policy._constraints import Constraint
 from gateway.policy._quotas import Clock, ExecutionQuota, RateLimiter
 from gateway.policy.config import (
     RULE_LISTS,
@@ -33,9 +32,22 @@ from gateway.policy.config import (
 )
 from gateway.shared import as_object
 
+if TYPE_CHECKING:
+    from gateway.policy._constraints import Constraint
+
 __all__ = ["Policy", "is_destructive", "rule_source"]
 
 _WILDCARDS = frozenset("*?[")
+
+
+def _compiled_constraints(config: PolicyConfig) -> dict[str, Constraint]:
+    """Each tool's `args` fragment, compiled; a policy without one never loads jsonschema."""
+    fragments = {name: rules.args for name, rules in config.tools.items() if rules.args is not None}
+    if not fragments:
+        return {}
+    from gateway.policy._constraints import Constraint
+
+    return {name: Constraint(name, fragment) for name, fragment in fragments.items()}
 
 
 class _Globs:
@@ -98,11 +110,7 @@ class Policy:
         self._deny_resources = resources("deny", whole_servers=True)
         self._hidden_resources = resources("hidden", whole_servers=True)
         self._approve_resources = resources("approve")  # only `*` can be there: see `resource_denial`
-        self._constraints = {
-            name: Constraint(name, rules.args)
-            for name, rules in config.tools.items()
-            if rules.args is not None
-        }
+        self._constraints = _compiled_constraints(config)
         self._limiter = limiter or RateLimiter(clock)
 
     @property

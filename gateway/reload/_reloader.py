@@ -9,12 +9,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import anyio.to_thread
 
-from gateway.calls import Gateway
+from gateway.calls import Gateway, new_sandbox
 from gateway.catalog import Catalog
 from gateway.catalog.lockfile import CatalogLock
 from gateway.children import PoolChanges
@@ -24,7 +24,9 @@ from gateway.middleware import Chain
 from gateway.policy import Policies
 from gateway.reload._diff import ConfigDiff, applicable, diff_configs
 from gateway.reload._privileged import lock_widenings, privileged_changes
-from gateway.sandbox import Sandbox
+
+if TYPE_CHECKING:
+    from gateway.sandbox import Sandbox
 
 __all__ = ["UNATTENDED_TRIGGERS", "Outcome", "ReloadResult", "Reloader", "Trigger"]
 
@@ -83,7 +85,7 @@ class Reloader:
         self.attempts = 0
         self.listeners: list[Callable[[ReloadResult], None]] = []  # told of every result, in order
         self._lock = anyio.Lock()
-        self._retired, self._retiring = anyio.create_memory_object_stream[Sandbox](16)
+        self._retired, self._retiring = anyio.create_memory_object_stream["Sandbox"](16)
 
     async def close_replaced_sandboxes(self) -> None:
         """Close each sandbox a reload replaced once the executions in it have ended; until cancelled,
@@ -186,7 +188,7 @@ class Reloader:
         with contextlib.suppress(SandboxUnavailable):
             await self.gateway.sandbox()  # the load at start first: it must not replace this one later
         try:
-            return await anyio.to_thread.run_sync(Sandbox, new.sandbox)
+            return await anyio.to_thread.run_sync(new_sandbox, new.sandbox)
         except Exception as exc:
             raise ConfigError(f"sandbox: the sandbox does not load under the new limits: {exc}") from exc
 

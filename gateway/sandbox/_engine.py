@@ -10,14 +10,19 @@ import tempfile
 import time
 from contextlib import suppress
 from dataclasses import dataclass
-from importlib.metadata import version
 from pathlib import Path
 
-import platformdirs
 import wasmtime
 from wasmtime.component import Component
 
 from gateway.errors import SandboxUnavailable
+from gateway.sandbox._files import (
+    COMPONENT_PATH,
+    WASMTIME_VERSION,
+    component_sha256,
+    default_cache_dir,
+    file_sha256,
+)
 from gateway.sandbox._pooling import PoolSize, use_pooling
 
 __all__ = [
@@ -33,12 +38,6 @@ __all__ = [
 
 log = logging.getLogger("gateway.sandbox")
 
-PACKAGED_COMPONENT = Path(__file__).resolve().parent / "component" / "sandbox.wasm"
-"""Where a wheel ships the built component (setup.py puts it there)."""
-SOURCE_COMPONENT = Path(__file__).resolve().parents[2] / "runtime-wasm" / "build" / "sandbox.wasm"
-"""Where `make setup` builds it in a clone, which an editable install runs from."""
-COMPONENT_PATH = PACKAGED_COMPONENT if PACKAGED_COMPONENT.exists() else SOURCE_COMPONENT
-WASMTIME_VERSION = version("wasmtime")
 # An artifact no install has loaded for this long is deleted when another is written: each is large.
 UNUSED_ARTIFACT_SECONDS = 30 * 86400
 
@@ -73,36 +72,12 @@ def make_engine(max_wasm_stack: int, pool: PoolSize | None = None) -> tuple[wasm
     return wasmtime.Engine(config), json.dumps(_CODEGEN_SETTINGS, sort_keys=True)
 
 
-def default_cache_dir() -> Path:
-    """Where precompiled artifacts live: `CODEMODE_CACHE_DIR`, else the user's cache directory."""
-    override = os.environ.get("CODEMODE_CACHE_DIR")
-    return Path(override) if override else Path(platformdirs.user_cache_dir("codemode-gateway"))
-
-
 @dataclass(frozen=True)
 class LoadedComponent:
     component: Component
     sha256: str
     artifact: Path
     compiled: bool  # whether this load had to compile (cache miss, stale or corrupt entry)
-
-
-def _sha256(path: Path) -> str:
-    with path.open("rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
-
-
-def component_sha256(path: Path = COMPONENT_PATH) -> str:
-    """The component's sha256: the build's record of it when that is newer than the file, else hashed."""
-    recorded = path.with_name(path.name + ".sha256")
-    try:
-        if recorded.stat().st_mtime_ns >= path.stat().st_mtime_ns:
-            digest = recorded.read_text().strip()
-            if len(digest) == 64 and all(c in "0123456789abcdef" for c in digest):
-                return digest
-    except OSError:
-        pass
-    return _sha256(path)
 
 
 def _prune_unused(cache: Path, now: float) -> None:
@@ -149,7 +124,7 @@ def _load_cached(engine: wasmtime.Engine, artifact: Path, checksum: Path) -> Com
             )
             return None
     # Deserialising runs native code from the file: verify it is exactly what we wrote.
-    if _sha256(artifact) != checksum.read_text().strip():
+    if file_sha256(artifact) != checksum.read_text().strip():
         log.warning("artifact checksum mismatch, recompiling", extra={"artifact": str(artifact)})
         return None
     try:

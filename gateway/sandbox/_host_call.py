@@ -31,7 +31,6 @@ from wasmtime.component import Variant
 
 from gateway.errors import (
     ApprovalRequired,
-    ExecutionCancelled,
     ExecutionFailed,
     GuestCrashed,
     ShownTooLarge,
@@ -44,14 +43,20 @@ from gateway.errors import (
 from gateway.sandbox._hop import call_on_loop
 from gateway.sandbox._journal import HostJournal
 from gateway.sandbox._parallel import CallInFlight, CallsInFlight
-from gateway.sandbox._services import HostServices, serves_catalog
+from gateway.sandbox._services import (
+    MAX_DOCS_ARGS_BYTES,
+    MAX_DOCS_QUERIES,
+    MAX_URI_CHARS,
+    HostServices,
+    cancelled_error,
+    serves_catalog,
+)
 from gateway.sandbox.limits import SandboxLimits
 from gateway.sandbox.result import ShownItem, ToolCallRecord
 
 __all__ = [
     "ExecutionState",
     "bound_to_thread",
-    "cancelled_error",
     "host_call",
 ]
 
@@ -63,24 +68,15 @@ DOCS_SERVICES = {
     "@precheck": "the check of the snippet's tool calls before it runs",
 }
 """The services that answer from the catalog, and what in the snippet reaches each (for its errors)."""
-MAX_DOCS_ARGS_BYTES = 65_536
-"""A question's JSON, at most: room for the longest query `search.max_query_chars` allows (4,000
-characters), however escaped; the catalog then refuses a query past the configured cap by name."""
 MAX_PRECHECK_ARGS_BYTES = 1 << 20
 """The guest reports at most about 64K characters of a snippet's literal calls; escaped as JSON,
 they can grow several times over."""
-MAX_DOCS_QUERIES = 200
-"""search(), help() and dir() on tools per execution: each costs the host a catalog search, so a
-loop of them must end; no real snippet needs this many."""
 
 PARALLEL_SERVICES = ("@start", "@wait", "@cancel")
 """Tool calls the guest's event loop runs side by side: start one, wait for some, cancel some."""
 MAX_WAIT_IDS = 10_000
 
 MAX_NAME_CHARS = 256
-MAX_URI_CHARS = 2_048
-"""The longest URI the host takes (a resource read's, a shown Blob's): a longer one is a mistake, or
-costs the child."""
 MAX_JSON_DEPTH = 64
 MAX_ERROR_CHARS = 4_000
 """A refusal's message, at most, as the snippet's ToolError gets it: a child failing at length, or a
@@ -554,11 +550,6 @@ def _cut(message: str) -> str:
         return message
     half = MAX_ERROR_CHARS // 2
     return f"{message[:half]} [... {len(message) - 2 * half:,} characters cut ...] {message[-half:]}"
-
-
-def cancelled_error() -> ExecutionCancelled:
-    """What an execution the client cancelled reports."""
-    return ExecutionCancelled("the execution was cancelled by the client")
 
 
 _current = threading.local()

@@ -24,11 +24,11 @@ from gateway.errors import (
     SnippetError,
 )
 from gateway.sandbox._hop import WorkerThreads, asyncio_loop
-from gateway.sandbox._host_call import ExecutionState, bound_to_thread, cancelled_error
+from gateway.sandbox._host_call import ExecutionState, bound_to_thread
 from gateway.sandbox._journal import HostJournal
 from gateway.sandbox._outcome import failed_result, outcome_result
 from gateway.sandbox._parallel import CallsInFlight
-from gateway.sandbox._services import HostServices, ToolCaller, ToolsOnly
+from gateway.sandbox._services import HostServices, ToolCaller, ToolsOnly, cancelled_error
 from gateway.sandbox._slots import HOST_INTERFACE, Slot, Watchdog, load_slots
 from gateway.sandbox._traps import translate_trap
 from gateway.sandbox.limits import SandboxLimits

@@ -1,4 +1,5 @@
-"""The seam between the sandbox and whoever serves its snippet: `HostServices`, a protocol it owns."""
+"""The seam between the sandbox and whoever serves its snippet: `HostServices`, a protocol it owns,
+the bounds on what a snippet asks of it, and what a cancelled execution reports."""
 
 from __future__ import annotations
 
@@ -7,7 +8,27 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
 
-__all__ = ["HostServices", "ToolCaller", "ToolsOnly"]
+from gateway.errors import ExecutionCancelled
+
+__all__ = [
+    "MAX_DOCS_ARGS_BYTES",
+    "MAX_DOCS_QUERIES",
+    "MAX_URI_CHARS",
+    "HostServices",
+    "ToolCaller",
+    "ToolsOnly",
+    "cancelled_error",
+]
+
+MAX_DOCS_ARGS_BYTES = 65_536
+"""A question's JSON, at most: room for the longest query `search.max_query_chars` allows (4,000
+characters), however escaped; the catalog then refuses a query past the configured cap by name."""
+MAX_DOCS_QUERIES = 200
+"""search(), help() and dir() on tools per execution: each costs the host a catalog search, so a
+loop of them must end; no real snippet needs this many."""
+MAX_URI_CHARS = 2_048
+"""The longest URI the host takes (a resource read's, a shown Blob's): a longer one is a mistake, or
+costs the child."""
 
 ToolCaller = Callable[[str, dict[str, Any]], Awaitable[Any]]
 """Calls a namespaced tool with JSON arguments and returns a JSON-able value; raises ToolCallError."""
@@ -65,3 +86,8 @@ class ToolsOnly:
 def serves_catalog(services: HostServices | None) -> bool:
     """Whether `services` answer questions about the catalog and resource reads."""
     return services is not None and not isinstance(services, ToolsOnly)
+
+
+def cancelled_error() -> ExecutionCancelled:
+    """What an execution the client cancelled reports."""
+    return ExecutionCancelled("the execution was cancelled by the client")

@@ -11,8 +11,9 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from gateway.calls import Inline, InRounds, _catalogs, _gateway
+from gateway.calls import Inline, InRounds, _gateway
 from gateway.calls._gateway import Gateway
+from gateway.catalog import docs
 from gateway.catalog.docs import SearchRefused, SemanticSearch
 from gateway.config import parse_config
 from gateway.sandbox.limits import SandboxLimits
@@ -89,13 +90,13 @@ async def test_lexical_search_docs_ranks_on_a_worker_thread_never_on_the_event_l
     monkeypatch: pytest.MonkeyPatch, time_gateway: Gateway
 ) -> None:
     threads: list[int] = []
-    render = _catalogs.render_search
+    render = docs.render_search
 
     def probe(*args: object, **kwargs: object) -> str:
         threads.append(threading.get_ident())
         return render(*args, **kwargs)  # pyright: ignore[reportArgumentType]
 
-    monkeypatch.setattr(_catalogs, "render_search", probe)
+    monkeypatch.setattr(docs, "render_search", probe)
     with anyio.fail_after(60):
         await time_gateway.pool.wait_ready()  # a search answers at once, without children still starting
         answer = await time_gateway.search_docs("convert a time between zones")

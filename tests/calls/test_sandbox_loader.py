@@ -22,7 +22,7 @@ async def test_a_sandbox_that_failed_to_load_is_refused_on_every_execution_namin
     def broken(limits: SandboxLimits) -> Sandbox:
         raise RuntimeError("the component is missing")
 
-    monkeypatch.setattr(_sandbox_loader, "Sandbox", broken)
+    monkeypatch.setattr(_sandbox_loader, "new_sandbox", broken)
     loader = SandboxLoader()
     assert loader.state() == "loading"
     with anyio.fail_after(10):

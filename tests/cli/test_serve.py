@@ -1,6 +1,7 @@
 """What `serve` loads before it serves: the libraries of features the default config leaves off
 (OAuth's JWTs, the HTTP transport, search's stemmer, RE2 for schema patterns) are loaded by the
-feature, not by the import."""
+feature, not by the import; and what the gateway needs only once started (the wasm runtime, the
+JSON Schema validator) waits until the stdio handshake is answered."""
 
 from __future__ import annotations
 
@@ -12,13 +13,48 @@ import sys
 # an argument to match against a schema's `pattern`.
 OPTIONAL = ("jwt", "h11", "snowballstemmer", "re2")
 
+# What the gateway loads once it has started: the sandbox's runtime (on the worker thread that builds
+# the first sandbox), the validator of tool arguments and policy constraints, and the search.
+AFTER_START = ("wasmtime", "jsonschema", "gateway.catalog._search")
+
 # Runs FEATURE (Python source, possibly empty) in a fresh interpreter after importing the serve
-# command, then prints which of the OPTIONAL libraries are loaded.
+# command, then prints which of the named libraries are loaded.
 LOADED_AFTER = """
 import json, sys
 import gateway.cli._serve
 exec(sys.argv[2])
 print(json.dumps(sorted(name for name in json.loads(sys.argv[1]) if name in sys.modules)))
+"""
+
+# What a stdio `serve` does before the server answers the handshake (`serve_command`, then
+# `serve_stdio` up to `server.run`): the config loaded and checked, the gateway built, its server built.
+BEFORE_HANDSHAKE = """
+from gateway.calls import Gateway
+from gateway.cli._loading import load_config_for_cli
+from gateway.server import build_server
+from gateway.shared import redact_logs
+gateway = Gateway(load_config_for_cli(None))
+redact_logs(gateway.redactor)
+build_server(gateway, lasting_executions=True)
+"""
+
+FIRST_SANDBOX = """
+from gateway.calls import new_sandbox
+from gateway.sandbox.limits import SandboxLimits
+new_sandbox(SandboxLimits()).close()
+"""
+
+FIRST_SEARCH = """
+from gateway.catalog import docs
+docs.check_search("convert a time", None, 100)
+"""
+
+FIRST_ARGUMENTS = """
+from mcp.types import Tool
+from gateway.catalog import CatalogEntry, prepare_arguments
+schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}, "required": ["n"]}
+entry = CatalogEntry.from_tool("s", "s", "count", Tool(name="count", input_schema=schema))
+assert prepare_arguments(entry, {"n": 2}) == {"n": 2}
 """
 
 OAUTH_VERIFIER = """
@@ -42,10 +78,10 @@ assert ecma_regex("^[a-z]+$").search("abc")
 """
 
 
-def loaded_after(feature: str) -> list[str]:
-    """Which OPTIONAL libraries a fresh interpreter holds once it imported `serve` and ran `feature`."""
+def loaded_after(feature: str, libraries: tuple[str, ...] = OPTIONAL) -> list[str]:
+    """Which of `libraries` a fresh interpreter holds once it imported `serve` and ran `feature`."""
     done = subprocess.run(
-        [sys.executable, "-c", LOADED_AFTER, json.dumps(OPTIONAL), feature],
+        [sys.executable, "-c", LOADED_AFTER, json.dumps(libraries), feature],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -70,3 +106,21 @@ def test_the_first_stem_loads_the_stemmer() -> None:
 
 def test_the_first_schema_pattern_loads_re2() -> None:
     assert loaded_after(FIRST_PATTERN) == ["re2"]
+
+
+def test_a_stdio_serve_reaches_the_handshake_without_the_wasm_runtime_the_schema_validator_or_search() -> (
+    None
+):
+    assert loaded_after(BEFORE_HANDSHAKE, AFTER_START) == []
+
+
+def test_the_first_sandbox_loads_the_wasm_runtime() -> None:
+    assert loaded_after(FIRST_SANDBOX, AFTER_START) == ["wasmtime"]
+
+
+def test_the_first_argument_check_loads_the_schema_validator() -> None:
+    assert loaded_after(FIRST_ARGUMENTS, AFTER_START) == ["jsonschema"]
+
+
+def test_the_first_search_loads_the_search() -> None:
+    assert loaded_after(FIRST_SEARCH, AFTER_START) == ["gateway.catalog._search"]
