@@ -60,12 +60,18 @@ class Commands:
             self._server.wait()
 
     def run_sync(
-        self, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, stdin: str | None = None
+        self,
+        *args: str,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+        stdin: str | None = None,
+        whole_env: bool = False,
     ) -> Run:
-        """`codemode-gateway ARGS` without $CODEMODE_CONFIG (with `stdin`, else an empty one)."""
+        """`codemode-gateway ARGS` without $CODEMODE_CONFIG (with `stdin`, else an empty one); with
+        `whole_env`, `env` is the command's whole environment, not additions to this process's."""
         request = {
             "argv": list(args),
-            "env": _environment(env),
+            "env": dict(env or {}) if whole_env else _environment(env),
             "cwd": str(cwd) if cwd else None,
             "stdin": stdin,
         }
@@ -86,10 +92,16 @@ class Commands:
         return reply["code"], reply["stdout"], reply["stderr"]
 
     async def run(
-        self, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, stdin: str | None = None
+        self,
+        *args: str,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+        stdin: str | None = None,
+        whole_env: bool = False,
     ) -> Run:
         """`run_sync` from async code: the event loop keeps serving (a test's HTTP child) meanwhile."""
         with anyio.fail_after(WAIT):
             return await anyio.to_thread.run_sync(
-                lambda: self.run_sync(*args, env=env, cwd=cwd, stdin=stdin), abandon_on_cancel=True
+                lambda: self.run_sync(*args, env=env, cwd=cwd, stdin=stdin, whole_env=whole_env),
+                abandon_on_cancel=True,
             )

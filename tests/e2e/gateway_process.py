@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import sys
@@ -17,6 +18,7 @@ from mcp.client.session import ElicitationFnT, MessageHandlerFnT
 from mcp.client.stdio import stdio_client
 
 from gateway.catalog._render import STILL_STARTING
+from tests.cli.command import Commands
 from tests.real_servers import LEDGER_SERVER, TINY_SERVER, npm_entry_point
 
 WAIT = 120  # real child servers start in seconds; this bounds a hang, not a race
@@ -68,13 +70,22 @@ def environment(extra: dict[str, str] | None = None, *, drop: tuple[str, ...] = 
     return {k: v for k, v in os.environ.items() if k not in dropped} | (extra or {})
 
 
+_commands: list[Commands] = []
+
+
+def _command_server() -> Commands:
+    """This process's command server (`tests/cli/command.py`), started at its first command."""
+    if not _commands:
+        _commands.append(Commands())
+        atexit.register(_commands[0].close)
+    return _commands[0]
+
+
 async def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> tuple[int, str, str]:
-    """Run `python -m gateway ARGS`; returns (exit code, stdout, stderr)."""
-    with anyio.fail_after(WAIT):
-        done = await anyio.run_process(
-            [sys.executable, "-m", "gateway", *args], env=env or environment(), cwd=cwd, check=False
-        )
-    return done.returncode, done.stdout.decode(), done.stderr.decode()
+    """Run `codemode-gateway ARGS` as `python -m gateway` does, in a process forked from one that imported
+    the command line once (a command then costs its own work, not the interpreter's start and the
+    imports); returns (exit code, stdout, stderr)."""
+    return await _command_server().run(*args, env=env or environment(), cwd=cwd, whole_env=True)
 
 
 @asynccontextmanager
