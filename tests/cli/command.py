@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import select
@@ -13,7 +14,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-__all__ = ["WAIT", "Commands", "run_command"]
+__all__ = ["WAIT", "Commands", "run_command", "shared_commands"]
 
 WAIT = 90  # commands that start real child servers take their startup time
 FORK_SERVER = Path(__file__).with_name("fork_server.py")
@@ -105,3 +106,15 @@ class Commands:
                 lambda: self.run_sync(*args, env=env, cwd=cwd, stdin=stdin, whole_env=whole_env),
                 abandon_on_cancel=True,
             )
+
+
+_shared: list[Commands] = []
+
+
+def shared_commands() -> Commands:
+    """This process's command server for helpers outside a test module's fixtures: started at its first
+    use, closed when the process exits."""
+    if not _shared:
+        _shared.append(Commands())
+        atexit.register(_shared[0].close)
+    return _shared[0]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import sys
@@ -18,7 +17,7 @@ from mcp.client.session import ElicitationFnT, MessageHandlerFnT
 from mcp.client.stdio import stdio_client
 
 from gateway.catalog._render import STILL_STARTING
-from tests.cli.command import Commands
+from tests.cli.command import shared_commands
 from tests.real_servers import LEDGER_SERVER, TINY_SERVER, npm_entry_point
 
 WAIT = 120  # real child servers start in seconds; this bounds a hang, not a race
@@ -70,22 +69,11 @@ def environment(extra: dict[str, str] | None = None, *, drop: tuple[str, ...] = 
     return {k: v for k, v in os.environ.items() if k not in dropped} | (extra or {})
 
 
-_commands: list[Commands] = []
-
-
-def _command_server() -> Commands:
-    """This process's command server (`tests/cli/command.py`), started at its first command."""
-    if not _commands:
-        _commands.append(Commands())
-        atexit.register(_commands[0].close)
-    return _commands[0]
-
-
 async def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> tuple[int, str, str]:
     """Run `codemode-gateway ARGS` as `python -m gateway` does, in a process forked from one that imported
     the command line once (a command then costs its own work, not the interpreter's start and the
     imports); returns (exit code, stdout, stderr)."""
-    return await _command_server().run(*args, env=env or environment(), cwd=cwd, whole_env=True)
+    return await shared_commands().run(*args, env=env or environment(), cwd=cwd, whole_env=True)
 
 
 @asynccontextmanager
