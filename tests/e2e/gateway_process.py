@@ -106,15 +106,21 @@ def _serve_socket() -> Path:
     return _serve_sockets[0]
 
 
+def gateway_args(*args: str) -> list[str]:
+    """The arguments, after this interpreter, of a long-running `codemode-gateway ARGS` (`serve`) that an
+    MCP client spawns: a launcher whose gateway is forked from this process's serve server, which imported
+    `serve` once (a gateway then costs its own start, not the interpreter's and the imports), on the
+    launcher's streams, environment and directory; it forwards SIGTERM, SIGINT and SIGHUP."""
+    return ["-S", str(SERVE_LAUNCHER), str(_serve_socket()), *args]
+
+
 def serve_params(
     config: Path, *, env: dict[str, str] | None = None, cwd: Path | None = None
 ) -> StdioServerParameters:
-    """What an MCP client spawns for `codemode-gateway serve --config CONFIG`: a launcher whose gateway is
-    forked from this process's serve server, which imported `serve` once (a gateway then costs its own
-    start, not the interpreter's and the imports), on the launcher's streams, environment and directory."""
+    """What an MCP client spawns for `codemode-gateway serve --config CONFIG` (`gateway_args`)."""
     return StdioServerParameters(
         command=sys.executable,
-        args=["-S", str(SERVE_LAUNCHER), str(_serve_socket()), "serve", "--config", str(config)],
+        args=gateway_args("serve", "--config", str(config)),
         env=env or environment(),
         cwd=cwd,
     )

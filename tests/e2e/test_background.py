@@ -34,6 +34,7 @@ from tests.e2e.gateway_process import (
     WAIT,
     environment,
     full_record,
+    gateway_args,
     ledger_entries,
     ledger_server,
     text,
@@ -474,7 +475,7 @@ async def test_the_typescript_sdk_runs_execute_code_as_a_2025_11_25_task(tmp_pat
         {"mcpServers": {"ledger": ledger_server(tmp_path)}, "audit": {"path": str(tmp_path / "audit.jsonl")}},
     )
     script = {
-        "command": [sys.executable, "-m", "gateway", "serve", "--config", str(gateway_config)],
+        "command": [sys.executable, *gateway_args("serve", "--config", str(gateway_config))],
         "env": environment(),
         "cwd": str(REPO),
         "slow": slow("ts"),
