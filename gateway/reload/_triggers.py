@@ -28,9 +28,10 @@ log = logging.getLogger("gateway.reload")
 QUIET_MS = 250
 """A change is looked at once the file has had no other change for this long (watchfiles' `step`)."""
 
-WATCH_TIMEOUT_MS = 5_000
-"""How long the watcher's thread waits for a change before it reports a quiet spell (watchfiles' own
-default); it looks at its stop event every QUIET_MS meanwhile."""
+WATCH_TIMEOUT_MS = 500
+"""How long the watcher's thread waits for a change before it reports a quiet spell; it looks at its
+stop event every QUIET_MS meanwhile. The first report is what logs that the watch is in place, which
+operators and scripts wait for, so it is short (a quiet spell costs one thread hop)."""
 
 UNPARSED_SETTLE_SECONDS = 2.0
 """A file that is not valid JSON is taken as still being written: it is reloaded (and refused, with

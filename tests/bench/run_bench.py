@@ -160,6 +160,10 @@ class Plan:
     # changes, so every change pays it): the quick run, whose figures are never read, takes
     # Cranelift's unoptimised build, which compiles on about half the CPU.
     unmetered_opt_level: str = "speed"
+    # How long each gateway RSS reading waits for the last run's instance to be freed, and how long each
+    # call of the parallel-calls row takes: the quick run, whose figures are never read, waits less.
+    rss_settle_seconds: float = 1.0
+    parallel_call_seconds: float = 0.3
 
 
 FULL = Plan(
@@ -219,6 +223,8 @@ QUICK = Plan(
     search_repeats=1,
     spare_processes=True,
     unmetered_opt_level="none",
+    rss_settle_seconds=0.0,
+    parallel_call_seconds=0.05,
 )
 
 
@@ -961,17 +967,20 @@ async def measure_tool_overhead(sandbox: Sandbox, calls: int, repeats: int) -> T
 
 
 PARALLEL_CALLS = 5
-PARALLEL_CALL_SECONDS = 0.3
 SEQUENTIAL_SNIPPET = f"[tools.bench.wait(i=i) for i in range({PARALLEL_CALLS})]"
 GATHERED_SNIPPET = (
     f"import asyncio\nawait asyncio.gather(*[tools.bench.wait(i=i) for i in range({PARALLEL_CALLS})])"
 )
 
 
-async def waiting_tool(name: str, args: dict[str, Any]) -> Any:
-    """An in-process tool that takes PARALLEL_CALL_SECONDS, as a remote API might."""
-    await anyio.sleep(PARALLEL_CALL_SECONDS)
-    return args
+def waiting_tool(seconds: float) -> Callable[[str, dict[str, Any]], Awaitable[Any]]:
+    """An in-process tool that takes `seconds`, as a remote API might."""
+
+    async def wait(name: str, args: dict[str, Any]) -> Any:
+        await anyio.sleep(seconds)
+        return args
+
+    return wait
 
 
 @dataclass(frozen=True)
@@ -980,20 +989,24 @@ class ParallelFigures:
 
     sequential_ms: float
     gathered_ms: float
+    call_seconds: float
 
 
-async def measure_parallel_calls(sandbox: Sandbox, repeats: int) -> ParallelFigures:
-    """Medians of the two snippets, each making PARALLEL_CALLS calls of PARALLEL_CALL_SECONDS."""
+async def measure_parallel_calls(sandbox: Sandbox, repeats: int, call_seconds: float) -> ParallelFigures:
+    """Medians of the two snippets, each making PARALLEL_CALLS calls of `call_seconds`."""
     figures: dict[str, list[float]] = {SEQUENTIAL_SNIPPET: [], GATHERED_SNIPPET: []}
+    tool = waiting_tool(call_seconds)
     for _ in range(repeats):
         for code, samples in figures.items():
             started = time.perf_counter_ns()
-            result = await sandbox.execute(code, tool_caller=waiting_tool)
+            result = await sandbox.execute(code, tool_caller=tool)
             samples.append(elapsed_ms(started))
             if not result.ok or len(result.tool_calls) != PARALLEL_CALLS:
                 raise BenchError(f"the parallel-calls snippet went wrong: {result.summary()}")
     return ParallelFigures(
-        statistics.median(figures[SEQUENTIAL_SNIPPET]), statistics.median(figures[GATHERED_SNIPPET])
+        statistics.median(figures[SEQUENTIAL_SNIPPET]),
+        statistics.median(figures[GATHERED_SNIPPET]),
+        call_seconds,
     )
 
 
@@ -1670,36 +1683,34 @@ def process_rss_bytes(pid: int) -> int:
 
 
 async def measure_gateway_rss(
-    params: StdioServerParameters, errlog: TextIO, children: int, executions: int, further: int
+    params: StdioServerParameters, errlog: TextIO, children: int, plan: Plan
 ) -> GatewayMemory:
-    """A fresh gateway's RSS once every child is ready, then after `executions` sequential
-    executions over stdio, one in RSS_TOOL_EVERY calling a child tool, and after `further` more."""
+    """A fresh gateway's RSS once every child is ready, then after the plan's executions over stdio
+    (one in RSS_TOOL_EVERY calling a child tool), and after its further ones."""
     async with connect(params, errlog) as gateway:
-        memory = await measure_rss(gateway, children, executions, further)
+        memory = await measure_rss(gateway, children, plan)
         spawned = descendants(os.getpid())
     await wait_exited(spawned)
     return memory
 
 
-async def measure_rss(gateway: Connection, children: int, executions: int, further: int) -> GatewayMemory:
-    """The gateway's RSS once every child is ready, then after `executions` sequential executions,
-    then after `further` more the same way."""
+async def measure_rss(gateway: Connection, children: int, plan: Plan) -> GatewayMemory:
+    """The gateway's RSS once every child is ready, then after the plan's `rss_executions` sequential
+    executions, then after its `rss_further_executions` more the same way."""
+    executions, further, settle = plan.rss_executions, plan.rss_further_executions, plan.rss_settle_seconds
     await wait_for_children(gateway, children)
     pid = gateway_pid()
-    started = await settled_rss_bytes(pid)
+    started = await settled_rss_bytes(pid, settle)
     await run_rss_snippets(gateway.session, executions)
-    after = await settled_rss_bytes(pid)
+    after = await settled_rss_bytes(pid, settle)
     await run_rss_snippets(gateway.session, further)
-    return GatewayMemory(executions, started, after, further, await settled_rss_bytes(pid))
+    return GatewayMemory(executions, started, after, further, await settled_rss_bytes(pid, settle))
 
 
-RSS_SETTLE_SECONDS = 1.0
-
-
-async def settled_rss_bytes(pid: int) -> int:
+async def settled_rss_bytes(pid: int, settle_seconds: float) -> int:
     """The RSS once the last run's instance is freed: read at once, a reading may or may not hold
     it, which would make two readings differ by chance."""
-    await anyio.sleep(RSS_SETTLE_SECONDS)
+    await anyio.sleep(settle_seconds)
     return process_rss_bytes(pid)
 
 
@@ -1912,19 +1923,13 @@ async def measure_gateway(plan: Plan) -> GatewayFigures:
                         gateway, codemode_config(workdir, servers, plan), errlog, plan
                     )
                     memory = (
-                        await measure_rss(
-                            connection, len(servers), plan.rss_executions, plan.rss_further_executions
-                        )
-                        if plan.spare_processes
-                        else None
+                        await measure_rss(connection, len(servers), plan) if plan.spare_processes else None
                     )
                     spawned = descendants(os.getpid())
                 await wait_exited(spawned)
                 startup = await measure_startup(params, errlog, len(servers), plan.startup_runs, first)
                 if memory is None:
-                    memory = await measure_gateway_rss(
-                        params, errlog, len(servers), plan.rss_executions, plan.rss_further_executions
-                    )
+                    memory = await measure_gateway_rss(params, errlog, len(servers), plan)
         except Exception:
             print(f"stderr of the gateway and its children:\n{log_tail(stderr_log)}", file=sys.stderr)
             raise
@@ -2118,7 +2123,7 @@ def parallel_row(figures: ParallelFigures) -> Row:
     """Row 5c: tool calls side by side (asyncio.gather) against the same calls one after another."""
     return Row(
         "parallel_calls",
-        f"{PARALLEL_CALLS} calls of {PARALLEL_CALL_SECONDS * 1000:g} ms: gathered, vs one after another",
+        f"{PARALLEL_CALLS} calls of {figures.call_seconds * 1000:g} ms: gathered, vs one after another",
         figures.sequential_ms / figures.gathered_ms,
         "x faster",
         f"one after another {fmt(figures.sequential_ms)} ms; asyncio.gather {fmt(figures.gathered_ms)} ms",
@@ -2688,7 +2693,9 @@ async def collect(plan: Plan) -> Report:
         host_call = await measure_tool_overhead(warm, plan.tool_calls, plan.tool_repeats)
         report.rows.append(tool_row(host_call))
         report.rows.append(journal_row(await measure_journal(warm, plan.tool_calls, plan.tool_repeats)))
-        report.rows.append(parallel_row(await measure_parallel_calls(warm, plan.tool_repeats)))
+        report.rows.append(
+            parallel_row(await measure_parallel_calls(warm, plan.tool_repeats, plan.parallel_call_seconds))
+        )
         report.rows.extend(
             throughput_rows(
                 await measure_throughput(in_process_runner(warm), plan, this_process_cpu_ms),

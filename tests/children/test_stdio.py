@@ -224,8 +224,11 @@ IGNORES_TERM = (
 
 @pytest.mark.parametrize("cancelled", [False, True], ids=["left", "cancelled"])
 async def test_a_child_that_ignores_its_stdin_and_sigterm_is_killed_when_the_connection_ends(
-    cancelled: bool,
+    cancelled: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # This child waits out every grace period whatever its length: short ones reach SIGKILL sooner.
+    monkeypatch.setattr("gateway.children._stdio._EXIT_GRACE_SECONDS", 0.2)
+    monkeypatch.setattr("gateway.children._stdio._SIGNAL_GRACE_SECONDS", 0.2)
     pid = 0
     with anyio.fail_after(WAIT):
         with anyio.CancelScope() as scope:
@@ -280,7 +283,11 @@ async def send_until_refused(child: StdioChild, message: types.JSONRPCMessage) -
     return None
 
 
-async def test_a_send_to_a_child_whose_stdin_closed_fails_as_a_lost_connection_and_ends_the_session() -> None:
+async def test_a_send_to_a_child_whose_stdin_closed_fails_as_a_lost_connection_and_ends_the_session(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # This child never exits on its own: a short wait for it before SIGTERM ends the test sooner.
+    monkeypatch.setattr("gateway.children._stdio._EXIT_GRACE_SECONDS", 0.2)
     ping = types.JSONRPCRequest(jsonrpc="2.0", id=1, method="ping")
     with anyio.fail_after(WAIT):
         async with spawned(*python(CLOSES_STDIN)) as (child, _):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import select
@@ -13,7 +14,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-__all__ = ["WAIT", "Commands", "run_command"]
+__all__ = ["WAIT", "Commands", "run_command", "shared_commands"]
 
 WAIT = 90  # commands that start real child servers take their startup time
 FORK_SERVER = Path(__file__).with_name("fork_server.py")
@@ -60,12 +61,18 @@ class Commands:
             self._server.wait()
 
     def run_sync(
-        self, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, stdin: str | None = None
+        self,
+        *args: str,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+        stdin: str | None = None,
+        whole_env: bool = False,
     ) -> Run:
-        """`codemode-gateway ARGS` without $CODEMODE_CONFIG (with `stdin`, else an empty one)."""
+        """`codemode-gateway ARGS` without $CODEMODE_CONFIG (with `stdin`, else an empty one); with
+        `whole_env`, `env` is the command's whole environment, not additions to this process's."""
         request = {
             "argv": list(args),
-            "env": _environment(env),
+            "env": dict(env or {}) if whole_env else _environment(env),
             "cwd": str(cwd) if cwd else None,
             "stdin": stdin,
         }
@@ -86,10 +93,28 @@ class Commands:
         return reply["code"], reply["stdout"], reply["stderr"]
 
     async def run(
-        self, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, stdin: str | None = None
+        self,
+        *args: str,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+        stdin: str | None = None,
+        whole_env: bool = False,
     ) -> Run:
         """`run_sync` from async code: the event loop keeps serving (a test's HTTP child) meanwhile."""
         with anyio.fail_after(WAIT):
             return await anyio.to_thread.run_sync(
-                lambda: self.run_sync(*args, env=env, cwd=cwd, stdin=stdin), abandon_on_cancel=True
+                lambda: self.run_sync(*args, env=env, cwd=cwd, stdin=stdin, whole_env=whole_env),
+                abandon_on_cancel=True,
             )
+
+
+_shared: list[Commands] = []
+
+
+def shared_commands() -> Commands:
+    """This process's command server for helpers outside a test module's fixtures: started at its first
+    use, closed when the process exits."""
+    if not _shared:
+        _shared.append(Commands())
+        atexit.register(_shared[0].close)
+    return _shared[0]

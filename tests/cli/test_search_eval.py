@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.cli.command import run_command
+from tests.cli.command import Commands
 from tests.real_servers import TOOL_SNAPSHOTS
 
 pytestmark = pytest.mark.anyio
@@ -21,7 +21,9 @@ def write_queries(tmp_path: Path, cases: list[dict[str, object]]) -> str:
     return str(path)
 
 
-async def test_it_scores_queries_on_saved_tool_lists_and_lists_the_misses(tmp_path: Path) -> None:
+async def test_it_scores_queries_on_saved_tool_lists_and_lists_the_misses(
+    tmp_path: Path, commands: Commands
+) -> None:
     queries = write_queries(
         tmp_path,
         [
@@ -30,7 +32,9 @@ async def test_it_scores_queries_on_saved_tool_lists_and_lists_the_misses(tmp_pa
             {"query": "rename a file", "accept": ["memory.read_graph"]},  # a wrong answer: a miss
         ],
     )
-    code, out, err = await run_command("search-eval", queries, "--snapshots", str(TOOL_SNAPSHOTS), "--misses")
+    code, out, err = await commands.run(
+        "search-eval", queries, "--snapshots", str(TOOL_SNAPSHOTS), "--misses"
+    )
     assert code == 0, err
     assert "| top-3  " in out or "top-3" in out
     assert "66.7%" in out  # two of three
@@ -41,7 +45,7 @@ async def test_it_scores_queries_on_saved_tool_lists_and_lists_the_misses(tmp_pa
 
 
 async def test_it_scores_queries_on_a_configs_live_children(
-    tmp_path: Path, npm_server: Callable[[str], dict[str, Any]]
+    tmp_path: Path, npm_server: Callable[[str], dict[str, Any]], commands: Commands
 ) -> None:
     # A Node child: it starts for a fraction of a Python one's CPU.
     everything = npm_server("@modelcontextprotocol/server-everything")
@@ -50,15 +54,17 @@ async def test_it_scores_queries_on_a_configs_live_children(
     queries = write_queries(
         tmp_path, [{"query": "add two numbers together", "accept": ["everything.get_sum"]}]
     )
-    code, out, err = await run_command("search-eval", queries, "--config", str(config))
+    code, out, err = await commands.run("search-eval", queries, "--config", str(config))
     assert code == 0, err
     assert "100.0%" in out
     assert "tools" in out
 
 
-async def test_a_malformed_query_file_is_a_usage_error_naming_the_problem(tmp_path: Path) -> None:
+async def test_a_malformed_query_file_is_a_usage_error_naming_the_problem(
+    tmp_path: Path, commands: Commands
+) -> None:
     queries = write_queries(tmp_path, [{"question": "x"}])
-    code, _, err = await run_command("search-eval", queries, "--snapshots", str(TOOL_SNAPSHOTS))
+    code, _, err = await commands.run("search-eval", queries, "--snapshots", str(TOOL_SNAPSHOTS))
     assert code == 2
     assert "is not a list of search cases" in err
     assert "query" in err

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -17,6 +21,7 @@ from mcp.client.session import ElicitationFnT, MessageHandlerFnT
 from mcp.client.stdio import stdio_client
 
 from gateway.catalog._render import STILL_STARTING
+from tests.cli.command import shared_commands
 from tests.real_servers import LEDGER_SERVER, TINY_SERVER, npm_entry_point
 
 WAIT = 120  # real child servers start in seconds; this bounds a hang, not a race
@@ -68,13 +73,64 @@ def environment(extra: dict[str, str] | None = None, *, drop: tuple[str, ...] = 
     return {k: v for k, v in os.environ.items() if k not in dropped} | (extra or {})
 
 
-async def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> tuple[int, str, str]:
-    """Run `python -m gateway ARGS`; returns (exit code, stdout, stderr)."""
-    with anyio.fail_after(WAIT):
-        done = await anyio.run_process(
-            [sys.executable, "-m", "gateway", *args], env=env or environment(), cwd=cwd, check=False
+SERVE_SERVER = Path(__file__).with_name("serve_server.py")
+SERVE_LAUNCHER = Path(__file__).with_name("serve_launcher.py")
+_serve_sockets: list[Path] = []
+
+
+def _serve_socket() -> Path:
+    """The socket of this process's serve server (`serve_server.py`), started at its first gateway."""
+    if not _serve_sockets:
+        directory = Path(tempfile.mkdtemp(prefix="codemode-serve-"))
+        socket_path = directory / "serve.sock"
+        env = {k: v for k, v in os.environ.items() if k != "CODEMODE_CONFIG"}
+        server = subprocess.Popen(
+            [sys.executable, str(SERVE_SERVER), str(socket_path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            text=True,
         )
-    return done.returncode, done.stdout.decode(), done.stderr.decode()
+        assert server.stdout is not None
+        if server.stdout.readline() != "listening\n":
+            raise RuntimeError(f"the serve server did not start (exit {server.wait()})")
+
+        def stop() -> None:
+            assert server.stdin is not None
+            server.stdin.close()  # it exits; gateways still running end with their clients
+            server.wait(timeout=WAIT)
+            shutil.rmtree(directory, ignore_errors=True)
+
+        atexit.register(stop)
+        _serve_sockets.append(socket_path)
+    return _serve_sockets[0]
+
+
+def gateway_args(*args: str) -> list[str]:
+    """The arguments, after this interpreter, of a long-running `codemode-gateway ARGS` (`serve`) that an
+    MCP client spawns: a launcher whose gateway is forked from this process's serve server, which imported
+    `serve` once (a gateway then costs its own start, not the interpreter's and the imports), on the
+    launcher's streams, environment and directory; it forwards SIGTERM, SIGINT and SIGHUP."""
+    return ["-S", str(SERVE_LAUNCHER), str(_serve_socket()), *args]
+
+
+def serve_params(
+    config: Path, *, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> StdioServerParameters:
+    """What an MCP client spawns for `codemode-gateway serve --config CONFIG` (`gateway_args`)."""
+    return StdioServerParameters(
+        command=sys.executable,
+        args=gateway_args("serve", "--config", str(config)),
+        env=env or environment(),
+        cwd=cwd,
+    )
+
+
+async def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> tuple[int, str, str]:
+    """Run `codemode-gateway ARGS` as `python -m gateway` does, in a process forked from one that imported
+    the command line once (a command then costs its own work, not the interpreter's start and the
+    imports); returns (exit code, stdout, stderr)."""
+    return await shared_commands().run(*args, env=env or environment(), cwd=cwd, whole_env=True)
 
 
 @asynccontextmanager
@@ -86,12 +142,7 @@ async def session(
     elicitation: ElicitationFnT | None = None,
 ) -> AsyncIterator[ClientSession]:
     """An initialized SDK client session with `codemode-gateway serve --config CONFIG`."""
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "gateway", "serve", "--config", str(config)],
-        env=env or environment(),
-        cwd=cwd,
-    )
+    params = serve_params(config, env=env, cwd=cwd)
     async with (
         stdio_client(params) as (read, write),
         ClientSession(read, write, elicitation_callback=elicitation) as client,
@@ -113,11 +164,7 @@ async def sdk_client(
     """The SDK's high-level `Client` on `codemode-gateway serve --config CONFIG`: `mode="auto"`
     negotiates 2026-07-28 with the gateway, `mode="legacy"` the handshake era (2025-11-25).
     `messages` sees what the server sends on its own (notifications), as the SDK's message handler."""
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "gateway", "serve", "--config", str(config)],
-        env=env or environment(),
-    )
+    params = serve_params(config, env=env)
     # Every request the client sends (the handshake too) waits at most WAIT for its answer.
     async with Client(
         params,

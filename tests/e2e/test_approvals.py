@@ -344,10 +344,10 @@ async def test_an_altered_state_is_refused_and_never_resumed(
 
 
 async def test_an_expired_state_is_refused(tmp_path: Path) -> None:
-    config = ledger_config(tmp_path, approvals={"ttl_seconds": 1})
+    config = ledger_config(tmp_path, approvals={"ttl_seconds": 0.2})
     async with sdk_client(config, elicitation=User()) as client:
         paused = await first_round(client, one_append("expiring"))
-        await anyio.sleep(1.5)
+        await anyio.sleep(0.3)  # past the ttl, counted from before the state reached this client
         with pytest.raises(MCPError, match="Invalid or expired requestState"):
             await retry(client, one_append("expiring"), paused.request_state, APPROVE)
     assert ledger_entries(tmp_path) == []

@@ -13,7 +13,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from tests.e2e.gateway_process import LEXICAL_SEARCH
+from tests.e2e.gateway_process import LEXICAL_SEARCH, gateway_args
 from tests.real_servers import npm_entry_point
 
 pytestmark = pytest.mark.anyio
@@ -38,7 +38,7 @@ async def test_expanded_secrets_never_reach_the_model_or_the_audit_log(tmp_path:
     env = {**os.environ, "DEMO_TOKEN": TOKEN, "UNRELATED_SECRET": UNRELATED}
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "gateway", "serve", "--config", str(tmp_path / "gateway.json")],
+        args=gateway_args("serve", "--config", str(tmp_path / "gateway.json")),
         env=env,
     )
     code = (

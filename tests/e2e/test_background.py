@@ -34,6 +34,7 @@ from tests.e2e.gateway_process import (
     WAIT,
     environment,
     full_record,
+    gateway_args,
     ledger_entries,
     ledger_server,
     text,
@@ -56,6 +57,21 @@ READ_TIMEOUT = 2.0  # the client gives up on any one request after this: backgro
 def slow(tag: str) -> str:
     """A snippet that notes `TAG started` and finishes after 4 s: longer than READ_TIMEOUT."""
     return f"tools.ledger.note(entry='{tag} started')\ntools.ledger.slow(seconds=4)\n'finished'"
+
+
+def held(tag: str, release: Path) -> str:
+    """A snippet that notes `TAG started` and finishes once the file `release` exists (the test makes it
+    when it has seen what it waits for), longer than READ_TIMEOUT if need be."""
+    return (
+        f"tools.ledger.note(entry='{tag} started')\ntools.ledger.wait_for(path={str(release)!r})\n'finished'"
+    )
+
+
+async def released(release: Path) -> None:
+    """Wait until a `held` snippet is in its call, then let it finish."""
+    while not await anyio.Path(f"{release}.waiting").exists():  # noqa: ASYNC110 (the ledger child makes it)
+        await anyio.sleep(0.02)
+    await anyio.Path(release).touch()
 
 
 def forever(tag: str) -> str:
@@ -273,12 +289,15 @@ def executions(directory: Path, *codes: str) -> list[dict[str, Any]]:
 async def test_a_task_outlives_the_clients_request_timeout_shows_progress_and_is_collected_later(
     shared: Served, tag: str
 ) -> None:
-    code = slow(tag)
+    foreground, background = shared.directory / f"{tag}.foreground", shared.directory / f"{tag}.background"
+    code = held(tag, background)
     async with client_of(shared.gateway, tasks=True) as client:
         with anyio.fail_after(WAIT):
             # In the foreground the same snippet outlives the client's patience.
             with pytest.raises(MCPError, match=r"[Tt]imed out"):
-                await client.call_tool("execute_code", {"code": code})
+                await client.call_tool("execute_code", {"code": held(tag, foreground)})
+            # It ends (unless the timeout's cancel ended it already), freeing the one slot.
+            await anyio.Path(foreground).touch()
             handle = await start_task(client, code)
             assert handle.status == "working"
             assert handle.ttl_ms is not None
@@ -289,6 +308,7 @@ async def test_a_task_outlives_the_clients_request_timeout_shows_progress_and_is
             assert running.status == "working"
             assert running.status_message is not None
             assert running.status_message.startswith("running: ")
+            await released(background)
             done = await task_until(client, handle.task_id, ended)
     assert done.status == "completed", done
     assert done.result is not None
@@ -305,18 +325,27 @@ async def test_a_task_outlives_the_clients_request_timeout_shows_progress_and_is
 async def test_background_true_answers_an_id_at_once_and_a_new_session_collects_the_result(
     shared: Served, tag: str, mode: ConnectMode
 ) -> None:
+    release = shared.directory / f"{tag}.release"
+    answers: list[types.CallToolResult] = []
     with anyio.fail_after(WAIT):
         async with client_of(shared.gateway, mode) as first:
-            started = await first.call_tool("execute_code", {"code": slow(tag), "background": True})
+            started = await first.call_tool("execute_code", {"code": held(tag, release), "background": True})
         assert not started.is_error, text(started)
         execution_id = started_id(started)
         assert f'collect="{execution_id}"' in text(started)
         assert started.structured_content is None
-        # The first client is gone (its session closed); a new one collects, waiting for the end.
-        async with client_of(shared.gateway, mode) as second:
-            collected = await second.call_tool(
-                "execute_code", {"collect": execution_id}, read_timeout_seconds=WAIT
-            )
+        # The first client is gone (its session closed); a new one collects, waiting for the end, which
+        # comes once the collect is asked (every task here waits on the gateway) and the run is in its call.
+        async with client_of(shared.gateway, mode) as second, anyio.create_task_group() as collecting:
+
+            async def collect() -> None:
+                arguments = {"collect": execution_id}
+                answers.append(await second.call_tool("execute_code", arguments, read_timeout_seconds=WAIT))
+
+            collecting.start_soon(collect)
+            await anyio.wait_all_tasks_blocked()
+            await released(release)
+    [collected] = answers
     assert not collected.is_error, text(collected)
     assert text(collected) == "'finished'"
     assert entries(shared.directory, tag) == ["started"]
@@ -446,7 +475,7 @@ async def test_the_typescript_sdk_runs_execute_code_as_a_2025_11_25_task(tmp_pat
         {"mcpServers": {"ledger": ledger_server(tmp_path)}, "audit": {"path": str(tmp_path / "audit.jsonl")}},
     )
     script = {
-        "command": [sys.executable, "-m", "gateway", "serve", "--config", str(gateway_config)],
+        "command": [sys.executable, *gateway_args("serve", "--config", str(gateway_config))],
         "env": environment(),
         "cwd": str(REPO),
         "slow": slow("ts"),

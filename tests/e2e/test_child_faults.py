@@ -22,7 +22,7 @@ from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
 from tests.children.test_child import EXITS, FAST_RESTART, NO_RETRY_SOON, fault, gone, script
-from tests.e2e.gateway_process import LEXICAL_SEARCH
+from tests.e2e.gateway_process import LEXICAL_SEARCH, gateway_args
 
 pytestmark = pytest.mark.anyio
 
@@ -47,7 +47,7 @@ async def gateway(directory: Path, servers: dict[str, Any]) -> AsyncIterator[Cli
     config_file.write_text(json.dumps(config), encoding="utf-8")
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "gateway", "--log-level", "INFO", "serve", "--config", str(config_file)],
+        args=gateway_args("--log-level", "INFO", "serve", "--config", str(config_file)),
     )
     with (directory / "gateway.log").open("w", encoding="utf-8") as log:
         async with stdio_client(params, errlog=log) as (read, write), ClientSession(read, write) as session:

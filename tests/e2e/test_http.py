@@ -6,6 +6,7 @@ status and config key; the probes; and a shutdown that lets calls in flight fini
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -177,7 +178,7 @@ async def everything_the_gateway_does(gateway: HttpGateway, mode: str, era: str)
 
 @dataclass
 class Starting:
-    """A gateway whose one child (everything) takes 3 s to start, probed as it starts."""
+    """A gateway whose one child (everything) starts only once the probes have seen it starting."""
 
     gateway: HttpGateway
     alive: httpx2.Response  # /healthz at once
@@ -188,9 +189,12 @@ class Starting:
 @pytest.fixture(scope="module")
 async def late_start(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Starting]:
     """`serve --http` with a late child and small caps on bodies, sessions (one) and idle time (1 s)."""
-    late = {"command": "sh", "args": ["-c", f"sleep 3; exec node {EVERYTHING['args'][0]}"]}
+    directory = tmp_path_factory.mktemp("late")
+    gate = directory / "start"  # the child starts once the probes below have seen it starting
+    wait = f"until [ -e {shlex.quote(str(gate))} ]; do sleep 0.02; done"
+    late = {"command": "sh", "args": ["-c", f"{wait}; exec node {EVERYTHING['args'][0]}"]}
     config = write_config(
-        tmp_path_factory.mktemp("late"),
+        directory,
         {
             "mcpServers": {"everything": late},
             "http": {"max_body_bytes": 65536, "max_sessions": 1, "session_idle_seconds": 1},
@@ -200,6 +204,7 @@ async def late_start(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[
         with anyio.fail_after(WAIT):
             alive = await probe.get(f"{gateway.base}/healthz")
             starting = await probe.get(f"{gateway.base}/readyz")
+            await anyio.Path(gate).touch()
             await gateway.logged("child ready")
             # The sandbox loads meanwhile, in a few hundred milliseconds: poll as a probe would.
             while (ready := await probe.get(f"{gateway.base}/readyz")).status_code != 200:  # noqa: ASYNC110

@@ -172,7 +172,8 @@ def _decoded(request: ExportTraceServiceRequest) -> list[dict[str, Any]]:
 
 @asynccontextmanager
 async def stdio_gateway(config: Path, env: dict[str, str], stderr: Path) -> AsyncIterator[ClientSession]:
-    """`codemode-gateway serve` over stdio, its stderr kept in a file; it exits when the session ends."""
+    """`codemode-gateway serve` over stdio, its stderr kept in a file; it exits when the session ends. A
+    fresh interpreter, not `gateway_args`' fork: a test's site directory on PYTHONPATH decides its imports."""
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "gateway", "--log-level", "INFO", "serve", "--config", str(config)],

@@ -14,7 +14,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 
-from tests.e2e.gateway_process import LEXICAL_SEARCH, search_docs
+from tests.e2e.gateway_process import LEXICAL_SEARCH, gateway_args, search_docs
 from tests.real_servers import npm_entry_point
 
 pytestmark = pytest.mark.anyio
@@ -68,7 +68,7 @@ class Approvals:
 @asynccontextmanager
 async def gateway(config: Path, approvals: Approvals | None = None) -> AsyncIterator[ClientSession]:
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "gateway", "serve", "--config", str(config)]
+        command=sys.executable, args=gateway_args("serve", "--config", str(config))
     )
     async with (
         stdio_client(params) as (read, write),

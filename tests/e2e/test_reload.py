@@ -31,6 +31,7 @@ from tests.e2e.gateway_process import (
     WAIT,
     cli,
     environment,
+    gateway_args,
     ledger_entries,
     ledger_server,
     search_docs,
@@ -65,16 +66,7 @@ async def gateway(
     """The SDK's `Client` on `codemode-gateway serve --config CONFIG --pid-file ... OPTIONS`."""
     params = StdioServerParameters(
         command=sys.executable,
-        args=[
-            "-m",
-            "gateway",
-            "serve",
-            "--config",
-            str(config),
-            "--pid-file",
-            str(pid_file(config)),
-            *options,
-        ],
+        args=gateway_args("serve", "--config", str(config), "--pid-file", str(pid_file(config)), *options),
         env=env or environment(),
     )
     async with Client(params, mode=mode, message_handler=messages, read_timeout_seconds=WAIT) as client:

@@ -30,6 +30,7 @@ from tests.e2e.gateway_process import (
     cli,
     environment,
     execute,
+    gateway_args,
     ledger_server,
 )
 from tests.real_servers import npm_entry_point
@@ -71,10 +72,10 @@ async def gateway(
 ) -> AsyncIterator[ClientSession]:
     """`codemode-gateway serve --config CONFIG --pid-file ...` with RT_SECRET set, its stderr to `log`,
     once it watches the file (a change made before would be the content it starts from)."""
-    args = ["-m", "gateway", "--log-level", "INFO", "serve", "--config", str(config), "--pid-file"]
+    args = ["--log-level", "INFO", "serve", "--config", str(config), "--pid-file", str(pid_file(log))]
     params = StdioServerParameters(
         command=sys.executable,
-        args=[*args, str(pid_file(log)), *options],
+        args=gateway_args(*args, *options),
         env=environment({"RT_SECRET": SECRET, **(env or {})}),
     )
     with log.open("w", encoding="utf-8") as errlog:

@@ -35,7 +35,7 @@ from tests.e2e.gateway_process import (
 from tests.e2e.http_children import ledger_over_http
 from tests.e2e.load_balancer import HAPROXY, Frontend, free_ports, haproxy, replicas
 from tests.e2e.load_balancer import NOT_INSTALLED as NO_HAPROXY
-from tests.e2e.test_background import GetTask, TaskId, Tasks, TaskState
+from tests.e2e.test_background import GetTask, TaskId, Tasks, TaskState, released
 from tests.state.redis_server import NOT_INSTALLED as NO_REDIS
 from tests.state.redis_server import REDIS_SERVER, own_redis_server
 
@@ -49,7 +49,8 @@ REPLICAS = 3
 ALICE = "alice-token-" + "a" * 40
 BOB = "bob-token-" + "b" * 40
 LEASE_SECONDS = 3.0  # short, so a dead replica's run reads ended soon; renewed every second
-SLOW = "tools.ledger.append(entry='slow started')\ntools.ledger.slow(seconds=3)\n'slow finished'"
+# Held in its child call until the test lets it finish (`released`), once a collect waits for its end.
+SLOW = "tools.ledger.append(entry='slow started')\ntools.ledger.wait_for(path={release!r})\n'slow finished'"
 FOREVER = "tools.ledger.append(entry='{name} started')\ntools.ledger.slow(seconds=120)\n'never'"
 
 
@@ -169,10 +170,19 @@ async def test_a_run_started_on_one_replica_is_collected_and_cancelled_on_the_ot
 ) -> None:
     balanced, home = cluster.balanced, cluster.home
     first, second, third = urls(cluster.gateways)
+    release, answers = home / "slow.release", list[types.CallToolResult]()
     with anyio.fail_after(WAIT):
-        slow = await start(first, SLOW)
+        slow = await start(first, SLOW.format(release=str(release)))
         refused = await call(third, {"collect": slow}, token=BOB)
-        collected = await collect(second, slow)  # waits on another replica for the end
+        async with anyio.create_task_group() as collecting:
+
+            async def collect_on_second() -> None:
+                answers.append(await collect(second, slow))  # waits on another replica for the end
+
+            collecting.start_soon(collect_on_second)
+            await anyio.wait_all_tasks_blocked()  # the collect is asked
+            await released(release)
+        [collected] = answers
         through_balancer = await collect(balanced, slow)
         finished = await task(third, slow)
 

@@ -264,11 +264,15 @@ async def test_a_request_for_a_product_no_server_offers_names_it_and_search_stil
     assert any(line.startswith("time.get_current_time(") for line in found[1:4])
 
 
-# Starts the command after it (argv[2:]) once the file argv[1] names exists: the test says when.
+# Starts the command after it (argv[2:]) once the file argv[1] names exists: the test says when. Until then
+# it exits once its stdin is closed (a hang-up, whatever was written to it), as the gateway stopping it asks.
 _GATED = (
-    "import os, sys, time\n"
+    "import os, select, sys\n"
+    "stdin = select.poll()\n"
+    "stdin.register(0, select.POLLHUP)\n"
     "while not os.path.exists(sys.argv[1]):\n"
-    "    time.sleep(0.02)\n"
+    "    if stdin.poll(20):\n"
+    "        sys.exit(0)\n"
     "os.execv(sys.executable, [sys.executable, *sys.argv[2:]])"
 )
 _WAITING = "a search waits for the children still starting"

@@ -18,7 +18,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 
-from tests.e2e.gateway_process import search_docs, settled
+from tests.e2e.gateway_process import gateway_args, search_docs, settled
 from tests.real_servers import TINY_SERVER, built, npm_entry_point, serve_asgi_app
 
 pytestmark = pytest.mark.anyio
@@ -70,7 +70,7 @@ async def session(workspace: Path, tmp_path_factory: pytest.TempPathFactory) -> 
         config_file.write_text(json.dumps(config), encoding="utf-8")
         params = StdioServerParameters(
             command=sys.executable,
-            args=["-m", "gateway", "serve", "--config", str(config_file)],
+            args=gateway_args("serve", "--config", str(config_file)),
             env={"MEMORY_FILE_PATH": str(tmp_path_factory.mktemp("memory") / "memory.jsonl")},
         )
         async with stdio_client(params) as (read, write), ClientSession(read, write) as client:

@@ -24,6 +24,12 @@ def _audit_records(path: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text(encoding="ascii").splitlines()]
 
 
+async def tool_calls_audited(log: Path, seen: int, count: int) -> None:
+    """Wait until the audit log holds `count` tool-call records after its first `seen` records."""
+    while sum(r["kind"] == "tool_call" for r in _audit_records(log)[seen:]) < count:  # noqa: ASYNC110 (the gateway writes it)
+        await anyio.sleep(0.02)
+
+
 @pytest.fixture(scope="module")
 def anyio_backend() -> str:
     return "asyncio"
@@ -53,8 +59,12 @@ async def test_a_cancelled_or_limited_execution_gets_its_execution_record(
     seen = len(_audit_records(log)) if log.exists() else 0
     await execute(client, "tools.tiny.echo(text='first')")
     limited = await execute(client, "while True: pass")
-    with anyio.move_on_after(3):
-        await client.call_tool("execute_code", {"code": "import time\ntime.sleep(25)"})
+    sleeping = "tools.tiny.echo(text='then sleeps')\nimport time\ntime.sleep(25)"
+    with anyio.fail_after(WAIT):
+        async with anyio.create_task_group() as running:
+            running.start_soon(client.call_tool, "execute_code", {"code": sleeping})
+            await tool_calls_audited(log, seen, 2)  # its call is done: the run is in its sleep
+            running.cancel_scope.cancel()
     await execute(client, "1")  # the gateway serves on after the cancellation
     assert limited["error"]["type"] == "FuelExhausted"
     executions = [r for r in _audit_records(log)[seen:] if r["kind"] == "execution"]

@@ -16,7 +16,7 @@ from typing import Any, Literal
 import anyio
 import pytest
 
-from tests.e2e.gateway_process import WAIT, environment
+from tests.e2e.gateway_process import WAIT, environment, gateway_args
 from tests.real_servers import NPM_MODULES, REPO
 
 CLIENT = Path(__file__).parent / "ts_client" / "client.mjs"
@@ -78,7 +78,7 @@ def gateway_script(
     asked); "accept" answers with `elicitation_content`, by default every boolean of the form true.
     """
     script: dict[str, Any] = {
-        "command": [sys.executable, "-m", "gateway", "serve", "--config", str(config)],
+        "command": [sys.executable, *gateway_args("serve", "--config", str(config))],
         # Without an env the SDK gives the server only HOME, PATH, USER and a few more (its
         # getDefaultEnvironment), so the gateway gets this process's environment, as the Python SDK does.
         "env": env or environment(),

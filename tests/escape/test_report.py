@@ -13,6 +13,7 @@ import pytest
 
 from gateway.escape._runner import cases_in
 from gateway.escape.cases import CASES
+from tests.cli.command import shared_commands
 
 pytestmark = pytest.mark.sandbox
 
@@ -24,7 +25,9 @@ QUICK = ["signals", "secrets"]
 
 
 def sandbox_test(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*COMMAND, "sandbox-test", *args], capture_output=True, text=True, timeout=300)
+    """`codemode-gateway sandbox-test ARGS`, forked from a process that imported the command line once."""
+    code, out, err = shared_commands().run_sync("sandbox-test", *args)
+    return subprocess.CompletedProcess([*COMMAND, "sandbox-test", *args], code, out, err)
 
 
 @pytest.fixture

@@ -13,13 +13,17 @@ from pathlib import Path
 import anyio
 from mcp.server.mcpserver import MCPServer
 
+POLL_SECONDS = 0.02  # how often `wait_for` looks for its file
+GIVE_UP_SECONDS = 300  # a test that never creates the file has failed long before this
+
 
 def _ledger() -> Path:
     return Path(os.environ["LEDGER_FILE"])
 
 
 def build() -> MCPServer:
-    """The server: `append` and `note` record an entry, `entries` lists them, `slow` answers later."""
+    """The server: `append` and `note` record an entry, `entries` lists them, `slow` answers later,
+    `wait_for` once a file exists."""
     server = MCPServer("ledger")
 
     def add(entry: str) -> int:
@@ -48,6 +52,15 @@ def build() -> MCPServer:
         """Answer after `seconds`."""
         await anyio.sleep(seconds)
         return "done"
+
+    @server.tool()
+    async def wait_for(path: str) -> str:  # pyright: ignore[reportUnusedFunction]
+        """Answer "released" once the file at `path` exists; `path`.waiting says the call has begun."""
+        await anyio.Path(f"{path}.waiting").touch()
+        with anyio.fail_after(GIVE_UP_SECONDS):
+            while not await anyio.Path(path).exists():  # noqa: ASYNC110 (the test makes it)
+                await anyio.sleep(POLL_SECONDS)
+        return "released"
 
     return server
 

@@ -70,8 +70,15 @@ async def test_executions_are_counted_and_timed_by_outcome(monkeypatch: pytest.M
             await run(gateway, "tools.trace.trace_context()\ntools.trace.trace_context()"),
             await run(gateway, "tools.trace.trace_context(note='s3cret-token-value-0123456789')"),
         ]
-        with anyio.move_on_after(1):  # the client gives up while the snippet sleeps
-            await gateway.execute_code("import time\ntime.sleep(25)")
+        metrics, calls = gateway.telemetry.metrics, "codemode_tool_call_duration_seconds_count"
+        made = value(metrics, calls, server="trace", outcome="ok")
+        sleeping = "tools.trace.trace_context()\nimport time\ntime.sleep(25)"
+        with anyio.fail_after(WAIT):
+            async with anyio.create_task_group() as running:
+                running.start_soon(gateway.execute_code, sleeping)
+                while value(metrics, calls, server="trace", outcome="ok") == made:  # noqa: ASYNC110
+                    await anyio.sleep(0.02)
+                running.cancel_scope.cancel()  # the client gives up while the snippet sleeps
     assert outcomes == ["ok", "snippet", "limit", "denied"]
     metrics = gateway.telemetry.metrics
     for outcome in ("ok", "snippet", "limit", "denied", "cancelled"):
