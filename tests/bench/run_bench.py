@@ -105,9 +105,10 @@ SEARCH_QUERY_SETS = {
 # The blind set (tests/search_eval/blind): queries never tuned on, over those servers and 9 more.
 BLIND_CATALOG_DIRS = (*SEARCH_CATALOG_DIRS, REPO / "tests" / "search_eval" / "blind" / "catalog")
 BLIND_QUERIES = REPO / "tests" / "search_eval" / "blind" / "queries.jsonl"
-# What `python -m gateway serve` imports before it can answer `initialize`: the command line and `serve`'s
-# module (the command line alone imports no wing until a command runs).
-GATEWAY_IMPORT = "import gateway.cli, gateway.cli._serve"
+# What `python -m gateway serve` imports before it can answer `initialize`: the command line, then `serve`'s
+# module with the collector paused, as the command line imports it (it alone imports no wing until a
+# command runs).
+GATEWAY_IMPORT = "import gc, gateway.cli; gc.disable(); import gateway.cli._serve"
 # What any server built on the Python SDK imports before it can answer `initialize` over stdio.
 SDK_IMPORT = "import mcp.server.lowlevel, mcp.server.stdio"
 PYODIDE_VERSION = "0.28.2"  # as the Makefile pins it
@@ -2931,8 +2932,36 @@ def render_method(report: Report) -> str:
             "1,230 -> 1,127 ms, median of 10, with the next `tools/list` answered no later: 1,184 -> 1,172 "
             "ms). What is left after the import is reading the config and answering (about 30-40 ms, "
             "timestamps in the process). The SDK's own import is above the 500 ms target by itself, so no "
-            "order of start-up reaches it; deferring the gateway's own modules until after the handshake "
-            "would save at most the difference of the two import rows. A stdio `serve` imports neither the "
+            "order of start-up reaches it; what the gateway imports beyond it before the handshake is what "
+            "reading and checking the config and building the gateway and its server need. Deferred until "
+            "the gateway has started, each loaded where it is first used: wasmtime and the sandbox's "
+            "runtime (the `gateway.sandbox` face resolves `Sandbox` on first use, and the gateway builds "
+            "its first sandbox on a worker thread), jsonschema with referencing, attrs and its "
+            "specifications (at the first tool-argument check, or the first policy `args` fragment, which "
+            "a config holding one checks as it loads), and the search's index, ranking, spelling and "
+            "rendering (the `catalog.docs` sub-face resolves them at the first search); "
+            "`tests/cli/test_serve.py` pins that a stdio `serve` reaches the handshake without them. "
+            "Against the tree before it, interleaved, on the bench's config: the CPU time (user + sys) of "
+            "a process doing what a stdio `serve` does before the handshake (import, config, gateway, "
+            "server) 1,329 -> 1,135 ms (median of 20 each, load average 3-5; the SDK's import alone "
+            "1,003 ms, so the gateway's own share 326 -> 132 ms); spawn -> initialize result 1,584 -> "
+            "1,347 ms, with the gateway's CPU time when the result arrived 1,490 -> 1,280 ms (median of "
+            "12 each, load average 3.5-5.3). Two more wall-time runs read 1,467 -> 1,313 ms (10 each, "
+            "load 3.6-6.2) and 1,228 -> 1,284 ms (12 each, load 3.8-4.8): at these loads one spawn's wall "
+            "time varies by 300 ms either way, so the CPU times are the figures to compare. The "
+            "import-floor row 1,484 -> 1,286 ms (median of 15 each, load average 3), when it still imported "
+            "with the collector running; it now pauses it as the command line does, without which it read "
+            "about 250 ms above what it floors (1,253 against 996 ms, median of 6 interleaved, the same "
+            "tree), higher than `initialize` itself. With the collector "
+            "off, `-X importtime` of everything before the handshake, the sum of each module's median "
+            "self time over 15 runs: 1,249 -> 1,123 ms beside the SDK's own 932 ms (beyond the SDK's, "
+            "317 -> 191 ms; 871 -> 766 modules, the SDK's 577). Still before the handshake: "
+            "prometheus_client (the gateway builds its metrics registry as it is constructed), sqlite3 "
+            "(the background results store, which the server's lifespan opens before it reads the first "
+            "message), the reload wing (the server's module names what it starts), and the modules of "
+            "every wing whose objects the gateway's constructor builds (child pool, catalog, policy, "
+            "state, telemetry) or whose config models the config is validated with. A stdio `serve` "
+            "imports neither the "
             "escape suite (only `sandbox-test` does), nor redis-py (only a gateway with `state`), nor the "
             "OpenTelemetry SDK (only when an `OTEL_*` variable is set): the gateway's CPU time from spawn "
             "to its first `search_docs` answer 1,715 -> 1,440 ms (median of 4 spawns each, interleaved, at "
@@ -2947,8 +2976,8 @@ def render_method(report: Report) -> str:
             "(median of 15; the SDK's import alone 64.0), the import's own time beyond the SDK's, with "
             "the collector off as the CLI imports, 629 -> 418 ms (`-X importtime`, median of 5), "
             "initialize 1,738 -> 1,365 and 2,418 -> 2,228 ms (medians of 5 and 7 spawns). "
-            "prometheus_client (15-25 ms, 0.9 MiB) and jsonschema stay: every gateway counts its "
-            "executions and validates its tool calls' arguments. The search model "
+            "prometheus_client (15-25 ms, 0.9 MiB) stays: every gateway counts its executions. "
+            "The search model "
             "loads on a worker thread once the gateway has started, and searches are lexical until it is "
             "ready: it keeps the event loop off the GIL for at most 76 ms at a time (importing numpy and "
             "onnxruntime; "

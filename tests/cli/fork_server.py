@@ -16,6 +16,7 @@ import os
 import sys
 import tempfile
 import traceback
+from collections.abc import Sequence
 from typing import Any
 
 # The commands whose module is imported before the fork (a test module's server imports only those it
@@ -48,17 +49,23 @@ def _command(argv: list[str]) -> int:
     return 0
 
 
+def enter(request: dict[str, Any], streams: Sequence[int]) -> None:
+    """In a forked process: the request's directory (if it names one), its environment, and `streams` as
+    stdin, stdout and stderr."""
+    if request["cwd"] is not None:
+        os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    for source, target in zip(streams, (0, 1, 2), strict=True):
+        os.dup2(source, target)
+    sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115  (the process's own stdin)
+
+
 def _in_child(request: dict[str, Any], stdin: int, stdout: int, stderr: int) -> None:
     """The forked process: the request's directory, environment and streams, then the command."""
     code = 1
     try:
-        if request["cwd"] is not None:
-            os.chdir(request["cwd"])
-        os.environ.clear()
-        os.environ.update(request["env"])
-        for source, target in ((stdin, 0), (stdout, 1), (stderr, 2)):
-            os.dup2(source, target)
-        sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115  (the process's own stdin)
+        enter(request, (stdin, stdout, stderr))
         code = _command(request["argv"])
         atexit._run_exitfuncs()  # pyright: ignore[reportPrivateUsage, reportAttributeAccessIssue]
     finally:

@@ -25,7 +25,7 @@ from typing import Any
 # The command server's way of running a command (beside it, in tests/cli), then off the path again:
 # this script's directory is no more on a gateway's path than that one.
 sys.path[0] = str(Path(__file__).resolve().parents[1] / "cli")
-from fork_server import ENTRY_POINT, _command  # noqa: E402  # pyright: ignore[reportMissingImports, reportUnknownVariableType]
+from fork_server import ENTRY_POINT, _command, enter  # noqa: E402  # pyright: ignore[reportMissingImports, reportUnknownVariableType]
 
 sys.path.pop(0)
 
@@ -36,16 +36,12 @@ def _serve_in_child(request: dict[str, Any], streams: list[int]) -> None:
     """The forked process: the request's directory, environment and streams, then `serve`."""
     code = 1
     try:
-        os.chdir(request["cwd"])
-        os.environ.clear()
-        os.environ.update(request["env"])
+        enter(request, streams)
+        for stream in streams:
+            os.close(stream)
         # The path as `python -m` starts it: the directory first, then PYTHONPATH's entries.
         entries = [os.getcwd(), *request["env"].get("PYTHONPATH", "").split(os.pathsep)]
         sys.path[:0] = [entry for entry in entries if entry and entry not in sys.path]
-        for source, target in zip(streams, (0, 1, 2), strict=True):
-            os.dup2(source, target)
-            os.close(source)
-        sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115  (the process's own stdin)
         sys.argv = [ENTRY_POINT, *request["argv"]]
         code = _command(request["argv"])
         atexit._run_exitfuncs()  # pyright: ignore[reportPrivateUsage, reportAttributeAccessIssue]
