@@ -16,8 +16,8 @@ import os
 import sys
 import tempfile
 import traceback
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
 
 # The commands whose module is imported before the fork (a test module's server imports only those it
 # runs). Not `sandbox-test` nor `search-eval`: their wings stay out, as they do for the other commands.
@@ -51,21 +51,26 @@ def _command(argv: list[str]) -> int:
 
 def enter(request: dict[str, Any], streams: Sequence[int]) -> None:
     """In a forked process: the request's directory (if it names one), its environment, and `streams` as
-    stdin, stdout and stderr."""
+    stdin, stdout and stderr (their own descriptors closed)."""
     if request["cwd"] is not None:
         os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
     for source, target in zip(streams, (0, 1, 2), strict=True):
         os.dup2(source, target)
+        os.close(source)
     sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115  (the process's own stdin)
 
 
-def _in_child(request: dict[str, Any], stdin: int, stdout: int, stderr: int) -> None:
-    """The forked process: the request's directory, environment and streams, then the command."""
+def run_forked(
+    request: dict[str, Any], streams: Sequence[int], prepare: Callable[[], None] | None = None
+) -> NoReturn:
+    """In a forked process: `enter` the request, `prepare` (if given), run its command, exit with its code."""
     code = 1
     try:
-        enter(request, (stdin, stdout, stderr))
+        enter(request, streams)
+        if prepare is not None:
+            prepare()
         code = _command(request["argv"])
         atexit._run_exitfuncs()  # pyright: ignore[reportPrivateUsage, reportAttributeAccessIssue]
     finally:
@@ -84,7 +89,7 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
         stdin.seek(0)
         pid = os.fork()
         if pid == 0:
-            _in_child(request, stdin.fileno(), stdout.fileno(), stderr.fileno())
+            run_forked(request, (stdin.fileno(), stdout.fileno(), stderr.fileno()))
         _, status = os.waitpid(pid, 0)
         stdout.seek(0)
         stderr.seek(0)

@@ -11,7 +11,6 @@ threaded (it forks), and ends when its stdin closes.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import gc
 import json
@@ -20,35 +19,21 @@ import select
 import socket
 import sys
 from pathlib import Path
-from typing import Any
 
 # The command server's way of running a command (beside it, in tests/cli), then off the path again:
 # this script's directory is no more on a gateway's path than that one.
 sys.path[0] = str(Path(__file__).resolve().parents[1] / "cli")
-from fork_server import ENTRY_POINT, _command, enter  # noqa: E402  # pyright: ignore[reportMissingImports, reportUnknownVariableType]
+from fork_server import run_forked  # noqa: E402  # pyright: ignore[reportMissingImports, reportUnknownVariableType]
 
 sys.path.pop(0)
 
 POLL_SECONDS = 0.05  # how often ended gateways are looked for between requests
 
 
-def _serve_in_child(request: dict[str, Any], streams: list[int]) -> None:
-    """The forked process: the request's directory, environment and streams, then `serve`."""
-    code = 1
-    try:
-        enter(request, streams)
-        for stream in streams:
-            os.close(stream)
-        # The path as `python -m` starts it: the directory first, then PYTHONPATH's entries.
-        entries = [os.getcwd(), *request["env"].get("PYTHONPATH", "").split(os.pathsep)]
-        sys.path[:0] = [entry for entry in entries if entry and entry not in sys.path]
-        sys.argv = [ENTRY_POINT, *request["argv"]]
-        code = _command(request["argv"])
-        atexit._run_exitfuncs()  # pyright: ignore[reportPrivateUsage, reportAttributeAccessIssue]
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+def _path_as_python_m() -> None:
+    """The path as `python -m` starts it: the directory first, then PYTHONPATH's entries."""
+    entries = [os.getcwd(), *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
+    sys.path[:0] = [entry for entry in entries if entry and entry not in sys.path]
 
 
 def _start(listener: socket.socket, launchers: dict[int, socket.socket]) -> None:
@@ -62,7 +47,7 @@ def _start(listener: socket.socket, launchers: dict[int, socket.socket]) -> None
         launcher.close()
         for other in launchers.values():
             other.close()
-        _serve_in_child(request, streams)
+        run_forked(request, streams, _path_as_python_m)
     for stream in streams:
         os.close(stream)
     launcher.sendall(f"{pid}\n".encode())
