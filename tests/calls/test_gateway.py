@@ -11,11 +11,13 @@ import anyio
 import anyio.to_thread
 import pytest
 
+from gateway import sandbox
 from gateway.calls import Inline, InRounds, _gateway
 from gateway.calls._gateway import Gateway
 from gateway.catalog import docs
 from gateway.catalog.docs import SearchRefused, SemanticSearch
 from gateway.config import parse_config
+from gateway.errors import SandboxUnavailable
 from gateway.sandbox.limits import SandboxLimits
 from gateway.sandbox.result import ExecutionResult
 from tests.catalog.fake_embedder import FakeEmbedder
@@ -37,6 +39,26 @@ async def test_a_snippet_calling_a_never_started_lazy_child_starts_it_and_gets_i
             result = await gateway.execute_code("tools.everything.echo(message='started')")
         assert result.ok, result.error
         assert result.value == "Echo: started"
+
+
+async def test_a_wasm_runtime_that_cannot_be_imported_refuses_executions_naming_why_and_search_serves(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The sandbox's face imports the runtime again, through an import that fails as a broken install's.
+    monkeypatch.delattr(sandbox, "Sandbox", raising=False)
+    monkeypatch.setitem(sys.modules, "gateway.sandbox._sandbox", None)
+    config = parse_config(
+        {"mcpServers": {"tiny": {"command": sys.executable, "args": [str(TINY_SERVER)]}}}, "t"
+    )
+    async with Gateway(config) as gateway:
+        with anyio.fail_after(60):
+            for _ in range(2):
+                with pytest.raises(
+                    SandboxUnavailable, match=r"sandbox is unavailable: .*gateway\.sandbox\._sandbox"
+                ):
+                    await gateway.execute_code("print(1)")
+            await gateway.pool.wait_ready()
+            assert "tiny.echo" in await gateway.search_docs("echo some text back")
 
 
 @pytest.fixture(scope="module")
