@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 import onnxruntime
-from onnx import numpy_helper
 import pytest
+from onnx import numpy_helper
 from tokenizers import Tokenizer
 
 from gateway.catalog import _minilm_build

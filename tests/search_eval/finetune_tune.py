@@ -25,6 +25,9 @@ held out) and writes only the factors, float16, with their scale: what search sh
 --train-servers`, docs/search.md, tenth pass).
 """
 
+# pyright: reportMissingImports=false
+# torch and transformers live in a venv of their own (the docstring), never in the gateway's.
+
 from __future__ import annotations
 
 import argparse
@@ -191,7 +194,7 @@ def train_model(args: argparse.Namespace, texts: dict, arrays: dict, split: dict
         permutation = generator.permutation(len(rows))
         for start in range(0, len(rows), args.batch):
             batch = [rows[i] for i in permutation[start : start + args.batch]]
-            loss = sum(
+            loss: torch.Tensor = sum(
                 (
                     part_loss(args, model, tokenizer, part, [i for q, i in batch if q == p], semantic)
                     for p, part in enumerate(parts)
