@@ -1,7 +1,7 @@
 """Issue 30/31, second static-model pass: the tokenlearn students scored with the shipped search code.
 
     PYTHONPATH=$PWD .venv/bin/python -m tests.search_eval.tokenlearn_experiment [--holdout] \
-        [--student NAME=FILE.npz ...] [--float32 DIR] [--base DIR]
+        [--student NAME=FILE.npz[@TEACHER] ...] [--float32 DIR] [--minilm NAME=DIR ...]
     PYTHONPATH=$PWD .venv/bin/python -m tests.search_eval.tokenlearn_experiment memory FILE.npz [--minilm]
 
 Each student (`tokenlearn_train.py` writes it) is used two ways, in the same run as lexical search,
@@ -107,14 +107,21 @@ def score(args: argparse.Namespace) -> None:
     if float32 is not None:
         models["minilm f32 + adapter"] = (float32, True)
         models["minilm f32"] = (float32, False)
-    if args.base:
-        models["minilm base f32"] = (MiniLM(args.base), False)
+    others = {}
+    for spec in args.minilm:  # other builds (the base model), queries as they are
+        name, _, path = spec.partition("=")
+        others[name] = MiniLM(Path(path))
+        models[name] = (others[name], False)
     if args.raw.is_file():
         models["old static 256 log-rank"] = (StaticEmbedder(distil(np.load(args.raw), 256, "log-rank")), False)
-    for spec in args.student:
+    for spec in args.student:  # NAME=FILE.npz, or NAME=FILE.npz@TEACHER for a student of another build
         name, _, path = spec.partition("=")
+        path, _, teacher = path.partition("@")
         student = Student(unpack(Path(path), Path("/tmp/tokenlearn/unpacked") / name), mmap=False)
         models[f"{name} sym"] = (student, False)
+        if teacher:
+            models[f"{name} asym ({teacher} tools)"] = (Asymmetric(others[teacher], student), False)
+            continue
         models[f"{name} asym"] = (Asymmetric(int8, student), False)
         models[f"{name} asym + adapter"] = (Asymmetric(int8, student), True)
         if float32 is not None and args.asym_f32:
@@ -207,7 +214,7 @@ def main() -> None:
     parser.add_argument("--raw", type=Path, default=Path("/tmp/tokenlearn/raw_tokens.npy"))
     parser.add_argument("--float32", type=Path, help="the fine-tuned MiniLM built in float32")
     parser.add_argument("--asym-f32", action="store_true", help="also the students with float32 tools")
-    parser.add_argument("--base", type=Path, help="the base MiniLM built in float32")
+    parser.add_argument("--minilm", action="append", default=[], help="NAME=DIR: another MiniLM build")
     score(parser.parse_args())
 
 
