@@ -12,7 +12,7 @@ The student: a text's vector is unit(sum_t w_t E[t] / sum_t w_t @ P + b) over it
 either 1 or (--weights) a learned positive scalar per token. E starts as the old recipe's table
 (`static_experiment.distil`: centred MiniLM token vectors on their first d principal axes, times
 log(1 + id) unless --weights, where that factor starts w instead), P as those axes. The loss is
-1 - cosine with the teacher; Adam (sparse for the per-token parameters), early stopping on a 2%
+1 - cosine with the teacher (--tool-kl adds a listwise term over the corpus's tool texts); Adam (sparse for the per-token parameters), early stopping on a 2%
 validation split. It also prints, each epoch, top-1/3/5 by meaning alone on the development
 queries over the tuning catalog, the tools embedded by the teacher (asymmetric) and by the student
 (symmetric): a guide only (dev queries may be in the corpus), the search figures come from
@@ -113,6 +113,10 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--patience", type=int, default=2)
+    parser.add_argument("--tool-kl", type=float, default=0.0,
+                        help="weight of a listwise term: KL between the teacher's and the student's softmax "
+                        "over the corpus's tool texts (their teacher vectors), at temperature --tau")
+    parser.add_argument("--tau", type=float, default=0.05)
     parser.add_argument("--save", type=Path, required=True)
     args = parser.parse_args()
     torch.manual_seed(30)
@@ -141,6 +145,17 @@ def main() -> None:
     else:  # the old recipe's table as it was: the log-rank factor in the rows, a plain mean
         model = Student(reduced * rank_weight[:, None], axes, np.ones(len(raw)), learn_weights=False)
 
+    tool_rows = torch.tensor(np.asarray(teacher[[i for i in keep if rows[i]["source"].endswith("-tools")]]),
+                             dtype=torch.float32)
+
+    def loss_of(student: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        loss = (1 - (student * target).sum(1)).mean()
+        if args.tool_kl:
+            logp = torch.log_softmax(student @ tool_rows.T / args.tau, dim=1)
+            p_teacher = torch.softmax(target @ tool_rows.T / args.tau, dim=1)
+            loss = loss + args.tool_kl * torch.nn.functional.kl_div(logp, p_teacher, reduction="batchmean")
+        return loss
+
     rng = np.random.default_rng(30)
     order = rng.permutation(len(tokens))
     validation, training = order[: len(order) // 50], order[len(order) // 50 :]
@@ -159,13 +174,13 @@ def main() -> None:
         return sum(losses) / len(validation)
 
     print(f"{len(tokens)} texts ({len(training)} training), dims {args.dims}, weights {args.weights}, "
-          f"excluded {sorted(excluded)}; init: val loss {validation_loss():.4f}  {probe(model, tokenizer, data, tool_teacher)}",
+          f"excluded {sorted(excluded)}, tool-kl {args.tool_kl} over {len(tool_rows)} tools, tau {args.tau}; init: val loss {validation_loss():.4f}  {probe(model, tokenizer, data, tool_teacher)}",
           flush=True)
     best, best_state, waited = float("inf"), None, 0
     for epoch in range(1, args.epochs + 1):
         total = 0.0
         for chosen, ids, offsets in batches(tokens, rng.permutation(training), args.batch):
-            loss = (1 - (model(ids, offsets) * targets[chosen]).sum(1)).mean()
+            loss = loss_of(model(ids, offsets), targets[chosen])
             for optimiser in optimisers:
                 optimiser.zero_grad()
             loss.backward()
