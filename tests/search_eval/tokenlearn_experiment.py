@@ -2,7 +2,7 @@
 
     PYTHONPATH=$PWD .venv/bin/python -m tests.search_eval.tokenlearn_experiment [--holdout] \
         [--student NAME=FILE.npz[@TEACHER] ...] [--float32 DIR] [--minilm NAME=DIR ...]
-    PYTHONPATH=$PWD .venv/bin/python -m tests.search_eval.tokenlearn_experiment memory FILE.npz [--minilm]
+    PYTHONPATH=$PWD .venv/bin/python -m tests.search_eval.tokenlearn_experiment memory FILE.npz|DIR [--minilm | --tool-rows FILE.npz [--adapter]]
 
 Each student (`tokenlearn_train.py` writes it) is used two ways, in the same run as lexical search,
 the shipped MiniLM (int8, with and without its query adapter), the old static recipe
@@ -24,9 +24,10 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 MODEL = Path(__file__).resolve().parents[2] / "gateway" / "catalog" / "model"
 _MAX = 254  # content tokens: MiniLM truncates at 256 with [CLS] and [SEP]
@@ -34,6 +35,8 @@ _MAX = 254  # content tokens: MiniLM truncates at 256 with [CLS] and [SEP]
 
 def unpack(npz: Path, target: Path) -> Path:
     """A student's arrays as .npy files in `target` (so the table can be memory-mapped)."""
+    import numpy as np
+
     target.mkdir(parents=True, exist_ok=True)
     with np.load(npz) as saved:
         for name in saved.files:
@@ -45,6 +48,7 @@ class Student:
     """A tokenlearn student: unit(sum E[t] / sum w[t] @ P + b) over a text's WordPiece tokens."""
 
     def __init__(self, directory: Path, mmap: bool = True) -> None:
+        import numpy as np
         from tokenizers import Tokenizer
 
         mode = "r" if mmap else None
@@ -57,6 +61,8 @@ class Student:
         self._tokenizer.no_padding()
 
     def vectors(self, texts: Sequence[str]) -> np.ndarray:
+        import numpy as np
+
         sums = np.zeros((len(texts), self._table.shape[1]), dtype=np.float32)
         totals = np.ones(len(texts), dtype=np.float32)
         for row, encoding in enumerate(self._tokenizer.encode_batch(list(texts), add_special_tokens=False)):
@@ -84,10 +90,12 @@ class Asymmetric:
         return self._tools.encode(texts)
 
     def similarities(self, query: str, rows: np.ndarray) -> Sequence[float]:
-        return (np.asarray(rows) @ self._queries.vectors([query])[0]).tolist()
+        return (rows @ self._queries.vectors([query])[0]).tolist()
 
 
 def score(args: argparse.Namespace) -> None:
+    import numpy as np
+
     from gateway.catalog import Catalog
     from gateway.catalog._minilm import MiniLM
     from gateway.catalog._semantic import Embedder, SemanticSearch, load_query_adapter
@@ -148,54 +156,92 @@ def score(args: argparse.Namespace) -> None:
             )
 
 
-def _rss() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmRSS")
+def _rss() -> tuple[float, float]:
+    """VmRSS, and of it RssFile (the mapped files' pages: the table's), in MiB."""
+    fields = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines())
+    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["RssFile"].split()[0]) / 1024
 
 
-def memory(npz: Path, minilm: bool) -> None:
+class Precomputed:
+    """Tool rows another process embedded (`memory --tool-rows`: MiniLM's, saved as texts and rows)."""
+
+    def __init__(self, path: Path) -> None:
+        import numpy as np
+
+        with np.load(path) as saved:
+            self._rows = dict(zip(saved["texts"].tolist(), saved["rows"], strict=True))
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        import numpy as np
+
+        return np.stack([self._rows[text] for text in texts])
+
+
+def save_tool_rows(target: Path) -> None:
+    """MiniLM's rows for the tuning catalog's tools and for the fixed phrases search's product check
+    compares unknown names with (`KINDS_OF_NAMES`), as the short-lived subprocess would make them."""
+    import numpy as np
+
+    from gateway.catalog._intent import KINDS_OF_NAMES
+
+    from gateway.catalog import Catalog
+    from gateway.catalog._minilm import MiniLM
+    from gateway.catalog.evaluation import load_tool_snapshots
+    from tests.search_eval.eval_set import CATALOG_DIRS
+    from tests.search_eval.static_experiment import _texts
+
+    texts = _texts(Catalog(load_tool_snapshots(list(CATALOG_DIRS))))
+    texts += [phrase for kind in KINDS_OF_NAMES for phrase in kind]
+    np.savez(target, texts=np.array(texts), rows=MiniLM().encode(texts))
+
+
+def memory(npz: Path, minilm: bool, tool_rows: Path | None = None, adapter: bool = False) -> None:
     import gateway.sandbox  # noqa: F401  (the package, as docs/deploy.md's first row)
     from gateway.catalog import Catalog
-    from gateway.catalog._search import search
-    from gateway.catalog._semantic import SemanticSearch, load_minilm
+    from gateway.catalog._search import search, warm_search
+    from gateway.catalog._semantic import SemanticSearch
     from gateway.catalog.evaluation import load_tool_snapshots
     from tests.search_eval.eval_set import CATALOG_DIRS, eval_cases
 
     tools = load_tool_snapshots(list(CATALOG_DIRS))
     queries = [case.query for case in eval_cases()][:100]
-    lexical = Catalog(tools)
-    for query in queries[:5]:
-        search(lexical, query, limit=5)
-    steps = [("gateway, catalog built, lexical searches", _rss())]
+
+    def load_student() -> Student | Asymmetric:
+        directory = npz if npz.is_dir() else unpack(npz, Path("/tmp/tokenlearn/unpacked") / npz.stem)
+        student = Student(directory, mmap=True)
+        return student if tool_rows is None else Asymmetric(Precomputed(tool_rows), student)
+
+    # The shipped model and its query adapter, or the student (symmetric, or asymmetric over tool rows
+    # MiniLM embedded in another process); loaded below, not by a search.
+    from gateway.catalog._semantic import load_query_adapter
+
+    semantic = (
+        SemanticSearch()
+        if minilm
+        else SemanticSearch(load=load_student, load_adapter=load_query_adapter if adapter else lambda: None)
+    )
+    catalog = Catalog(tools, semantic=semantic)
+    warm_search(catalog)  # the lexical index only: the model is not loaded yet
+    steps = [("gateway, catalog and its lexical index built", _rss())]
     assert "numpy" not in sys.modules, "numpy was already imported"
-    import numpy  # noqa: F401, F811
+    import numpy  # noqa: F401
 
     steps.append(("import numpy", _rss()))
     import tokenizers  # noqa: F401
 
     steps.append(("import tokenizers", _rss()))
-    if minilm:
-        semantic = SemanticSearch()  # the shipped model and its query adapter
-        semantic.load()
-        steps.append(("onnxruntime imported, session and tokenizer loaded", _rss()))
-    else:
-        directory = unpack(npz, Path("/tmp/tokenlearn/unpacked") / npz.stem)
-        student = Student(directory, mmap=True)
-        semantic = SemanticSearch(load=lambda: student, load_adapter=lambda: None)
-        semantic.load()
-        steps.append(("student loaded (table memory-mapped) and tokenizer", _rss()))
-    catalog = Catalog(tools, semantic=semantic)
-    search(catalog, "warm", limit=5)
+    semantic.load()
+    label = "onnxruntime imported, session, tokenizer, adapter" if minilm else "student (table memory-mapped), tokenizer"
+    steps.append((label, _rss()))
+    warm_search(catalog)
     steps.append((f"{len(catalog)} tools embedded", _rss()))
     started = time.process_time()
     for query in queries:
         search(catalog, query, limit=5)
     steps.append((f"{len(queries)} queries ({(time.process_time() - started) / len(queries) * 1000:.2f} ms CPU each)", _rss()))
-    base = steps[0][1]
-    for label, rss in steps:
-        print(f"{rss:7.1f} MiB  +{rss - base:5.1f}  {label}")
+    base = steps[0][1][0]
+    for label, (rss, file) in steps:
+        print(f"{rss:7.1f} MiB  +{rss - base:5.1f}  (RssFile {file:5.1f})  {label}")
 
 
 def main() -> None:
@@ -204,8 +250,13 @@ def main() -> None:
         parser.add_argument("step")
         parser.add_argument("student", type=Path)
         parser.add_argument("--minilm", action="store_true")
+        parser.add_argument("--tool-rows", type=Path, help="asymmetric: MiniLM's tool rows (made if absent)")
+        parser.add_argument("--adapter", action="store_true", help="asymmetric: with MiniLM's query adapter")
         args = parser.parse_args()
-        memory(args.student, args.minilm)
+        if args.tool_rows is not None and not args.tool_rows.is_file():
+            save_tool_rows(args.tool_rows)
+            return
+        memory(args.student, args.minilm, args.tool_rows, args.adapter)
         return
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--holdout", action="store_true")
