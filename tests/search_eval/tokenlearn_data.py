@@ -76,7 +76,10 @@ def _catalog_texts() -> tuple[list[str], list[str]]:
 
 def _queries() -> dict[str, list[str]]:
     dev = [case["query"] for case in json.loads((HERE / "queries.json").read_text())]
-    lines = lambda path: [json.loads(l)["query"] for l in path.read_text().splitlines() if l.strip()]  # noqa: E731
+
+    def lines(path: Path) -> list[str]:
+        return [json.loads(line)["query"] for line in path.read_text().splitlines() if line.strip()]
+
     return {
         "dev-queries": dev,
         "blind-dev-queries": lines(HERE / "blind_dev" / "queries.jsonl"),
@@ -149,7 +152,10 @@ def teach(out: Path, model_dir: Path | None, name: str) -> None:
         vectors.flush()
         done_file.write_text(str(min(start + chunk, len(texts))))
         rate = (time.process_time() - cpu) / (start + chunk - done) * 1000
-        print(f"{start + chunk}/{len(texts)} {rate:.2f} ms CPU a text, {time.time() - started:.0f} s", flush=True)
+        print(
+            f"{start + chunk}/{len(texts)} {rate:.2f} ms CPU a text, {time.time() - started:.0f} s",
+            flush=True,
+        )
     print(f"teacher done: {time.process_time() - cpu:.0f} s of CPU")
 
 

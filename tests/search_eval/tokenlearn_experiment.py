@@ -2,7 +2,8 @@
 
     PYTHONPATH=$PWD .venv/bin/python -m tests.search_eval.tokenlearn_experiment [--holdout] \
         [--student NAME=FILE.npz[@TEACHER] ...] [--float32 DIR] [--minilm NAME=DIR ...]
-    PYTHONPATH=$PWD .venv/bin/python -m tests.search_eval.tokenlearn_experiment memory FILE.npz|DIR [--minilm | --tool-rows FILE.npz [--adapter]]
+    PYTHONPATH=$PWD .venv/bin/python -m tests.search_eval.tokenlearn_experiment memory FILE.npz|DIR \
+        [--minilm | --tool-rows FILE.npz [--adapter]]
 
 Each student (`tokenlearn_train.py` writes it) is used two ways, in the same run as lexical search,
 the shipped MiniLM (int8, with and without its query adapter), the old static recipe
@@ -121,7 +122,10 @@ def score(args: argparse.Namespace) -> None:
         others[name] = MiniLM(Path(path))
         models[name] = (others[name], False)
     if args.raw.is_file():
-        models["old static 256 log-rank"] = (StaticEmbedder(distil(np.load(args.raw), 256, "log-rank")), False)
+        models["old static 256 log-rank"] = (
+            StaticEmbedder(distil(np.load(args.raw), 256, "log-rank")),
+            False,
+        )
     for spec in args.student:  # NAME=FILE.npz, or NAME=FILE.npz@TEACHER for a student of another build
         name, _, path = spec.partition("=")
         path, _, teacher = path.partition("@")
@@ -137,8 +141,11 @@ def score(args: argparse.Namespace) -> None:
     for name, (model, _) in models.items():
         if model is not None and args.alone:
             (top1, top3, top5), best, spread = by_meaning_alone(model, Catalog(tools), sets["dev"])
-            print(f"{name:36} dev by meaning alone: top1 {top1:.1%} top3 {top3:.1%} top5 {top5:.1%} "
-                  f"best {best:.3f} spread {spread:.3f}", flush=True)
+            print(
+                f"{name:36} dev by meaning alone: top1 {top1:.1%} top3 {top3:.1%} top5 {top5:.1%} "
+                f"best {best:.3f} spread {spread:.3f}",
+                flush=True,
+            )
     for name, (model, adapted) in models.items():
         semantic = None
         if model is not None:
@@ -182,9 +189,8 @@ def save_tool_rows(target: Path) -> None:
     compares unknown names with (`KINDS_OF_NAMES`), as the short-lived subprocess would make them."""
     import numpy as np
 
-    from gateway.catalog._intent import KINDS_OF_NAMES
-
     from gateway.catalog import Catalog
+    from gateway.catalog._intent import KINDS_OF_NAMES
     from gateway.catalog._minilm import MiniLM
     from gateway.catalog.evaluation import load_tool_snapshots
     from tests.search_eval.eval_set import CATALOG_DIRS
@@ -231,14 +237,24 @@ def memory(npz: Path, minilm: bool, tool_rows: Path | None = None, adapter: bool
 
     steps.append(("import tokenizers", _rss()))
     semantic.load()
-    label = "onnxruntime imported, session, tokenizer, adapter" if minilm else "student (table memory-mapped), tokenizer"
+    label = (
+        "onnxruntime imported, session, tokenizer, adapter"
+        if minilm
+        else "student (table memory-mapped), tokenizer"
+    )
     steps.append((label, _rss()))
     warm_search(catalog)
     steps.append((f"{len(catalog)} tools embedded", _rss()))
     started = time.process_time()
     for query in queries:
         search(catalog, query, limit=5)
-    steps.append((f"{len(queries)} queries ({(time.process_time() - started) / len(queries) * 1000:.2f} ms CPU each)", _rss()))
+    steps.append(
+        (
+            f"{len(queries)} queries "
+            f"({(time.process_time() - started) / len(queries) * 1000:.2f} ms CPU each)",
+            _rss(),
+        )
+    )
     base = steps[0][1][0]
     for label, (rss, file) in steps:
         print(f"{rss:7.1f} MiB  +{rss - base:5.1f}  (RssFile {file:5.1f})  {label}")

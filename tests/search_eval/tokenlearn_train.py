@@ -12,12 +12,16 @@ The student: a text's vector is unit(sum_t w_t E[t] / sum_t w_t @ P + b) over it
 either 1 or (--weights) a learned positive scalar per token. E starts as the old recipe's table
 (`static_experiment.distil`: centred MiniLM token vectors on their first d principal axes, times
 log(1 + id) unless --weights, where that factor starts w instead), P as those axes. The loss is
-1 - cosine with the teacher (--tool-kl adds a listwise term over the corpus's tool texts); Adam (sparse for the per-token parameters), early stopping on a 2%
+1 - cosine with the teacher (--tool-kl adds a listwise term over the corpus's tool texts); Adam
+(sparse for the per-token parameters), early stopping on a 2%
 validation split. It also prints, each epoch, top-1/3/5 by meaning alone on the development
 queries over the tuning catalog, the tools embedded by the teacher (asymmetric) and by the student
 (symmetric): a guide only (dev queries may be in the corpus), the search figures come from
 `tokenlearn_experiment`.
 """
+
+# pyright: reportMissingImports=false
+# torch lives in a venv of its own (the docstring), never in the gateway's.
 
 from __future__ import annotations
 
@@ -43,7 +47,9 @@ def distil(matrix: np.ndarray, dimensions: int) -> tuple[np.ndarray, np.ndarray,
 class Student(torch.nn.Module):
     def __init__(self, rows: np.ndarray, axes: np.ndarray, weights: np.ndarray, learn_weights: bool) -> None:
         super().__init__()
-        self.table = torch.nn.Embedding.from_pretrained(torch.tensor(rows, dtype=torch.float32), freeze=False, sparse=True)
+        self.table = torch.nn.Embedding.from_pretrained(
+            torch.tensor(rows, dtype=torch.float32), freeze=False, sparse=True
+        )
         self.log_weight = torch.nn.Embedding.from_pretrained(
             torch.tensor(np.log(weights)[:, None], dtype=torch.float32), freeze=not learn_weights, sparse=True
         )
@@ -54,7 +60,9 @@ class Student(torch.nn.Module):
         weights = self.log_weight(ids).squeeze(1).exp()
         lengths = torch.diff(offsets, append=torch.tensor([len(ids)]))
         bag = torch.repeat_interleave(torch.arange(len(offsets)), lengths)
-        summed = torch.zeros(len(offsets), self.table.embedding_dim).index_add_(0, bag, self.table(ids) * weights[:, None])
+        summed = torch.zeros(len(offsets), self.table.embedding_dim).index_add_(
+            0, bag, self.table(ids) * weights[:, None]
+        )
         total = torch.zeros(len(offsets)).index_add_(0, bag, weights).clamp_min(1e-9)
         return torch.nn.functional.normalize((summed / total[:, None]) @ self.project + self.bias, dim=1)
 
@@ -76,19 +84,28 @@ def batches(tokens: list[list[int]], order: np.ndarray, size: int):
         ids = [tokens[i] for i in chosen]
         lengths = np.array([len(x) for x in ids])
         offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-        yield chosen, torch.tensor(np.concatenate(ids), dtype=torch.long), torch.tensor(offsets, dtype=torch.long)
+        yield (
+            chosen,
+            torch.tensor(np.concatenate(ids), dtype=torch.long),
+            torch.tensor(offsets, dtype=torch.long),
+        )
 
 
 def embed(model: Student, tokens: list[list[int]]) -> np.ndarray:
     with torch.no_grad():
-        out = [model(ids, offsets).numpy() for _, ids, offsets in batches(tokens, np.arange(len(tokens)), 2048)]
+        out = [
+            model(ids, offsets).numpy() for _, ids, offsets in batches(tokens, np.arange(len(tokens)), 2048)
+        ]
     return np.concatenate(out)
 
 
 def probe(model: Student, tokenizer: Tokenizer, data: dict, tool_teacher: np.ndarray) -> str:
     names = [t["name"] for t in data["tools"]]
     cases = [q for q in data["queries"] if q["accept"]]
-    encode = lambda texts: [e.ids[:254] or [100] for e in tokenizer.encode_batch(texts, add_special_tokens=False)]  # noqa: E731
+
+    def encode(texts: list[str]) -> list[list[int]]:
+        return [e.ids[:254] or [100] for e in tokenizer.encode_batch(texts, add_special_tokens=False)]
+
     queries = embed(model, encode([q["query"] for q in cases]))
     tools = embed(model, encode([t["text"] for t in data["tools"]]))
     out = []
@@ -113,9 +130,13 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--patience", type=int, default=2)
-    parser.add_argument("--tool-kl", type=float, default=0.0,
-                        help="weight of a listwise term: KL between the teacher's and the student's softmax "
-                        "over the corpus's tool texts (their teacher vectors), at temperature --tau")
+    parser.add_argument(
+        "--tool-kl",
+        type=float,
+        default=0.0,
+        help="weight of a listwise term: KL between the teacher's and the student's softmax "
+        "over the corpus's tool texts (their teacher vectors), at temperature --tau",
+    )
     parser.add_argument("--tau", type=float, default=0.05)
     parser.add_argument("--save", type=Path, required=True)
     args = parser.parse_args()
@@ -145,8 +166,9 @@ def main() -> None:
     else:  # the old recipe's table as it was: the log-rank factor in the rows, a plain mean
         model = Student(reduced * rank_weight[:, None], axes, np.ones(len(raw)), learn_weights=False)
 
-    tool_rows = torch.tensor(np.asarray(teacher[[i for i in keep if rows[i]["source"].endswith("-tools")]]),
-                             dtype=torch.float32)
+    tool_rows = torch.tensor(
+        np.asarray(teacher[[i for i in keep if rows[i]["source"].endswith("-tools")]]), dtype=torch.float32
+    )
 
     def loss_of(student: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         loss = (1 - (student * target).sum(1)).mean()
@@ -173,9 +195,12 @@ def main() -> None:
             ]
         return sum(losses) / len(validation)
 
-    print(f"{len(tokens)} texts ({len(training)} training), dims {args.dims}, weights {args.weights}, "
-          f"excluded {sorted(excluded)}, tool-kl {args.tool_kl} over {len(tool_rows)} tools, tau {args.tau}; init: val loss {validation_loss():.4f}  {probe(model, tokenizer, data, tool_teacher)}",
-          flush=True)
+    print(
+        f"{len(tokens)} texts ({len(training)} training), dims {args.dims}, weights {args.weights}, "
+        f"excluded {sorted(excluded)}, tool-kl {args.tool_kl} over {len(tool_rows)} tools, tau {args.tau}; "
+        f"init: val loss {validation_loss():.4f}  {probe(model, tokenizer, data, tool_teacher)}",
+        flush=True,
+    )
     best, best_state, waited = float("inf"), None, 0
     for epoch in range(1, args.epochs + 1):
         total = 0.0
@@ -188,8 +213,11 @@ def main() -> None:
                 optimiser.step()
             total += loss.item() * len(chosen)
         current = validation_loss()
-        print(f"epoch {epoch}: train {total / len(training):.4f} val {current:.4f}  "
-              f"{probe(model, tokenizer, data, tool_teacher)}  {time.process_time() - started:.0f} s CPU", flush=True)
+        print(
+            f"epoch {epoch}: train {total / len(training):.4f} val {current:.4f}  "
+            f"{probe(model, tokenizer, data, tool_teacher)}  {time.process_time() - started:.0f} s CPU",
+            flush=True,
+        )
         if current < best - 1e-4:
             best, best_state, waited = current, model.export(), 0
         else:
@@ -197,7 +225,7 @@ def main() -> None:
             if waited >= args.patience:
                 break
     assert best_state is not None
-    np.savez(args.save, **best_state)
+    np.savez(args.save, **best_state)  # pyright: ignore[reportArgumentType]  (keyword arrays)
     print(f"saved {args.save} (val loss {best:.4f}); {time.process_time() - started:.0f} s of CPU")
 
 
