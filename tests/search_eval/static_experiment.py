@@ -151,6 +151,18 @@ def _cpu_p50(catalog: Catalog, cases: list[SearchCase]) -> float:
     return statistics.median(timings)
 
 
+def print_scores(name: str, catalog: Catalog, sets: dict[str, list[SearchCase]], width: int = 20) -> None:
+    """One line per query set: top-1/3/5, MRR@5, no-tool queries reported weak, CPU p50."""
+    for label, cases in sets.items():
+        r = evaluate_search(catalog, cases, repeats=1)
+        p50 = _cpu_p50(catalog, cases)
+        print(
+            f"{name:{width}} {label:8} top1 {r.top1:.1%} top3 {r.top3:.1%} top5 {r.top5:.1%} "
+            f"mrr {r.mrr:.3f} no-tool {r.rejected or 0:.1%} cpu-p50 {p50:.2f} ms",
+            flush=True,
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--raw", type=Path, help="where the token vectors are cached (built if absent)")
@@ -183,15 +195,7 @@ def main() -> None:
         models[f"minilm+static {share}"] = Blend(minilm, static, share)
     for name, model in models.items():
         semantic = None if model is None else SemanticSearch(load=lambda m=model: m)
-        catalog = Catalog(tools, semantic=semantic)
-        for label, cases in sets.items():
-            r = evaluate_search(catalog, cases, repeats=1)
-            p50 = _cpu_p50(catalog, cases)
-            print(
-                f"{name:20} {label:8} top1 {r.top1:.1%} top3 {r.top3:.1%} top5 {r.top5:.1%} "
-                f"mrr {r.mrr:.3f} no-tool {r.rejected or 0:.1%} cpu-p50 {p50:.2f} ms",
-                flush=True,
-            )
+        print_scores(name, Catalog(tools, semantic=semantic), sets)
 
 
 if __name__ == "__main__":

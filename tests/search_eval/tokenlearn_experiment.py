@@ -100,9 +100,9 @@ def score(args: argparse.Namespace) -> None:
     from gateway.catalog import Catalog
     from gateway.catalog._minilm import MiniLM
     from gateway.catalog._semantic import Embedder, SemanticSearch, load_query_adapter
-    from gateway.catalog.evaluation import evaluate_search, load_tool_snapshots
+    from gateway.catalog.evaluation import load_tool_snapshots
     from tests.search_eval.eval_set import CATALOG_DIRS, HOLDOUT_QUERIES, eval_cases
-    from tests.search_eval.static_experiment import StaticEmbedder, _cpu_p50, by_meaning_alone, distil
+    from tests.search_eval.static_experiment import StaticEmbedder, by_meaning_alone, distil, print_scores
 
     tools = load_tool_snapshots(list(CATALOG_DIRS))
     sets = {"dev": eval_cases()} | ({"holdout": eval_cases(HOLDOUT_QUERIES)} if args.holdout else {})
@@ -152,15 +152,7 @@ def score(args: argparse.Namespace) -> None:
             semantic = SemanticSearch(
                 load=lambda m=model: m, load_adapter=load_query_adapter if adapted else (lambda: None)
             )
-        catalog = Catalog(tools, semantic=semantic)
-        for label, cases in sets.items():
-            r = evaluate_search(catalog, cases, repeats=1)
-            p50 = _cpu_p50(catalog, cases)
-            print(
-                f"{name:36} {label:8} top1 {r.top1:.1%} top3 {r.top3:.1%} top5 {r.top5:.1%} "
-                f"mrr {r.mrr:.3f} no-tool {r.rejected or 0:.1%} cpu-p50 {p50:.2f} ms",
-                flush=True,
-            )
+        print_scores(name, Catalog(tools, semantic=semantic), sets, width=36)
 
 
 def _rss() -> tuple[float, float]:
