@@ -212,8 +212,8 @@ def _did_you_mean(catalog: Catalog, query: str) -> str | None:
     close = catalog.suggest(query)
     if close:
         return "Did you mean " + " or ".join(close) + "?"
-    corrected = " ".join(suggest_words(catalog, query))
-    if corrected != " ".join(query.lower().split()):
+    corrected = suggest_words(catalog, query)
+    if corrected != query:
         return f'Did you mean "{corrected}"?'
     return None
 

@@ -714,15 +714,8 @@ def _fused(
     ]
 
 
-def suggest_words(catalog: Catalog, query: str) -> list[str]:
-    """The query with each word the catalog does not know replaced by its closest known word."""
-    index = _index(catalog, TUNED)
-    suggestions: list[str] = []
-    corrected = 0
-    for word in words(query):
-        corrections: list[str] = []
-        if corrected < MAX_CORRECTED_WORDS and stem(word) not in index.postings:
-            corrected += 1
-            corrections = index.word_speller.corrections(word)
-        suggestions.append(corrections[0] if corrections else word)
-    return suggestions
+def suggest_words(catalog: Catalog, query: str) -> str:
+    """The query as search reads it: each slip of typing the catalog shows ("serach", "remeber")
+    put right. A word one other letter away is as often another English word ("mind" is not "find"),
+    so it is never suggested in its place."""
+    return _index(catalog, TUNED).corrected(query)

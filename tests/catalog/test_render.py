@@ -177,6 +177,12 @@ def test_a_typo_is_corrected_as_a_word_even_when_its_stem_is_far_from_the_words(
     assert 'Did you mean "read zebra giraffe elephant"?' in text
 
 
+def test_a_weak_answer_suggests_only_slips_of_typing_and_leaves_names_as_written(real: Catalog) -> None:
+    # One letter away is as often another word: "keep" is not "deep", nor "mind" "find".
+    assert "Did you mean" not in render_search(real, "keep in mind that Dan likes tea")
+    assert 'Did you mean "remember that Dan likes tea"?' in render_search(real, "remeber that Dan likes tea")
+
+
 def test_strong_results_carry_no_hint_and_show_five_tools_by_default(real: Catalog) -> None:
     lines = render_search(real, "read a file").splitlines()
     assert lines[0] == '5 tools for "read a file", best first:'
