@@ -6,6 +6,7 @@ import json
 import runpy
 import socket
 import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -46,8 +47,13 @@ Build = Callable[[], MCPServer]
 
 
 def built(script: Path, name: str = "build") -> Build:
-    """The function of a test server's script (`tests/servers/*.py`) that builds its MCPServer."""
-    return runpy.run_path(str(script))[name]
+    """The function of a test server's script (`tests/servers/*.py`) that builds its MCPServer, run as
+    Python runs a script: its directory first on the path, where its siblings (`_hold`) are."""
+    sys.path.insert(0, str(script.parent))
+    try:
+        return runpy.run_path(str(script))[name]
+    finally:
+        sys.path.remove(str(script.parent))
 
 
 def fresh_git_repo(parent: Path) -> Path:

@@ -10,25 +10,15 @@ from __future__ import annotations
 import os
 import sys
 
-import anyio
+from _hold import add_wait_for  # this directory: see _hold.py
 from mcp.server.mcpserver import MCPServer
-
-POLL_SECONDS = 0.02
-GIVE_UP_SECONDS = 300  # a test that never creates the file has failed long before this
 
 
 def build() -> MCPServer:
     """The server: `wait_for` answers once a file exists, `pid` says which process answers."""
     server = MCPServer("latch")
 
-    @server.tool()
-    async def wait_for(path: str) -> str:  # pyright: ignore[reportUnusedFunction]
-        """Answer "released" once the file at `path` exists; `path`.waiting says the call has begun."""
-        await anyio.Path(f"{path}.waiting").touch()
-        with anyio.fail_after(GIVE_UP_SECONDS):
-            while not await anyio.Path(path).exists():  # noqa: ASYNC110 (the test makes it)
-                await anyio.sleep(POLL_SECONDS)
-        return "released"
+    add_wait_for(server)
 
     @server.tool()
     def pid() -> int:  # pyright: ignore[reportUnusedFunction]

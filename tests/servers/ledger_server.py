@@ -11,10 +11,8 @@ import sys
 from pathlib import Path
 
 import anyio
+from _hold import add_wait_for  # this directory: see _hold.py
 from mcp.server.mcpserver import MCPServer
-
-POLL_SECONDS = 0.02  # how often `wait_for` looks for its file
-GIVE_UP_SECONDS = 300  # a test that never creates the file has failed long before this
 
 
 def _ledger() -> Path:
@@ -53,14 +51,7 @@ def build() -> MCPServer:
         await anyio.sleep(seconds)
         return "done"
 
-    @server.tool()
-    async def wait_for(path: str) -> str:  # pyright: ignore[reportUnusedFunction]
-        """Answer "released" once the file at `path` exists; `path`.waiting says the call has begun."""
-        await anyio.Path(f"{path}.waiting").touch()
-        with anyio.fail_after(GIVE_UP_SECONDS):
-            while not await anyio.Path(path).exists():  # noqa: ASYNC110 (the test makes it)
-                await anyio.sleep(POLL_SECONDS)
-        return "released"
+    add_wait_for(server)
 
     return server
 
