@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from gateway.catalog._catalog import Catalog, CatalogEntry, CatalogServer
 from gateway.catalog._query import DEFAULT_SEARCH_LIMIT, Detail
-from gateway.catalog._search import check_search, search, suggest_words
+from gateway.catalog._search import check_search, corrected_query, search
 from gateway.catalog._signatures import full_doc, signature
 from gateway.catalog.config import DEFAULT_MAX_QUERY_CHARS
 from gateway.children import ChildState
@@ -212,7 +212,7 @@ def _did_you_mean(catalog: Catalog, query: str) -> str | None:
     close = catalog.suggest(query)
     if close:
         return "Did you mean " + " or ".join(close) + "?"
-    corrected = suggest_words(catalog, query)
+    corrected = corrected_query(catalog, query)
     if corrected != query:
         return f'Did you mean "{corrected}"?'
     return None

@@ -60,8 +60,8 @@ __all__ = [
     "SearchRefused",
     "Tuning",
     "check_search",
+    "corrected_query",
     "search",
-    "suggest_words",
     "tool_text",
     "warm_search",
 ]
@@ -714,7 +714,7 @@ def _fused(
     ]
 
 
-def suggest_words(catalog: Catalog, query: str) -> str:
+def corrected_query(catalog: Catalog, query: str) -> str:
     """The query as search reads it: each slip of typing the catalog shows ("serach", "remeber")
     put right. A word one other letter away is as often another English word ("mind" is not "find"),
     so it is never suggested in its place."""
