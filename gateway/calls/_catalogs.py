@@ -70,9 +70,10 @@ class Catalogs:
         self._config, self._policy, self._lock = config, policy, lock
         self._key = None
 
-    def catalog(self, policy: Policy | None = None) -> Catalog:
+    def catalog(self, policy: Policy | None = None, identity: Identity | None = None) -> Catalog:
         """What the model may see under `policy` (by default, the policy of a caller no role names):
-        the children's tools less the hidden ones, rebuilt on any change.
+        the children's tools less the hidden ones, rebuilt on any change; for an authenticated
+        `identity`, with the result shapes only its own calls taught.
 
         A server named by a policy rule (of the policy or of a role) that matches none of its tools
         keeps no tools at all until the rule is fixed: a typo must never leave a tool more reachable
@@ -112,7 +113,7 @@ class Catalogs:
                 quarantine=self._quarantine,
                 resources=policy.resources_visible,
             )
-        return catalog
+        return catalog if identity is None else catalog.for_caller(str(identity.owner))
 
     async def changed(self, seen: Catalog) -> Catalog:
         """Wait until the catalog the model sees is no longer `seen` (a child came up, went down or
@@ -192,18 +193,18 @@ class Catalogs:
         `search.max_query_chars` (or a server name past the name cap), before any work is spent on it."""
         max_query_chars = self._config.search.max_query_chars
         docs.check_search(query, server, max_query_chars)
-        catalog = self.catalog(policy)
+        catalog = self.catalog(policy, identity)
         named = catalog.server(server) if server is not None else None
         if named is not None:
             self._pool.start(named.name)  # a lazy child starts when a search names it
             with anyio.move_on_after(self.search_wait()):
                 await self._pool.wait_child(named.name)
-            catalog = self.catalog(policy)
+            catalog = self.catalog(policy, identity)
         elif server is None and query.strip() and (needed := await self._needed_starting(catalog, query)):
             log.info("a search waits for the children still starting", extra={"children": needed})
             with anyio.move_on_after(self.search_wait()):
                 await self._pool.wait_ready()
-            catalog = self.catalog(policy)
+            catalog = self.catalog(policy, identity)
         if middleware.searches:
             search = Search(query, server, identity.principal if identity else None, policy.roles)
             catalog = await searched(middleware, catalog, search)

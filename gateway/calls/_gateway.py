@@ -168,9 +168,10 @@ class Gateway(AsyncContextManagerMixin):
         stamp = self.loaded_at.isoformat(timespec="seconds").replace("+00:00", "Z")
         return f"Config reloaded {stamp} (reload {self.reloads}): tools may differ from earlier searches."
 
-    def catalog(self, policy: Policy | None = None) -> Catalog:
-        """What the model may see under `policy` (by default, the policy of a caller no role names)."""
-        return self._catalogs.catalog(policy)
+    def catalog(self, policy: Policy | None = None, identity: Identity | None = None) -> Catalog:
+        """What the model may see under `policy` (by default, the policy of a caller no role names); for
+        an authenticated `identity`, with the result shapes only its own calls taught."""
+        return self._catalogs.catalog(policy, identity)
 
     async def catalog_changed(self, seen: Catalog) -> Catalog:
         """Wait until the catalog the model sees is no longer `seen`, and return the new one."""
@@ -300,7 +301,7 @@ class Gateway(AsyncContextManagerMixin):
         """What the executions `identity` starts begin with: its policy and catalog, the middleware now."""
         policy = self.policies.for_caller(identity)
         caller = caller_of(identity, client, policy.roles)
-        return ExecutionStart(self.catalog(policy), policy, caller, self.middleware, progress)
+        return ExecutionStart(self.catalog(policy, identity), policy, caller, self.middleware, progress)
 
 
 def _middleware_of(config: GatewayConfig) -> tuple[object, float]:

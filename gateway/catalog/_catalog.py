@@ -5,6 +5,7 @@ A new Catalog is built whenever a child's tools or state change; readers never s
 
 from __future__ import annotations
 
+import copy
 import difflib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -110,6 +111,7 @@ class Catalog:
         "_entries",
         "_held",
         "_held_names",
+        "_origin",
         "_quarantine",
         "_semantic",
         "_servers",
@@ -165,6 +167,7 @@ class Catalog:
         self._held_names: dict[str, CatalogEntry] = {}
         self._semantic = semantic
         self._shapes = shapes
+        self._origin: Catalog | None = None
 
     @staticmethod
     def _index_names(entries: Sequence[CatalogEntry]) -> dict[str, CatalogEntry]:
@@ -253,7 +256,23 @@ class Catalog:
         kept._held_names = self._index_names([entry for own in kept._held.values() for entry in own])
         kept._semantic = self._semantic
         kept._shapes = self._shapes
+        kept._origin = None
         return kept
+
+    def for_caller(self, caller: str) -> Catalog:
+        """This catalog as the authenticated `caller` sees it: the same tools, with the result shapes
+        its own calls taught (`ObservedShapes.for_caller`)."""
+        if self._shapes is None:
+            return self
+        view = copy.copy(self)
+        view._shapes = self._shapes.for_caller(caller)
+        view._origin = self.origin
+        return view
+
+    @property
+    def origin(self) -> Catalog:
+        """The catalog this is a caller's view of, else itself: what a cache built per catalog keys on."""
+        return self._origin or self
 
     @property
     def semantic(self) -> SemanticSearch | None:

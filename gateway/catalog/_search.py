@@ -495,13 +495,14 @@ _MAX_TUNINGS = 4
 
 
 def _index(catalog: Catalog, tuning: Tuning) -> _Index:
+    origin = catalog.origin  # a caller's view shares its catalog's index
     with _lock:
-        built = _indexes.setdefault(catalog, {})
+        built = _indexes.setdefault(origin, {})
         index = built.get(tuning)
         if index is None:
             if len(built) >= _MAX_TUNINGS:  # only tuning experiments try many; keep the newest
                 del built[next(iter(built))]
-            index = built[tuning] = _Index(catalog, tuning)
+            index = built[tuning] = _Index(origin, tuning)
         return index
 
 
@@ -532,12 +533,13 @@ _rows_lock = threading.Lock()  # held while a catalog's tools are embedded: the 
 
 def _tool_rows(catalog: Catalog, embedder: Embedder, adapter: Adapter | None = None) -> Any:
     with _rows_lock:
-        built = _rows.get(catalog)
+        origin = catalog.origin
+        built = _rows.get(origin)
         if built is None or built[0] is not embedder or built[1] is not adapter:
-            purposes = _purposes(catalog)
-            texts = [tool_text(entry, purposes.get(entry.server_id)) for entry in catalog.entries]
+            purposes = _purposes(origin)
+            texts = [tool_text(entry, purposes.get(entry.server_id)) for entry in origin.entries]
             rows = embedder.encode(texts)
-            built = _rows[catalog] = (embedder, adapter, rows if adapter is None else adapter.rows(rows))
+            built = _rows[origin] = (embedder, adapter, rows if adapter is None else adapter.rows(rows))
         return built[2]
 
 

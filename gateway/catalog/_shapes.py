@@ -4,10 +4,12 @@ Most children declare no output schema, so a model would call a tool once only t
 back. The gateway sees every result: it keeps the shape of a tool's values (types and keys, never a
 value) as a small JSON Schema, which signatures render as they render an output schema, marked as
 observed. Keys that are data (not identifier-like, or too many) fold into `dict[str, ...]`, so that
-one caller's data never reaches another caller's signatures through a key.
+a signature stays a type, not a record of what came back.
 
-Shapes live in a `ShapeStore` keyed by server, tool and a digest of the tool's schemas: a tool
-whose schema changes starts with no shape.
+Shapes live in a `ShapeStore` keyed by server, tool and a digest of the tool's schemas (a tool
+whose schema changes starts with no shape), and by caller where callers are authenticated: an
+identifier-like key can still be data (a user's name), so one caller's results never shape the
+signatures another caller reads.
 """
 
 from __future__ import annotations
@@ -281,16 +283,28 @@ def _size(shape: dict[str, Any]) -> int:
 
 
 class ObservedShapes:
-    """The shapes of the values tools without an output schema returned, in a `ShapeStore`."""
+    """The shapes of the values tools without an output schema returned, in a `ShapeStore`: one set
+    for the gateway's one caller (stdio, or HTTP without `auth`), or one per authenticated caller."""
 
-    def __init__(self, store: ShapeStore | None = None) -> None:
+    def __init__(self, store: ShapeStore | None = None, caller: str | None = None) -> None:
         self.store: ShapeStore = store if store is not None else MemoryShapeStore()
+        # Keys carry a digest of the caller, so a store shared by replicas names no principal.
+        self._caller = hashlib.sha256(caller.encode()).hexdigest()[:16] if caller is not None else None
+
+    def for_caller(self, caller: str) -> ObservedShapes:
+        """The shapes `caller` has taught, in the same store: what its own calls returned, and nothing
+        another caller's did (field names can be data: user names, say)."""
+        return ObservedShapes(self.store, caller)
+
+    def _key(self, entry: CatalogEntry) -> str:
+        key = shape_key(entry)
+        return key if self._caller is None else f'{key[:-1]},"{self._caller}"]'
 
     def observe(self, entry: CatalogEntry, value: Any) -> None:
         """Merge the shape of `value`, which a call of `entry` returned, into the one kept for it."""
         if entry.output_schema is not None:
             return  # the declared schema says it better
-        key = shape_key(entry)
+        key = self._key(entry)
         kept = self._load(key)
         shape = infer_shape(value)
         merged = merge_shapes(kept, shape) if kept is not None else shape
@@ -304,7 +318,7 @@ class ObservedShapes:
         an output schema."""
         if entry.output_schema is not None:
             return None
-        return self._load(shape_key(entry))
+        return self._load(self._key(entry))
 
     def _load(self, key: str) -> dict[str, Any] | None:
         text = self.store.get(key)

@@ -66,7 +66,7 @@ class SearchConfig(BaseModel):
         default=True,
         description="Show, in the signature of a tool without an output schema, the shape of what its calls "
         "returned so far (types and field names, never values; keys that are data fold into "
-        "`dict[str, ...]`), marked `(observed)`. Kept in memory per gateway process, dropped when the "
-        "tool's schema changes. Turn off where one caller's result field names must not reach another "
-        "caller who may call the same tool.",
+        "`dict[str, ...]`), marked `(observed)`. With `auth`, each caller sees only what its own calls "
+        "returned; without it, every caller shares one set. Dropped when the tool's schema changes. Turn "
+        "off where no field name of a result may be shown.",
     )

@@ -439,10 +439,10 @@ class _HostFailed(Exception):
     """The host raised while running a snippet."""
 
 
-async def _execute(target: Target, code: str, case: EscapeCase) -> ExecutionResult:
+async def _execute(target: Target, code: str, case: EscapeCase, caller: Identity | None) -> ExecutionResult:
     limits = case.run_limits(target.limits)
     try:
-        return await target.execute(code, approve=case.approve, caller=case.caller, limits=limits)
+        return await target.execute(code, approve=case.approve, caller=caller, limits=limits)
     except Exception as exc:  # a snippet made the host fail: the most serious finding of all
         raise _HostFailed(f"the host raised {_innermost(exc)}") from exc
 
@@ -450,7 +450,7 @@ async def _execute(target: Target, code: str, case: EscapeCase) -> ExecutionResu
 async def _judge(target: Target, case: EscapeCase) -> tuple[bool, str]:
     limits = case.run_limits(target.limits)
     try:
-        first = await _execute(target, case.source(limits), case)
+        first = await _execute(target, case.source(limits), case, case.caller)
         problem = case.expect.judge(first, limits)
         if problem is None and case.sees is not None:
             seen_wrong = case.sees(await target.seen())
@@ -460,7 +460,7 @@ async def _judge(target: Target, case: EscapeCase) -> tuple[bool, str]:
         if case.then is not None:
             if case.then_when is not None and not await target.overview_until(case.then_when):
                 return False, f"search_docs never showed what the next execution needs: {summarize(first)}"
-            second = await _execute(target, case.then, case)
+            second = await _execute(target, case.then, case, case.then_caller or case.caller)
             if case.then_check is not None and not case.then_check(first, second):
                 return False, f"the next execution saw it: {summarize(second)}"
     except _HostFailed as failed:

@@ -7,6 +7,7 @@ lets out. Notes and counters live in its memory, so the suite can see which call
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import warnings
@@ -136,6 +137,11 @@ def build() -> MCPServer:
     def read_path(path: str) -> str:  # pyright: ignore[reportUnusedFunction]
         """Pretend to read a path (nothing is read): the suite's policy keeps it out of /srv/secrets."""
         return f"read {path}"
+
+    @server.tool(annotations=_READ, structured_output=False)
+    def profile(name: str) -> str:  # pyright: ignore[reportUnusedFunction]
+        """A person's record as JSON text, with no output schema: its field names carry the name."""
+        return json.dumps({f"{name}_review": "due", "salary": 1})
 
     @server.tool(annotations=_READ)
     def big_answer(size: int) -> str:  # pyright: ignore[reportUnusedFunction]

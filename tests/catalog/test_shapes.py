@@ -9,6 +9,7 @@ import pytest
 from mcp.types import Tool
 
 from gateway.catalog._catalog import Catalog, CatalogEntry
+from gateway.catalog._search import TUNED, _index  # pyright: ignore[reportPrivateUsage]
 from gateway.catalog._shapes import MemoryShapeStore, ObservedShapes, infer_shape, merge_shapes
 from gateway.catalog._signatures import full_doc, render_type, signature
 from guest._blob import BLOB_MARKER
@@ -191,3 +192,39 @@ def test_a_catalog_shows_the_shapes_of_tools_called_through_it_and_its_filtered_
     assert render_type(filtered.observed(entry)) == (
         "{'entities': list[{'name': str, 'observations': list[str]}], 'relations': list}"
     )
+
+
+def test_a_callers_view_shows_only_the_shapes_its_own_calls_taught() -> None:
+    tool = Tool(name="get_user", description="A user's record.", input_schema={"type": "object"})
+    catalog = Catalog({"crm": [tool]}, shapes=ObservedShapes())
+    alice, bob = catalog.for_caller("alice (https://issuer)"), catalog.for_caller("bob (https://issuer)")
+    entry = catalog.get("crm.get_user")
+    assert entry is not None
+    assert alice.shapes is not None
+    alice.shapes.observe(entry, {"salary": 1, "carol_review": "due"})  # field names can be data
+    assert render_type(alice.observed(entry)) == "{'salary': int, 'carol_review': str}"
+    assert catalog.for_caller("alice (https://issuer)").observed(entry) == alice.observed(entry)
+    assert bob.observed(entry) is None
+    assert catalog.observed(entry) is None  # nor the shapes of the gateway's unauthenticated callers
+    assert catalog.filtered(lambda e: True).for_caller("bob (https://issuer)").observed(entry) is None
+
+
+def test_a_shared_store_never_holds_a_callers_name_in_its_keys() -> None:
+    store = MemoryShapeStore()
+    entry = _entry()
+    ObservedShapes(store).for_caller("alice@example.com (https://issuer)").observe(entry, 1)
+    (key,) = store._shapes  # pyright: ignore[reportPrivateUsage]
+    assert "alice" not in key
+    assert "issuer" not in key
+    assert json.loads(key)[:2] == ["git", "git_log"]
+
+
+def test_a_callers_view_shares_its_catalogs_index_and_a_catalog_without_shapes_is_its_own_view() -> None:
+    tool = Tool(name="git_log", description="Shows the commit logs.", input_schema={"type": "object"})
+    catalog = Catalog({"git": [tool]}, shapes=ObservedShapes())
+    view = catalog.for_caller("alice (https://issuer)")
+    assert view is not catalog
+    assert view.origin is catalog
+    assert _index(view, TUNED) is _index(catalog, TUNED)  # built once, not per caller
+    unshaped = Catalog({"git": [tool]})
+    assert unshaped.for_caller("alice (https://issuer)") is unshaped

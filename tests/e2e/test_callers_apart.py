@@ -21,6 +21,7 @@ import anyio
 import httpx2
 import pytest
 from mcp import types
+from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 
 from tests.auth.issuer import AUDIENCE, Keys, LocalIssuer
@@ -103,10 +104,31 @@ async def shared(
         "http": {"max_sessions": 8},
     }
     async with (
-        ledger_over_http(directory) as ledger,  # served from this process: no child process
-        gateway_with(directory, shared_issuer, children=ledger, **sections) as gateway,
+        # Served from this process: no child process.
+        ledger_over_http(directory, crm=crm_server) as children,
+        gateway_with(directory, shared_issuer, children=children, **sections) as gateway,
     ):
         yield Shared(gateway, directory)
+
+
+def crm_server() -> MCPServer:
+    """A child whose `get_user` declares no output schema and answers a record whose field names are
+    data (`carol_review`): only the caller whose call returned it may see them in a signature."""
+    server = MCPServer("crm")
+
+    @server.tool(structured_output=False)
+    def get_user(name: str) -> str:  # pyright: ignore[reportUnusedFunction]
+        """A user's record."""
+        return json.dumps({"salary": 100, f"{name}_review": "due"})
+
+    return server
+
+
+async def signatures_seen(client: Any) -> str:
+    """What `client` reads of crm.get_user: search_docs, search() and help() inside a snippet."""
+    searched = text(await client.call_tool("search_docs", {"query": "user record"}))
+    snippet = "print(search('user record')[0].signature)\nhelp(tools.crm.get_user)"
+    return searched + text(await client.call_tool("execute_code", {"code": snippet}))
 
 
 async def test_a_jwt_whose_sub_is_a_static_tokens_name_cannot_approve_read_or_list_that_callers_task(
@@ -146,6 +168,32 @@ async def test_a_jwt_whose_sub_is_a_static_tokens_name_cannot_approve_read_or_li
     assert still.status == "input_required"
     assert done.status == "completed"
     assert ledger_entries(tmp_path) == ["approved"]
+
+
+async def test_the_field_names_of_one_callers_results_never_shape_another_callers_signatures(
+    shared: Shared, shared_issuer: LocalIssuer
+) -> None:
+    mallory = shared_issuer.mint(sub="alice", client_id="mallory-app")  # alice's name, not alice
+    async with (
+        client_of(shared.gateway) as alice,
+        client_of(shared.gateway, token=BOB) as bob,
+        client_of(shared.gateway, token=mallory) as as_jwt,
+    ):
+        with anyio.fail_after(WAIT):
+            called = await alice.call_tool("execute_code", {"code": "tools.crm.get_user(name='carol')"})
+            alice_sees = await signatures_seen(alice)
+            bob_sees, jwt_sees = await signatures_seen(bob), await signatures_seen(as_jwt)
+            # The gateway still serves bob, and his own call teaches him the shape of his own result.
+            await bob.call_tool("execute_code", {"code": "tools.crm.get_user(name='dan')"})
+            bob_after = await signatures_seen(bob)
+    assert not called.is_error, text(called)
+    assert "-> {'salary': int, 'carol_review': str}  # (observed)" in alice_sees
+    for seen in (bob_sees, jwt_sees):
+        assert "crm.get_user(*, name: str) -> Any" in seen
+        assert "carol" not in seen
+        assert "salary" not in seen
+    assert "-> {'salary': int, 'dan_review': str}  # (observed)" in bob_after
+    assert "carol" not in bob_after
 
 
 async def test_the_audit_log_tells_a_jwt_caller_from_the_static_token_of_the_same_name(

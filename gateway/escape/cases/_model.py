@@ -334,6 +334,8 @@ class EscapeCase:
     # Who runs it (gateway cases): an authenticated HTTP caller, whom `policy.roles` may name; or None,
     # a caller nobody identified (stdio).
     caller: Identity | None = None
+    # Who runs `then`, when another caller than `caller` (one caller must never reach another's).
+    then_caller: Identity | None = None
     # Gateway cases: `then` runs once search_docs' overview satisfies this (the gateway has seen a
     # child's tool list change, say), waited for a bounded time.
     then_when: Callable[[str], bool] | None = None
@@ -370,6 +372,7 @@ class CaseMaker:
         sees: SeenCheck | None = None,
         approve: bool = False,
         caller: Identity | None = None,
+        then_caller: Identity | None = None,
         then_when: Callable[[str], bool] | None = None,
         limits: Callable[[SandboxLimits], SandboxLimits] | None = None,
     ) -> EscapeCase:
@@ -385,6 +388,7 @@ class CaseMaker:
             sees,
             approve,
             caller,
+            then_caller,
             then_when,
             limits,
         )

@@ -14,6 +14,7 @@ import json
 from collections.abc import Callable
 from typing import cast
 
+from gateway.auth import Identity
 from gateway.catalog.config import DEFAULT_MAX_QUERY_CHARS
 from gateway.escape.cases._model import (
     HOST_IMPORT,
@@ -65,6 +66,20 @@ def _needs_room(limits: SandboxLimits) -> str | None:
 def _room_and_calls(count: int) -> Callable[[SandboxLimits], str | None]:
     calls = needs_tool_calls(count)
     return lambda limits: _needs_room(limits) or calls(limits)
+
+
+# One authenticated caller's call teaches the gateway its result's field names (`carol_review`);
+# another caller's search(), help() and __doc__ must show that tool as never called.
+_FIRST_CALLER, _SECOND_CALLER = Identity("probe-first-caller"), Identity("probe-second-caller")
+_OTHER_CALLERS_VIEW = (
+    "for tool in search('person record profile', limit=50):\n    print(tool.signature)\n"
+    "print(tools.probe.profile.__doc__)\nhelp(tools.probe.profile)"
+)
+
+
+def _shows_only_its_own_shapes(first: ExecutionResult, second: ExecutionResult) -> bool:
+    never_called = "probe.profile(*, name: str) -> Any"  # as every caller saw it before a call
+    return first.error is None and second.stdout.count(never_called) == 3 and "carol" not in second.stdout
 
 
 def _raw(service: str, args: str) -> str:
@@ -622,6 +637,16 @@ CASES: tuple[EscapeCase, ...] = (
         "[denied, tools.probe.echo(text='on')]",
         value_is(["PolicyDenied", {"result": "on"}]),
         needs=needs_tool_calls(2),
+    ),
+    _case(
+        "discovery-another-callers-result-shapes",
+        "tools.probe.profile(name='carol')",
+        succeeds(),
+        then=_OTHER_CALLERS_VIEW,
+        then_check=_shows_only_its_own_shapes,
+        caller=_FIRST_CALLER,
+        then_caller=_SECOND_CALLER,
+        needs=needs_tool_calls(1),
     ),
     _bare(
         "discovery-no-catalog-search",
