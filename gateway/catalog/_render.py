@@ -223,8 +223,9 @@ def _servers_hint(catalog: Catalog) -> str:
 
 
 def _no_results(catalog: Catalog, query: str, server: str | None) -> str:
+    # The model wrote the query: an answer that repeats it spends its bytes on what it knows.
     where = f" on {server}" if server else ""
-    lines = [f'No tools match "{query}"{where}.']
+    lines = [f"No tool{where} matches."]
     hint = _did_you_mean(catalog, query)
     if hint:
         lines.append(hint)
@@ -278,11 +279,11 @@ def render_search(
     if hits[0].weak:  # nothing fits: say so first, and show the nearest few as hints only
         hits = hits[:WEAK_HINTS]
         unknown = f' (no server here knows "{hits[0].elsewhere}")' if hits[0].elsewhere else ""
-        lines = [f'No tool clearly fits "{query}"{where}{unknown}; the nearest:']
+        lines = [f"No tool{where} clearly fits{unknown}; the nearest:"]
         lines += _render_entries(catalog, [hit.entry for hit in hits], detail)
         lines.append(_weak_note(catalog, query))
     else:
         count = f"{len(hits)} tool{'' if len(hits) == 1 else 's'}"
-        lines = [f'{count} for "{query}"{where}, best first:']
+        lines = [f"{count}{where}, best first:"]
         lines += _render_entries(catalog, [hit.entry for hit in hits], detail)
     return "\n".join([*lines, *([note] if note else [])])

@@ -78,7 +78,7 @@ def test_an_unknown_server_lists_the_known_ones_with_a_did_you_mean(real: Catalo
 def test_a_search_returns_one_signature_per_line_best_first(real: Catalog) -> None:
     lines = render_search(real, "current time in a timezone", None, 2, "signatures").split("\n")
     assert lines == [
-        '2 tools for "current time in a timezone", best first:',
+        "2 tools, best first:",
         "time.get_current_time(*, timezone: str) -> TimeResult  # Get current time in a specific timezone",
         "time.convert_time(*, source_timezone: str, time: str, target_timezone: str) -> TimeConversionResult"
         "  # Convert time between timezones",
@@ -87,7 +87,7 @@ def test_a_search_returns_one_signature_per_line_best_first(real: Catalog) -> No
 
 def test_names_detail_lists_only_qualified_names(real: Catalog) -> None:
     header, *names = render_search(real, "git diff", "git", 3, "names").split("\n")
-    assert header == '3 tools for "git diff" on git, best first:'
+    assert header == "3 tools on git, best first:"
     assert names[0] == "git.git_diff"
     assert set(names) == {"git.git_diff", "git.git_diff_unstaged", "git.git_diff_staged"}
 
@@ -106,7 +106,7 @@ def test_full_detail_adds_the_description_hints_and_schemas(real: Catalog) -> No
 
 def test_no_results_say_so_and_point_to_a_broader_query_or_the_overview(real: Catalog) -> None:
     assert render_search(real, "zzzqqq", None, 10, "signatures") == (
-        'No tools match "zzzqqq".\n'
+        "No tool matches.\n"
         "Try fewer or broader words, or call search_docs with an empty query for the overview of every server"
         " and tool."
     )
@@ -151,7 +151,7 @@ def test_results_name_the_servers_still_starting_on_one_line(mixed: Catalog) -> 
 
 def test_a_search_on_a_failed_server_explains_why_it_is_empty(mixed: Catalog) -> None:
     text = render_search(mixed, "post a message", "slack", 10, "signatures")
-    assert text.startswith('No tools match "post a message" on slack.')
+    assert text.startswith("No tool on slack matches.")
     assert text.endswith("slack (failed: command not found: slack-mcp (exit status 127)).")
 
 
@@ -161,7 +161,7 @@ def test_ten_signatures_fit_in_a_few_kilobytes(real: Catalog) -> None:
 
 def test_when_no_tool_fits_the_answer_says_so_first_with_the_nearest_three_as_hints(real: Catalog) -> None:
     lines = render_search(real, "comit zebra giraffe elephant").splitlines()
-    assert lines[0] == 'No tool clearly fits "comit zebra giraffe elephant"; the nearest:'
+    assert lines[0] == "No tool clearly fits; the nearest:"
     assert lines[1].startswith("git.git_commit(")
     assert len(lines) == 5
     assert lines[-1] == (
@@ -185,7 +185,7 @@ def test_a_weak_answer_suggests_only_slips_of_typing_and_leaves_names_as_written
 
 def test_strong_results_carry_no_hint_and_show_five_tools_by_default(real: Catalog) -> None:
     lines = render_search(real, "read a file").splitlines()
-    assert lines[0] == '5 tools for "read a file", best first:'
+    assert lines[0] == "5 tools, best first:"
     assert len(lines) == 6
     assert all(len(line.encode()) <= 210 for line in lines[1:])
 

@@ -175,7 +175,7 @@ def test_a_query_at_the_cap_of_long_random_words_asks_the_speller_only_bounded_w
     query = _random_words(12, 82)  # 995 characters: within the cap, every word unknown and long
     assert len(query) <= DEFAULT_MAX_QUERY_CHARS
     text = render_search(real, query, max_query_chars=DEFAULT_MAX_QUERY_CHARS)
-    assert text.startswith("No tools match")
+    assert text.startswith("No tool matches")
     # Each speller is asked about at most MAX_CORRECTED_WORDS words per pass (the query's typos
     # corrected for reading it, its terms' and words' variants, then the did-you-mean), and none
     # of a long word's deletions is ever made.

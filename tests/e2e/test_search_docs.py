@@ -186,7 +186,7 @@ ALICE = "alice-token-" + "a" * 40
 BOB = "bob-token-" + "b" * 40
 
 
-async def test_another_caller_learns_no_data_from_a_shape_nor_a_hidden_tool_from_instructions(
+async def test_another_caller_sees_neither_the_shape_of_a_callers_results_nor_a_hidden_tool_in_instructions(
     tmp_path: Path,
 ) -> None:
     tiny = {
@@ -215,7 +215,7 @@ async def test_another_caller_learns_no_data_from_a_shape_nor_a_hidden_tool_from
     assert ran.structured_content["ok"]
     shape = "-> dict[str, {'balance': int, 'iban': str}]  # (observed)"
     assert shape in alices
-    assert shape in bobs  # the shape is shared: its field names, never a key that is data
+    assert "tiny.plain_echo(*, text: str) -> Any" in bobs  # shapes are kept per caller
     for seen in (bobs, help_text):
         assert "ann@example.com" not in seen
         assert "1234567" not in seen
@@ -240,11 +240,11 @@ async def test_a_request_no_tool_serves_says_so_first_with_at_most_three_hints_a
     client: ClientSession,
 ) -> None:
     lines = (await search_docs(client, "book a table for two at 8pm")).splitlines()
-    assert lines[0] == 'No tool clearly fits "book a table for two at 8pm"; the nearest:'
+    assert lines[0] == "No tool clearly fits; the nearest:"
     assert 3 <= len(lines) <= 5  # one to three hints, then what to try
     assert lines[-1].startswith("Did you mean") or lines[-1].startswith("Try other words")
     found = (await search_docs(client, "git log --oneline -n 5")).splitlines()
-    assert found[0] == '5 tools for "git log --oneline -n 5", best first:'
+    assert found[0] == "5 tools, best first:"
     assert found[1].startswith("git.git_log(")
 
 
@@ -258,7 +258,7 @@ async def test_a_request_for_a_product_no_server_offers_names_it_and_search_stil
         while "no server here knows" not in first:  # the gateway loads its model on a thread of its own
             await anyio.sleep(0.2)
             first = (await search_docs(client, query)).splitlines()[0]
-    assert first == f'No tool clearly fits "{query}" (no server here knows "Zendesk"); the nearest:'
+    assert first == 'No tool clearly fits (no server here knows "Zendesk"); the nearest:'
     found = (await search_docs(client, "what time is it in Lisbon")).splitlines()
     assert "no server here knows" not in found[0]  # a place is not a product
     assert any(line.startswith("time.get_current_time(") for line in found[1:4])
