@@ -218,8 +218,16 @@ def _did_you_mean(catalog: Catalog, query: str) -> str | None:
     return None
 
 
+MAX_HINTED_SERVERS = 8
+"""Servers a weak answer names; past this many it points to the overview, which names them all: a long
+list on every weak answer would cost more than the one call it might save."""
+
+
 def _servers_hint(catalog: Catalog) -> str:
-    return "servers: " + ", ".join(s.identifier for s in catalog.servers)
+    servers = catalog.servers
+    if len(servers) > MAX_HINTED_SERVERS:
+        return f"search_docs() lists the {len(servers)} servers"
+    return "servers: " + ", ".join(s.identifier for s in servers)
 
 
 def _no_results(catalog: Catalog, query: str, server: str | None) -> str:

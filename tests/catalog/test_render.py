@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gateway.catalog import Catalog
-from gateway.catalog._render import CALL_HINT, render_overview, render_search
+from gateway.catalog._render import CALL_HINT, MAX_HINTED_SERVERS, render_overview, render_search
 from gateway.children import ChildState, ChildStatus
 from tests.real_servers import snapshot_tools
 
@@ -168,6 +168,13 @@ def test_when_no_tool_fits_the_answer_says_so_first_with_the_nearest_three_as_hi
         'Did you mean "commit zebra giraffe elephant"? Try other words or a server name; '
         "servers: everything, filesystem, git, memory, time."
     )
+
+
+def test_a_weak_answer_over_many_servers_points_to_the_overview_instead_of_naming_them_all() -> None:
+    starting = [ChildStatus(f"team-{n}", "http", ChildState.CONNECTING) for n in range(MAX_HINTED_SERVERS)]
+    many = _catalog(*starting)  # the five ready servers and eight still starting
+    last = render_search(many, "comit zebra giraffe elephant").splitlines()[-2]
+    assert last.endswith("Try other words or a server name; search_docs() lists the 13 servers.")
 
 
 def test_a_typo_is_corrected_as_a_word_even_when_its_stem_is_far_from_the_words(real: Catalog) -> None:
