@@ -1,6 +1,7 @@
 """Which children may reach the gateway's own files: its config, lockfile, audit log, middleware, pid
-file and compiled-sandbox cache. A snippet drives a child's tools, so a child that can write one of
-them lets a snippet change what the gateway runs next, or forge what it records.
+file and cache (the compiled sandbox, the background runs' store). A snippet drives a child's tools,
+so a child that can write one of them lets a snippet change what the gateway runs next, or forge what
+it records; one that can read the audit log or the background runs shows it other callers' work.
 
 A heuristic, as `check` and `serve` word it: a child reaches a path that lies under its working
 directory, under a path-like argument (server-filesystem's directories, mcp-server-git's
@@ -56,9 +57,12 @@ def own_files(config: GatewayConfig, pid_file: Path | None = None) -> list[OwnFi
     if pid_file is not None:
         risk = "a snippet could forge what `codemode-gateway reload` reports"
         files.append(OwnFile(pid_file, f"the pid file {pid_file}", risk))
-    cache = default_cache_dir()
-    risk = "a snippet could plant native code the gateway loads at its next start"
-    files.append(OwnFile(cache, f"the compiled-sandbox cache {cache}", risk))
+    cache = default_cache_dir()  # also where finished background runs are kept (server/_execution_store.py)
+    risk = (
+        "a snippet could plant native code the gateway loads at its next start, "
+        "or read and forge every caller's kept background results"
+    )
+    files.append(OwnFile(cache, f"the gateway's cache {cache} (the compiled sandbox, background runs)", risk))
     return files
 
 

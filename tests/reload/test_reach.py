@@ -70,7 +70,7 @@ def test_a_child_serving_a_sibling_directory_or_a_remote_one_is_not_named(tmp_pa
     assert reach_warnings(config_in(project, servers)) == []
 
 
-def test_the_audit_log_the_pid_file_and_the_sandbox_cache_are_the_gateways_own_too(
+def test_the_audit_log_the_pid_file_and_the_cache_of_the_sandbox_and_background_runs_are_the_gateways_own_too(
     tmp_path: Path, cache_elsewhere: Path
 ) -> None:
     project = tmp_path / "project"
@@ -86,6 +86,11 @@ def test_the_audit_log_the_pid_file_and_the_sandbox_cache_are_the_gateways_own_t
         f"the audit log {project / 'a.jsonl'}: a snippet could read or rewrite" in line for line in reached
     )
     assert any(f"the pid file {project / 'gateway.pid'}: a snippet could forge" in line for line in reached)
+    cache = f"the gateway's cache {cache_elsewhere} (the compiled sandbox, background runs): a snippet could"
     assert any(
-        f"the compiled-sandbox cache {cache_elsewhere}: a snippet could plant" in line for line in reached
+        line.endswith(
+            f"{cache} plant native code the gateway loads at its next start, or read and "
+            "forge every caller's kept background results"
+        )
+        for line in reached
     )
