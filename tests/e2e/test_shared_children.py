@@ -1,0 +1,147 @@
+"""What one caller's calls leave in a child every caller shares, through the real gateway process over
+HTTP with two principals' tokens (static tokens for alice and bob) and a real stdio child
+(tests/servers/neighbour_server.py): the gateway holds one session per child for all of them.
+
+What a child sends during a call (log messages, progress, resource notifications, elicitation and
+sampling requests) must reach no caller, not even the one whose call is running; what a child wrote
+to stderr as it crashed on one caller's input must not reach another caller in the errors and
+overviews that describe the child while it is down (it goes to the gateway's log)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client, types
+from mcp.client.client import ConnectMode
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.e2e.gateway_http import HttpGateway, http_gateway
+from tests.e2e.gateway_process import WAIT, environment, text, write_config
+from tests.e2e.test_background import ALICE, BOB
+from tests.real_servers import SERVERS
+
+pytestmark = pytest.mark.anyio
+
+NEIGHBOUR_SERVER = SERVERS / "neighbour_server.py"
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@asynccontextmanager
+async def neighbour_gateway(directory: Path) -> AsyncIterator[HttpGateway]:
+    """The gateway over the neighbour child, with static tokens for alice and bob. A crashed child is
+    restarted at once, and its restart (which waits without serving) is given minutes to connect, so
+    that it stays down, reconnecting, while a test looks."""
+    neighbour = {
+        "command": sys.executable,
+        "args": [str(NEIGHBOUR_SERVER)],
+        "env": {"NEIGHBOUR_CRASHED": str(directory / "neighbour.crashed")},
+        "startup_timeout_seconds": WAIT,
+        "restart": {"initial_seconds": 0.01},
+    }
+    config = {
+        "mcpServers": {"neighbour": neighbour},
+        "auth": {"tokens": {"alice": "${ALICE_TOKEN}", "bob": "${BOB_TOKEN}"}},
+    }
+    env = environment({"ALICE_TOKEN": ALICE, "BOB_TOKEN": BOB})
+    async with http_gateway(write_config(directory, config), env=env) as gateway:
+        yield gateway
+
+
+class Heard:
+    """Everything the gateway sent a client on its own: requests, notifications, progress."""
+
+    def __init__(self) -> None:
+        self.items: list[str] = []
+
+    async def elicitation(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        self.items.append(f"elicitation: {params.message}")
+        return types.ElicitResult(action="accept", content={})
+
+    async def sampling(
+        self, context: Any, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult:
+        self.items.append(f"sampling: {params.model_dump_json()}")
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(text="sampled"), model="m"
+        )
+
+    async def logging(self, params: types.LoggingMessageNotificationParams) -> None:
+        self.items.append(f"log: {params.model_dump_json()}")
+
+    async def message(self, message: Any) -> None:
+        self.items.append(f"message: {message!r}")
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        self.items.append(f"progress: {message}")
+
+
+@asynccontextmanager
+async def listening_client(
+    gateway: HttpGateway, token: str, mode: ConnectMode, heard: Heard
+) -> AsyncIterator[Client]:
+    """The SDK's Client as `token`'s caller, declaring elicitation and sampling, hearing everything."""
+    headers = {"Authorization": f"Bearer {token}"}
+    async with (
+        httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=300), headers=headers) as http,
+        Client(
+            streamable_http_client(gateway.url, http_client=http),
+            mode=mode,
+            elicitation_callback=heard.elicitation,
+            sampling_callback=heard.sampling,
+            logging_callback=heard.logging,
+            message_handler=heard.message,
+            read_timeout_seconds=WAIT,
+        ) as client,
+    ):
+        yield client
+
+
+async def test_what_a_shared_child_sends_during_two_callers_calls_reaches_neither_caller(
+    tmp_path: Path,
+) -> None:
+    heard = {"alice": Heard(), "bob": Heard()}
+    answers: dict[str, types.CallToolResult] = {}
+    async with (
+        neighbour_gateway(tmp_path) as gateway,
+        # alice in a handshake-era session (a stream of its own for what the server sends unasked),
+        # bob on 2026-07-28
+        listening_client(gateway, ALICE, "legacy", heard["alice"]) as alice,
+        listening_client(gateway, BOB, "auto", heard["bob"]) as bob,
+    ):
+
+        async def reach_out(name: str, client: Client) -> None:
+            code = f"tools.neighbour.reach_out(tag='{name}-tag')"
+            answers[name] = await client.call_tool(
+                "execute_code", {"code": code}, progress_callback=heard[name].progress
+            )
+
+        with anyio.fail_after(WAIT):
+            async with anyio.create_task_group() as both:  # the child answers once both are in flight
+                both.start_soon(reach_out, "alice", alice)
+                both.start_soon(reach_out, "bob", bob)
+            after = await bob.call_tool(
+                "execute_code", {"code": "tools.neighbour.echo(text='still serving')"}
+            )
+    for name, answer in answers.items():
+        assert not answer.is_error, text(answer)
+        outcome = text(answer)
+        assert "'together': ['alice-tag', 'bob-tag']" in outcome  # both calls were in the child at once
+        # The child's requests were refused by the gateway, not answered by a client.
+        assert "'elicitation': 'refused: " in outcome, outcome
+        assert "'sampling': 'refused: " in outcome, outcome
+        assert "sampled" not in outcome
+        # The client heard the gateway's own progress of its call, and nothing the child sent.
+        assert [item for item in heard[name].items if "1 tool call" in item], heard[name].items
+        assert [item for item in heard[name].items if "-tag" in item] == []
+    assert text(after) == "{'result': 'still serving'}"
