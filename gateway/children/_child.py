@@ -301,10 +301,17 @@ class Child:
         if listed is not None:
             if self._state is ChildState.READY:  # the transport itself failed under the connection
                 self._down(f"connection lost: {describe_error(failure) if failure else 'closed'}", retry=True)
-            if self._state in (ChildState.RECONNECTING, ChildState.FAILED):
-                tail = await connection.stderr_tail()
-                if tail and self._error is not None:
-                    self._set(self._state, f"{self._error}; stderr: {tail}")
+            # What the child wrote to stderr while it served can quote any caller's arguments (a crash
+            # naming its input), and the error describing the child reaches every caller: the lines go
+            # to the log only (docs/security.md, "How callers are kept apart").
+            tail = await connection.stderr_tail()
+            if tail:
+                log.warning(
+                    "child's last stderr lines before its connection ended",
+                    extra={"child": self.name, "stderr": tail},
+                )
+                if self._state in (ChildState.RECONNECTING, ChildState.FAILED) and self._error is not None:
+                    self._set(self._state, f"{self._error}; its last stderr lines are in the gateway's log")
             return
         self._startup_ms = round((time.monotonic() - started) * 1000, 1)
         tail = await connection.stderr_tail()

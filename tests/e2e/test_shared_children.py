@@ -9,6 +9,7 @@ overviews that describe the child while it is down (it goes to the gateway's log
 
 from __future__ import annotations
 
+import secrets
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -145,3 +146,56 @@ async def test_what_a_shared_child_sends_during_two_callers_calls_reaches_neithe
         assert [item for item in heard[name].items if "1 tool call" in item], heard[name].items
         assert [item for item in heard[name].items if "-tag" in item] == []
     assert text(after) == "{'result': 'still serving'}"
+
+
+async def wait_for_stderr_line(gateway: HttpGateway, line: str) -> None:
+    """Wait until the gateway has logged `line` as one a child wrote to stderr."""
+    while not [r for r in gateway.logs if r.get("msg") == "child stderr" and r.get("line") == line]:
+        await gateway.new_record.wait()
+
+
+async def test_what_a_child_wrote_to_stderr_crashing_on_one_callers_input_never_reaches_another(
+    tmp_path: Path,
+) -> None:
+    private = f"alice-private-{secrets.token_hex(8)}"
+    async with neighbour_gateway(tmp_path) as gateway:
+        headers = {"Authorization": f"Bearer {ALICE}"}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=WAIT) as http,
+            Client(streamable_http_client(gateway.url, http_client=http), read_timeout_seconds=WAIT) as alice,
+        ):
+            with anyio.fail_after(WAIT):
+                crashed = await alice.call_tool(
+                    "execute_code", {"code": f"tools.neighbour.fail_loudly(text={private!r})"}
+                )
+                # The child's restart has begun: the gateway is done with the crashed connection.
+                await wait_for_stderr_line(gateway, "neighbour restarting")
+        headers = {"Authorization": f"Bearer {BOB}"}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=WAIT) as http,
+            Client(streamable_http_client(gateway.url, http_client=http), read_timeout_seconds=WAIT) as bob,
+        ):
+            with anyio.fail_after(WAIT):
+                called = await bob.call_tool("execute_code", {"code": "tools.neighbour.echo(text='hi')"})
+                described = await bob.call_tool("search_docs", {"server": "neighbour"})
+                overview = await bob.call_tool("search_docs", {})
+                unknown = await bob.call_tool("execute_code", {"code": "tools.neighbour.no_such_tool()"})
+    assert crashed.is_error
+    seen_by_bob = {
+        "call": text(called),
+        "search_docs(server=...)": text(described),
+        "overview": text(overview),
+        "unknown tool": text(unknown),
+    }
+    assert called.is_error
+    assert "'neighbour' is reconnecting (attempt 1)" in seen_by_bob["call"], seen_by_bob["call"]
+    assert "reconnecting" in seen_by_bob["overview"], seen_by_bob["overview"]
+    assert {where: private in seen for where, seen in seen_by_bob.items()} == dict.fromkeys(
+        seen_by_bob, False
+    )
+    assert "its last stderr lines are in the gateway's log" in seen_by_bob["call"]
+    # The operator still reads what the child said, in the gateway's log.
+    tails = [
+        r for r in gateway.logs if r.get("msg") == "child's last stderr lines before its connection ended"
+    ]
+    assert [r["child"] for r in tails if private in str(r.get("stderr"))] == ["neighbour"], tails
