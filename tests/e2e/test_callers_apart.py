@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 
 from tests.auth.issuer import AUDIENCE, Keys, LocalIssuer
-from tests.e2e.gateway_http import HttpGateway, http_client, http_gateway
+from tests.e2e.gateway_http import HttpGateway, User, http_client, http_gateway
 from tests.e2e.gateway_process import (
     WAIT,
     cli,
@@ -39,6 +40,8 @@ from tests.e2e.test_background import (
     ALICE,
     APPROVED,
     BOB,
+    CancelTask,
+    TaskId,
     TaskUpdate,
     UpdateTask,
     client_of,
@@ -154,6 +157,10 @@ async def test_a_jwt_whose_sub_is_a_static_tokens_name_cannot_approve_read_or_li
             with pytest.raises(MCPError, match="another caller started it"):
                 await get_task(as_jwt, handle.task_id)
             collected = await as_jwt.call_tool("execute_code", {"collect": handle.task_id})
+            cancelled = await as_jwt.call_tool("execute_code", {"cancel": handle.task_id})
+            cancel = CancelTask(params=TaskId(task_id=handle.task_id))
+            with pytest.raises(MCPError, match="another caller started it"):
+                await as_jwt.session.send_request(cancel, types.EmptyResult)
             listed = await as_jwt_in_a_session.session.send_request(
                 types.ListTasksRequest(), types.ListTasksResult
             )
@@ -164,6 +171,8 @@ async def test_a_jwt_whose_sub_is_a_static_tokens_name_cannot_approve_read_or_li
             done = await task_until(alice, handle.task_id, ended)
     assert collected.is_error
     assert "another caller started it" in text(collected)
+    assert cancelled.is_error
+    assert "another caller started it" in text(cancelled)
     assert listed.tasks == []
     assert still.status == "input_required"
     assert done.status == "completed"
@@ -348,3 +357,43 @@ async def test_one_caller_cannot_take_every_session_and_another_still_opens_one(
     assert closed.status_code == 200
     assert reopened.status_code == 200
     assert not served.is_error, text(served)
+
+
+async def test_another_caller_cannot_resume_a_callers_paused_approval_and_the_owner_still_can(
+    shared: Shared, shared_issuer: LocalIssuer
+) -> None:
+    entry = f"resumed by its owner {secrets.token_hex(4)}"
+    code = f"tools.ledger.append(entry={entry!r})\n'appended'"
+    approve: types.InputResponses = {"approval": types.ElicitResult(action="accept", content={})}
+    mallory = shared_issuer.mint(sub="alice", client_id="mallory-app")
+    url, user = shared.gateway.url, User()  # clients that can ask their user get approvals in rounds
+    async with (
+        http_client(url, token=ALICE, elicitation=user) as alice,
+        http_client(url, token=BOB, elicitation=user) as bob,
+        http_client(url, token=mallory, elicitation=user) as as_jwt,
+    ):
+        with anyio.fail_after(WAIT):
+            paused = await alice.session.call_tool("execute_code", {"code": code}, allow_input_required=True)
+            assert isinstance(paused, types.InputRequiredResult), paused
+            for other in (bob, as_jwt):  # another principal, and a JWT whose `sub` is her token's name
+                with pytest.raises(MCPError, match="Invalid or expired requestState"):
+                    await other.session.call_tool(
+                        "execute_code",
+                        {"code": code},
+                        input_responses=approve,
+                        request_state=paused.request_state,
+                        allow_input_required=True,
+                    )
+            written_before = ledger_entries(shared.directory).count(entry)
+            # Their attempts did not spend her state: she approves, and the write is made once.
+            done = await alice.session.call_tool(
+                "execute_code",
+                {"code": code},
+                input_responses=approve,
+                request_state=paused.request_state,
+                allow_input_required=True,
+            )
+    assert written_before == 0
+    assert isinstance(done, types.CallToolResult)
+    assert not done.is_error, text(done)
+    assert ledger_entries(shared.directory).count(entry) == 1
