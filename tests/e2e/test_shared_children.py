@@ -199,3 +199,29 @@ async def test_what_a_child_wrote_to_stderr_crashing_on_one_callers_input_never_
         r for r in gateway.logs if r.get("msg") == "child's last stderr lines before its connection ended"
     ]
     assert [r["child"] for r in tails if private in str(r.get("stderr"))] == ["neighbour"], tails
+
+
+async def test_a_resource_a_child_makes_during_one_callers_call_is_listed_and_read_by_another(
+    tmp_path: Path,
+) -> None:
+    """Inherent to one session per child, and documented (docs/security.md, "What a shared child
+    keeps"): what the child itself keeps from a call is the child's, and every caller reaches the
+    child. Containing it takes one child (or gateway) per tenant."""
+    kept_by_alice = f"alice-kept-{secrets.token_hex(4)}"
+    async with neighbour_gateway(tmp_path) as gateway:
+        async with listening_client(gateway, ALICE, "auto", Heard()) as alice:
+            with anyio.fail_after(WAIT):
+                made = await alice.call_tool(
+                    "execute_code", {"code": f"tools.neighbour.keep(text={kept_by_alice!r})"}
+                )
+        async with listening_client(gateway, BOB, "auto", Heard()) as bob:
+            code = (
+                "listed = resources.neighbour.list()\n"
+                "uris = [r['uri'] for r in listed['resources']]\n"
+                "[resources.neighbour.read(uri) for uri in uris]"
+            )
+            with anyio.fail_after(WAIT):
+                read = await bob.call_tool("execute_code", {"code": code})
+    assert not made.is_error, text(made)
+    assert not read.is_error, text(read)
+    assert kept_by_alice in text(read)
