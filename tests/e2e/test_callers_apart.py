@@ -397,3 +397,27 @@ async def test_another_caller_cannot_resume_a_callers_paused_approval_and_the_ow
     assert isinstance(done, types.CallToolResult)
     assert not done.is_error, text(done)
     assert ledger_entries(shared.directory).count(entry) == 1
+
+
+async def test_another_caller_can_neither_use_nor_end_a_callers_session(shared: Shared) -> None:
+    url = shared.gateway.url
+    list_tools = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    as_alice, as_bob = ({"authorization": f"Bearer {token}"} for token in (ALICE, BOB))
+    async with httpx2.AsyncClient(timeout=WAIT) as http:
+        with anyio.fail_after(WAIT):
+            opened = await http.post(url, json=INITIALIZE, headers=HANDSHAKE_HEADERS | as_alice)
+            session = {"mcp-session-id": opened.headers["mcp-session-id"]}
+            await http.post(url, json=initialized, headers=HANDSHAKE_HEADERS | as_alice | session)
+            used_by_bob = await http.post(url, json=list_tools, headers=HANDSHAKE_HEADERS | as_bob | session)
+            ended_by_bob = await http.delete(url, headers=as_bob | session)
+            used_by_alice = await http.post(
+                url, json=list_tools, headers=HANDSHAKE_HEADERS | as_alice | session
+            )
+            ended_by_alice = await http.delete(url, headers=as_alice | session)
+    # To bob the session does not exist: the answer an unknown id gets.
+    assert (used_by_bob.status_code, ended_by_bob.status_code) == (404, 404)
+    assert "execute_code" not in used_by_bob.text
+    assert used_by_alice.status_code == 200
+    assert "execute_code" in used_by_alice.text
+    assert ended_by_alice.status_code == 200
