@@ -12,9 +12,9 @@ execution does). The fields:
                neither, ok, error (class), ms,
                approval: not_required | approved | declined | unavailable | pending
                middleware (its import path), when a middleware refused or failed the call
-    suppressed (no execution_id) principal (if any), records and bytes not written, kinds {kind: count},
-               since: the start of the window in which that caller's records passed
-               principal_budget_bytes, budget_bytes
+    suppressed (no execution_id) principal and issuer (if any), records and bytes not written,
+               kinds {kind: count}, since: the start of the window in which that caller's records
+               passed principal_budget_bytes, budget_bytes
     reload     (no execution_id) trigger: signal | file | cli, requested_by {pid, user} (cli), reload
                (its number since start), outcome: applied | unchanged | refused, ok, error, config_file,
                servers {added, removed, changed}, sections (the top-level keys that changed),
@@ -24,9 +24,10 @@ A run that pauses for approval (MCP 2026-07-28) is recorded once per round: the 
 with error ApprovalRequired (category pending), and its paused call with approval pending. A resumed
 round replays the earlier calls' results without calling anything, so they are not recorded again.
 
-One caller's volume never rotates everyone's history out: each principal (unauthenticated callers
-count as one) writes at most `principal_budget_bytes` of records per window; past it, its records
-are counted and summarised as one `suppressed` record when the window ends (or the log closes).
+One caller's volume never rotates everyone's history out: each principal of one issuer
+(unauthenticated callers count as one) writes at most `principal_budget_bytes` of records per
+window; past it, its records are counted and summarised as one `suppressed` record when the window
+ends (or the log closes).
 
 Each record is one `write` on a file opened for appending, so a crash of the gateway loses nothing
 already recorded; `fsync` also survives a crash of the machine. Lines are ASCII (non-ASCII escaped).
@@ -146,7 +147,7 @@ NO_CALLER = Caller()
 
 @dataclass
 class _Window:
-    """One principal's records in the current budget window: written, and counted past the budget."""
+    """One caller's records in the current budget window: written, and counted past the budget."""
 
     started: datetime
     written: int = 0
@@ -154,11 +155,14 @@ class _Window:
     suppressed_bytes: int = 0
     kinds: dict[str, int] = field(default_factory=dict[str, int])
 
-    def summary(self, principal: str | None, budget: int) -> dict[str, Any]:
-        """The `suppressed` record for this window."""
+    def summary(self, caller: tuple[str | None, str | None], budget: int) -> dict[str, Any]:
+        """The `suppressed` record for this window of `caller` (its issuer and principal)."""
+        issuer, principal = caller
         record: dict[str, Any] = {"time": None, "kind": "suppressed"}
         if principal is not None:
             record["principal"] = principal
+        if issuer is not None:
+            record["issuer"] = issuer
         return record | {
             "records": self.suppressed,
             "bytes": self.suppressed_bytes,
@@ -190,7 +194,7 @@ class AuditLog:
         self.max_argument_bytes = max_argument_bytes
         self.principal_budget_bytes = principal_budget_bytes
         self.principal_budget = timedelta(seconds=principal_budget_seconds)
-        self._windows: dict[str | None, _Window] = {}
+        self._windows: dict[tuple[str | None, str | None], _Window] = {}
         self.redactor = redactor or Redactor()
         self.include_script = include_script
         self.arguments = arguments
@@ -378,20 +382,22 @@ class AuditLog:
             self._append(data)
 
     def _write_budgeted(self, record: Mapping[str, Any]) -> None:
-        """Append a caller's record within its principal's budget; past it, count it instead."""
+        """Append a caller's record within its budget; past it, count it instead. A caller is a principal
+        of one issuer: a JWT whose `sub` is a static token's name must not spend that caller's budget."""
         data = self._line(record)
         principal: str | None = record.get("principal")
+        caller: tuple[str | None, str | None] = (record.get("issuer"), principal)
         with self._lock:
             now = self._clock()
             self._end_windows(now)
-            window = self._windows.setdefault(principal, _Window(now))
+            window = self._windows.setdefault(caller, _Window(now))
             budget = self.principal_budget_bytes
             if budget and window.written + len(data) > budget:
                 if not window.suppressed:
                     log.warning(
                         "a caller passed the audit budget: its records are counted, not written, until "
                         "the window ends (audit.principal_budget_bytes)",
-                        extra={"principal": principal, "budget_bytes": budget},
+                        extra={"principal": principal, "issuer": caller[0], "budget_bytes": budget},
                     )
                 window.suppressed += 1
                 window.suppressed_bytes += len(data)
@@ -403,12 +409,12 @@ class AuditLog:
 
     def _end_windows(self, now: datetime | None) -> None:
         """Write the summary of each budget window that ended by `now` (every window if None)."""
-        for principal, window in list(self._windows.items()):
+        for caller, window in list(self._windows.items()):
             if now is not None and now - window.started < self.principal_budget:
                 continue
-            del self._windows[principal]
+            del self._windows[caller]
             if window.suppressed:
-                self._append(self._line(window.summary(principal, self.principal_budget_bytes)))
+                self._append(self._line(window.summary(caller, self.principal_budget_bytes)))
 
     def _line(self, record: Mapping[str, Any]) -> bytes:
         stamped = dict(record)

@@ -49,8 +49,8 @@ class AuditConfig(BaseModel):
     principal_budget_bytes: int = Field(
         default=4 * _MIB,
         ge=0,
-        description="Bytes of records one caller (principal; all unauthenticated callers count as one) may "
-        "write per principal_budget_seconds; past it, that caller's records are counted, not written, and "
+        description="Bytes of records one caller (a principal of one issuer; all unauthenticated callers "
+        "count as one) may write per principal_budget_seconds; past it, that caller's records are counted, not written, and "
         "one `suppressed` record says how many when the window ends. 0 writes every record: retention is "
         "then max_bytes times backups+1 whatever one caller sends.",
     )

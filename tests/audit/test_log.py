@@ -337,6 +337,21 @@ def test_one_principals_volume_past_its_budget_is_summarised_and_rotates_no_one_
     assert sum(path.stat().st_size for path in audit_files(log_path)) < 8_192
 
 
+def test_a_principal_of_another_issuer_has_a_budget_of_its_own_and_its_summary_names_the_issuer(
+    log_path: Path,
+) -> None:
+    static = Caller(principal="alice", issuer="codemode-gateway:tokens")
+    jwt = Caller(principal="alice", issuer="https://idp.example.com")
+    with AuditLog(log_path, principal_budget_bytes=2_048) as log:
+        for index in range(50):
+            log.tool_call("e1", "nope", {"pad": "x" * 100, "i": index}, ms=1, caller=jwt)
+        log.tool_call("e2", "t.x", {}, ms=1, caller=static)
+    records = lines_of(log_path)
+    assert [r["execution_id"] for r in records if r.get("issuer") == "codemode-gateway:tokens"] == ["e2"]
+    [summary] = [r for r in records if r["kind"] == "suppressed"]
+    assert (summary["principal"], summary["issuer"]) == ("alice", "https://idp.example.com")
+
+
 def test_an_open_window_is_summarised_when_the_log_closes(log_path: Path) -> None:
     with AuditLog(log_path, principal_budget_bytes=1) as log:
         log.tool_call("e1", "t.x", {}, ms=1)

@@ -421,3 +421,42 @@ async def test_another_caller_can_neither_use_nor_end_a_callers_session(shared: 
     assert used_by_alice.status_code == 200
     assert "execute_code" in used_by_alice.text
     assert ended_by_alice.status_code == 200
+
+
+FLOOD_UNKNOWN_CALLS = """
+name = '.'.join(['nope', 'missing'])
+for _ in range(40):
+    try:
+        call_tool(name, text='x' * 100)
+    except ToolError:
+        pass
+'flooded'
+"""
+
+
+async def test_a_jwt_whose_sub_is_a_static_tokens_name_cannot_spend_that_callers_audit_budget(
+    tmp_path: Path, issuer: LocalIssuer
+) -> None:
+    audit = {"path": str(tmp_path / "audit.jsonl"), "principal_budget_bytes": 8_192}
+    mallory = issuer.mint(sub="alice", client_id="mallory-app")
+    code = "'alice after the flood'"
+    async with gateway_with(tmp_path, issuer, audit=audit) as gateway:
+        async with http_client(gateway.url, token=mallory) as as_jwt:
+            with anyio.fail_after(WAIT):
+                flood = await as_jwt.call_tool("execute_code", {"code": FLOOD_UNKNOWN_CALLS})
+                await gateway.logged(
+                    "a caller passed the audit budget: its records are counted, not written, until "
+                    "the window ends (audit.principal_budget_bytes)"
+                )
+        async with http_client(gateway.url, token=ALICE) as alice:
+            with anyio.fail_after(WAIT):
+                after = await alice.call_tool("execute_code", {"code": code})
+        assert await gateway.stop() == 0
+    assert text(flood).startswith("'flooded'")
+    assert text(after) == "'alice after the flood'"
+    records = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text("ascii").splitlines()]
+    digest = hashlib.sha256(code.encode()).hexdigest()
+    alices = [r for r in records if r.get("script_sha256") == digest]
+    assert [(r["principal"], r["issuer"]) for r in alices] == [("alice", "codemode-gateway:tokens")]
+    [summary] = [r for r in records if r["kind"] == "suppressed"]
+    assert (summary["principal"], summary.get("issuer")) == ("alice", issuer.url)
