@@ -5,7 +5,9 @@ HTTP with two principals' tokens (static tokens for alice and bob) and a real st
 What a child sends during a call (log messages, progress, resource notifications, elicitation and
 sampling requests) must reach no caller, not even the one whose call is running; what a child wrote
 to stderr as it crashed on one caller's input must not reach another caller in the errors and
-overviews that describe the child while it is down (it goes to the gateway's log)."""
+overviews that describe the child while it is down (it goes to the gateway's log). What the child
+itself keeps (a resource it made during one caller's call) is the child's, and reaches every caller:
+that one is inherent, and documented."""
 
 from __future__ import annotations
 
