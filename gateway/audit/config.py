@@ -50,9 +50,9 @@ class AuditConfig(BaseModel):
         default=4 * _MIB,
         ge=0,
         description="Bytes of records one caller (a principal of one issuer; all unauthenticated callers "
-        "count as one) may write per principal_budget_seconds; past it, that caller's records are counted, not written, and "
-        "one `suppressed` record says how many when the window ends. 0 writes every record: retention is "
-        "then max_bytes times backups+1 whatever one caller sends.",
+        "count as one) may write per principal_budget_seconds; past it, that caller's records are "
+        "counted, not written, and one `suppressed` record says how many when the window ends. 0 writes "
+        "every record: retention is then max_bytes times backups+1 whatever one caller sends.",
     )
     principal_budget_seconds: float = Field(
         default=3600.0, gt=0, description="The window principal_budget_bytes is counted over, in seconds."
