@@ -55,6 +55,7 @@ class Catalogs:
         self._exposure_of: Catalog | None = None  # the catalog `_exposure` was computed from
         self._unlisted: dict[str, str] = {}  # expose entries logged as not listed, with the reason
         self._search_threads = anyio.CapacityLimiter(SEARCH_THREADS)
+        self._named_starting: set[str] = set()  # children an answer named as still starting
 
     @property
     def lock(self) -> CatalogLock | None:
@@ -189,8 +190,9 @@ class Catalogs:
         loaded: str | None,
     ) -> str:
         """The search_docs text under `policy`, naming the children still starting (a search naming one,
-        or one no ready child's tool fits, waits for them, `search_wait`). SearchRefused for a query past
-        `search.max_query_chars` (or a server name past the name cap), before any work is spent on it."""
+        a query no ready child's tool fits, and any search after an answer that named them, waits for
+        them, `search_wait`). SearchRefused for a query past `search.max_query_chars` (or a server name
+        past the name cap), before any work is spent on it."""
         max_query_chars = self._config.search.max_query_chars
         docs.check_search(query, server, max_query_chars)
         catalog = self.catalog(policy, identity)
@@ -200,11 +202,19 @@ class Catalogs:
             with anyio.move_on_after(self.search_wait()):
                 await self._pool.wait_child(named.name)
             catalog = self.catalog(policy, identity)
-        elif server is None and query.strip() and (needed := await self._needed_starting(catalog, query)):
+        elif server is None and (needed := await self._needed_starting(catalog, query)):
             log.info("a search waits for the children still starting", extra={"children": needed})
             with anyio.move_on_after(self.search_wait()):
-                await self._pool.wait_ready()
+                for child in needed:
+                    await self._pool.wait_child(child)
             catalog = self.catalog(policy, identity)
+        # The answer names these as still starting, and says that the next search waits for them.
+        starting = docs.still_starting(catalog)
+        self._named_starting.update(
+            child.name
+            for child in catalog.servers
+            if child.identifier in starting and (named is None or child.identifier == named.identifier)
+        )
         if middleware.searches:
             search = Search(query, server, identity.principal if identity else None, policy.roles)
             catalog = await searched(middleware, catalog, search)
@@ -213,14 +223,20 @@ class Catalogs:
         )
 
     async def _needed_starting(self, catalog: Catalog, query: str) -> list[str]:
-        # Any other search answers at once with the children ready, naming those still starting; one
-        # that none of their tools fits may be for a child still starting, so it waits as if named.
-        starting = docs.still_starting(catalog)
-        if starting and await anyio.to_thread.run_sync(
+        """The children still starting that this search waits for (their names): those an earlier
+        answer named as starting, which said the next search waits for them; or, for a query no ready
+        child's tool fits, all of them (the tool may be theirs). The first answer, an overview or a
+        query a ready child's tool fits, waits for none."""
+        starting = [s.name for s in catalog.servers if s.identifier in docs.still_starting(catalog)]
+        if not starting:
+            return []
+        if not self._named_starting.isdisjoint(starting):
+            return [name for name in starting if name in self._named_starting]
+        if query.strip() and not await anyio.to_thread.run_sync(
             docs.fits, catalog, query, limiter=self._search_threads
         ):
-            return []
-        return starting
+            return starting
+        return []
 
     def _render(
         self, catalog: Catalog, query: str, server: str | None, limit: int, detail: Detail, loaded: str | None

@@ -186,8 +186,8 @@ def _starting_note(catalog: Catalog, only: str | None = None) -> list[str]:
     starting = [identifier for identifier in still_starting(catalog) if only is None or identifier == only]
     if not starting:
         return []
-    again = f'search again in a moment, or with server="{starting[0]}" to wait for it'
-    return [f"{STILL_STARTING} {', '.join(starting)}; {again}."]
+    them = "it" if len(starting) == 1 else "them"
+    return [f"{STILL_STARTING} {', '.join(starting)}; the next search waits for {them}."]
 
 
 def server_listing(

@@ -140,11 +140,11 @@ def test_results_name_the_servers_still_starting_on_one_line(mixed: Catalog) -> 
     last = render_search(mixed, "read a file", None, 3, "names").split("\n")[-1]
     assert (
         last
-        == 'Still starting: jira_cloud; search again in a moment, or with server="jira_cloud" to wait for it.'
+        == 'Still starting: jira_cloud; the next search waits for it.'
     )
     overview = render_search(mixed, "", None, 3, "names").split("\n")
     assert (
-        'Still starting: jira_cloud; search again in a moment, or with server="jira_cloud" to wait for it.'
+        'Still starting: jira_cloud; the next search waits for it.'
         in overview
     )
 

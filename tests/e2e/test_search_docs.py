@@ -290,9 +290,10 @@ def _ledger_and_gated_tiny(directory: Path, wait_seconds: float = 10.0) -> Path:
 
 
 async def _ready(client: Client, server: str) -> None:
+    """Once `server` is ready, asked of it alone: an overview would name the others still starting."""
     with anyio.fail_after(WAIT):
         while True:  # the client has no other way to see a child get ready
-            if f"{server} (ready" in await search_docs(client, settled=False):
+            if f"{server} (ready" in await search_docs(client, server=server, settled=False):
                 return
             await anyio.sleep(0.05)
 
@@ -309,8 +310,36 @@ async def test_a_query_a_ready_childs_tool_fits_is_answered_at_once_naming_the_c
         assert _WAITING not in gateway.messages()
     assert "ledger.append(" in found
     assert found.split("\n")[-1] == (
-        'Still starting: tiny; search again in a moment, or with server="tiny" to wait for it.'
+        'Still starting: tiny; the next search waits for it.'
     )
+
+
+async def test_after_an_answer_named_a_child_still_starting_the_next_overview_waits_for_it(
+    tmp_path: Path,
+) -> None:
+    answers: list[str] = []
+
+    async def ask(client: Client) -> None:
+        answers.append(await search_docs(client, settled=False))
+
+    async with (
+        http_gateway(_ledger_and_gated_tiny(tmp_path, wait_seconds=600)) as gateway,
+        http_client(gateway.url) as client,
+    ):
+        await _ready(client, "ledger")
+        first = await search_docs(client, settled=False)  # answered at once, naming tiny
+        assert _WAITING not in gateway.messages()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask, client)
+            with anyio.fail_after(WAIT):
+                while _WAITING not in gateway.messages() and not answers:
+                    await anyio.sleep(0.02)
+            assert answers == []  # waiting for tiny this time
+            (tmp_path / "open").touch()
+    assert first.split("\n")[-1] == "Still starting: tiny; the next search waits for it."
+    [second] = answers
+    assert "tiny (ready, 3 tools)" in second
+    assert STILL_STARTING not in second
 
 
 async def test_a_query_no_ready_childs_tool_fits_waits_for_the_children_still_starting_and_finds_theirs(
@@ -354,7 +383,7 @@ async def test_a_query_waiting_for_a_child_that_never_starts_answers_at_search_w
         assert _WAITING in gateway.messages()
     assert "tiny.echo(" not in waited
     assert waited.split("\n")[-1] == (
-        'Still starting: tiny; search again in a moment, or with server="tiny" to wait for it.'
+        'Still starting: tiny; the next search waits for it.'
     )
     assert "ledger.append(" in found
 
