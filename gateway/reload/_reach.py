@@ -17,13 +17,20 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from gateway.catalog.lockfile import lock_path
-from gateway.children.config import StdioServer
+from gateway.children.config import HttpServer, SseServer, StdioServer
 from gateway.config import GatewayConfig
 from gateway.sandbox.component import default_cache_dir
 
 __all__ = ["OwnFile", "own_files", "reach_warnings"]
+
+STORE_RISK = (
+    "a snippet could read and forge what every replica shares: every caller's background runs, spent "
+    "approvals, rate windows and result shapes (give the gateway a store of its own)"
+)
+_LOOPBACK = {"localhost", "127.0.0.1", "::1"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,10 +74,18 @@ def own_files(config: GatewayConfig, pid_file: Path | None = None) -> list[OwnFi
 
 
 def reach_warnings(config: GatewayConfig, pid_file: Path | None = None) -> list[str]:
-    """One line for each child that may reach one of the gateway's own files, naming both."""
+    """One line for each child that may reach one of the gateway's own files, or its state store,
+    naming both."""
     own = [(_resolved(item.path), item) for item in own_files(config, pid_file)]
+    store = _redis_address(config.state.url) if config.state is not None else None
     warnings: list[str] = []
     for name, server in config.mcp_servers.items():
+        if store is not None:
+            warnings += [
+                f"child {name!r} may reach the gateway's state store (state.url), by {where}: {STORE_RISK}"
+                for where, value in _values_of(server)
+                if _redis_address(value) == store
+            ]
         if not isinstance(server, StdioServer):
             continue  # a remote child reaches no file here
         for where, reached in _reached_paths(server):
@@ -80,6 +95,29 @@ def reach_warnings(config: GatewayConfig, pid_file: Path | None = None) -> list[
                         f"child {name!r} may write under a path ({where}) that holds {item.what}: {item.risk}"
                     )
     return list(dict.fromkeys(warnings))
+
+
+def _redis_address(value: str) -> tuple[str, int] | None:
+    """The host and port of a `redis://` or `rediss://` URL in `value`, loopback names as one."""
+    start = max(value.find("redis://"), value.find("rediss://"))
+    if start < 0:
+        return None
+    try:
+        url = urlsplit(value[start:].split()[0])
+        host, port = url.hostname or "localhost", url.port or 6379
+    except ValueError:
+        return None
+    return ("localhost" if host in _LOOPBACK else host, port)
+
+
+def _values_of(server: StdioServer | HttpServer | SseServer) -> Iterator[tuple[str, str]]:
+    """What a child's entry gives it that may name a store: its URL, arguments and environment."""
+    if isinstance(server, StdioServer):
+        yield from ((f"its argument {index}", arg) for index, arg in enumerate(server.args, start=1))
+        environment = {**{name: os.environ.get(name, "") for name in server.env_passthrough}, **server.env}
+        yield from ((f"its env {key}", value) for key, value in environment.items())
+    else:
+        yield "its url", server.url
 
 
 def _resolved(path: Path) -> Path:

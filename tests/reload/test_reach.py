@@ -94,3 +94,21 @@ def test_the_audit_log_the_pid_file_and_the_cache_of_the_sandbox_and_background_
         )
         for line in reached
     )
+
+
+def test_a_child_given_the_gateways_state_store_is_named_with_where_it_was_given_it(tmp_path: Path) -> None:
+    servers = {
+        "cache": child("--url", "redis://127.0.0.1:6379/5"),  # the same server under another name and db
+        "queue": child(env={"REDIS_URL": "rediss://localhost/0"}),  # the default port
+        "other": child("redis://localhost:6380/0"),
+        "remote": {"type": "http", "url": "https://redis.example.com/mcp"},
+    }
+    config = config_in(tmp_path, servers, state={"url": "redis://localhost:6379/0"})
+    warnings = reach_warnings(config)
+    store = "may reach the gateway's state store (state.url), by"
+    assert [line.partition(":")[0] for line in warnings] == [
+        f"child 'cache' {store} its argument 3",
+        f"child 'queue' {store} its env REDIS_URL",
+    ]
+    assert all("6379" not in line and "127.0.0.1" not in line for line in warnings)  # nor the store's URL
+    assert reach_warnings(config_in(tmp_path, servers)) == []  # no state section: nothing shared to reach
