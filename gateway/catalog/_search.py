@@ -44,7 +44,7 @@ from gateway.catalog._intent import (
     tool_finds,
     tool_writes,
 )
-from gateway.catalog._query import SearchRefused
+from gateway.catalog._query import DEFAULT_SEARCH_LIMIT, SearchRefused
 from gateway.catalog._semantic import Adapter, Embedder, SemanticSearch, fuse
 from gateway.catalog._signatures import first_sentence
 from gateway.catalog._spelling import Speller
@@ -574,6 +574,12 @@ def fits(catalog: Catalog, query: str) -> bool:
     return bool(hits) and not hits[0].weak
 
 
+TAIL_SHARE = 0.5
+"""Past the first `DEFAULT_SEARCH_LIMIT` hits, a tool that shares no word with the query is kept only
+when it scores at least this share of the best: asked for 50 tools, a query that 12 fit answers those
+12, not 38 more that only their meaning placed anywhere (docs/search.md)."""
+
+
 def search(
     catalog: Catalog, query: str, server: str | None = None, limit: int = 5, tuning: Tuning = TUNED
 ) -> list[Hit]:
@@ -593,14 +599,24 @@ def search(
     corrected = index.corrected(query)
     hits = _ranked(catalog, index, query, corrected, server_id, limit)
     if limit < 2 or not hits or query.removeprefix("tools.") in index.named:
-        return hits
+        return _without_tail(hits)
     # A request of several steps is labelled, and meant, by any of them: the whole query's ranking
     # favours the step with the most words, so each step's own best tool gets a place near the top.
     firsts = [hit for step in steps(corrected) for hit in _ranked(catalog, index, step, step, server_id, 1)]
     merged: dict[str, Hit] = {}
     for hit in [hits[0], *firsts, *hits[1:]]:
         merged.setdefault(hit.entry.qualified, hit)
-    return list(merged.values())[:limit]
+    return _without_tail(list(merged.values())[:limit])
+
+
+def _without_tail(hits: list[Hit]) -> list[Hit]:
+    """`hits` less those past the first few that neither share a word with the query nor score near
+    the best (`TAIL_SHARE`)."""
+    if len(hits) <= DEFAULT_SEARCH_LIMIT:
+        return hits
+    floor = TAIL_SHARE * hits[0].score
+    tail = hits[DEFAULT_SEARCH_LIMIT:]
+    return hits[:DEFAULT_SEARCH_LIMIT] + [hit for hit in tail if hit.coverage > 0 or hit.score >= floor]
 
 
 def _ranked(

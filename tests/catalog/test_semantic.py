@@ -287,3 +287,19 @@ def test_a_servers_own_words_on_what_it_is_for_are_embedded_with_each_of_its_too
     assert embedder.encoded == [
         ["get forecast (meteo: Forecasts for any city on Earth.). The forecast for a city. Parameters: city"]
     ]
+
+
+def test_past_the_first_five_a_tool_sharing_no_word_and_scoring_far_below_the_best_is_left_out() -> None:
+    notes = [tool(f"note_{n}", f"Keep note {n}.") for n in "abcdefg"]
+    weather = [tool(f"forecast_{n}", "The forecast for a city.") for n in "xyz"]
+    catalog = Catalog({"notes": notes, "meteo": weather}, semantic=loaded())
+    found = names(catalog, "note", limit=50)
+    assert sorted(found) == sorted(f"notes.note_{n}" for n in "abcdefg")  # not the three forecasts
+    # Found by meaning alone, the forecasts are kept; so are the first five, whatever they score.
+    assert names(catalog, "umbrella", limit=50) == [
+        "meteo.forecast_x",
+        "meteo.forecast_y",
+        "meteo.forecast_z",
+        "notes.note_a",
+        "notes.note_b",
+    ]
