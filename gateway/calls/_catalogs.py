@@ -10,7 +10,7 @@ import anyio.to_thread
 
 from gateway.auth import Identity
 from gateway.calls._exposed import ExposedTool, Exposure, expose_tools
-from gateway.catalog import Catalog, ObservedShapes, ShapeStore, docs
+from gateway.catalog import Catalog, CatalogServer, ObservedShapes, ShapeStore, docs
 from gateway.catalog.docs import Detail, SemanticSearch
 from gateway.catalog.lockfile import CatalogLock, Quarantine
 from gateway.children import ChildPool, ChildState
@@ -208,13 +208,8 @@ class Catalogs:
                 for child in needed:
                     await self._pool.wait_child(child)
             catalog = self.catalog(policy, identity)
-        # The answer names these as still starting, and says that the next search waits for them.
-        starting = docs.still_starting(catalog)
-        self._named_starting.update(
-            child.name
-            for child in catalog.servers
-            if child.identifier in starting and (named is None or child.identifier == named.identifier)
-        )
+        if server is None or named is not None:  # the answer names these, saying the next search waits
+            self._named_starting.update(_starting(catalog, named))
         if middleware.searches:
             search = Search(query, server, identity.principal if identity else None, policy.roles)
             catalog = await searched(middleware, catalog, search)
@@ -227,7 +222,7 @@ class Catalogs:
         answer named as starting, which said the next search waits for them; or, for a query no ready
         child's tool fits, all of them (the tool may be theirs). The first answer, an overview or a
         query a ready child's tool fits, waits for none."""
-        starting = [s.name for s in catalog.servers if s.identifier in docs.still_starting(catalog)]
+        starting = _starting(catalog)
         if not starting:
             return []
         if not self._named_starting.isdisjoint(starting):
@@ -254,6 +249,16 @@ class Catalogs:
                 return  # logged by `load`
             await self._pool.wait_ready(timeout=self._config.startup_timeout_seconds)
             await anyio.to_thread.run_sync(docs.warm_search, self.catalog(), abandon_on_cancel=True)
+
+
+def _starting(catalog: Catalog, only: CatalogServer | None = None) -> list[str]:
+    """The names of the children still starting (of `only`, if given), whose tools no answer holds yet."""
+    starting = set(docs.still_starting(catalog))
+    return [
+        server.name
+        for server in catalog.servers
+        if server.identifier in starting and (only is None or server.identifier == only.identifier)
+    ]
 
 
 async def searched(middleware: Chain, catalog: Catalog, search: Search) -> Catalog:
