@@ -78,10 +78,7 @@ def test_a_request_for_a_product_no_server_offers_says_no_tool_fits(catalog: Cat
 
 def test_the_answer_names_the_product_no_server_knows(catalog: Catalog) -> None:
     first = render_search(catalog, "open a ticket in Zendesk for the refund").splitlines()[0]
-    assert first == (
-        'No tool clearly fits (no server here knows "Zendesk"); '
-        "the nearest:"
-    )
+    assert first == ('No tool clearly fits (no server here knows "Zendesk"); the nearest:')
 
 
 @pytest.mark.parametrize(

@@ -138,15 +138,9 @@ def test_results_note_servers_whose_tools_are_missing(mixed: Catalog) -> None:
 
 def test_results_name_the_servers_still_starting_on_one_line(mixed: Catalog) -> None:
     last = render_search(mixed, "read a file", None, 3, "names").split("\n")[-1]
-    assert (
-        last
-        == 'Still starting: jira_cloud; the next search waits for it.'
-    )
+    assert last == "Still starting: jira_cloud; the next search waits for it."
     overview = render_search(mixed, "", None, 3, "names").split("\n")
-    assert (
-        'Still starting: jira_cloud; the next search waits for it.'
-        in overview
-    )
+    assert "Still starting: jira_cloud; the next search waits for it." in overview
 
 
 def test_a_search_on_a_failed_server_explains_why_it_is_empty(mixed: Catalog) -> None:
