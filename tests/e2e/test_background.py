@@ -207,18 +207,25 @@ def tag() -> str:
 
 @asynccontextmanager
 async def client_of(
-    gateway: HttpGateway, mode: ConnectMode = "auto", *, token: str = ALICE, tasks: bool = False
+    gateway: HttpGateway,
+    mode: ConnectMode = "auto",
+    *,
+    token: str = ALICE,
+    tasks: bool = False,
+    read_timeout: float = READ_TIMEOUT,
+    **callbacks: Any,
 ) -> AsyncIterator[Client]:
-    """The SDK's Client, each of its requests given up after READ_TIMEOUT; with `tasks`, it declares
-    the tasks extension."""
+    """The SDK's Client, each of its requests given up after `read_timeout`; with `tasks`, it declares
+    the tasks extension; `callbacks` are the Client's own (`logging_callback=...`)."""
     headers = {"Authorization": f"Bearer {token}"}
     async with (
         httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=300), headers=headers) as http,
         Client(
             streamable_http_client(gateway.url, http_client=http),
             mode=mode,
-            read_timeout_seconds=READ_TIMEOUT,
+            read_timeout_seconds=read_timeout,
             extensions=[Tasks()] if tasks else None,
+            **callbacks,
         ) as client,
     ):
         yield client

@@ -26,7 +26,7 @@ from mcp import Client, ClientSession
 from gateway.catalog._render import STILL_STARTING
 from gateway.catalog._semantic import semantic_installed
 from gateway.catalog.config import DEFAULT_MAX_QUERY_CHARS
-from tests.e2e.gateway_http import http_client, http_gateway
+from tests.e2e.gateway_http import HttpGateway, http_client, http_gateway
 from tests.e2e.gateway_process import (
     TINY,
     environment,
@@ -289,6 +289,16 @@ def _ledger_and_gated_tiny(directory: Path, wait_seconds: float = 10.0) -> Path:
     return write_config(directory, config)
 
 
+async def _until_waiting(gateway: HttpGateway, answers: list[str]) -> None:
+    """Until the gateway logs that a search waits for children still starting, or `answers` has one
+    (which would say it did not wait)."""
+    with anyio.fail_after(WAIT):
+        while True:
+            if _WAITING in gateway.messages() or answers:
+                return
+            await anyio.sleep(0.02)
+
+
 async def _ready(client: Client, server: str) -> None:
     """Once `server` is ready, asked of it alone: an overview would name the others still starting."""
     with anyio.fail_after(WAIT):
@@ -329,11 +339,7 @@ async def test_after_an_answer_named_a_child_still_starting_the_next_overview_wa
         assert _WAITING not in gateway.messages()
         async with anyio.create_task_group() as tg:
             tg.start_soon(ask, client)
-            with anyio.fail_after(WAIT):
-                while True:  # the gateway logs that it waits; the answer would say it did not
-                    if _WAITING in gateway.messages() or answers:
-                        break
-                    await anyio.sleep(0.02)
+            await _until_waiting(gateway, answers)
             assert answers == []  # waiting for tiny this time
             (tmp_path / "open").touch()
     assert first.split("\n")[-1] == "Still starting: tiny; the next search waits for it."
@@ -358,11 +364,7 @@ async def test_a_query_no_ready_childs_tool_fits_waits_for_the_children_still_st
         await _ready(client, "ledger")
         async with anyio.create_task_group() as tg:
             tg.start_soon(ask, client)
-            with anyio.fail_after(WAIT):
-                while True:  # the gateway logs that it waits; the answer would say it did not
-                    if _WAITING in gateway.messages() or answers:
-                        break
-                    await anyio.sleep(0.02)
+            await _until_waiting(gateway, answers)
             assert answers == []  # waiting for tiny, not answered without it
             (tmp_path / "open").touch()
     [found] = answers

@@ -19,15 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx2
 import pytest
 from mcp import Client, types
 from mcp.client.client import ConnectMode
-from mcp.client.streamable_http import streamable_http_client
 
 from tests.e2e.gateway_http import HttpGateway, http_gateway
 from tests.e2e.gateway_process import WAIT, environment, text, write_config
-from tests.e2e.test_background import ALICE, BOB
+from tests.e2e.test_background import ALICE, BOB, client_of
 from tests.real_servers import SERVERS
 
 pytestmark = pytest.mark.anyio
@@ -94,19 +92,16 @@ async def listening_client(
     gateway: HttpGateway, token: str, mode: ConnectMode, heard: Heard
 ) -> AsyncIterator[Client]:
     """The SDK's Client as `token`'s caller, declaring elicitation and sampling, hearing everything."""
-    headers = {"Authorization": f"Bearer {token}"}
-    async with (
-        httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=300), headers=headers) as http,
-        Client(
-            streamable_http_client(gateway.url, http_client=http),
-            mode=mode,
-            elicitation_callback=heard.elicitation,
-            sampling_callback=heard.sampling,
-            logging_callback=heard.logging,
-            message_handler=heard.message,
-            read_timeout_seconds=WAIT,
-        ) as client,
-    ):
+    async with client_of(
+        gateway,
+        mode,
+        token=token,
+        read_timeout=WAIT,  # its calls wait while the other caller's hold the child
+        elicitation_callback=heard.elicitation,
+        sampling_callback=heard.sampling,
+        logging_callback=heard.logging,
+        message_handler=heard.message,
+    ) as client:
         yield client
 
 
@@ -161,22 +156,14 @@ async def test_what_a_child_wrote_to_stderr_crashing_on_one_callers_input_never_
 ) -> None:
     private = f"alice-private-{secrets.token_hex(8)}"
     async with neighbour_gateway(tmp_path) as gateway:
-        headers = {"Authorization": f"Bearer {ALICE}"}
-        async with (
-            httpx2.AsyncClient(headers=headers, timeout=WAIT) as http,
-            Client(streamable_http_client(gateway.url, http_client=http), read_timeout_seconds=WAIT) as alice,
-        ):
+        async with client_of(gateway, token=ALICE, read_timeout=WAIT) as alice:
             with anyio.fail_after(WAIT):
                 crashed = await alice.call_tool(
                     "execute_code", {"code": f"tools.neighbour.fail_loudly(text={private!r})"}
                 )
                 # The child's restart has begun: the gateway is done with the crashed connection.
                 await wait_for_stderr_line(gateway, "neighbour restarting")
-        headers = {"Authorization": f"Bearer {BOB}"}
-        async with (
-            httpx2.AsyncClient(headers=headers, timeout=WAIT) as http,
-            Client(streamable_http_client(gateway.url, http_client=http), read_timeout_seconds=WAIT) as bob,
-        ):
+        async with client_of(gateway, token=BOB, read_timeout=WAIT) as bob:
             with anyio.fail_after(WAIT):
                 called = await bob.call_tool("execute_code", {"code": "tools.neighbour.echo(text='hi')"})
                 described = await bob.call_tool("search_docs", {"server": "neighbour"})
