@@ -114,10 +114,14 @@ def _values_of(server: StdioServer | HttpServer | SseServer) -> Iterator[tuple[s
     """What a child's entry gives it that may name a store: its URL, arguments and environment."""
     if isinstance(server, StdioServer):
         yield from ((f"its argument {index}", arg) for index, arg in enumerate(server.args, start=1))
-        environment = {**{name: os.environ.get(name, "") for name in server.env_passthrough}, **server.env}
-        yield from ((f"its env {key}", value) for key, value in environment.items())
+        yield from ((f"its env {key}", value) for key, value in _environment(server).items())
     else:
         yield "its url", server.url
+
+
+def _environment(server: StdioServer) -> dict[str, str]:
+    """The variables a stdio child is given: those passed through from the gateway's, then its own."""
+    return {**{name: os.environ.get(name, "") for name in server.env_passthrough}, **server.env}
 
 
 def _resolved(path: Path) -> Path:
@@ -157,8 +161,7 @@ def _reached_paths(server: StdioServer) -> Iterator[tuple[str, Path]]:
         value = arg.partition("=")[2] if arg.startswith("-") and "=" in arg else arg
         if _is_path_like(value):
             yield f"its argument {index}", _resolved(base / Path(value).expanduser())
-    environment = {**{name: os.environ.get(name, "") for name in server.env_passthrough}, **server.env}
-    for key, value in environment.items():
+    for key, value in _environment(server).items():
         for part in value.split(os.pathsep):
             if part.startswith(("/", "~")):
                 yield f"its env {key}", _resolved(Path(part))
