@@ -10,6 +10,7 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -54,6 +55,26 @@ def built(script: Path, name: str = "build") -> Build:
         return runpy.run_path(str(script))[name]
     finally:
         sys.path.remove(str(script.parent))
+
+
+# Runs the command after it (argv[2:]) once the file argv[1] names exists. Until then it exits once its
+# stdin is closed (a hang-up, whatever was written to it), as the gateway stopping a child asks.
+_GATE = (
+    "import os, select, sys\n"
+    "stdin = select.poll()\n"
+    "stdin.register(0, select.POLLHUP)\n"
+    "while not os.path.exists(sys.argv[1]):\n"
+    "    if stdin.poll(20):\n"
+    "        sys.exit(0)\n"
+    "os.execv(sys.executable, [sys.executable, *sys.argv[2:]])"
+)
+
+
+def gated(entry: dict[str, Any], gate: Path) -> dict[str, Any]:
+    """The mcpServers `entry` of a Python stdio child that starts only once the file `gate` exists:
+    until the test makes it, the gateway sees the child still starting."""
+    assert entry["command"] == sys.executable, "the gate execs the same interpreter"
+    return {**entry, "args": ["-c", _GATE, str(gate), *entry["args"]]}
 
 
 def fresh_git_repo(parent: Path) -> Path:

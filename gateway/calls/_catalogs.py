@@ -167,8 +167,7 @@ class Catalogs:
         """The exposed tools, once their children still starting have had up to `search_wait` to list
         their tools (as search_docs gives them): a client listing tools once, at start, finds them."""
         with anyio.move_on_after(self.search_wait()):
-            for name in self._exposed_servers(ChildState.CONNECTING):
-                await self._pool.wait_child(name)
+            await self._pool.wait_children(self._exposed_servers(ChildState.CONNECTING))
         return self.exposed()
 
     async def exposed_tool(self, name: str) -> ExposedTool | None:
@@ -205,8 +204,7 @@ class Catalogs:
         elif server is None and (needed := await self._needed_starting(catalog, query)):
             log.info("a search waits for the children still starting", extra={"children": needed})
             with anyio.move_on_after(self.search_wait()):
-                for child in needed:
-                    await self._pool.wait_child(child)
+                await self._pool.wait_children(needed)
             catalog = self.catalog(policy, identity)
         if server is None or named is not None:  # the answer names these, saying the next search waits
             self._named_starting.update(_starting(catalog, named))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Self
@@ -273,6 +273,13 @@ class ChildPool(AsyncContextManagerMixin):
         child = self._child(name)
         await child.wait_settled()
         return child.status()
+
+    async def wait_children(self, names: Iterable[str]) -> None:
+        """Wait until none of the children `names` is connecting; one a reload took away meanwhile is
+        not waited for (its retired process stops, which ends a wait on it)."""
+        for name in names:
+            if (child := self._children.get(name)) is not None:
+                await child.wait_settled()
 
     async def wait_status(self, name: str, predicate: Callable[[ChildStatus], bool]) -> ChildStatus:
         """Wait until one child's status satisfies `predicate`; bound it with a timeout."""

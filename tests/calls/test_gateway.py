@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -16,12 +18,13 @@ from gateway.calls import Inline, InRounds, _gateway
 from gateway.calls._gateway import Gateway
 from gateway.catalog import docs
 from gateway.catalog.docs import SearchRefused, SemanticSearch
+from gateway.children import ChildState
 from gateway.config import parse_config
 from gateway.errors import SandboxUnavailable
 from gateway.sandbox.limits import SandboxLimits
 from gateway.sandbox.result import ExecutionResult
 from tests.catalog.fake_embedder import FakeEmbedder
-from tests.real_servers import TINY_SERVER
+from tests.real_servers import TINY_SERVER, gated
 
 pytestmark = pytest.mark.anyio
 
@@ -59,6 +62,36 @@ async def test_a_wasm_runtime_that_cannot_be_imported_refuses_executions_naming_
                     await gateway.execute_code("print(1)")
             await gateway.pool.wait_ready()
             assert "tiny.echo" in await gateway.search_docs("echo some text back")
+
+
+async def test_a_search_waiting_for_children_still_starting_answers_when_a_reload_removes_them(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="gateway")
+    tiny = {"command": sys.executable, "args": [str(TINY_SERVER)]}
+    time = {"command": sys.executable, "args": ["-m", "mcp_server_time"]}
+    settings = {"startup_timeout_seconds": 600, "search": {"semantic": "off", "wait_seconds": 600}}
+    never = tmp_path / "never"  # the gated children stay starting until a reload takes them away
+    servers = {"time": time, "first": gated(tiny, never), "second": gated(tiny, never)}
+    answers: list[str] = []
+
+    async def search(gateway: Gateway) -> None:
+        answers.append(await gateway.search_docs("echo text unchanged"))  # no tool of time fits it
+
+    async with Gateway(parse_config({"mcpServers": servers, **settings}, "t")) as gateway:
+        with anyio.fail_after(60):
+            await gateway.pool.wait_status("time", lambda status: status.state is ChildState.READY)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(search, gateway)
+                while "a search waits for the children still starting" not in caplog.messages:  # noqa: ASYNC110
+                    await anyio.sleep(0.02)  # the log is the only sign it waits
+                # Waiting for `first`, then `second`: the reload takes both away mid-wait.
+                gateway.apply_config(parse_config({"mcpServers": {"time": time}, **settings}, "t"), None)
+            after = await gateway.search_docs("what time is it")
+    [answer] = answers
+    assert "first" not in answer
+    assert "second" not in answer
+    assert "time.get_current_time(" in after
 
 
 @pytest.fixture(scope="module")

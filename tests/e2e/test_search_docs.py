@@ -38,7 +38,7 @@ from tests.e2e.gateway_process import (
     text,
     write_config,
 )
-from tests.real_servers import CATALOG_SERVER, npm_entry_point
+from tests.real_servers import CATALOG_SERVER, gated, npm_entry_point
 
 pytestmark = pytest.mark.anyio
 
@@ -264,25 +264,13 @@ async def test_a_request_for_a_product_no_server_offers_names_it_and_search_stil
     assert any(line.startswith("time.get_current_time(") for line in found[1:4])
 
 
-# Starts the command after it (argv[2:]) once the file argv[1] names exists: the test says when. Until then
-# it exits once its stdin is closed (a hang-up, whatever was written to it), as the gateway stopping it asks.
-_GATED = (
-    "import os, select, sys\n"
-    "stdin = select.poll()\n"
-    "stdin.register(0, select.POLLHUP)\n"
-    "while not os.path.exists(sys.argv[1]):\n"
-    "    if stdin.poll(20):\n"
-    "        sys.exit(0)\n"
-    "os.execv(sys.executable, [sys.executable, *sys.argv[2:]])"
-)
 _WAITING = "a search waits for the children still starting"
 
 
 def _ledger_and_gated_tiny(directory: Path, wait_seconds: float = 10.0) -> Path:
     """A config whose ledger child starts at once and whose tiny child only once `directory/open` exists."""
-    gated = {"command": sys.executable, "args": ["-c", _GATED, str(directory / "open"), *TINY["args"]]}
     config = {
-        "mcpServers": {"ledger": ledger_server(directory), "tiny": gated},
+        "mcpServers": {"ledger": ledger_server(directory), "tiny": gated(TINY, directory / "open")},
         "startup_timeout_seconds": 600,
         "search": {"semantic": "off", "wait_seconds": wait_seconds},
     }
