@@ -52,7 +52,7 @@ $(UV):
 # The product with its semantic search, its built-in config's Python children, and what builds the
 # sandbox component and the search model: no test tools.
 $(RUNTIME_STAMP): pyproject.toml setup.py | $(UV)
-	$(INSTALL) -e ".[build,defaults,semantic]"
+	$(INSTALL) -e ".[build,defaults]"
 	touch $(RUNTIME_STAMP)
 
 # The tools' requirements alone: a second editable install of the project would build it again.

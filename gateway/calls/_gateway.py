@@ -77,7 +77,8 @@ class Gateway(AsyncContextManagerMixin):
         self.telemetry.metrics.watch_children(self._pool.statuses, ChildState)
         self._sandboxes = SandboxLoader()
         self.telemetry.metrics.watch_sandbox(self._sandboxes.slot_usage)
-        # ConfigError for `search.semantic` "on" without the extra, or a malformed lockfile (read once).
+        # ConfigError for `search.semantic` "on" without the model's runtime, or a malformed lockfile
+        # (read once).
         self._semantic = semantic_search(config.search.semantic)
         lock = CatalogLock.beside(config.config_file)
         self._catalogs = Catalogs(self._pool, config, self.policy, lock, self._semantic, self.stores.shapes)

@@ -1,9 +1,10 @@
-"""The embedding model of the `semantic` extra: all-MiniLM-L6-v2 as int8 ONNX, run by ONNX Runtime.
+"""The search's embedding model: all-MiniLM-L6-v2 as int8 ONNX, run by ONNX Runtime.
 
-Importing this module fails without the extra: `_semantic` is the one place that imports it, when a
-gateway loads its model. The model file ships built inside the wheel (`setup.py` runs
-`_minilm_build`; a clone's `make setup` writes the same files into `MODEL_DIR`), so run time needs
-only onnxruntime, tokenizers and numpy, and nothing is built or downloaded.
+Importing this module fails without its runtime (onnxruntime, tokenizers, numpy): `_semantic` is the
+one place that imports it, when a gateway loads its model. The model file ships built inside the
+wheel (`setup.py` runs `_minilm_build`; a clone's `make setup` writes the same files into
+`MODEL_DIR`), so run time needs only onnxruntime, tokenizers and numpy, and nothing is built or
+downloaded.
 """
 
 # pyright: basic, reportMissingImports=false

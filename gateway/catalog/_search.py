@@ -563,7 +563,7 @@ def _embedder(semantic: SemanticSearch | None) -> Embedder | None:
 
 
 def warm_search(catalog: Catalog) -> None:
-    """Build what searching `catalog` needs (the index; with the semantic extra loaded, its tools'
+    """Build what searching `catalog` needs (the index; with the search model loaded, its tools'
     embeddings), so that the first search does not pay for it."""
     _index(catalog, TUNED)
     semantic = catalog.semantic

@@ -1,10 +1,11 @@
-"""Search by meaning (the `semantic` extra): the lexical ranking fused with meaning over every tool.
+"""Search by meaning: the lexical ranking fused with meaning over every tool.
 
 Lexical search misses what shares no word with the tool ("tell the team in #general the deploy is
-done" -> `slack_post_message`). With the extra installed, a sentence embedding model (MiniLM, shipped
-as int8 ONNX inside the gateway's wheel) embeds each tool once and each query as it comes; a tool's
-final score blends its lexical score (as a share of the best one) with its cosine similarity to the
-query, for every tool of the catalog. docs/search.md has the measurements behind the weights.
+done" -> `slack_post_message`). Where its runtime is installed (every install brings it), a
+sentence embedding model (MiniLM, shipped as int8 ONNX inside the gateway's wheel) embeds each tool
+once and each query as it comes; a tool's final score blends its lexical score (as a share of the
+best one) with its cosine similarity to the query, for every tool of the catalog. docs/search.md has
+the measurements behind the weights.
 
 This module is plain Python: the fusion, the switch and the model's lifecycle. The model itself is
 `_minilm`, imported only when it is loaded, off the caller's thread.
@@ -45,7 +46,8 @@ log = logging.getLogger("gateway.search")
 SemanticMode = Literal["auto", "on", "off"]
 
 EXTRA_MODULES = ("numpy", "onnxruntime", "tokenizers")
-"""What `pip install codemode-gateway[semantic]` brings to run the model."""
+"""What runs the model: dependencies of every install, missing only where ONNX Runtime has no wheel
+(or the package was installed without its dependencies)."""
 
 MODEL_DIR = Path(__file__).resolve().parent / "model"
 MODEL_FILES = ("all-minilm-l6-v2-int8.onnx", "tokenizer.json")
@@ -53,7 +55,7 @@ MODEL_FILES = ("all-minilm-l6-v2-int8.onnx", "tokenizer.json")
 ADAPTER_FILE = Path(__file__).resolve().parent / "query_adapter.npy"
 """The query adapter's weights (`_adapter`), trained by tests/search_eval/train_adapter.py."""
 
-_INSTALL_HINT = "pip install 'codemode-gateway[semantic]'"
+_INSTALL_HINT = "pip install 'onnxruntime>=1.32' 'tokenizers>=0.23' 'numpy>=2'"
 _BUILD_HINT = (
     "in a clone, `make setup` builds it (python gateway/catalog/_minilm_build.py gateway/catalog/model)"
 )
@@ -151,14 +153,14 @@ def _missing_model() -> list[str]:
 def _unavailable() -> str | None:
     """Why the re-rank cannot run here (what is missing, and how to get it), or None if it can."""
     if missing := _missing_modules():
-        return f"the semantic extra is not installed (missing: {', '.join(missing)}): {_INSTALL_HINT}"
+        return f"the search model's runtime is not installed (missing: {', '.join(missing)}): {_INSTALL_HINT}"
     if missing := _missing_model():
         return f"the search model is not built (missing: {', '.join(missing)} in {MODEL_DIR}): {_BUILD_HINT}"
     return None
 
 
 def semantic_installed() -> bool:
-    """Whether the `semantic` extra and its model are installed."""
+    """Whether the search model and what runs it are installed."""
     return _unavailable() is None
 
 
@@ -167,7 +169,7 @@ def load_query_adapter(path: Path = ADAPTER_FILE) -> Adapter | None:
     if not path.is_file():
         log.warning("the search query adapter is missing (%s): queries are embedded as they are", path)
         return None
-    module = importlib.import_module("gateway.catalog._adapter")  # numpy: only with the extra
+    module = importlib.import_module("gateway.catalog._adapter")  # numpy: only where the model runs
     adapter: Adapter = module.QueryAdapter.load(path)
     return adapter
 
@@ -175,7 +177,7 @@ def load_query_adapter(path: Path = ADAPTER_FILE) -> Adapter | None:
 def load_minilm(model_dir: Path = MODEL_DIR) -> Embedder:
     """The MiniLM model in `model_dir` (where the wheel ships it unless given), ready to embed."""
     # Imported here, not at the top: the module imports onnxruntime, which only a gateway that
-    # searches semantically should pay for, and it cannot be imported without the extra at all.
+    # searches semantically should pay for, and it cannot be imported without its runtime at all.
     module = importlib.import_module("gateway.catalog._minilm")
     embedder: Embedder = module.MiniLM(model_dir)
     return embedder

@@ -30,10 +30,10 @@ class SearchConfig(BaseModel):
     semantic: SemanticMode = Field(
         default="auto",
         description="Re-rank search by meaning with a small embedding model (all-MiniLM-L6-v2, int8) that "
-        "ships inside the wheel and runs on ONNX Runtime (the `semantic` extra: "
-        "`pip install 'codemode-gateway[semantic]'`). `auto` (the default) uses it where it is installed "
-        "and otherwise keeps search lexical, saying so once in the log; `on` requires it (the gateway "
-        "refuses to start without it); `off` keeps search lexical. Nothing is downloaded or built at run "
+        "ships inside the wheel and runs on ONNX Runtime, which every install brings. `auto` (the default) "
+        "uses it where it is installed and otherwise keeps search lexical, saying so once in the log; `on` "
+        "requires it (the gateway refuses to start without it); `off` keeps search lexical and saves "
+        "the memory the model takes (about 65 MiB). Nothing is downloaded or built at run "
         "time; the model loads in the background, and searches are lexical until it is ready.",
     )
     max_query_chars: int = Field(

@@ -68,7 +68,7 @@ def check_command(args: argparse.Namespace) -> int:
         file_servers = as_object((as_object(data) or {}).get("mcpServers")) or {}
     _print_command_line(config, file_servers)
     lock = config_lock(config)  # before the children start: a malformed lockfile is a config error
-    semantic_search(config.search.semantic)  # `on` without the extra is a config error, as for `serve`
+    semantic_search(config.search.semantic)  # `on` without the model's runtime: a config error, as in `serve`
     for line in reach_warnings(config):  # a heuristic: it warns, and the exit code does not change
         print(f"warning: {line}", file=sys.stderr)
     if not config.mcp_servers and not config.unavailable_servers and lock is None:

@@ -30,7 +30,7 @@ __all__ = ["search_eval_command"]
 
 
 def _catalogs(args: argparse.Namespace) -> dict[str, Catalog]:
-    """The lexical catalog, and the same with the semantic re-rank when the extra is there."""
+    """The lexical catalog, and the same with the semantic re-rank when its model can run here."""
     semantic = semantic_search("auto")
     if args.snapshots:
         tools = load_tool_snapshots([Path(d) for d in args.snapshots])

@@ -2370,14 +2370,14 @@ class SearchFigures:
 
 @dataclass
 class SemanticModel:
-    """The `semantic` extra's model, loaded once for the whole run (when the extra is installed)."""
+    """The search model, loaded once for the whole run (where it can run)."""
 
     search: SemanticSearch
     load_ms: float
 
 
 def load_semantic_model() -> SemanticModel | None:
-    """The model, timed from the first import of its runtime; None without the extra (or if it fails)."""
+    """The model, timed from the first import of its runtime; None without its runtime (or if it fails)."""
     if not semantic_installed():
         return None
     semantic = SemanticSearch()

@@ -13,7 +13,7 @@ from gateway.catalog._semantic import SemanticSearch, load_query_adapter
 from tests.catalog.fake_embedder import FakeEmbedder
 from tests.catalog.test_semantic import TOOLS
 
-np = pytest.importorskip("numpy")  # the adapter runs only with the semantic extra, which brings numpy
+np = pytest.importorskip("numpy")  # the adapter runs only where the model does, which brings numpy
 
 from gateway.catalog._adapter import QueryAdapter  # noqa: E402
 

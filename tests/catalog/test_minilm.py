@@ -20,7 +20,7 @@ from tests.real_servers import REPO
 from tests.search_eval.eval_set import CATALOG_DIRS, HOLDOUT_QUERIES, eval_cases
 
 pytestmark = pytest.mark.skipif(
-    not semantic_installed(), reason="the semantic extra or its model is not installed (make runtime)"
+    not semantic_installed(), reason="the search model or its runtime is not installed (make runtime)"
 )
 
 

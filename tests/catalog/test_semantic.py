@@ -1,7 +1,7 @@
 """Search by meaning: the fusion, the switch, the model's lifecycle, with a small fake embedder.
 
 The fake (tests/catalog/fake_embedder.py) reads meaning as a few hand-made groups of words, so these
-tests run without the extra; tests/catalog/test_minilm.py runs the real model where it is installed.
+tests run without the model; tests/catalog/test_minilm.py runs the real model where it is installed.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import dataclasses
 import logging
 import sys
 import threading
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ from gateway.children import ChildState, ChildStatus
 from gateway.config import parse_config
 from gateway.errors import ConfigError
 from tests.catalog.fake_embedder import FakeEmbedder
+from tests.real_servers import REPO
 
 
 def tool(name: str, description: str, **properties: str) -> Tool:
@@ -233,17 +235,25 @@ def test_off_is_lexical_even_with_the_extra_installed(
     assert _lexical_lines(caplog) == []
 
 
-def test_auto_without_onnxruntime_is_lexical_and_says_once_how_to_install_the_extra(
+def test_auto_without_onnxruntime_is_lexical_and_says_once_how_to_install_it(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, not_yet_said: None
 ) -> None:
-    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # not importable, as without the extra
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # not importable, as where it has no wheel
     with caplog.at_level(logging.INFO, logger="gateway.search"):
         assert semantic_search("auto") is None
         assert semantic_search("auto") is None  # a second gateway in the process: not said again
     [(level, line)] = _lexical_lines(caplog)
     assert level == logging.WARNING
-    assert "the semantic extra is not installed (missing: onnxruntime)" in line
-    assert "pip install 'codemode-gateway[semantic]'" in line
+    assert "the search model's runtime is not installed (missing: onnxruntime)" in line
+    assert "pip install 'onnxruntime>=1.32' 'tokenizers>=0.23' 'numpy>=2'" in line
+
+
+def test_the_install_hint_names_each_runtime_module_with_the_lower_bound_every_install_requires() -> None:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    bounds = dict(spec.split(",")[0].split(">=") for spec in project["dependencies"] if ">=" in spec)
+    hint = _semantic._INSTALL_HINT  # pyright: ignore[reportPrivateUsage]
+    for module in _semantic.EXTRA_MODULES:
+        assert f"'{module}>={bounds[module]}'" in hint
 
 
 def test_auto_without_the_built_model_is_lexical_and_says_how_to_build_it(
@@ -260,14 +270,15 @@ def test_auto_without_the_built_model_is_lexical_and_says_how_to_build_it(
     assert "make setup" in line
 
 
-def test_on_without_the_extra_refuses_to_start_naming_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_on_without_the_models_runtime_refuses_to_start_naming_what_is_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setitem(sys.modules, "tokenizers", None)
     config = parse_config({"mcpServers": {}, "search": {"semantic": "on"}}, "t")
-    with pytest.raises(ConfigError, match=r"codemode-gateway\[semantic\]") as raised:
+    with pytest.raises(ConfigError, match=r"pip install .*'tokenizers>=0\.23'") as raised:
         Gateway(config)
-    assert "search.semantic is 'on' but the semantic extra is not installed (missing: tokenizers)" in str(
-        raised.value
-    )
+    refusal = "search.semantic is 'on' but the search model's runtime is not installed (missing: tokenizers)"
+    assert refusal in str(raised.value)
     assert "set search.semantic to 'auto'" in str(raised.value)
 
 

@@ -164,10 +164,10 @@ async def test_check_prints_a_warning_line_per_literal_secret(team_check: Run) -
     assert table(out)["git"][:3] == ["git", "stdio", "ready"]  # a warning, not a refusal
 
 
-async def test_semantic_search_required_without_its_extra_is_a_config_error_naming_the_extra(
+async def test_semantic_search_required_without_its_runtime_is_a_config_error_naming_what_to_install(
     tmp_path: Path,
 ) -> None:
-    # A site hook that makes onnxruntime unimportable in the command's process, as if the extra were absent.
+    # A site hook that makes onnxruntime unimportable in the command's process, as where it has no wheel.
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(
@@ -178,8 +178,8 @@ async def test_semantic_search_required_without_its_extra_is_a_config_error_nami
     # A fresh interpreter, whose site hook runs before anything is imported.
     code, _, err = await run_command("check", "--config", str(config), env={"PYTHONPATH": str(site)})
     assert code == 2
-    assert "search.semantic is 'on' but the semantic extra is not installed" in err
-    assert "pip install 'codemode-gateway[semantic]'" in err
+    assert "search.semantic is 'on' but the search model's runtime is not installed" in err
+    assert "pip install 'onnxruntime>=1.32' 'tokenizers>=0.23' 'numpy>=2'" in err
     assert "missing: onnxruntime" in err
 
 

