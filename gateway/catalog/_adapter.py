@@ -2,8 +2,8 @@
 toward the tools people mean by it: `normalize(q + W q)` in place of `q`.
 
 MiniLM was trained on general sentence pairs, not on requests and the tools that serve them; `W` is
-trained on the development queries (tests/search_eval/train_adapter.py; docs/search.md has how and
-the figures). Importing this module needs numpy (the `semantic` extra): `_semantic` imports it when
+trained on the development queries (tests/search_eval/train_adapter.py; docs/search-experiments.md,
+fifth pass, has how and the figures). Importing this module needs numpy: `_semantic` imports it when
 it loads the model.
 """
 

@@ -17,7 +17,7 @@ each): how the adapter's gain on unseen servers grows with the servers it was tr
 Only the development sets are read, and with `--with-training-servers` the training servers'
 requests (`tests/search_eval/train/`), added to every fold's training, each over the training
 servers' own catalog: that set's tools and the tuning servers' are never in one softmax, since a
-request labelled against one catalog says nothing of the other's tools. Measured (docs/search.md,
+request labelled against one catalog says nothing of the other's tools. Measured (docs/search-experiments.md,
 eighth pass): no gain, so the shipped adapter does not use them.
 """
 

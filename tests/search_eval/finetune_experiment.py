@@ -32,12 +32,12 @@ adapter (the shipped settings), fine-tuned, and fine-tuned plus an adapter train
 Only the development sets are read, never the blind set. `$TORCH_PYTHON` is any Python with torch
 and transformers (not the gateway's venv); the wheel unpacked as above.
 
-Found (docs/search.md, "Issue 30, seventh pass"): LoRA rank 8 on the query side only, 3 epochs,
+Found (docs/search-experiments.md, "Issue 30, seventh pass"): LoRA rank 8 on the query side only, 3 epochs,
 learning rate 1e-3, leave servers out top-1/3/5 57.4 / 74.0 / 80.0% against 52.6 / 69.9 / 77.9
 unadapted and 54.5 / 73.0 / 79.2 with the adapter; leave one writer out 64.7 / 82.3 / 88.1 against
 62.6 / 81.3 / 86.4. Tuning both sides overfit the training servers on the fold measured. The
 query-side model applied to the tools too (one encoder) keeps little of its gain alone, and most of
-it with the adapter on top (docs/search.md, "ninth pass").
+it with the adapter on top (docs/search-experiments.md, "ninth pass").
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ Then every query and tool is embedded and written to /tmp/finetune/NAME[-lowo]/f
 `final` trains once on every answerable development query over the whole tuning catalog (no fold
 held out) and writes only the factors, float16, with their scale: what search ships as
 `gateway/catalog/encoder_lora.npz` (shipped with `--tools tuned --lr 3e-4 --epochs 1
---train-servers`, docs/search.md, tenth pass).
+--train-servers`, docs/search-experiments.md, tenth pass).
 """
 
 # pyright: reportMissingImports=false

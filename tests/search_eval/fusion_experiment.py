@@ -24,7 +24,7 @@ in the same run:
   the query's tokens each matched to their most similar token of a tool's text (ColBERT's MaxSim),
   over the fused best 30.
 
-Not kept (docs/search.md has the figures): none beats today's ranking by more than a few queries.
+Not kept (docs/search-experiments.md has the figures): none beats today's ranking by more than a few queries.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ is centred, projected on its first principal axes, each token's row scaled by a 
 in the vocabulary, and stored as float16. A text's vector is then the mean of its tokens' rows,
 scaled to unit length: numpy and tokenizers only, no onnxruntime. Each variant is scored with the
 same search code, in the same run, as MiniLM and lexical search; p50 is the thread's CPU time.
-Not kept (docs/search.md has the figures): it scores no better than lexical search alone.
+Not kept (docs/search-experiments.md has the figures): it scores no better than lexical search alone.
 """
 
 from __future__ import annotations

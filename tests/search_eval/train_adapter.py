@@ -10,7 +10,7 @@ catalog of the score search ranks by (the lexical share and the intent's lean as
 cosine through the adapter), the accepted tools as the target, temperature 0.05, plus a penalty
 on `W`'s size; full-batch Adam from `W = 0` for 100 steps, so there is no seed: the same inputs
 train the same weights (up to the last bits of floating-point sums, which float16 rounds away).
-docs/search.md has the cross-validation that chose these settings.
+docs/search-experiments.md has the cross-validation that chose these settings.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ SEMANTIC = 1 - FUSION.lexical  # the cosine's share of the fused score
 
 @dataclass(frozen=True)
 class Settings:
-    """How the adapter is trained (chosen by leave-servers-out cross-validation, docs/search.md)."""
+    """How the adapter is trained (chosen by leave-servers-out cross-validation: search-experiments.md)."""
 
     penalty: float = 0.01  # times the squared Frobenius norm of W: keeps the map near the identity
     temperature: float = 0.05
