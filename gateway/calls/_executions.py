@@ -256,7 +256,6 @@ class Executions:
         services = ExecutionServices(
             execution, self._tool_calls, self._resources, self.config.search.max_query_chars
         )
-        # An authenticated caller's runs take its share of the slots; with nobody identified, none is taken.
         run = partial(
             sandbox.execute,
             code,
@@ -264,7 +263,7 @@ class Executions:
             timeout=timeout,
             journal=journal,
             limits=limits,
-            holder=execution.caller.owner,
+            holder=execution.holder,
         )
         if execution.progress is None:
             return await run()

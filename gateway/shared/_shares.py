@@ -10,7 +10,7 @@ it holds or waits for a place, so the entries are bounded by the requests in fli
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator, Callable, Hashable
+from collections.abc import AsyncGenerator, Callable, Hashable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -69,7 +69,7 @@ class Shares:
     @asynccontextmanager
     async def held(
         self, holder: Hashable | None, held_by: Callable[[], str] | None = None
-    ) -> AsyncIterator[None]:
+    ) -> AsyncGenerator[None]:
         """Hold a place of `holder`'s share for the block, once its own earlier requests leave one;
         None takes no share. If the wait outlasts the deadline around it, ShareWaitTimedOut(`held_by()`)
         is raised instead of the cancellation, so the timeout's message can say which limit held it."""
