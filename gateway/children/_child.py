@@ -138,7 +138,7 @@ class Child:
         self.tool_call_timeout = tool_call_timeout  # a call cut short before this is not the child's timeout
         self.call_slots = anyio.CapacityLimiter(max_concurrent_calls)  # calls in flight, from every run
         # One caller's calls never hold every slot: past its share they wait in its own queue.
-        self.call_shares = Shares(max_concurrent_calls)
+        self.call_shares = Shares(max_concurrent_calls, on_wait=self._call_waits_for_share)
         self._redact = redact
         self.finished = anyio.Event()  # set once `run` has released every connection
         self.tools: list[types.Tool] = []
@@ -618,6 +618,12 @@ class Child:
             return answer
         finally:
             slots.release()
+
+    def _call_waits_for_share(self) -> None:
+        log.info(
+            "a call waits for its caller's share of a child's call slots (all but one of them)",
+            extra={"child": self.name, "max_concurrent_calls": int(self.call_slots.total_tokens)},
+        )
 
     def _share_limit(self) -> str:
         """What held a call that timed out waiting for its caller's share, for its timeout message."""

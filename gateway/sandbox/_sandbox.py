@@ -93,7 +93,7 @@ class Sandbox:
             self._free.put(slot)
         self._limiter = anyio.CapacityLimiter(len(slots))
         # One caller's runs never hold every slot: past its share they wait in its own queue.
-        self._shares = Shares(len(slots))
+        self._shares = Shares(len(slots), on_wait=_run_waits_for_share)
         self._workers = WorkerThreads("sandbox-run")
         self._watchdog = Watchdog(slots)
 
@@ -284,6 +284,10 @@ class Sandbox:
             log.warning("guest trapped", extra={"trap": _trap_summary(trap)})
             log.debug("guest trap backtrace", extra={"trap": trap[:20_000]})
         return error
+
+
+def _run_waits_for_share() -> None:
+    log.info("a run waits for its caller's share of the execution slots (all but one of them)")
 
 
 def _trap_summary(trap: str) -> str:

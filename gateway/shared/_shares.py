@@ -38,9 +38,11 @@ class _Entry:
 class Shares:
     """Per-caller shares of `places` places, each a first-come queue of its own."""
 
-    def __init__(self, places: int) -> None:
+    def __init__(self, places: int, on_wait: Callable[[], None] | None = None) -> None:
+        """`on_wait` is told each time a request has to wait for its caller's share (to log it)."""
         self._share = share_of(places)
         self._entries: dict[Hashable, _Entry] = {}
+        self._on_wait = on_wait
 
     @property
     def share(self) -> int:
@@ -92,15 +94,16 @@ class Shares:
             if not entry.users:
                 del self._entries[holder]
 
-    @staticmethod
     async def _take(
-        limiter: anyio.CapacityLimiter, borrower: object, held_by: Callable[[], str] | None
+        self, limiter: anyio.CapacityLimiter, borrower: object, held_by: Callable[[], str] | None
     ) -> None:
         try:  # a free place is the common case: taken without a checkpoint (a loop turn)
             limiter.acquire_on_behalf_of_nowait(borrower)
             return
         except anyio.WouldBlock:
             pass
+        if self._on_wait is not None:
+            self._on_wait()
         deadline = anyio.current_effective_deadline()  # -inf: cancelled already, by whatever
         try:
             await limiter.acquire_on_behalf_of(borrower)

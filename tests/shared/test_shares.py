@@ -146,3 +146,22 @@ async def test_a_larger_pool_widens_the_shares_already_waiting() -> None:
             await second.wait()
             assert shares.share == 2
             release.set()
+
+
+async def test_each_request_that_has_to_wait_for_its_share_is_reported_once() -> None:
+    waits: list[str] = []
+    shares = Shares(2, on_wait=lambda: waits.append("waits"))
+    release = anyio.Event()
+    with anyio.fail_after(WAIT):
+        async with anyio.create_task_group() as group:
+            await group.start(_holding, shares, "alice", release)  # a free place: not reported
+            group.start_soon(_holding_quietly, shares, "alice", release)
+            await anyio.wait_all_tasks_blocked()
+            assert waits == ["waits"]
+            release.set()
+    assert waits == ["waits"]
+
+
+async def _holding_quietly(shares: Shares, holder: Hashable, release: anyio.Event) -> None:
+    async with shares.held(holder):
+        await release.wait()
