@@ -113,8 +113,8 @@ async def test_a_call_timing_out_while_it_waits_for_its_callers_share_names_the_
             with pytest.raises(ShareWaitTimedOut) as waited:
                 await alice_again()
             first.touch()
-    assert str(waited.value) == (
-        "waiting for its caller's share of latch's call slots (max_concurrent_calls = 2: one caller "
-        "holds at most 1 at once)"
-    )
+            assert str(waited.value) == (
+                "waiting for its caller's share of latch's call slots (max_concurrent_calls = 2: one "
+                "caller holds at most 1 at once)"
+            )
     assert not await anyio.Path(f"{second}.waiting").exists()

@@ -214,10 +214,10 @@ async def test_a_tool_call_timing_out_while_it_waits_for_its_callers_share_says_
         await group.start(alice_holds)
         error = refusal(await call(execution, "m.held"))
         release.set()
-    assert error["message"] == (
-        "m.held timed out after 0.05 s (sandbox.tool_call_timeout_seconds) waiting for its caller's "
-        "share (max_concurrent_calls)"
-    )
+        assert error["message"] == (
+            "m.held timed out after 0.05 s (sandbox.tool_call_timeout_seconds) waiting for its caller's "
+            "share (max_concurrent_calls)"
+        )
     assert [(r.ok, r.error) for r in execution.tool_calls] == [(False, "timeout")]
 
 
