@@ -6,6 +6,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -255,19 +256,22 @@ class Executions:
         services = ExecutionServices(
             execution, self._tool_calls, self._resources, self.config.search.max_query_chars
         )
+        run = partial(
+            sandbox.execute,
+            code,
+            services=services,
+            timeout=timeout,
+            journal=journal,
+            limits=limits,
+            holder=execution.holder,
+        )
         if execution.progress is None:
-            return await sandbox.execute(
-                code, services=services, timeout=timeout, journal=journal, limits=limits
-            )
+            return await run()
         results: list[ExecutionResult] = []
         async with anyio.create_task_group() as heartbeat:
             heartbeat.start_soon(execution.heartbeat)
             try:
-                results.append(
-                    await sandbox.execute(
-                        code, services=services, timeout=timeout, journal=journal, limits=limits
-                    )
-                )
+                results.append(await run())
             finally:
                 heartbeat.cancel_scope.cancel()
         return results[0]

@@ -43,6 +43,7 @@ from gateway.catalog import Catalog, CatalogEntry, CatalogServer
 from gateway.children import ChildState
 from gateway.errors import ApprovalRequired, ResumeRefused, ToolCallError
 from gateway.policy import Policy, pause_for_approval
+from gateway.shared import ShareWaitTimedOut
 from gateway.telemetry import Telemetry
 
 __all__ = [
@@ -310,7 +311,9 @@ class ExposedCalls:
         try:
             with anyio.fail_after(timeout):
                 return await self._tool_calls.complete_raw(call)
-        except TimeoutError:
-            raise ToolCallError(
-                f"{tool.entry.qualified} timed out after {timeout:g} s (sandbox.tool_call_timeout_seconds)"
-            ) from None
+        except TimeoutError as exc:
+            name = tool.entry.qualified
+            message = f"{name} timed out after {timeout:g} s (sandbox.tool_call_timeout_seconds)"
+            if isinstance(exc, ShareWaitTimedOut):  # it never reached the child: say which limit held it
+                message = f"{message} {exc}"
+            raise ToolCallError(message) from None

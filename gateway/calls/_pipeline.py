@@ -36,7 +36,7 @@ import anyio.to_thread
 from mcp import types
 
 from gateway.audit import NO_CALLER, Approval, AuditLog, Caller
-from gateway.auth import Identity
+from gateway.auth import Identity, Owner
 from gateway.catalog import Catalog, CatalogEntry
 from gateway.children import ChildPool
 from gateway.errors import ApprovalRequired, ChildUnavailable, SecretInArguments, ToolCallError
@@ -116,6 +116,12 @@ class Execution:
 
     def __post_init__(self) -> None:
         self.quota = self.policy.new_execution(self.caller.owner)
+
+    @property
+    def holder(self) -> Owner | None:
+        """Whose share of the sandbox's slots and of a child's call slots this execution takes: its
+        authenticated caller (principal of its issuer, as the quota counts it); None when nobody is."""
+        return self.caller.owner
 
     async def report(self) -> None:
         """Tell the client how far the execution is (best effort: never fails the execution)."""

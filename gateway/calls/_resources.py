@@ -114,15 +114,15 @@ class ResourceReads:
 
     async def _listing(self, call: Call, server: CatalogServer) -> dict[str, Any]:
         """Steps 7-9 of a list: every page of resources and of templates, less the hidden ones."""
-        policy = call.execution.policy
+        policy, holder = call.execution.policy, call.execution.holder
         notes: list[str] = []
 
         async def resources(cursor: str | None) -> tuple[list[types.Resource], str | None]:
-            page = await self._pool.list_resources(server.name, cursor)
+            page = await self._pool.list_resources(server.name, cursor, holder=holder)
             return page.resources, page.next_cursor
 
         async def templates(cursor: str | None) -> tuple[list[types.ResourceTemplate], str | None]:
-            page = await self._pool.list_resource_templates(server.name, cursor)
+            page = await self._pool.list_resource_templates(server.name, cursor, holder=holder)
             return page.resource_templates, page.next_cursor
 
         def listed(resource: types.Resource) -> bool:
@@ -164,7 +164,8 @@ class ResourceReads:
     async def _read(self, call: Call, server: CatalogServer, uri: str) -> dict[str, Any]:
         """Steps 7-9 of a read: the child's contents as the snippet receives them, redacted."""
         policy = call.execution.policy
-        result = await self._pipeline.child(call, self._pool.read_resource(server.name, uri))
+        read = self._pool.read_resource(server.name, uri, holder=call.execution.holder)
+        result = await self._pipeline.child(call, read)
         if result is None:  # the child has no such resource: the same words as for a hidden one
             raise ToolCallError(_unknown_resource(server, uri))
         size = sum(len(getattr(item, "text", "") or getattr(item, "blob", "")) for item in result.contents)

@@ -179,7 +179,8 @@ class ToolCalls:
         return await bounded_work(not small(_payload(result)), convert, result)
 
     async def _child(self, call: Call, entry: CatalogEntry) -> types.CallToolResult:
-        request = self._pool.call_tool(entry.server_name, entry.tool_name, call.wire)
+        holder = call.execution.holder
+        request = self._pool.call_tool(entry.server_name, entry.tool_name, call.wire, holder=holder)
         return await self._pipeline.child(call, request)
 
     async def _through_middleware(self, call: Call, entry: CatalogEntry, *, raw: bool) -> Any:

@@ -16,7 +16,7 @@ import logging
 import math
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from enum import StrEnum
@@ -48,7 +48,7 @@ from gateway.children.config import (
     StdioServer,
 )
 from gateway.errors import ChildUnavailable, ToolCallError
-from gateway.shared import leaf_error
+from gateway.shared import Shares, leaf_error
 
 __all__ = ["Child", "ChildState", "ChildStatus", "backoff_delay"]
 
@@ -137,6 +137,8 @@ class Child:
         self.max_message_bytes = max_message_bytes
         self.tool_call_timeout = tool_call_timeout  # a call cut short before this is not the child's timeout
         self.call_slots = anyio.CapacityLimiter(max_concurrent_calls)  # calls in flight, from every run
+        # One caller's calls never hold every slot: past its share they wait in its own queue.
+        self.call_shares = Shares(max_concurrent_calls, on_wait=self._call_waits_for_share)
         self._redact = redact
         self.finished = anyio.Event()  # set once `run` has released every connection
         self.tools: list[types.Tool] = []
@@ -207,6 +209,7 @@ class Child:
         self.max_message_bytes = max_message_bytes
         self.tool_call_timeout = tool_call_timeout
         self.call_slots.total_tokens = max_concurrent_calls
+        self.call_shares.resize(max_concurrent_calls)
 
     async def wait_no_requests(self) -> None:
         """Return once no request holds this child (one waiting for a slot or a connection counts)."""
@@ -501,20 +504,30 @@ class Child:
                 raise self.unavailable()
             await changed.wait()
 
-    async def call_tool(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        """Call one of this child's tools, starting or waiting for it while it is (lazily) starting."""
-        return await self._request(f"{self.name}.{tool}", lambda session: session.call_tool(tool, arguments))
+    async def call_tool(
+        self, tool: str, arguments: dict[str, Any], *, holder: Hashable | None = None
+    ) -> types.CallToolResult:
+        """Call one of this child's tools, starting or waiting for it while it is (lazily) starting;
+        `holder` is the caller whose share of the call slots it takes (None: no share, every slot)."""
+        return await self._request(
+            f"{self.name}.{tool}", lambda session: session.call_tool(tool, arguments), holder=holder
+        )
 
-    async def list_resources(self, cursor: str | None = None) -> types.ListResourcesResult:
+    async def list_resources(
+        self, cursor: str | None = None, *, holder: Hashable | None = None
+    ) -> types.ListResourcesResult:
         """One page of this child's resources, the first or the one `cursor` names."""
         params = _page(cursor)
         return await self._request(
             f"{self.name}: resources/list",
             lambda session: session.list_resources(params=params),
             resources=True,
+            holder=holder,
         )
 
-    async def list_resource_templates(self, cursor: str | None = None) -> types.ListResourceTemplatesResult:
+    async def list_resource_templates(
+        self, cursor: str | None = None, *, holder: Hashable | None = None
+    ) -> types.ListResourceTemplatesResult:
         """One page of this child's resource templates, the first or the one `cursor` names."""
         params = _page(cursor)
 
@@ -526,9 +539,13 @@ class Child:
                     return types.ListResourceTemplatesResult(resource_templates=[])
                 raise
 
-        return await self._request(f"{self.name}: resources/templates/list", list_templates, resources=True)
+        return await self._request(
+            f"{self.name}: resources/templates/list", list_templates, resources=True, holder=holder
+        )
 
-    async def read_resource(self, uri: str) -> types.ReadResourceResult | None:
+    async def read_resource(
+        self, uri: str, *, holder: Hashable | None = None
+    ) -> types.ReadResourceResult | None:
         """This child's resource at `uri`; None when the child answers that it has no such resource."""
 
         async def read(session: ClientSession) -> types.ReadResourceResult | None:
@@ -539,17 +556,24 @@ class Child:
                     return None
                 raise
 
-        return await self._request(f"{self.name}: resources/read {uri}", read, resources=True)
+        return await self._request(f"{self.name}: resources/read {uri}", read, resources=True, holder=holder)
 
     async def _request(
-        self, label: str, send: Callable[[ClientSession], Awaitable[T]], *, resources: bool = False
+        self,
+        label: str,
+        send: Callable[[ClientSession], Awaitable[T]],
+        *,
+        resources: bool = False,
+        holder: Hashable | None = None,
     ) -> T:
-        """One request to this child in one of its call slots (waiting for a slot counts against the
-        caller's timeout), starting or waiting for the child while it is (lazily) starting. `label`
-        begins the text of any error; `resources` refuses a child without the resources capability."""
+        """One request to this child in one of its call slots, once its caller's share of them has room
+        (both waits count against the caller's timeout), starting or waiting for the child while it is
+        (lazily) starting. `label` begins the text of any error; `resources` refuses a child without
+        the resources capability."""
         self._requests += 1
         try:
-            return await self._request_in_slot(label, send, resources=resources)
+            async with self.call_shares.held(holder, self._share_limit):
+                return await self._request_in_slot(label, send, resources=resources)
         finally:
             self._requests -= 1
             if not self._requests and self.retired:
@@ -594,6 +618,20 @@ class Child:
             return answer
         finally:
             slots.release()
+
+    def _call_waits_for_share(self) -> None:
+        log.info(
+            "a call waits for its caller's share of a child's call slots (all but one of them)",
+            extra={"child": self.name, "max_concurrent_calls": int(self.call_slots.total_tokens)},
+        )
+
+    def _share_limit(self) -> str:
+        """What held a call that timed out waiting for its caller's share, for its timeout message."""
+        slots = int(self.call_slots.total_tokens)
+        return (
+            f"waiting for its caller's share of {self.name}'s call slots (max_concurrent_calls = {slots}: "
+            f"one caller holds at most {self.call_shares.share} at once)"
+        )
 
     @property
     def _full_timeout(self) -> float:

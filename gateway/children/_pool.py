@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Hashable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Self
@@ -318,26 +318,31 @@ class ChildPool(AsyncContextManagerMixin):
             child.start()
 
     async def call_tool(
-        self, server_name: str, tool_name: str, arguments: dict[str, Any]
+        self, server_name: str, tool_name: str, arguments: dict[str, Any], *, holder: Hashable | None = None
     ) -> types.CallToolResult:
-        """Call a child's tool. Raises ChildUnavailable (failed or unknown child) or ToolCallError."""
-        return await self._child(server_name).call_tool(tool_name, arguments)
+        """Call a child's tool, in `holder`'s share of its call slots (None: no share, as over stdio).
+        Raises ChildUnavailable (failed or unknown child) or ToolCallError."""
+        return await self._child(server_name).call_tool(tool_name, arguments, holder=holder)
 
-    async def list_resources(self, server_name: str, cursor: str | None = None) -> types.ListResourcesResult:
+    async def list_resources(
+        self, server_name: str, cursor: str | None = None, *, holder: Hashable | None = None
+    ) -> types.ListResourcesResult:
         """One page of a child's resources (the first, or the one `cursor` names), through its call
         slots as a tool call goes. Raises ChildUnavailable, or ToolCallError (no resources capability)."""
-        return await self._child(server_name).list_resources(cursor)
+        return await self._child(server_name).list_resources(cursor, holder=holder)
 
     async def list_resource_templates(
-        self, server_name: str, cursor: str | None = None
+        self, server_name: str, cursor: str | None = None, *, holder: Hashable | None = None
     ) -> types.ListResourceTemplatesResult:
         """One page of a child's resource templates; raises as `list_resources` does."""
-        return await self._child(server_name).list_resource_templates(cursor)
+        return await self._child(server_name).list_resource_templates(cursor, holder=holder)
 
-    async def read_resource(self, server_name: str, uri: str) -> types.ReadResourceResult | None:
+    async def read_resource(
+        self, server_name: str, uri: str, *, holder: Hashable | None = None
+    ) -> types.ReadResourceResult | None:
         """A child's resource at `uri`, or None when the child has no such resource; raises as
         `list_resources` does."""
-        return await self._child(server_name).read_resource(uri)
+        return await self._child(server_name).read_resource(uri, holder=holder)
 
     def _child(self, name: str) -> Child:
         child = self._children.get(name)

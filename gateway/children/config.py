@@ -184,7 +184,8 @@ _MaxConcurrentCalls = Annotated[
         ge=1,
         le=MAX_MAX_CONCURRENT_CALLS,
         description="Calls to this child in flight at once, from every execution; more wait their turn "
-        "(within their timeout). Default: the top-level max_concurrent_calls.",
+        "(within their timeout). With `auth`, one caller holds at most all but one of them (one of one). "
+        "Default: the top-level max_concurrent_calls.",
     ),
 ]
 

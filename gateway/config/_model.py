@@ -74,8 +74,9 @@ class GatewayConfig(BaseModel):
         ge=1,
         le=MAX_MAX_CONCURRENT_CALLS,
         description="Calls to one child in flight at once, from every execution (a snippet's "
-        "asyncio.gather, several clients); more wait their turn within their timeout. A child's own "
-        "`max_concurrent_calls` overrides it.",
+        "asyncio.gather, several clients); more wait their turn within their timeout. With `auth`, one "
+        "caller holds at most all but one of them (one of one), its further calls waiting for its own "
+        "share. A child's own `max_concurrent_calls` overrides it.",
     )
     restart: RestartPolicy = Field(
         default_factory=RestartPolicy,

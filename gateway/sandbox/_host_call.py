@@ -53,6 +53,7 @@ from gateway.sandbox._services import (
 )
 from gateway.sandbox.limits import SandboxLimits
 from gateway.sandbox.result import ShownItem, ToolCallRecord
+from gateway.shared import ShareWaitTimedOut
 
 __all__ = [
     "ExecutionState",
@@ -426,6 +427,8 @@ def _settle(
         if timeout < limits.tool_call_timeout_seconds:
             raise _budget_error(execution, f"waiting for {name}") from None
         message = f"{name} timed out after {timeout:g} s (sandbox.tool_call_timeout_seconds)"
+        if isinstance(error, ShareWaitTimedOut):  # it never reached the child: say which limit held it
+            message = f"{message} {error}"
         record.message = _summary_line(message)
         raise _Refused(ToolCallError, message) from None
     if isinstance(error, ToolCallError):

@@ -7,6 +7,7 @@ import json
 import logging
 import queue
 import secrets
+from collections.abc import Hashable
 from pathlib import Path
 from types import TracebackType
 from typing import NamedTuple
@@ -33,6 +34,7 @@ from gateway.sandbox._slots import HOST_INTERFACE, Slot, Watchdog, load_slots
 from gateway.sandbox._traps import translate_trap
 from gateway.sandbox.limits import SandboxLimits
 from gateway.sandbox.result import ExecutionResult
+from gateway.shared import Shares
 
 __all__ = ["HOST_INTERFACE", "Sandbox"]
 
@@ -90,6 +92,8 @@ class Sandbox:
         for slot in reversed(slots):
             self._free.put(slot)
         self._limiter = anyio.CapacityLimiter(len(slots))
+        # One caller's runs never hold every slot: past its share they wait in its own queue.
+        self._shares = Shares(len(slots), on_wait=_run_waits_for_share)
         self._workers = WorkerThreads("sandbox-run")
         self._watchdog = Watchdog(slots)
 
@@ -106,9 +110,13 @@ class Sandbox:
             slot.close()
 
     def slot_usage(self) -> SlotUsage:
-        """The execution slots now: how many, how many run a snippet, how many runs wait for one."""
+        """The execution slots now: how many, how many run a snippet, how many runs wait for one
+        (for a free slot, or for their caller's share)."""
         stats = self._limiter.statistics()
-        return SlotUsage(len(self._slots), stats.borrowed_tokens, stats.tasks_waiting)
+        return SlotUsage(len(self._slots), stats.borrowed_tokens, self._waiting())
+
+    def _waiting(self) -> int:
+        return self._limiter.statistics().tasks_waiting + self._shares.waiting()
 
     def timeout_for(self, requested: float | None, limits: SandboxLimits | None = None) -> float:
         """The wall budget for one execution: the request's, capped by the config's (or `limits`')."""
@@ -116,7 +124,7 @@ class Sandbox:
         return configured if requested is None else max(0.001, min(float(requested), configured))
 
     def _busy(self) -> GatewayBusy | None:
-        waiting = self._limiter.statistics().tasks_waiting
+        waiting = self._waiting()
         if self._limiter.available_tokens > 0 or waiting < self.limits.max_queued_executions:
             return None
         return GatewayBusy(
@@ -133,6 +141,7 @@ class Sandbox:
         timeout: float | None = None,
         journal: HostJournal | None = None,
         limits: SandboxLimits | None = None,
+        holder: Hashable | None = None,
     ) -> ExecutionResult:
         """Run a snippet on a worker thread; cancelling the caller interrupts the snippet at once.
 
@@ -140,7 +149,9 @@ class Sandbox:
         one per-run object); `tool_caller` alone serves tool calls only (an embedding without a
         catalog). With a `journal`, the host's answers are recorded in it, after those it already
         holds are replayed (a run resumed after an approval). `limits` replaces the sandbox's own for
-        this one execution (a background execution's wall time and fuel)."""
+        this one execution (a background execution's wall time and fuel). `holder` is the caller whose
+        share of the slots the run takes (all but one of them); None (no callers to tell apart) may
+        take every slot."""
         limits = limits or self.limits
         execution = ExecutionState(
             limits, self.timeout_for(timeout, limits), _served(services, tool_caller), journal
@@ -155,7 +166,8 @@ class Sandbox:
             async with anyio.create_task_group() as calls:  # the calls the snippet runs side by side
                 in_flight = execution.in_flight = CallsInFlight(calls)
                 try:
-                    results.append(await self._on_worker(code, execution, used))
+                    async with self._shares.held(holder):
+                        results.append(await self._on_worker(code, execution, used))
                 finally:
                     if in_flight.running:  # a run that ended leaves no call behind
                         calls.cancel_scope.cancel()  # (only then: cancelling costs 4x the group)
@@ -272,6 +284,10 @@ class Sandbox:
             log.warning("guest trapped", extra={"trap": _trap_summary(trap)})
             log.debug("guest trap backtrace", extra={"trap": trap[:20_000]})
         return error
+
+
+def _run_waits_for_share() -> None:
+    log.info("a run waits for its caller's share of the execution slots (all but one of them)")
 
 
 def _trap_summary(trap: str) -> str:

@@ -76,10 +76,17 @@ class SandboxLimits(BaseModel):
         default=30.0, gt=0, le=3600, description="Per tool call, also bounded by the remaining budget."
     )
     max_concurrent_executions: int = Field(
-        default=4, ge=1, le=64, description="Execution slots (one wasm engine each); more requests queue."
+        default=4,
+        ge=1,
+        le=64,
+        description="Execution slots (one wasm engine each); more requests queue. With `auth`, one caller's "
+        "runs hold at most all but one of them (one of one), its further runs waiting for its own share.",
     )
     max_queued_executions: int = Field(
-        default=16, ge=0, le=10_000, description="Requests waiting for a slot."
+        default=16,
+        ge=0,
+        le=10_000,
+        description="Requests waiting for a slot, or for their caller's share of them.",
     )
     prewarm_instances: int = Field(
         default=2,

@@ -95,7 +95,8 @@ class _State:
             )
             yield GaugeMetricFamily(
                 "codemode_sandbox_executions_queued",
-                "Executions waiting for a free slot (sandbox.max_queued_executions caps them).",
+                "Executions waiting for a free slot, or for their caller's share of the slots "
+                "(sandbox.max_queued_executions caps them).",
                 usage.queued,
             )
         if self.admission is not None:

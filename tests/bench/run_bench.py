@@ -1449,7 +1449,9 @@ class AnsweringPool:
     def __init__(self, answer: types.CallToolResult) -> None:
         self.answer = answer
 
-    async def call_tool(self, server: str, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    async def call_tool(
+        self, server: str, tool: str, arguments: dict[str, Any], *, holder: object = None
+    ) -> types.CallToolResult:
         return self.answer
 
 

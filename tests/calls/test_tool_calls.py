@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any, cast
 
@@ -13,6 +14,7 @@ from mcp import types
 
 from gateway import PolicyDenied, QuotaExceeded, SecretInArguments, ToolCallError
 from gateway.audit import AuditLog, Caller
+from gateway.auth import Owner
 from gateway.calls import _tool_calls as tool_calls_module
 from gateway.calls._pipeline import Execution, PausedCallAnswer
 from gateway.calls._tool_calls import ToolCalls, wire_digest
@@ -41,9 +43,13 @@ class RecordingPool:
     def __init__(self, answer: types.CallToolResult) -> None:
         self.answer = answer
         self.calls: list[tuple[str, str, dict[str, Any]]] = []
+        self.holders: list[Hashable | None] = []  # whose share of the child's call slots each took
 
-    async def call_tool(self, server: str, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    async def call_tool(
+        self, server: str, tool: str, arguments: dict[str, Any], *, holder: Hashable | None = None
+    ) -> types.CallToolResult:
         self.calls.append((server, tool, arguments))
+        self.holders.append(holder)
         return self.answer
 
 
@@ -341,3 +347,20 @@ async def test_a_middleware_sees_the_callers_issuer_beside_its_principal(tmp_pat
     await calls.call("calc.get_sum", a=1, b=2)
     [call] = seen
     assert (call.principal, call.issuer) == ("alice", "https://idp.example.com")
+
+
+async def test_a_call_takes_its_callers_share_of_the_childs_slots_by_issuer_and_principal(
+    tmp_path: Path,
+) -> None:
+    calls = Harness(tmp_path, _text("3"))
+    await calls.call("calc.get_sum", a=1, b=2)  # nobody identified (stdio): no share
+    for issuer in ("https://idp.example.com", "https://other.example.com"):
+        calls.execution = Execution(
+            "exec-4", _catalog(), calls.policy, no_approver, caller=Caller(principal="alice", issuer=issuer)
+        )
+        await calls.call("calc.get_sum", a=1, b=2)
+    assert calls.pool.holders == [
+        None,
+        Owner("https://idp.example.com", "alice"),
+        Owner("https://other.example.com", "alice"),
+    ]

@@ -10,6 +10,7 @@ import anyio
 import anyio.to_thread
 import pytest
 import wasmtime
+from anyio.abc import TaskStatus
 from wasmtime.component import Variant
 
 from gateway.errors import (
@@ -25,6 +26,7 @@ from gateway.sandbox._hop import asyncio_loop
 from gateway.sandbox._host_call import ExecutionState, bound_to_thread, host_call
 from gateway.sandbox._services import ToolsOnly
 from gateway.sandbox.limits import SandboxLimits
+from gateway.shared import Shares
 from gateway.testing import InProcessTools
 
 pytestmark = pytest.mark.anyio
@@ -192,6 +194,31 @@ async def test_a_tool_call_past_its_own_timeout_is_a_catchable_error() -> None:
         (False, "timeout", error["message"])
     ]
     assert execution.ended_by is None
+
+
+async def test_a_tool_call_timing_out_while_it_waits_for_its_callers_share_says_which_limit_held_it() -> None:
+    shares, release = Shares(2), anyio.Event()  # alice's share: 1
+
+    async def in_alices_share() -> None:
+        async with shares.held("alice", lambda: "waiting for its caller's share (max_concurrent_calls)"):
+            pytest.fail("alice's second call got a place past her share")
+
+    async def alice_holds(*, task_status: TaskStatus[None]) -> None:
+        async with shares.held("alice"):
+            task_status.started()
+            await release.wait()
+
+    tools = InProcessTools({"m.held": in_alices_share})
+    execution = run(SandboxLimits(tool_call_timeout_seconds=0.05), tools)
+    async with anyio.create_task_group() as group:
+        await group.start(alice_holds)
+        error = refusal(await call(execution, "m.held"))
+        release.set()
+        assert error["message"] == (
+            "m.held timed out after 0.05 s (sandbox.tool_call_timeout_seconds) waiting for its caller's "
+            "share (max_concurrent_calls)"
+        )
+    assert [(r.ok, r.error) for r in execution.tool_calls] == [(False, "timeout")]
 
 
 async def test_a_refused_calls_record_keeps_what_the_snippet_was_told_on_one_short_line() -> None:
