@@ -129,7 +129,12 @@ run: runtime ## Serve MCP over stdio on the built-in default config
 demo: runtime ## A real MCP client drives the gateway on its built-in config: search, then code over two children
 	$(PY) examples/demo.py
 
-dist: setup ## Build the sdist and the wheel (with the sandbox component inside) into dist/
+# Only PyPA's build, pinned as the test extra pins it: it builds in an environment of its own, from
+# pyproject's build-system requirements, and setup.py builds the sandbox and the model into the wheel.
+BUILD_PIN := build==1.6.1
+
+dist: | $(UV) ## Build the sdist and the wheel (the sandbox component and the search model inside) into dist/
+	$(INSTALL) $(BUILD_PIN)
 	$(PY) -m build --outdir dist .
 
 clean: ## Remove the venv, the sandbox build, the search model, dist/ and the clone's caches (not the user's build cache)
