@@ -110,6 +110,12 @@ DENIED_CAPABILITIES: dict[str, str] = {
     "urllib.request": "network",
     "ftplib": "network",
     "smtplib": "network",
+    # Not in the standard library, but what a snippet reaches for first: the answer says how instead.
+    "requests": "network",
+    "httpx": "network",
+    "aiohttp": "network",
+    "urllib3": "network",
+    "websockets": "network",
     "asyncio.subprocess": "processes",
     "subprocess": "processes",
     "_posixsubprocess": "processes",

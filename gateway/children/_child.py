@@ -269,8 +269,8 @@ class Child:
                     await self._until(lambda: self._stopping, delay)
         finally:
             self._connection = None
-            if self._state is ChildState.CONNECTING:
-                self._fail("stopped before it connected")
+            if self._state is ChildState.CONNECTING:  # stopped, or the gateway shutting down: no failure
+                self._fail("stopped before it connected", logged=(logging.INFO, "child stopped"))
             self.finished.set()
 
     async def _connect_and_serve(self) -> None:
@@ -468,10 +468,11 @@ class Child:
             reason += f" (gave up after {self._attempt} reconnect attempt{'s' if self._attempt > 1 else ''})"
         self._fail(reason)
 
-    def _fail(self, reason: str) -> None:
+    def _fail(self, reason: str, logged: tuple[int, str] = (logging.WARNING, "child failed")) -> None:
         self._connection, self.tools, self.resources, self.instructions = None, [], False, None
         self._set(ChildState.FAILED, reason)
-        log.warning("child failed", extra={"child": self.name, "error": self._error})
+        level, message = logged
+        log.log(level, message, extra={"child": self.name, "error": self._error})
 
     def unavailable(self) -> ChildUnavailable:
         """The error for a call to this child while it cannot serve."""

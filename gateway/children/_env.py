@@ -10,13 +10,23 @@ gateway started as its own child can tell.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from mcp.client.stdio import DEFAULT_INHERITED_ENV_VARS, get_default_environment
 
-__all__ = ["BASE_ENV_VARS", "EXTRA_ENV_VARS", "PARENT_ENV_VAR", "child_environment", "inherited_credentials"]
+__all__ = [
+    "BASE_ENV_VARS",
+    "EXTRA_ENV_VARS",
+    "PARENT_ENV_VAR",
+    "child_environment",
+    "inherited_credentials",
+    "is_bare",
+    "resolve_command",
+]
 
 _LOCALE_AND_TEMP = ("TEMP", "TMP") if sys.platform == "win32" else ("LANG", "LC_ALL", "LC_CTYPE", "TMPDIR")
 _NETWORK = (
@@ -81,3 +91,17 @@ def inherited_credentials() -> dict[str, str]:
             found.setdefault(unquote(password), name)
             found.setdefault(f"{unquote(user or '')}:{unquote(password)}", name)
     return found
+
+
+def is_bare(command: str) -> bool:
+    """Whether `command` is a name to look up on PATH rather than a path."""
+    return not any(separator and separator in command for separator in (os.sep, os.altsep))
+
+
+def resolve_command(command: str, env: Mapping[str, str]) -> str:
+    """`command` as a child is spawned with `env`: a name found on its PATH, or a path, as it is; a name
+    found only beside the gateway's own Python (`uvx` in the venv of a clone's `.venv/bin/codemode-gateway`,
+    not activated), that file's path."""
+    if not is_bare(command) or shutil.which(command, path=env.get("PATH")) is not None:
+        return command
+    return shutil.which(command, path=str(Path(sys.executable).parent)) or command

@@ -39,14 +39,15 @@ async def check_children(config: GatewayConfig) -> tuple[list[ChildStatus], dict
         return pool.statuses(), pool.tools()
 
 
-def format_statuses(statuses: list[ChildStatus]) -> str:
-    """A plain-text table: child, transport, status, tools, startup ms, error."""
+def format_statuses(statuses: list[ChildStatus], left_out: frozenset[str] = frozenset()) -> str:
+    """A plain-text table: child, transport, status, tools, startup ms, error; the children in
+    `left_out` (entries that run this gateway itself) say so instead of failing."""
     header = ("child", "transport", "status", "tools", "startup ms", "error")
     rows = [
         (
             s.name,
             s.transport,
-            f"{s.state.value} (attempt {s.attempt})" if s.attempt else s.state.value,
+            "left out" if s.name in left_out else _state(s),
             str(s.tool_count) if s.state is ChildState.READY else "-",
             f"{s.startup_ms:.0f}" if s.startup_ms is not None else "-",
             s.error or "",
@@ -56,9 +57,13 @@ def format_statuses(statuses: list[ChildStatus]) -> str:
     return format_table(header, rows)
 
 
+def _state(status: ChildStatus) -> str:
+    return f"{status.state.value} (attempt {status.attempt})" if status.attempt else status.state.value
+
+
 def check_command(args: argparse.Namespace) -> int:
-    """`check`: 0 when every child connected, every policy rule matches and no tool differs from the
-    lockfile (if there is one), 1 if not."""
+    """`check`: 0 when every child connected (an entry that runs this gateway itself is left out, not
+    failed), every policy rule matches and no tool differs from the lockfile (if there is one), 1 if not."""
     config = load_config_for_cli(args.config, args.children)
     file_servers: dict[str, object] = {}
     if (file := find_config_file(args.config)) is not None:
@@ -75,7 +80,7 @@ def check_command(args: argparse.Namespace) -> int:
         print("no child servers configured (mcpServers is empty)")
         return EXIT_OK
     statuses, tools = anyio.run(check_children, config)
-    print(format_statuses(statuses))
+    print(format_statuses(statuses, config.self_entries))
     # Named as `serve` names them: tools new since the lockfile go around the reviewed tools' names.
     catalog = Catalog(tools, statuses, reviewed=lock.servers if lock is not None else None)
     policy = Policy(config.policy)
@@ -86,7 +91,7 @@ def check_command(args: argparse.Namespace) -> int:
         print(f"warning: {line}", file=sys.stderr)
     drifted = lock is not None and print_drift(lock, tools, statuses)
     unlisted = _check_exposed(config, catalog, policy, blocked, tools)
-    connected = all(status.state is ChildState.READY for status in statuses)
+    connected = all(s.state is ChildState.READY or s.name in config.self_entries for s in statuses)
     return EXIT_OK if connected and not blocked and not drifted and not unlisted else EXIT_FAILED
 
 

@@ -61,7 +61,8 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command")
 
     def command(name: str, help: str) -> argparse.ArgumentParser:
-        return commands.add_parser(name, help=help, parents=[common])
+        epilog = _CHILDREN_EPILOG if name in _TAKES_CHILDREN else None
+        return commands.add_parser(name, help=help, parents=[common], epilog=epilog)
 
     serve = command("serve", "serve MCP over stdio (the default command), or over HTTP")
     serve.add_argument("--config", help="config file (default: $CODEMODE_CONFIG, else built-in)")
@@ -121,6 +122,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 _TAKES_CHILDREN = ("serve", "check", "exec")
+_CHILDREN_EPILOG = (
+    "Children may follow, after `--`: -- NAME [--transport stdio|http] COMMAND ARGS... -- NAME ... "
+    "(an http child: NAME --transport http URL [-H 'Name: value']...). They join the config file's "
+    "children and replace its entry of the same name; `${VAR}` is expanded from the environment."
+)
 _STARTS_CHILDREN = ("serve", "check", "exec", "lock", "search-eval")
 
 Command = Callable[[argparse.Namespace], int]

@@ -42,9 +42,10 @@ def key_path(loc: Sequence[int | str]) -> str:
 
 
 def did_you_mean(word: str, candidates: Sequence[str]) -> str:
-    """`; did you mean "x"?` for the closest candidate, or "" when none is close."""
-    close = difflib.get_close_matches(word, list(dict.fromkeys(candidates)), n=1)
-    return f'; did you mean "{close[0]}"?' if close else ""
+    """`; did you mean "x"?` for the closest candidate (letter case aside), or "" when none is close."""
+    by_lower = {candidate.lower(): candidate for candidate in reversed(candidates)}  # the first wins
+    close = difflib.get_close_matches(word.lower(), list(by_lower), n=1)
+    return f'; did you mean "{by_lower[close[0]]}"?' if close else ""
 
 
 def _alternatives(annotation: Any) -> Iterator[tuple[Any, str | None]]:
@@ -92,14 +93,15 @@ def _models_at(root: type[BaseModel], loc: Sequence[int | str]) -> list[type[Bas
     ]
 
 
-def _keys(model: type[BaseModel]) -> list[str]:
-    """The keys a model takes as written (aliases), without the other clients' keys it only ignores."""
+def _keys(model: type[BaseModel], *, documented: bool = False) -> list[str]:
+    """The keys a model takes as written (aliases), without the other clients' keys it only ignores;
+    `documented` leaves out the field names a model also takes beside their aliases (`mcp_servers`)."""
     keys: list[str] = []
     for name, info in model.model_fields.items():
         if info.alias in IGNORED_ENTRY_KEYS:
             continue
         keys.append(info.alias or name)
-        if info.alias and model.model_config.get("populate_by_name"):
+        if info.alias and model.model_config.get("populate_by_name") and not documented:
             keys.append(name)
     return keys
 
@@ -115,7 +117,7 @@ def _unknown_key(models: list[type[BaseModel]], key: str) -> str:
             return f'{message}: "{key}" is for a stdio server, not a remote one'
         if others:
             return f'{message}: "{key}" is for a remote server, not a stdio one'
-    return message + did_you_mean(key, [k for model in models for k in _keys(model)])
+    return message + did_you_mean(key, [k for model in models for k in _keys(model, documented=True)])
 
 
 def _sentence(error: ErrorDetails, root: type[BaseModel] | None) -> tuple[tuple[int | str, ...], str]:

@@ -75,6 +75,7 @@ class _Reading:
         self.expander = Expander(environ)
         self.entries: dict[str, Any] = {}  # every entry but the disabled ones, expanded, for validation
         self.unavailable: dict[str, str] = {}
+        self.self_entries: set[str] = set()  # of `unavailable`: entries that run this gateway itself
         self.unresolved: list[Unresolved] = []
         self.notes: list[str] = []
         self.problems: list[str] = []
@@ -98,6 +99,7 @@ class _Reading:
         if (key := runs_this_gateway(expanded)) is not None:
             self.notes.append(self_note(where))
             self.unavailable[name] = f"{where}.{key}: runs codemode-gateway, which would start itself again"
+            self.self_entries.add(name)
         elif unresolved:
             self.unavailable[name] = "; ".join(item.line for item in unresolved)
 
@@ -260,6 +262,7 @@ def parse_config(
         secret_names=reading.expander.secrets,
         config_dir=config_dir,
         unavailable_servers=reading.unavailable,
+        self_entries=frozenset(reading.self_entries),
         notes=reading.notes,
         config_file=config_file,
         command_line=command_line,

@@ -152,6 +152,7 @@ class GatewayConfig(BaseModel):
     _config_dir: Path | None = PrivateAttr(default=None)
     _config_file: Path | None = PrivateAttr(default=None)
     _unavailable_servers: dict[str, str] = PrivateAttr(default_factory=dict[str, str])
+    _self_entries: frozenset[str] = PrivateAttr(default=frozenset())
     _notes: tuple[str, ...] = PrivateAttr(default=())
     _command_line: dict[str, Any] = PrivateAttr(default_factory=dict[str, Any])
 
@@ -202,6 +203,12 @@ class GatewayConfig(BaseModel):
         return MappingProxyType(self._unavailable_servers)
 
     @property
+    def self_entries(self) -> frozenset[str]:
+        """The entries of `unavailable_servers` left out because they run this gateway itself (as
+        `claude mcp add --scope project` writes into a `.mcp.json`): nothing to fix, only a note."""
+        return self._self_entries
+
+    @property
     def command_line(self) -> Mapping[str, Any]:
         """The `mcpServers` entries given on the command line, as written: a reload adds them again."""
         return MappingProxyType(self._command_line)
@@ -218,6 +225,7 @@ class GatewayConfig(BaseModel):
         secret_names: Mapping[str, str],
         config_dir: Path | None,
         unavailable_servers: Mapping[str, str] | None = None,
+        self_entries: frozenset[str] = frozenset(),
         notes: tuple[str, ...] | list[str] = (),
         config_file: Path | None = None,
         command_line: Mapping[str, Any] | None = None,
@@ -228,6 +236,7 @@ class GatewayConfig(BaseModel):
         self._config_dir = config_dir
         self._config_file = config_file
         self._unavailable_servers = dict(unavailable_servers or {})
+        self._self_entries = self_entries
         self._notes = tuple(notes)
         self._command_line = dict(command_line or {})
 

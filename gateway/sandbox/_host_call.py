@@ -401,7 +401,8 @@ def _new_call(execution: ExecutionState, name: str, *, served: bool) -> tuple[To
         raise _Refused(
             ToolCallError,
             f"no child servers serve this sandbox, so {name} cannot be called "
-            "(codemode-gateway exec reaches them only with --config naming a config with mcpServers)",
+            "(codemode-gateway exec has children only from --config or $CODEMODE_CONFIG, or after --: "
+            "exec -c CODE -- time uvx mcp-server-time)",
         )
     remaining = execution.remaining()
     if remaining <= 0:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -12,10 +13,11 @@ import pytest
 from mcp import types
 
 from gateway.children import ChildPool
-from gateway.children._env import BASE_ENV_VARS, PARENT_ENV_VAR, child_environment
+from gateway.children._env import BASE_ENV_VARS, PARENT_ENV_VAR, child_environment, resolve_command
 from gateway.config import (
     parse_config,
 )
+from tests.real_servers import TINY_SERVER
 
 WAIT = 60  # real child servers start in seconds; this bounds a hang, not a race
 
@@ -98,3 +100,52 @@ async def test_a_real_child_gets_a_gateway_secret_only_when_its_entry_names_it(
     assert plain[PARENT_ENV_VAR] == named[PARENT_ENV_VAR] == str(os.getpid())
     assert "SECRET_TOKEN" not in named
     assert "gateway-only-secret" not in json.dumps(named)
+
+
+# ---- the command a child is started with --------------------------------------------------------
+
+
+def _gateway_bin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *scripts: str) -> Path:
+    """A directory standing for the gateway's venv's `bin` (its Python, and `scripts` as tiny servers),
+    left off PATH as a clone's `.venv/bin/codemode-gateway` run without activating the venv leaves it."""
+    directory = tmp_path / "bin"
+    directory.mkdir()
+    (directory / "python").symlink_to(sys.executable)
+    for name in scripts:
+        script = directory / name
+        script.write_text(
+            f"#!{sys.executable}\nimport runpy\nrunpy.run_path({str(TINY_SERVER)!r}, run_name='__main__')\n"
+        )
+        script.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(directory / "python"))
+    return directory
+
+
+def test_a_command_found_on_the_path_or_given_as_a_path_is_started_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    beside = _gateway_bin(tmp_path, monkeypatch, "sh")
+    env = {"PATH": os.environ["PATH"]}
+    assert resolve_command("sh", env) == "sh"  # on PATH: the gateway's own copy is not preferred
+    assert resolve_command(str(beside / "sh"), {"PATH": ""}) == str(beside / "sh")
+    assert resolve_command("codemode-nowhere", env) == "codemode-nowhere"
+
+
+@pytest.mark.anyio
+async def test_a_command_only_beside_the_gateways_python_starts_and_one_found_nowhere_says_where_it_looked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _gateway_bin(tmp_path, monkeypatch, "codemode-tiny-beside")
+    servers = {"beside": {"command": "codemode-tiny-beside"}, "nowhere": {"command": "codemode-tiny-nowhere"}}
+    config = parse_config({"mcpServers": servers}, "test")
+    with anyio.fail_after(WAIT):
+        async with ChildPool(config.mcp_servers) as pool:
+            await pool.wait_ready()
+            result = await pool.call_tool("beside", "echo", {"text": "found"})
+            statuses = {status.name: status for status in pool.statuses()}
+    assert [block.text for block in result.content if isinstance(block, types.TextContent)] == ["found"]
+    assert statuses["nowhere"].error == (
+        "cannot start 'codemode-tiny-nowhere': not found on the PATH children get, nor beside the "
+        "gateway's Python; give its absolute path as the entry's command, or start the gateway with its "
+        "directory on PATH"
+    )

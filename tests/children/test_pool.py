@@ -220,7 +220,9 @@ async def test_a_childs_stderr_goes_to_the_log_as_records_never_to_stdout(
     assert "tiny server starting" not in err  # forwarded through logging, not inherited raw
 
 
-async def test_leaving_the_pool_while_children_still_connect_stops_them_within_the_bound() -> None:
+async def test_leaving_the_pool_while_children_still_connect_stops_them_within_the_bound_and_warns_of_nothing(
+    child_log: list[logging.LogRecord],
+) -> None:
     pool = pool_of({"time": TIME})
     with anyio.fail_after(WAIT):
         with anyio.CancelScope() as scope:
@@ -230,6 +232,9 @@ async def test_leaving_the_pool_while_children_still_connect_stops_them_within_t
     [status] = pool.statuses()
     assert status.state is ChildState.FAILED
     assert status.error == "stopped before it connected"
+    # A shutdown is no failure to warn of: said at info level, as a stop.
+    [stopped] = [record for record in child_log if getattr(record, "error", None) == status.error]
+    assert (stopped.levelno, stopped.getMessage()) == (logging.INFO, "child stopped")
 
 
 async def test_a_remote_child_over_streamable_http_connects_with_its_headers_and_answers(

@@ -58,7 +58,8 @@ def team_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 async def team_check(team_repo: Path, commands: Commands) -> Run:
     """One `check` of a config whose children all connect: time, and git (serving the repository that
-    holds the config, the lockfile's place and the audit log) with a literal secret in its env."""
+    holds the config, the lockfile's place and the audit log) with a literal secret in its env; and
+    the gateway's own entry, as `claude mcp add --scope project` writes it into a `.mcp.json`."""
     config = team_repo / ".mcp.json"
     servers = {
         "time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]},
@@ -67,6 +68,7 @@ async def team_check(team_repo: Path, commands: Commands) -> Run:
             "args": ["-m", "mcp_server_git", "--repository", str(team_repo)],
             "env": {"GITHUB_TOKEN": TOKEN, "OK": "${CODEMODE_TEST_REGION}"},
         },
+        "codemode": {"type": "stdio", "command": "codemode-gateway", "args": ["serve"]},
     }
     config.write_text(
         json.dumps({"mcpServers": servers, "audit": {"path": "logs/audit.jsonl"}}), encoding="utf-8"
@@ -82,6 +84,11 @@ async def test_check_prints_a_row_per_child_and_exits_0_when_all_connect(team_ch
     assert rows["git"][1:3] == ["stdio", "ready"]
     assert int(rows["git"][3]) > 5
     assert float(rows["time"][4]) > 0
+    # The gateway's own entry is left out, with its reason, and fails nothing.
+    assert rows["codemode"][1:4] == ["-", "left", "out"]
+    assert out.splitlines()[-1].endswith(
+        "mcpServers.codemode.command: runs codemode-gateway, which would start itself again"
+    )
 
 
 @pytest.fixture(scope="module")

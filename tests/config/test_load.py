@@ -61,6 +61,8 @@ def test_every_bad_key_is_reported_with_its_path_and_no_traceback() -> None:
             'sandbox.timeout: unknown key "timeout"; did you mean "timeout_seconds"?',
         ),
         ({"policy": {"hide": ["*.delete_*"]}}, 'policy.hide: unknown key "hide"; did you mean "hidden"?'),
+        # Letter case aside, and the documented spelling, never the field name also accepted beside it.
+        ({"mcpservers": {}}, 'mcpservers: unknown key "mcpservers"; did you mean "mcpServers"?'),
         (
             {"restart": {"max_attemps": 3}},
             'restart.max_attemps: unknown key "max_attemps"; did you mean "max_attempts"?',

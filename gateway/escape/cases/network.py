@@ -28,6 +28,8 @@ CASES: tuple[EscapeCase, ...] = (
     _case("net-import-http-client", "import http.client", _NOT_THERE),
     _case("net-import-ftplib", "import ftplib", _NOT_THERE),
     _case("net-import-select", "import select", _NOT_THERE),
+    _case("net-import-requests", "import requests", _NOT_THERE),
+    _case("net-import-httpx", "from httpx import AsyncClient", _NOT_THERE),
     _case("net-stashed-socket", _STASHED + "stash.socket.socket()", _DENIED),
     _case(
         "net-stashed-socket-connect",
