@@ -4,6 +4,8 @@ pool's thread, `close` drops the rest."""
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import threading
 import time
 import weakref
@@ -75,6 +77,25 @@ def test_take_makes_an_item_inline_while_the_filler_is_still_busy() -> None:
     finally:
         maker.hold.set()
         pool.close()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a thread's own priority is a Linux notion")
+def test_the_pool_thread_runs_below_the_threads_that_answer_requests() -> None:
+    niceness: list[int] = []
+    made = threading.Event()
+
+    def make() -> int:
+        niceness.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        made.set()
+        return len(niceness)
+
+    pool = InstancePool(make, 1)
+    try:
+        assert made.wait(WAIT)
+    finally:
+        pool.close()
+    assert niceness[:1] == [os.getpriority(os.PRIO_PROCESS, 0) + _instances.PREWARM_NICE]
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == os.getpriority(os.PRIO_PROCESS, 0)
 
 
 def test_prewarmed_items_are_taken_first_and_no_item_is_handed_out_twice() -> None:
