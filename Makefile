@@ -123,8 +123,11 @@ format: setup ## Apply ruff's formatting and safe fixes
 	$(VENV)/bin/ruff check --fix gateway guest tests examples scripts runtime-wasm/build.py
 	$(VENV)/bin/ruff format gateway guest tests examples scripts runtime-wasm/build.py
 
-run: runtime ## Serve MCP over stdio on the built-in default config
-	$(VENV)/bin/codemode-gateway serve
+# stdout is the MCP stream, so what make prints while it sets up goes to stderr: an MCP client may run
+# `make -C REPO run` as its server's command.
+run: ## Serve MCP over stdio on the built-in default config
+	@$(MAKE) --no-print-directory runtime >&2
+	@exec $(VENV)/bin/codemode-gateway serve
 
 demo: runtime ## A real MCP client drives the gateway on its built-in config: search, then code over two children
 	$(PY) examples/demo.py

@@ -61,6 +61,10 @@ def _state(server: CatalogServer) -> str:
     return f"ready, {count} tool{'' if count == 1 else 's'}"
 
 
+def _counted(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def render_overview(catalog: Catalog, loaded: str | None = None) -> str:
     """Every server with its state and tool names, then how to call them; `loaded` (that the config
     was reloaded, and when) ends it."""
@@ -70,7 +74,8 @@ def render_overview(catalog: Catalog, loaded: str | None = None) -> str:
             ["No child servers are configured: there are no tools to call.", *filter(None, [loaded])]
         )
     ready = sum(1 for s in servers if s.state is ChildState.READY)
-    lines = [f"{len(servers)} servers ({ready} ready), {len(catalog)} tools. {CALL_HINT}"]
+    counts = f"{_counted(len(servers), 'server')} ({ready} ready), {_counted(len(catalog), 'tool')}"
+    lines = [f"{counts}. {CALL_HINT}"]
     lines += _quarantine_note(catalog)
     for status in servers:
         line = f"{status.identifier} ({_state(status)})"

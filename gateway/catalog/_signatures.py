@@ -6,7 +6,8 @@ returns what its child sends (JSON text arrives parsed), so its return type is `
 of its results is known (`_shapes.py`).
 Parameters are keyword-only because the guest's proxies take keywords only. Untitled objects show
 their keys inline, `{'name': str, 'tags': NotRequired[list[str]]}`: not a type, but valid Python
-that tells the model what JSON to pass; titled objects and `$ref`s show the name.
+that tells the model what JSON to pass; titled objects and `$ref`s show the name, except the
+returned object itself, which the snippet gets as a dict (its keys, not its title).
 """
 
 from __future__ import annotations
@@ -202,10 +203,15 @@ def _parameters(entry: CatalogEntry, style: Style) -> str:
 
 
 def return_type(entry: CatalogEntry, style: Style = FULL, observed: Shape | None = None) -> str:
-    """The output schema's type (its title, its shape, else `dict`); else the `observed` shape of what
-    calls returned; else `Any` (a text result that is JSON arrives parsed, so nothing narrower holds)."""
-    schema = entry.output_schema if entry.output_schema is not None else observed
-    if schema is None:
+    """The output schema's shape (else `dict`); else the `observed` shape of what calls returned; else
+    `Any` (a text result that is JSON arrives parsed, so nothing narrower holds)."""
+    if entry.output_schema is not None:
+        # The snippet gets a dict: its keys are what the code needs, where a title (`TimeResult`)
+        # reads as a class whose attributes it does not have.
+        schema = {key: value for key, value in entry.output_schema.items() if key != "title"}
+    elif observed is not None:
+        schema = observed
+    else:
         return "Any"
     return render_type(schema, replace(style, shapes=style.return_shapes))
 

@@ -8,8 +8,13 @@ from gateway.children import ChildState
 __all__ = ["unknown_tool_message"]
 
 
+_MAX_SERVERS_NAMED = 8  # past it, a count: search_docs() lists them all
+_SEARCH_HINT = " Call search_docs to find tools."
+
+
 def unknown_tool_message(catalog: Catalog, name: str) -> str:
-    """Why `name` resolves to no tool: quarantined by the lockfile, its server is down, or a did-you-mean."""
+    """Why `name` resolves to no tool: quarantined by the lockfile, its server is down, a did-you-mean,
+    or no such server (naming those there are)."""
     if (quarantined := catalog.quarantine_refusal(name)) is not None:
         return quarantined
     server = name.partition(".")[0]
@@ -18,7 +23,14 @@ def unknown_tool_message(catalog: Catalog, name: str) -> str:
         return f"server {server!r} is blocked: {status.blocked}"
     if status is not None and status.state is not ChildState.READY:
         reason = f": {status.status.error}" if status.status.error else ""
-        return f"server {server!r} is {status.state}{reason}; its tools cannot be called now"
+        state = "failed" if status.state is ChildState.FAILED else f"is {status.state}"
+        return f"server {server!r} {state}{reason}; its tools cannot be called now"
     suggestions = catalog.suggest(name)
-    hint = f"; did you mean {' or '.join(suggestions)}?" if suggestions else "."
-    return f"unknown tool {name!r}{hint} Call search_docs to find tools."
+    if suggestions:
+        return f"unknown tool {name!r}; did you mean {' or '.join(suggestions)}?{_SEARCH_HINT}"
+    if status is None and "." in name:  # the server itself is unknown: name the ones there are
+        servers = [known.identifier for known in catalog.servers]
+        more = len(servers) - _MAX_SERVERS_NAMED
+        listed = ", ".join(servers[:_MAX_SERVERS_NAMED]) + (f" and {more} more" if more > 0 else "")
+        return f"unknown tool {name!r}: no server {server!r} (there are {listed or 'none'}).{_SEARCH_HINT}"
+    return f"unknown tool {name!r}.{_SEARCH_HINT}"

@@ -64,7 +64,9 @@ def _state(status: ChildStatus) -> str:
 def check_command(args: argparse.Namespace) -> int:
     """`check`: 0 when every child connected (an entry that runs this gateway itself is left out, not
     failed), every policy rule matches and no tool differs from the lockfile (if there is one), 1 if not."""
-    config = load_config_for_cli(args.config, args.children)
+    config = load_config_for_cli(
+        args.config, args.children, say=lambda note: print(f"note: {note}", file=sys.stderr)
+    )
     file_servers: dict[str, object] = {}
     if (file := find_config_file(args.config)) is not None:
         data = read_config_data(file)

@@ -17,7 +17,12 @@ __all__ = ["SEPARATOR", "parse_children", "split_children"]
 
 SEPARATOR = "--"
 _TRANSPORTS = ("stdio", "http")
-_USAGE = "write children as: -- NAME [--transport stdio|http] COMMAND ARGS... (or URL [-H 'Name: value']...)"
+_USAGE = (
+    "write children as: -- NAME COMMAND ARGS... (stdio), or -- NAME --transport http URL "
+    "[-H 'Name: value']..."
+)
+# Commands that start a server, never a server's name: a part that begins with one left its name out.
+_LAUNCHERS = frozenset({"uvx", "npx", "pipx", "bunx", "uv", "pnpx"})
 
 
 def split_children(argv: Sequence[str]) -> tuple[list[str], list[str] | None]:
@@ -69,6 +74,9 @@ def _entry(part: list[str]) -> tuple[str, dict[str, Any]]:
     name, words = part[0], part[1:]
     if name.startswith("-"):
         raise ConfigError(f"a child's name comes first, got {name!r}; {_USAGE}")
+    if name in _LAUNCHERS or "/" in name or "://" in name:
+        example = " ".join(["time", *part]) if name in _LAUNCHERS else "NAME " + " ".join(part)
+        raise ConfigError(f"a child's name comes first, then its command: -- {example}; {_USAGE}")
     transport = "stdio"
     if words[:1] == ["--transport"] or words[:1] == ["-t"]:
         if len(words) < 2 or words[1] not in _TRANSPORTS:
@@ -78,11 +86,16 @@ def _entry(part: list[str]) -> tuple[str, dict[str, Any]]:
         return name, _http_entry(name, words)
     if not words:
         raise ConfigError(f"child {name!r} has no command; {_USAGE}")
+    if "://" in words[0]:
+        url = words[0]
+        raise ConfigError(f"child {name!r}: {url!r} is a URL: write -- {name} --transport http {url}")
     return name, {"command": words[0], "args": words[1:]}
 
 
 def parse_children(words: Sequence[str]) -> dict[str, dict[str, Any]]:
     """The `mcpServers` entries the words after `--` name, in order (ConfigError on a malformed one)."""
+    if not words:
+        raise ConfigError(f"nothing follows '--'; {_USAGE}")
     entries: dict[str, dict[str, Any]] = {}
     for part in _parts(list(words)):
         name, entry = _entry(part)

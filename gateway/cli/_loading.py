@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from gateway.calls import gateway_secrets
@@ -17,12 +17,18 @@ log = logging.getLogger("gateway.config")
 
 
 def load_config_for_cli(
-    path: str | os.PathLike[str] | None, command_line: Mapping[str, Any] | None = None
+    path: str | os.PathLike[str] | None,
+    command_line: Mapping[str, Any] | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> GatewayConfig:
     """The config (`--config`, else `$CODEMODE_CONFIG`, else built-in) with the children given on the
-    command line, and log redaction in place; its notes (other clients' keys, entries left out) are logged."""
+    command line, and log redaction in place; its notes (other clients' keys, entries left out) go to
+    `say` (a command that talks to a person), else to the log."""
     config = load_config(path, command_line=command_line)
     redact_logs(Redactor(gateway_secrets(config)))
     for note in config.notes:
-        log.warning("config note", extra={"note": note})
+        if say is not None:
+            say(note)
+        else:
+            log.warning("config note", extra={"note": note})
     return config

@@ -32,12 +32,17 @@ def _git_toplevel(start: Path) -> Path | None:
     return None
 
 
+def _on_path(command: str) -> bool:
+    """Whether a child could start `command`: on PATH, or beside this Python (as children look it up)."""
+    return bool(shutil.which(command) or shutil.which(command, path=str(Path(sys.executable).parent)))
+
+
 def _python_server(package: str, args: list[str]) -> dict[str, Any] | None:
     """A PyPI server from this environment if it is installed here, else through `uvx`, else None."""
     module = package.replace("-", "_")
     if importlib.util.find_spec(module) is not None:
         return {"command": sys.executable, "args": ["-m", module, *args]}
-    if shutil.which("uvx"):
+    if _on_path("uvx"):
         # `uvx` may have to fetch the package on first use, like `npx -y`.
         return {
             "command": "uvx",
@@ -49,20 +54,30 @@ def _python_server(package: str, args: list[str]) -> dict[str, Any] | None:
 
 def default_config(cwd: Path | None = None) -> GatewayConfig:
     """The built-in children: time and git (from this environment, else through uvx), plus memory and
-    everything when npx exists; a server that none of these can run is left out."""
+    everything through npx; a server that none of these can run is left out, saying what it needs
+    (`check`, `search_docs` and the log show it as failed), never dropped unsaid."""
     repository = _git_toplevel((cwd or Path.cwd()).resolve())
     git_args = ["--repository", str(repository)] if repository is not None else []
-    candidates = {
-        "time": _python_server("mcp-server-time", []),
-        "git": _python_server("mcp-server-git", git_args),
-    }
-    servers: dict[str, Any] = {name: entry for name, entry in candidates.items() if entry is not None}
-    if shutil.which("npx"):
-        for name in ("memory", "everything"):
-            package = f"@modelcontextprotocol/server-{name}"
-            servers[name] = {
-                "command": "npx",
-                "args": ["-y", f"{package}@{NPM_SERVER_PINS[package]}"],
-                "startup_timeout_seconds": _FETCH_STARTUP_TIMEOUT_SECONDS,
-            }
-    return GatewayConfig.model_validate({"mcpServers": servers})
+    servers: dict[str, Any] = {}
+    unavailable: dict[str, str] = {}
+    for name, package, args in (("time", "mcp-server-time", []), ("git", "mcp-server-git", git_args)):
+        if (entry := _python_server(package, args)) is not None:
+            servers[name] = entry
+        else:
+            unavailable[name] = (
+                f"mcpServers.{name}: {package} is not installed beside the gateway and uvx is not on "
+                f"PATH: pip install uv (or pip install {package}=={PYPI_SERVER_PINS[package]})"
+            )
+    for name in ("memory", "everything"):
+        package = f"@modelcontextprotocol/server-{name}"
+        if not _on_path("npx"):
+            unavailable[name] = f"mcpServers.{name}: npx is not on PATH: install Node.js 20 or later"
+            continue
+        servers[name] = {
+            "command": "npx",
+            "args": ["-y", f"{package}@{NPM_SERVER_PINS[package]}"],
+            "startup_timeout_seconds": _FETCH_STARTUP_TIMEOUT_SECONDS,
+        }
+    config = GatewayConfig.model_validate({"mcpServers": servers})
+    config.set_origin(secret_names={}, config_dir=None, unavailable_servers=unavailable)
+    return config

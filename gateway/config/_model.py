@@ -53,7 +53,8 @@ class GatewayConfig(BaseModel):
         default_factory=dict,
         alias="mcpServers",
         description="Child MCP servers by name; `${VAR}`, `${env:VAR}` and `${VAR:-default}` expand from "
-        "the environment. An entry using a variable that is not set is left out (the others still run).",
+        "the environment. An entry using a variable that is not set is left out and reported as failed, "
+        "naming the variable (the others still run).",
     )
     startup_timeout_seconds: float = Field(
         default=DEFAULT_STARTUP_TIMEOUT_SECONDS,

@@ -64,7 +64,7 @@ SERVER_NAME = PACKAGE_NAME
 
 SEARCH_DOCS_DESCRIPTION = (
     "Find the tools of the connected MCP servers. Returns Python signatures such as "
-    "`time.get_current_time(timezone: str) -> TimeResult`. Call it with an empty query for an "
+    "`time.get_current_time(*, timezone: str) -> {'datetime': str, ...}`. Call it with an empty query for an "
     "overview of servers and tool names, then search by task. Use execute_code to call the tools; "
     "inside it, search('...') and help(tools.<server>.<tool>) do the same."
 )

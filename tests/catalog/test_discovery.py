@@ -57,7 +57,7 @@ def test_help_on_a_tool_is_its_full_doc_and_on_a_server_its_signatures(real: Cat
     assert '"required":["source_timezone","time","target_timezone"]' in doc
     listing = read_docs(real, "@docs", {"server": "time"})["doc"]
     assert listing.splitlines()[0] == "time (ready, 2 tools)"
-    assert "time.get_current_time(*, timezone: str) -> TimeResult" in listing
+    assert "time.get_current_time(*, timezone: str) -> {'timezone': str, 'datetime': str," in listing
 
 
 def test_help_on_an_unknown_tool_suggests_the_close_one(real: Catalog) -> None:

@@ -35,6 +35,12 @@ def test_an_empty_query_gives_an_overview_of_every_server_and_its_tools(real: Ca
     assert len(lines) == 6
 
 
+def test_the_overview_counts_one_server_and_one_tool_in_the_singular() -> None:
+    ready = ChildStatus("time", "stdio", ChildState.READY)
+    catalog = Catalog({"time": snapshot_tools()["time"][:1]}, [ready])
+    assert render_overview(catalog).split("\n")[0] == f"1 server (1 ready), 1 tool. {CALL_HINT}"
+
+
 def test_the_overview_stays_compact(real: Catalog) -> None:
     assert len(render_overview(real)) < 2000
 
@@ -79,8 +85,10 @@ def test_a_search_returns_one_signature_per_line_best_first(real: Catalog) -> No
     lines = render_search(real, "current time in a timezone", None, 2, "signatures").split("\n")
     assert lines == [
         "2 tools, best first:",
-        "time.get_current_time(*, timezone: str) -> TimeResult  # Get current time in a specific timezone",
-        "time.convert_time(*, source_timezone: str, time: str, target_timezone: str) -> TimeConversionResult"
+        "time.get_current_time(*, timezone: str) -> {'timezone': str, 'datetime': str, 'day_of_week': str, "
+        "'is_dst': bool}  # Get current time in a specific timezone",
+        "time.convert_time(*, source_timezone: str, time: str, target_timezone: str) -> "
+        "{'source': TimeResult, 'target': TimeResult, 'time_difference': str}"
         "  # Convert time between timezones",
     ]
 
@@ -95,7 +103,10 @@ def test_names_detail_lists_only_qualified_names(real: Catalog) -> None:
 def test_full_detail_adds_the_description_hints_and_schemas(real: Catalog) -> None:
     text = render_search(real, "time.get_current_time", None, 1, "full")
     lines = text.split("\n")
-    assert lines[1] == "time.get_current_time(*, timezone: str) -> TimeResult"
+    assert lines[1] == (
+        "time.get_current_time(*, timezone: str) -> {'timezone': str, 'datetime': str, 'day_of_week': str, "
+        "'is_dst': bool}"
+    )
     assert lines[2] == "  read-only"
     assert lines[3] == "  Get current time in a specific timezone"
     assert lines[4].startswith(

@@ -79,7 +79,11 @@ def test_signatures_of_the_real_tools_average_well_under_the_budget() -> None:
 @pytest.mark.parametrize(
     ("name", "expected"),
     [
-        ("time.get_current_time", "time.get_current_time(*, timezone: str) -> TimeResult"),
+        (  # the returned object is a dict to the snippet: its keys, not its title
+            "time.get_current_time",
+            "time.get_current_time(*, timezone: str) -> "
+            "{'timezone': str, 'datetime': str, 'day_of_week': str, 'is_dst': bool}",
+        ),
         (
             "git.git_diff_staged",
             "git.git_diff_staged(*, repo_path: str, context_lines: int = 3) -> Any",
@@ -190,13 +194,19 @@ def test_parameter_names_that_are_keywords_render_under_their_python_names() -> 
     ast.parse(_as_def(signature(entry)))
 
 
-def test_the_return_type_is_the_output_schemas_title_or_shape() -> None:
-    titled = _entry({"type": "object"}, output_schema={"type": "object", "title": "Report", "properties": {}})
-    untitled = _entry(
-        {"type": "object"}, output_schema={"type": "object", "properties": {"ok": {"type": "boolean"}}}
-    )
-    assert signature(titled).startswith("srv.tool() -> Report")
+def test_the_return_type_is_the_output_schemas_shape_whatever_its_title_and_nested_titles_name_types() -> (
+    None
+):
+    ok = {"ok": {"type": "boolean"}}
+    titled = _entry({"type": "object"}, output_schema={"type": "object", "title": "Report", "properties": ok})
+    untitled = _entry({"type": "object"}, output_schema={"type": "object", "properties": ok})
+    empty = _entry({"type": "object"}, output_schema={"type": "object", "title": "Report", "properties": {}})
+    inner = {"type": "object", "title": "Time Result", "properties": ok}
+    nested = _entry({"type": "object"}, output_schema={"type": "object", "properties": {"at": inner}})
+    assert signature(titled).startswith("srv.tool() -> {'ok': NotRequired[bool]}")
     assert signature(untitled).startswith("srv.tool() -> {'ok': NotRequired[bool]}")
+    assert signature(empty).startswith("srv.tool() -> dict")
+    assert signature(nested).startswith("srv.tool() -> {'at': NotRequired[TimeResult]}")
 
 
 @pytest.mark.parametrize(
@@ -289,7 +299,7 @@ def test_an_observed_shape_is_the_return_type_of_a_tool_without_output_schema_ma
 def test_a_declared_output_schema_wins_over_an_observed_shape() -> None:
     entry = _entry({"type": "object"}, output_schema={"type": "object", "title": "Report", "properties": {}})
     line = signature(entry, observed={"type": "string"})
-    assert line == "srv.tool() -> Report  # Does a thing."
+    assert line == "srv.tool() -> dict  # Does a thing."
 
 
 def test_a_long_observed_shape_loses_its_keys_before_the_description() -> None:

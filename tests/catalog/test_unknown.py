@@ -31,16 +31,25 @@ def test_a_near_miss_names_the_tool_it_resembles_and_points_to_search_docs() -> 
     assert message.endswith("? Call search_docs to find tools.")
 
 
-def test_a_name_like_nothing_known_points_to_search_docs_only() -> None:
+def test_a_tool_of_a_server_there_is_not_names_the_servers_there_are() -> None:
     message = unknown_tool_message(_catalog(), "weather.forecast")
 
-    assert message == "unknown tool 'weather.forecast'. Call search_docs to find tools."
+    assert message == (
+        "unknown tool 'weather.forecast': no server 'weather' (there are git, jira, slack). "
+        "Call search_docs to find tools."
+    )
+
+
+def test_a_name_like_no_tool_of_a_known_server_points_to_search_docs_only() -> None:
+    message = unknown_tool_message(_catalog(), "git.frobnicate")
+
+    assert message == "unknown tool 'git.frobnicate'. Call search_docs to find tools."
 
 
 def test_a_tool_of_a_failed_server_says_the_server_is_down_and_why() -> None:
     message = unknown_tool_message(_catalog(), "slack.post_message")
 
-    assert message == "server 'slack' is failed: exit 127; its tools cannot be called now"
+    assert message == "server 'slack' failed: exit 127; its tools cannot be called now"
 
 
 def test_a_tool_of_a_connecting_server_says_so_without_a_reason() -> None:

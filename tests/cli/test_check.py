@@ -84,8 +84,11 @@ async def test_check_prints_a_row_per_child_and_exits_0_when_all_connect(team_ch
     assert rows["git"][1:3] == ["stdio", "ready"]
     assert int(rows["git"][3]) > 5
     assert float(rows["time"][4]) > 0
-    # The gateway's own entry is left out, with its reason, and fails nothing.
+    # The gateway's own entry is left out, with its reason, and fails nothing; the note is a line for a
+    # person on stderr, as the warnings are, not a JSON log record.
     assert rows["codemode"][1:4] == ["-", "left", "out"]
+    assert "note: mcpServers.codemode: left out: it runs codemode-gateway" in err
+    assert '"config note"' not in err
     assert out.splitlines()[-1].endswith(
         "mcpServers.codemode.command: runs codemode-gateway, which would start itself again"
     )

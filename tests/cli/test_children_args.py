@@ -63,6 +63,10 @@ def test_an_http_child_takes_headers_with_variables_left_for_the_config_to_expan
         (["gh", "--transport", "http"], "needs a URL next"),
         (["gh", "--transport", "http", "https://h", "-H", "no-colon"], "is not 'Name: value'"),
         (["gh", "--transport", "http", "https://h", "extra"], "only -H 'Name: value' may follow"),
+        ([], "nothing follows '--'"),
+        (["gh", "https://h/mcp"], "'https://h/mcp' is a URL: write -- gh --transport http https://h/mcp"),
+        (["uvx", "mcp-server-time"], "name comes first, then its command: -- time uvx mcp-server-time"),
+        (["/usr/bin/srv", "--flag"], "name comes first, then its command: -- NAME /usr/bin/srv --flag"),
     ],
 )
 def test_a_malformed_child_is_refused_with_what_to_write(words: list[str], message: str) -> None:

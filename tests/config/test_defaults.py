@@ -49,7 +49,7 @@ def test_the_builtin_default_runs_time_and_git_from_this_venv_on_the_enclosing_r
     assert git_outside.args == ["-m", "mcp_server_git"]
 
 
-def test_the_builtin_default_adds_the_pinned_npm_servers_only_when_npx_is_on_path(
+def test_the_builtin_default_adds_the_pinned_npm_servers_only_when_npx_is_on_path_and_else_says_why(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     only_on_path(tmp_path, monkeypatch, "npx")
@@ -63,7 +63,12 @@ def test_the_builtin_default_adds_the_pinned_npm_servers_only_when_npx_is_on_pat
     ]
     assert everything.command == "npx"
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    assert set(default_config(tmp_path).mcp_servers) == {"time", "git"}
+    without = default_config(tmp_path)
+    assert set(without.mcp_servers) == {"time", "git"}
+    assert dict(without.unavailable_servers) == {
+        "memory": "mcpServers.memory: npx is not on PATH: install Node.js 20 or later",
+        "everything": "mcpServers.everything: npx is not on PATH: install Node.js 20 or later",
+    }
 
 
 def test_the_makefile_installs_exactly_the_npm_versions_the_default_pins() -> None:
@@ -87,7 +92,14 @@ def test_without_the_python_servers_installed_the_default_runs_them_through_uvx(
     assert (time.command, time.args) == ("uvx", [f"mcp-server-time=={PYPI_SERVER_PINS['mcp-server-time']}"])
     assert time.startup_timeout_seconds == 120
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    assert default_config(tmp_path).mcp_servers == {}  # nothing can run them: they are left out
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "empty" / "python"))  # no uv beside it either
+    nothing = default_config(tmp_path)  # nothing can run them: they are left out, saying what they need
+    assert nothing.mcp_servers == {}
+    assert nothing.unavailable_servers["time"] == (
+        "mcpServers.time: mcp-server-time is not installed beside the gateway and uvx is not on PATH: "
+        f"pip install uv (or pip install mcp-server-time=={PYPI_SERVER_PINS['mcp-server-time']})"
+    )
+    assert set(nothing.unavailable_servers) == {"time", "git", "memory", "everything"}
 
 
 def test_the_test_extra_pins_the_python_servers_the_default_runs_through_uvx() -> None:
