@@ -73,6 +73,12 @@ async def run(client: Client, arguments: dict[str, str], into: list[types.CallTo
     into.append(await client.call_tool("execute_code", arguments))
 
 
+async def served_after(*clients: Client) -> list[str]:
+    """What each client's run reads once the held ones have ended: the gateway still serves them all."""
+    code = {"code": "tools.latch.echo(text='still serving')"}
+    return [text(await client.call_tool("execute_code", code)) for client in clients]
+
+
 async def test_another_callers_run_completes_while_one_caller_holds_every_execution_slot_it_can(
     tmp_path: Path,
 ) -> None:
@@ -94,12 +100,9 @@ async def test_another_callers_run_completes_while_one_caller_holds_every_execut
                 assert not await anyio.Path(f"{held[1]}.waiting").exists()  # still in her queue
                 for path in held:
                     path.touch()
-            after = [
-                await client.call_tool("execute_code", {"code": "tools.latch.echo(text='still serving')"})
-                for client in (alice, bob)
-            ]
+            after = await served_after(alice, bob)
     assert [text(result) for result in alices] == ["{'result': 'released'}"] * 2
-    assert [text(result) for result in after] == ["{'result': 'still serving'}"] * 2
+    assert after == ["{'result': 'still serving'}"] * 2
 
 
 GATHERED = (
@@ -130,10 +133,7 @@ async def test_another_callers_call_of_a_child_completes_while_one_caller_holds_
                 assert sorted(waiting) == [False, True]  # the other is still in her queue
                 for path in (first, second):
                     path.touch()
-            after = [
-                await client.call_tool("execute_code", {"code": "tools.latch.echo(text='still serving')"})
-                for client in (alice, bob)
-            ]
+            after = await served_after(alice, bob)
     [gathered_result] = alices
     assert text(gathered_result) == "[{'result': 'released'}, {'result': 'released'}]", text(gathered_result)
-    assert [text(result) for result in after] == ["{'result': 'still serving'}"] * 2
+    assert after == ["{'result': 'still serving'}"] * 2
