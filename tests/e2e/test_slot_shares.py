@@ -36,9 +36,9 @@ def anyio_backend() -> str:
 
 
 @asynccontextmanager
-async def latch_gateway(directory: Path) -> AsyncIterator[HttpGateway]:
-    """The gateway over the latch child, two execution slots and two call slots for it, with static
-    tokens for alice and bob."""
+async def latch_gateway(directory: Path) -> AsyncIterator[tuple[HttpGateway, Client, Client]]:
+    """The gateway over the latch child, two execution slots and two call slots for it, and a client
+    each for alice and bob, by their static tokens."""
     latch = {
         "command": sys.executable,
         "args": [str(LATCH_SERVER)],
@@ -51,8 +51,12 @@ async def latch_gateway(directory: Path) -> AsyncIterator[HttpGateway]:
         "sandbox": {"max_concurrent_executions": 2, "tool_call_timeout_seconds": WAIT},
     }
     env = environment({"ALICE_TOKEN": ALICE, "BOB_TOKEN": BOB})
-    async with http_gateway(write_config(directory, config), env=env) as gateway:
-        yield gateway
+    async with (
+        http_gateway(write_config(directory, config), env=env) as gateway,
+        client_of(gateway, token=ALICE, read_timeout=WAIT) as alice,
+        client_of(gateway, token=BOB, read_timeout=WAIT) as bob,
+    ):
+        yield gateway, alice, bob
 
 
 async def until_exists(path: Path) -> None:
@@ -84,11 +88,7 @@ async def test_another_callers_run_completes_while_one_caller_holds_every_execut
 ) -> None:
     held = [tmp_path / "alice-first", tmp_path / "alice-second"]
     alices: list[types.CallToolResult] = []
-    async with (
-        latch_gateway(tmp_path) as gateway,
-        client_of(gateway, token=ALICE, read_timeout=WAIT) as alice,
-        client_of(gateway, token=BOB, read_timeout=WAIT) as bob,
-    ):
+    async with latch_gateway(tmp_path) as (gateway, alice, bob):
         with anyio.fail_after(WAIT):
             async with anyio.create_task_group() as group:
                 group.start_soon(run, alice, held_run(held[0]), alices)
@@ -116,11 +116,7 @@ async def test_another_callers_call_of_a_child_completes_while_one_caller_holds_
 ) -> None:
     first, second = tmp_path / "alice-first", tmp_path / "alice-second"
     alices: list[types.CallToolResult] = []
-    async with (
-        latch_gateway(tmp_path) as gateway,
-        client_of(gateway, token=ALICE, read_timeout=WAIT) as alice,
-        client_of(gateway, token=BOB, read_timeout=WAIT) as bob,
-    ):
+    async with latch_gateway(tmp_path) as (gateway, alice, bob):
         with anyio.fail_after(WAIT):
             async with anyio.create_task_group() as group:
                 gathered = {"code": GATHERED.format(first=str(first), second=str(second))}
