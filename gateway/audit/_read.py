@@ -106,9 +106,10 @@ def issuers_of(records: Iterable[Mapping[str, Any]]) -> list[str]:
 
 def _cells(record: Mapping[str, Any]) -> tuple[str, ...]:
     kind = str(record.get("kind", "?"))
+    caller = str(record.get("principal") or "-")  # none over stdio, or over HTTP without `auth`
     if kind == "suppressed":
         what = f"{record.get('records', '?')} records past the caller's budget, not written"
-        return (str(record.get("time", "")), kind, "", what, "counted", "-")
+        return (str(record.get("time", "")), kind, caller, "", what, "counted", "-")
     if kind == "execution":
         what = f"sha256:{str(record.get('script_sha256', ''))[:12]}"
     elif kind == "reload":
@@ -123,6 +124,7 @@ def _cells(record: Mapping[str, Any]) -> tuple[str, ...]:
     return (
         str(record.get("time", "")),
         kind,
+        caller,
         str(record.get("execution_id", ""))[:_SHORT_ID_CHARS],
         what,
         outcome,
@@ -131,6 +133,7 @@ def _cells(record: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def format_records(records: Iterable[Mapping[str, Any]]) -> str:
-    """A plain-text table: time, kind, execution (short id), tool or script hash, outcome, ms."""
-    header = ("time", "kind", "execution", "tool / script", "outcome", "ms")
+    """A plain-text table: time, kind, caller (its principal), execution (short id), tool or script
+    hash, outcome, ms."""
+    header = ("time", "kind", "caller", "execution", "tool / script", "outcome", "ms")
     return format_table(header, (_cells(record) for record in records))

@@ -24,6 +24,11 @@ class GatewayTokenVerifier:
         self.static = static
         self.jwt = jwt
 
+    def use_tokens(self, config: AuthConfig) -> None:
+        """Take `config`'s static tokens from the next request on (a reload applied them): a token
+        removed is refused at once. The JWT issuer stays the one this verifier was built for."""
+        self.static = _static_verifier(config)
+
     def __repr__(self) -> str:
         return f"GatewayTokenVerifier(static={self.static!r}, jwt={self.jwt!r})"
 
@@ -48,10 +53,14 @@ class GatewayTokenVerifier:
 
 def build_verifier(config: AuthConfig) -> GatewayTokenVerifier:
     """The verifier for an `auth` section; static tokens are given the OAuth required scopes."""
+    jwt = _jwt_verifier(config.oauth) if config.oauth is not None else None
+    return GatewayTokenVerifier(_static_verifier(config), jwt)
+
+
+def _static_verifier(config: AuthConfig) -> StaticTokenVerifier | None:
     scopes = config.oauth.required_scopes if config.oauth is not None else []
     tokens = {principal: token.get_secret_value() for principal, token in config.tokens.items()}
-    static = StaticTokenVerifier(tokens, scopes=scopes) if tokens else None
-    return GatewayTokenVerifier(static, _jwt_verifier(config.oauth) if config.oauth is not None else None)
+    return StaticTokenVerifier(tokens, scopes=scopes) if tokens else None
 
 
 def _jwt_verifier(oauth: OAuthConfig) -> JwtVerifier:

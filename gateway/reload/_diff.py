@@ -25,7 +25,8 @@ LIVE_SECTIONS = frozenset(
 """Top-level keys a reload applies at once (to new executions; children one by one). Any other key,
 including one added to the config later and not listed here, is reported as needing a restart:
 claiming a change is live when it is not would mislead the operator. `http` and `auth` are the
-listener and its verifier; `audit` the open log; `approvals` the key sealing paused runs; `search`
+listener and its verifier (but for the static tokens of `auth`, which a reload applies:
+`_live_auth`); `audit` the open log; `approvals` the key sealing paused runs; `search`
 the model loaded at start. A changed `sandbox` gets a new sandbox, built before the reload applies;
 the one it replaces is closed once the executions in it have ended."""
 
@@ -77,7 +78,17 @@ def diff_configs(old: GatewayConfig, new: GatewayConfig) -> ConfigDiff:
         removed=[name for name in before if name not in after],
         changed=[name for name in after if name in before and after[name] != before[name]],
         sections=sections,
-        restart_needed=[key for key in sections if key not in LIVE_SECTIONS],
+        restart_needed=[
+            key for key in sections if key not in LIVE_SECTIONS and not _live_auth(key, old, new)
+        ],
+    )
+
+
+def _live_auth(key: str, old: GatewayConfig, new: GatewayConfig) -> bool:
+    """Whether `key` is an `auth` change a reload applies: only its static tokens changed (the listener
+    and the JWT issuer it was built with stay as they are)."""
+    return (
+        key == "auth" and old.auth is not None and new.auth is not None and old.auth.oauth == new.auth.oauth
     )
 
 

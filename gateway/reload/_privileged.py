@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel
 
+from gateway.auth.config import AuthConfig
 from gateway.catalog.lockfile import ToolLock
 from gateway.children.config import ServerConfig
 from gateway.config import GatewayConfig
@@ -34,8 +35,9 @@ LOWERABLE_SECTIONS = frozenset(
 )
 """Limits an unattended reload may lower (every number equal or smaller); raising one, or changing
 anything else in them, is privileged. Every other section but `mcpServers` and `policy` is privileged
-whole: host code (`middleware`), who may call (`http`, `auth`), what is recorded (`audit`), the key
-sealing paused runs (`approvals`), what the client is offered (`expose`), and any section added later."""
+whole: host code (`middleware`), who may call (`http`, and `auth` but for a static token removed),
+what is recorded (`audit`), the key sealing paused runs (`approvals`), what the client is offered
+(`expose`), and any section added later."""
 
 _NARROWING_LISTS = ("deny", "hidden", "approve")  # a rule added here takes reach away
 _WIDENING_LISTS = ("allow", "allow_writes")  # a rule added here gives reach
@@ -51,11 +53,25 @@ def privileged_changes(old: GatewayConfig, new: GatewayConfig, diff: ConfigDiff)
         before, after = getattr(old, fields[key]), getattr(new, fields[key])
         if key == "policy":
             changes += _policy_widenings(before, after)
+        elif key == "auth":
+            changes += _auth_widenings(before, after)
         elif key in LOWERABLE_SECTIONS:
             changes += _raised(key, before, after)
         else:
             changes.append(f"{key}: changed")
     return changes
+
+
+def _auth_widenings(before: AuthConfig | None, after: AuthConfig | None) -> list[str]:
+    """Who `after` lets in that `before` did not: a static token added or changed, or any change of
+    the JWT issuer; a token removed only turns a caller away, which the file watch may apply."""
+    if before is None or after is None or before.oauth != after.oauth:
+        return ["auth: changed"]
+    return [
+        f"auth.tokens.{principal}: {'changed' if principal in before.tokens else 'added'}"
+        for principal, token in after.tokens.items()
+        if before.tokens.get(principal) != token
+    ]
 
 
 def lock_widenings(old: ToolLock | None, new: ToolLock | None) -> list[str]:

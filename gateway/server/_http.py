@@ -136,9 +136,10 @@ async def serve_http(
                 if started is not None:
                     started()
                 _configure_http_logs()
-                if reload is not None:
-                    await reloads.start(serve_reloads, gateway, reload)
+                reloader = await reloads.start(serve_reloads, gateway, reload) if reload is not None else None
                 app = HttpApp(gateway, http, lasting_executions=True)
+                if reloader is not None:
+                    reloader.listeners.append(app.follow_reload)
                 server = _Uvicorn(
                     uvicorn.Config(
                         app,

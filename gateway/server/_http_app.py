@@ -54,6 +54,8 @@ class HttpApp:
         # `handle_request`, not the SDK's ASGI wrapper: that one skips it, and with it each caller's share.
         mcp: ASGIApp = McpGate(self.sessions.handle_request, http, self.admission, self._is_shutting_down)
         auth = gateway.config.auth
+        self._gateway = gateway
+        self._verifier = None if auth is None else build_verifier(auth)
         readiness = Readiness(gateway, self._is_shutting_down)
         alive, ready = HEALTH_PATHS
         self._app: ASGIApp = Starlette(
@@ -64,7 +66,7 @@ class HttpApp:
                 *([metrics_route(METRICS_PATH, gateway.telemetry)] if http.metrics else []),
                 *([] if auth is None else resource_metadata_routes(auth)),
             ],
-            middleware=[] if auth is None else bearer_middleware(build_verifier(auth)),
+            middleware=[] if self._verifier is None else bearer_middleware(self._verifier),
             lifespan=self._lifespan,
         )
 
@@ -75,6 +77,13 @@ class HttpApp:
 
     def _is_shutting_down(self) -> bool:
         return self.shutting_down
+
+    def follow_reload(self, _: object = None) -> None:
+        """Verify with the static tokens of the config now in force (a reload's listener): a token a
+        reload removed is refused from the next request on, without a restart."""
+        auth = self._gateway.config.auth
+        if self._verifier is not None and auth is not None:
+            self._verifier.use_tokens(auth)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":  # lifespan

@@ -40,9 +40,10 @@ def write_history(path: Path, **options: Any) -> None:
 
 
 def rows(stdout: str) -> list[list[str]]:
+    """The table's rows, without the caller column (these records have none: `-`)."""
     header, *lines = stdout.splitlines()
-    assert header.split() == ["time", "kind", "execution", "tool", "/", "script", "outcome", "ms"]
-    return [line.split() for line in lines]
+    assert header.split() == ["time", "kind", "caller", "execution", "tool", "/", "script", "outcome", "ms"]
+    return [[cell for index, cell in enumerate(line.split()) if index != 2] for line in lines]
 
 
 async def test_the_log_and_its_rotated_files_print_as_one_table_oldest_first(
@@ -174,11 +175,12 @@ def test_since_takes_an_age_or_an_iso_time() -> None:
         parse_since("yesterday")
 
 
-def test_the_table_shows_time_kind_short_id_tool_or_script_hash_outcome_and_ms() -> None:
+def test_the_table_shows_time_kind_caller_short_id_tool_or_script_hash_outcome_and_ms() -> None:
     records: list[dict[str, Any]] = [
         {
             "time": "2026-05-01T12:00:00.000Z",
             "kind": "tool_call",
+            "principal": "alice",
             "execution_id": "0123456789abcdef",
             "tool": "gh.delete",
             "ok": False,
@@ -196,7 +198,10 @@ def test_the_table_shows_time_kind_short_id_tool_or_script_hash_outcome_and_ms()
         },
     ]
     assert format_records(records).splitlines() == [
-        "time                      kind       execution  tool / script        outcome                  ms",
-        "2026-05-01T12:00:00.000Z  tool_call  01234567   gh.delete            PolicyDenied (declined)  1.2",
-        "2026-05-01T12:00:01.000Z  execution  01234567   sha256:abababababab  ok                       20.0",
+        "time                      kind       caller  execution  tool / script        outcome"
+        "                  ms",
+        "2026-05-01T12:00:00.000Z  tool_call  alice   01234567   gh.delete            PolicyDenied (declined)"
+        "  1.2",
+        "2026-05-01T12:00:01.000Z  execution  -       01234567   sha256:abababababab  ok                     "
+        "  20.0",
     ]

@@ -89,3 +89,20 @@ def test_the_config_in_force_keeps_where_the_new_one_was_read_from() -> None:
     )
     in_force = applicable(old, new, diff_configs(old, new))
     assert in_force.secret_names == {"a-secret-value": "T"}
+
+
+def test_static_tokens_apply_at_once_and_an_issuer_or_auth_itself_needs_a_restart() -> None:
+    environ = {"ALICE": "a" * 40, "BOB": "b" * 40}
+    both = {"auth": {"tokens": {"alice": "${ALICE}", "bob": "${BOB}"}}}
+    alice = {"auth": {"tokens": {"alice": "${ALICE}"}}}
+    issuer = {
+        "oauth": {
+            "issuer": "https://id.example.com",
+            "audience": "https://gw.example.com/mcp",
+            "jwks_uri": "https://id.example.com/jwks",
+        }
+    }
+    assert diff_configs(config(both, environ), config(alice, environ)).restart_needed == []
+    with_issuer = {"auth": {**alice["auth"], **issuer}}
+    assert diff_configs(config(both, environ), config(with_issuer, environ)).restart_needed == ["auth"]
+    assert diff_configs(config({}, environ), config(alice, environ)).restart_needed == ["auth"]

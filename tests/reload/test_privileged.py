@@ -153,3 +153,17 @@ def test_a_lockfile_removed_or_admitting_a_tool_widens_and_one_holding_back_more
     assert lock_widenings(reviewed, lock({"a": {"echo": {"description": "b" * 64}}})) == [
         "lockfile: admits a.echo (new or changed digests)"
     ]
+
+
+def test_a_static_token_removed_only_turns_a_caller_away_and_one_added_or_changed_lets_someone_in() -> None:
+    tokens = {"ALICE": "a" * 40, "BOB": "b" * 40, "CAROL": "c" * 40, "OTHER": "o" * 40}
+    both = {"auth": {"tokens": {"alice": "${ALICE}", "bob": "${BOB}"}}}
+    assert privileged(both, {"auth": {"tokens": {"alice": "${ALICE}"}}}, tokens) == []
+    widened = {"auth": {"tokens": {"alice": "${OTHER}", "bob": "${BOB}", "carol": "${CAROL}"}}}
+    assert privileged(both, widened, tokens) == ["auth.tokens.alice: changed", "auth.tokens.carol: added"]
+    issuer = {
+        "issuer": "https://id.example.com",
+        "audience": "https://gw.example.com/mcp",
+        "jwks_uri": "https://id.example.com/jwks",
+    }
+    assert privileged(both, {"auth": {**both["auth"], "oauth": issuer}}, tokens) == ["auth: changed"]
