@@ -1,7 +1,7 @@
 """Child MCP servers: connected over the official SDK client, supervised, reconnected, called."""
 
 from gateway.children._child import ChildState, ChildStatus
-from gateway.children._env import PARENT_ENV_VAR, inherited_credentials
+from gateway.children._env import PARENT_ENV_VAR, find_command, inherited_credentials
 from gateway.children._pool import ChildPool, ChildSettings, PoolChanges
 from gateway.children._transport import QuietSdkParseErrors
 
@@ -13,5 +13,6 @@ __all__ = (
     "ChildStatus",
     "PoolChanges",
     "QuietSdkParseErrors",
+    "find_command",
     "inherited_credentials",
 )

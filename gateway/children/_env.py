@@ -23,9 +23,8 @@ __all__ = [
     "EXTRA_ENV_VARS",
     "PARENT_ENV_VAR",
     "child_environment",
+    "find_command",
     "inherited_credentials",
-    "is_bare",
-    "resolve_command",
 ]
 
 _LOCALE_AND_TEMP = ("TEMP", "TMP") if sys.platform == "win32" else ("LANG", "LC_ALL", "LC_CTYPE", "TMPDIR")
@@ -93,15 +92,15 @@ def inherited_credentials() -> dict[str, str]:
     return found
 
 
-def is_bare(command: str) -> bool:
+def _is_bare(command: str) -> bool:
     """Whether `command` is a name to look up on PATH rather than a path."""
     return not any(separator and separator in command for separator in (os.sep, os.altsep))
 
 
-def resolve_command(command: str, env: Mapping[str, str]) -> str:
-    """`command` as a child is spawned with `env`: a name found on its PATH, or a path, as it is; a name
-    found only beside the gateway's own Python (`uvx` in the venv of a clone's `.venv/bin/codemode-gateway`,
-    not activated), that file's path."""
-    if not is_bare(command) or shutil.which(command, path=env.get("PATH")) is not None:
+def find_command(command: str, path: str | None) -> str | None:
+    """`command` as a child with `path` for PATH is spawned: a path, or a name found on `path`, as it
+    is; a name found only beside the gateway's own Python (`uvx` in the venv of a clone's
+    `.venv/bin/codemode-gateway`, not activated), that file's path; None when found nowhere."""
+    if not _is_bare(command) or shutil.which(command, path=path) is not None:
         return command
-    return shutil.which(command, path=str(Path(sys.executable).parent)) or command
+    return shutil.which(command, path=str(Path(sys.executable).parent))

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 import signal
 import sys
 from collections.abc import Callable
@@ -31,7 +30,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
-from gateway.children._env import child_environment, is_bare, resolve_command
+from gateway.children._env import child_environment, find_command
 from gateway.children._http_cap import LEGACY_SSE_EVENT_BYTES, AnswerCap
 from gateway.children._process import StderrPump, end_process_group, signal_process_group
 from gateway.children._stdio import open_stdio_child
@@ -302,7 +301,8 @@ async def _open_stdio(
     pump = connection.pump = StderrPump(name)
     # Built, not inherited: the gateway's own tokens reach only the children they are named for.
     env = child_environment(server.env, server.env_passthrough)
-    command = resolve_command(server.command, env)
+    found = find_command(server.command, env.get("PATH"))
+    command = found or server.command
     try:
         if _SDK_STDIO:
             params = StdioServerParameters(command=command, args=server.args, env=env, cwd=server.cwd)
@@ -320,8 +320,7 @@ async def _open_stdio(
         )
     except (OSError, ValueError) as exc:
         detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-        unfound = is_bare(command) and shutil.which(command, path=env.get("PATH")) is None
-        if isinstance(exc, FileNotFoundError) and unfound:
+        if isinstance(exc, FileNotFoundError) and found is None:
             detail = (
                 "not found on the PATH children get, nor beside the gateway's Python; give its absolute "
                 "path as the entry's command, or start the gateway with its directory on PATH"

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import importlib.util
-import shutil
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from gateway.children import find_command
 from gateway.config._model import GatewayConfig
 
 __all__ = ["NPM_SERVER_PINS", "PYPI_SERVER_PINS", "default_config"]
@@ -33,8 +34,8 @@ def _git_toplevel(start: Path) -> Path | None:
 
 
 def _on_path(command: str) -> bool:
-    """Whether a child could start `command`: on PATH, or beside this Python (as children look it up)."""
-    return bool(shutil.which(command) or shutil.which(command, path=str(Path(sys.executable).parent)))
+    """Whether a child could start `command`, looked up as children look it up."""
+    return find_command(command, os.environ.get("PATH")) is not None
 
 
 def _python_server(package: str, args: list[str]) -> dict[str, Any] | None:

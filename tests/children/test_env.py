@@ -13,7 +13,7 @@ import pytest
 from mcp import types
 
 from gateway.children import ChildPool
-from gateway.children._env import BASE_ENV_VARS, PARENT_ENV_VAR, child_environment, resolve_command
+from gateway.children._env import BASE_ENV_VARS, PARENT_ENV_VAR, child_environment, find_command
 from gateway.config import (
     parse_config,
 )
@@ -126,9 +126,9 @@ def test_a_command_found_on_the_path_or_given_as_a_path_is_started_as_written(
 ) -> None:
     beside = _gateway_bin(tmp_path, monkeypatch, "sh")
     env = {"PATH": os.environ["PATH"]}
-    assert resolve_command("sh", env) == "sh"  # on PATH: the gateway's own copy is not preferred
-    assert resolve_command(str(beside / "sh"), {"PATH": ""}) == str(beside / "sh")
-    assert resolve_command("codemode-nowhere", env) == "codemode-nowhere"
+    assert find_command("sh", env["PATH"]) == "sh"  # on PATH: the gateway's own copy is not preferred
+    assert find_command(str(beside / "sh"), "") == str(beside / "sh")
+    assert find_command("codemode-nowhere", env["PATH"]) is None
 
 
 @pytest.mark.anyio
