@@ -11,6 +11,7 @@ from gateway.catalog._catalog import Catalog, CatalogEntry, CatalogServer
 from gateway.catalog._query import DEFAULT_SEARCH_LIMIT, Detail
 from gateway.catalog._search import check_search, corrected_query, search
 from gateway.catalog._signatures import full_doc, signature
+from gateway.catalog._unknown import MAX_HINTED_SERVERS
 from gateway.catalog.config import DEFAULT_MAX_QUERY_CHARS
 from gateway.children import ChildState
 
@@ -58,7 +59,7 @@ def _state(server: CatalogServer) -> str:
         hint = f'search_docs(server="{server.identifier}") starts it and lists its tools'
         return f"idle, starts on first use: {hint}"
     count = server.tool_count
-    return f"ready, {count} tool{'' if count == 1 else 's'}"
+    return f"ready, {_counted(count, 'tool')}"
 
 
 def _counted(count: int, noun: str) -> str:
@@ -221,11 +222,6 @@ def _did_you_mean(catalog: Catalog, query: str) -> str | None:
     if corrected != query:
         return f'Did you mean "{corrected}"?'
     return None
-
-
-MAX_HINTED_SERVERS = 8
-"""Servers a weak answer names; past this many it points to the overview, which names them all: a long
-list on every weak answer would cost more than the one call it might save."""
 
 
 def _servers_hint(catalog: Catalog) -> str:

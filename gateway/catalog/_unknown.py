@@ -5,10 +5,12 @@ from __future__ import annotations
 from gateway.catalog._catalog import Catalog
 from gateway.children import ChildState
 
-__all__ = ["unknown_tool_message"]
+__all__ = ["MAX_HINTED_SERVERS", "unknown_tool_message"]
 
 
-_MAX_SERVERS_NAMED = 8  # past it, a count: search_docs() lists them all
+MAX_HINTED_SERVERS = 8
+"""Servers a hint names (a weak answer's, an unknown server's); past this many it points to the
+overview, which names them all: a long list on every hint would cost more than the call it saves."""
 _SEARCH_HINT = " Call search_docs to find tools."
 
 
@@ -30,7 +32,7 @@ def unknown_tool_message(catalog: Catalog, name: str) -> str:
         return f"unknown tool {name!r}; did you mean {' or '.join(suggestions)}?{_SEARCH_HINT}"
     if status is None and "." in name:  # the server itself is unknown: name the ones there are
         servers = [known.identifier for known in catalog.servers]
-        more = len(servers) - _MAX_SERVERS_NAMED
-        listed = ", ".join(servers[:_MAX_SERVERS_NAMED]) + (f" and {more} more" if more > 0 else "")
+        more = len(servers) - MAX_HINTED_SERVERS
+        listed = ", ".join(servers[:MAX_HINTED_SERVERS]) + (f" and {more} more" if more > 0 else "")
         return f"unknown tool {name!r}: no server {server!r} (there are {listed or 'none'}).{_SEARCH_HINT}"
     return f"unknown tool {name!r}.{_SEARCH_HINT}"
