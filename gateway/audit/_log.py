@@ -15,8 +15,10 @@ execution does). The fields:
     suppressed (no execution_id) principal and issuer (if any), records and bytes not written,
                kinds {kind: count}, since: the start of the window in which that caller's records
                passed principal_budget_bytes, budget_bytes
-    reload     (no execution_id) trigger: signal | file | cli, requested_by {pid, user} (cli), reload
-               (its number since start), outcome: applied | unchanged | refused, ok, error, config_file,
+    reload     (no execution_id) trigger: signal | file | cli, requested_by {pid, user} (cli), attempt
+               (every reload's number since start), reload (the number of the applied reload it made, as
+               search_docs names it; null if refused or unchanged), outcome: applied | unchanged |
+               refused, ok, error, config_file,
                servers {added, removed, changed}, sections (the top-level keys that changed),
                restart_needed (those of them that apply only after a restart), errors (refused)
 
@@ -339,7 +341,8 @@ class AuditLog:
         self,
         *,
         trigger: str,
-        number: int,
+        attempt: int,
+        reload: int | None,
         outcome: Literal["applied", "unchanged", "refused"],
         config_file: Path | None,
         servers: Mapping[str, list[str]],
@@ -355,7 +358,8 @@ class AuditLog:
         if requested_by is not None:
             record["requested_by"] = self.redactor.redact_json(dict(requested_by))
         record |= {
-            "reload": number,
+            "attempt": attempt,
+            "reload": reload,
             "outcome": outcome,
             "ok": outcome != "refused",
             "error": "ConfigError" if outcome == "refused" else None,

@@ -114,6 +114,8 @@ def _cells(record: Mapping[str, Any]) -> tuple[str, ...]:
         what = f"sha256:{str(record.get('script_sha256', ''))[:12]}"
     elif kind == "reload":
         what = f"config ({record.get('trigger', '?')}): {record.get('outcome', '?')}"
+        if record.get("reload") is not None:
+            what += f" (reload {record['reload']})"
     else:
         what = str(record.get("tool", ""))
     outcome = "ok" if record.get("ok") else str(record.get("error") or "error")

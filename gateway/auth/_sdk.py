@@ -14,12 +14,15 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuth
 from mcp.server.auth.provider import TokenVerifier
 from mcp.server.auth.routes import build_resource_metadata_url, create_protected_resource_routes
 from pydantic import AnyHttpUrl, ConfigDict, TypeAdapter
+from starlette.authentication import AuthCredentials
 from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.requests import HTTPConnection
 from starlette.routing import Route
 from starlette.types import ASGIApp, Scope
 
 from gateway.auth._identity import Identity, identity_of
+from gateway.auth._reasons import refusals_from
 from gateway.auth.config import AuthConfig
 
 __all__ = [
@@ -35,10 +38,18 @@ __all__ = [
 _URL = TypeAdapter(AnyHttpUrl, config=ConfigDict(url_preserve_empty_path=True))
 
 
+class _ClientNamedBackend(BearerAuthBackend):
+    """The SDK's backend, with the client's address known to the log line of a refused token."""
+
+    async def authenticate(self, conn: HTTPConnection) -> tuple[AuthCredentials, AuthenticatedUser] | None:
+        with refusals_from(conn.client.host if conn.client is not None else None):
+            return await super().authenticate(conn)
+
+
 def bearer_middleware(verifier: TokenVerifier) -> list[Middleware]:
     """Starlette middleware verifying each request's bearer token: the user in `scope["user"]`."""
     return [
-        Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(verifier)),
+        Middleware(AuthenticationMiddleware, backend=_ClientNamedBackend(verifier)),
         Middleware(AuthContextMiddleware),
     ]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from gateway.auth._identity import GatewayAccessToken
@@ -20,9 +21,17 @@ __all__ = ["GatewayTokenVerifier", "build_verifier"]
 class GatewayTokenVerifier:
     """The SDK's TokenVerifier for the `auth` section: a static token, else a JWT of the issuer."""
 
-    def __init__(self, static: StaticTokenVerifier | None, jwt: JwtVerifier | None) -> None:
+    def __init__(
+        self,
+        static: StaticTokenVerifier | None,
+        jwt: JwtVerifier | None,
+        *,
+        on_refusal: Callable[[str], None] | None = None,
+    ) -> None:
+        """`on_refusal` is told each refusal's reason (the metrics count them)."""
         self.static = static
         self.jwt = jwt
+        self.on_refusal = on_refusal
 
     def use_tokens(self, config: AuthConfig) -> None:
         """Take `config`'s static tokens from the next request on (a reload applied them): a token
@@ -48,13 +57,18 @@ class GatewayTokenVerifier:
             return await self.authenticate(token)
         except TokenRefused as refusal:
             log_refusal(refusal, "auth")
+            if self.on_refusal is not None:
+                self.on_refusal(refusal.reason)
             return None
 
 
-def build_verifier(config: AuthConfig) -> GatewayTokenVerifier:
-    """The verifier for an `auth` section; static tokens are given the OAuth required scopes."""
+def build_verifier(
+    config: AuthConfig, *, on_refusal: Callable[[str], None] | None = None
+) -> GatewayTokenVerifier:
+    """The verifier for an `auth` section; static tokens are given the OAuth required scopes.
+    `on_refusal` is told each refusal's reason."""
     jwt = _jwt_verifier(config.oauth) if config.oauth is not None else None
-    return GatewayTokenVerifier(_static_verifier(config), jwt)
+    return GatewayTokenVerifier(_static_verifier(config), jwt, on_refusal=on_refusal)
 
 
 def _static_verifier(config: AuthConfig) -> StaticTokenVerifier | None:

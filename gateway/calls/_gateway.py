@@ -85,7 +85,7 @@ class Gateway(AsyncContextManagerMixin):
         self._spent_states = SpentStates(config.approvals.ttl_seconds, self.stores.approvals)
         self._use_audit(None)
         self.loaded_at = datetime.now(UTC)  # when the config in force was loaded (search_docs says)
-        self.reloads = 0  # config reloads applied since start
+        self.reloads = 0  # reloads applied since start: each changed the config in force
 
     @asynccontextmanager
     async def __asynccontextmanager__(self) -> AsyncGenerator[Self]:
@@ -147,9 +147,13 @@ class Gateway(AsyncContextManagerMixin):
             config.mcp_servers, child_settings(config), config.unavailable_servers
         )
         self._catalogs.start_exposed_servers()
+        return changes
+
+    def count_reload(self) -> int:
+        """Note that a reload changed the config in force (search_docs's overview says so); its number."""
         self.loaded_at = datetime.now(UTC)
         self.reloads += 1
-        return changes
+        return self.reloads
 
     @property
     def catalog_lock(self) -> CatalogLock | None:

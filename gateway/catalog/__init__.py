@@ -3,6 +3,7 @@ and the lockfile that quarantines tools changed since review."""
 
 from gateway.catalog._arguments import prepare_arguments
 from gateway.catalog._catalog import Catalog, CatalogEntry, CatalogServer
+from gateway.catalog._naming import server_identifiers
 from gateway.catalog._precheck import precheck_calls
 from gateway.catalog._results import resource_contents_value, tool_result_value
 from gateway.catalog._shapes import ObservedShapes, ShapeStore
@@ -17,6 +18,7 @@ __all__ = (
     "precheck_calls",
     "prepare_arguments",
     "resource_contents_value",
+    "server_identifiers",
     "tool_result_value",
     "unknown_tool_message",
 )

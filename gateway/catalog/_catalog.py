@@ -14,7 +14,7 @@ from typing import Any
 from mcp.types import Tool
 from pydantic import BaseModel, ConfigDict, Field
 
-from gateway.catalog._naming import assign_identifiers, first_of_each_name, to_identifier
+from gateway.catalog._naming import assign_identifiers, first_of_each_name, server_identifiers, to_identifier
 from gateway.catalog._quarantine import Quarantine
 from gateway.catalog._semantic import SemanticSearch
 from gateway.catalog._shapes import ObservedShapes
@@ -137,7 +137,7 @@ class Catalog:
         `instructions_chars` characters."""
         tools = tools or {}
         given = {status.name: status for status in statuses}
-        server_ids = assign_identifiers([*tools, *given], fallback="server")
+        server_ids = server_identifiers([*tools, *given])
         entries: list[CatalogEntry] = []
         by_server: dict[str, tuple[CatalogEntry, ...]] = {}
         servers: dict[str, CatalogServer] = {}

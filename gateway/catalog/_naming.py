@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 
 from mcp.types import Tool
 
-__all__ = ["assign_identifiers", "first_of_each_name", "split_words", "to_identifier"]
+__all__ = ["assign_identifiers", "first_of_each_name", "server_identifiers", "split_words", "to_identifier"]
 
 _INVALID = re.compile(r"[^0-9A-Za-z_]+")
 # camelCase and digit boundaries: "getHTTPResponse2xx" -> get HTTP Response 2 xx.
@@ -60,6 +60,11 @@ def assign_identifiers(
         result[name] = candidate
         taken.add(candidate)
     return {**claimed, **result}
+
+
+def server_identifiers(names: Iterable[str]) -> dict[str, str]:
+    """Each server's Python name among these servers: what search_docs shows and policy rules match."""
+    return assign_identifiers(names, fallback="server")
 
 
 def split_words(name: str) -> list[str]:

@@ -7,7 +7,10 @@ import sys
 
 from gateway.shared import JsonFormatter
 
-__all__ = ["configure_logging", "quiet_sdk_parse_errors"]
+__all__ = ["DEFAULT_LEVEL", "configure_logging", "quiet_sdk_parse_errors"]
+
+DEFAULT_LEVEL = "NOTICE"
+"""Warnings, errors, and the few notices an operator needs of a normal run (`gateway.shared.NOTICE`)."""
 
 
 def configure_logging(level: str = "INFO") -> None:

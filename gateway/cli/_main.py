@@ -19,7 +19,7 @@ from gateway.cli._arguments import (
 )
 from gateway.cli._children_args import parse_children, split_children
 from gateway.cli._exit_codes import EXIT_FAILED, EXIT_USAGE
-from gateway.cli._logging import configure_logging, quiet_sdk_parse_errors
+from gateway.cli._logging import DEFAULT_LEVEL, configure_logging, quiet_sdk_parse_errors
 from gateway.errors import ConfigError, GatewayError
 from gateway.shared import PACKAGE_NAME, leaf_error, package_version
 
@@ -52,7 +52,7 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument(
         "--log-level",
         default=argparse.SUPPRESS,
-        help="DEBUG, INFO, WARNING (the default, or $CODEMODE_LOG_LEVEL), ERROR",
+        help="DEBUG, INFO, NOTICE (the default, or $CODEMODE_LOG_LEVEL), WARNING, ERROR",
     )
     parser = argparse.ArgumentParser(
         prog="codemode-gateway", description="A code-mode MCP gateway.", parents=[common]
@@ -198,7 +198,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         args = parser.parse_args([*own, "serve"])
     if children is not None and args.command not in _TAKES_CHILDREN:
         parser.error(f"children after '--' are taken by {', '.join(_TAKES_CHILDREN)}, not by {args.command}")
-    configure_logging(getattr(args, "log_level", None) or os.environ.get("CODEMODE_LOG_LEVEL") or "WARNING")
+    configure_logging(
+        getattr(args, "log_level", None) or os.environ.get("CODEMODE_LOG_LEVEL") or DEFAULT_LEVEL
+    )
     try:
         args.children = parse_children(children) if children is not None else None
         with _collection_paused():

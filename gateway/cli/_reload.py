@@ -29,7 +29,9 @@ def reload_command(args: argparse.Namespace) -> int:
 
 def _describe(result: dict[str, object]) -> str:
     outcome = result.get("outcome")
-    lines = [f"reload {result.get('attempt')}: {outcome}"]
+    # `attempt` counts every reload, `reload` only those applied: the number search_docs names.
+    applied = f" (reload {result['reload']})" if result.get("reload") is not None else ""
+    lines = [f"attempt {result.get('attempt')}: {outcome}{applied}"]
     servers = result.get("servers")
     if isinstance(servers, dict):
         for key, names in servers.items():  # pyright: ignore[reportUnknownVariableType]

@@ -10,8 +10,10 @@ pattern matches tools or resources, never both. A rule is a pattern, or
 
 from __future__ import annotations
 
+import fnmatch
 import re
 import string
+from collections.abc import Collection
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -42,6 +44,8 @@ __all__ = [
     "RuleList",
     "ToolName",
     "ToolPolicy",
+    "may_name_server",
+    "server_part",
 ]
 
 _NAME_CHARS = frozenset(string.ascii_letters + string.digits + "_.")
@@ -69,6 +73,37 @@ def is_resource_rule(pattern: str) -> bool:
 def is_tool_rule(pattern: str) -> bool:
     """Whether a pattern matches tools (`server.tool`): those without a `:`."""
     return ":" not in pattern
+
+
+def server_part(pattern: str) -> tuple[str, str]:
+    """The pattern up to its first `.`, `:` or `*` outside a `[...]` class, and that character (or "")."""
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "[":
+            end = _class_end(pattern, i)
+            i = end + 1 if end >= 0 else len(pattern)
+            continue
+        if char in ".:*":
+            return pattern[:i], char
+        i += 1
+    return pattern, ""
+
+
+def may_name_server(pattern: str, servers: Collection[str]) -> bool:
+    """Whether a rule's pattern could match a tool or resource of a server going by one of `servers`
+    (its Python name, as rules match it); False only when it certainly cannot."""
+    part, end = server_part(pattern)
+    if not part:
+        return True  # `*`, `*.read_*`: any server
+    wild = any(char in part for char in "?[")
+    if end == "." or (end == ":" and not wild):
+        # `server.tool` holds one dot, which the pattern's literal one must take, and `server:uri` its
+        # first colon, which a part without wildcards cannot reach past: `part` matches the server whole.
+        return any(fnmatch.fnmatchcase(server, part) for server in servers)
+    if wild:
+        return True  # `g?t*`, `s?:uri`: a wildcard might take the dot or colon; not worth deciding
+    return any(server.startswith(part) for server in servers)  # `git*`
 
 
 def _unexpected_char(pattern: str, allowed: frozenset[str]) -> str | None:

@@ -6,6 +6,10 @@ away (removing a server, narrowing the policy, lowering a limit); a change that 
 code, widens what a snippet may reach, or changes who may call or what is recorded is privileged,
 and only a SIGHUP or `codemode-gateway reload` (same OS user or root) applies it. Each change is
 named by its key, never by its value: a value may be a secret expanded from the environment.
+
+A rule restricts only the servers its pattern can match: one removed together with every server it
+could match (so that it matches none of the new config's, those added included) widens nothing, and
+a server and the rules naming it can be taken out in one edit.
 """
 
 from __future__ import annotations
@@ -15,10 +19,11 @@ from collections.abc import Mapping
 from pydantic import BaseModel
 
 from gateway.auth.config import AuthConfig
+from gateway.catalog import server_identifiers
 from gateway.catalog.lockfile import ToolLock
 from gateway.children.config import ServerConfig
 from gateway.config import GatewayConfig
-from gateway.policy.config import PolicyConfig, ToolPolicy
+from gateway.policy.config import PolicyConfig, ToolPolicy, may_name_server
 from gateway.reload._diff import ConfigDiff
 
 __all__ = ["lock_widenings", "privileged_changes"]
@@ -52,7 +57,7 @@ def privileged_changes(old: GatewayConfig, new: GatewayConfig, diff: ConfigDiff)
             continue
         before, after = getattr(old, fields[key]), getattr(new, fields[key])
         if key == "policy":
-            changes += _policy_widenings(before, after)
+            changes += _policy_widenings(before, after, _server_names(new))
         elif key == "auth":
             changes += _auth_widenings(before, after)
         elif key in LOWERABLE_SECTIONS:
@@ -60,6 +65,13 @@ def privileged_changes(old: GatewayConfig, new: GatewayConfig, diff: ConfigDiff)
         else:
             changes.append(f"{key}: changed")
     return changes
+
+
+def _server_names(config: GatewayConfig) -> set[str]:
+    """Every name a rule could reach one of `config`'s servers by: as written, and the Python name the
+    catalog gives it (left-out servers too: a reload may bring them in)."""
+    names = [*config.mcp_servers, *config.unavailable_servers]
+    return {*names, *server_identifiers(names).values()}
 
 
 def _auth_widenings(before: AuthConfig | None, after: AuthConfig | None) -> list[str]:
@@ -131,16 +143,21 @@ def _raised(key: str, before: object, after: object) -> list[str]:
     return [f"{key}: changed"]
 
 
-def _policy_widenings(before: PolicyConfig, after: PolicyConfig) -> list[str]:
+def _policy_widenings(before: PolicyConfig, after: PolicyConfig, servers: set[str]) -> list[str]:
     """What `after` allows that `before` did not, as far as can be told rule by rule: only rules
-    added to deny/hidden/approve, removed from allow/allow_writes, and stricter settings narrow."""
+    added to deny/hidden/approve, removed from allow/allow_writes, and stricter settings narrow; a
+    rule removed that can match none of `servers` (the new config's) restricted only servers gone."""
     changes: list[str] = []
     for name in PolicyConfig.model_fields:
         old, new = getattr(before, name), getattr(after, name)
         if old == new:
             continue
         if name in _NARROWING_LISTS:
-            changes += [f"policy.{name}: {rule!r} removed" for rule in _missing(before, after, name)]
+            changes += [
+                f"policy.{name}: {rule!r} removed"
+                for rule in _missing(before, after, name)
+                if may_name_server(rule, servers)
+            ]
         elif name in _WIDENING_LISTS:
             if name == "allow" and any(rule.pattern == "*" for rule in before.rules("allow")):
                 continue  # every tool was allowed: no allow list allows more
@@ -151,7 +168,7 @@ def _policy_widenings(before: PolicyConfig, after: PolicyConfig) -> list[str]:
         elif name == "max_tool_calls":
             changes += _cap_raised("policy.max_tool_calls", old, new)
         elif name == "tools":
-            changes += _tool_widenings(old, new)
+            changes += _tool_widenings(old, new, servers)
         else:  # roles, and any key added later
             changes.append(f"policy.{name}: changed")
     return changes
@@ -172,10 +189,15 @@ def _cap_raised(key: str, old: int | None, new: int | None) -> list[str]:
     return [f"{key}: raised from {'none' if old is None else old} to {'none' if new is None else new}"]
 
 
-def _tool_widenings(before: Mapping[str, ToolPolicy], after: Mapping[str, ToolPolicy]) -> list[str]:
-    """A per-tool entry removed or loosened; one added only adds constraints."""
+def _tool_widenings(
+    before: Mapping[str, ToolPolicy], after: Mapping[str, ToolPolicy], servers: set[str]
+) -> list[str]:
+    """A per-tool entry removed or loosened, but for a tool of a server none of `servers` names; one
+    added only adds constraints."""
     changes: list[str] = []
     for tool, old in before.items():
+        if tool.partition(".")[0] not in servers:
+            continue  # its server is gone: the entry constrains nothing
         new = after.get(tool)
         where = f"policy.tools.{tool}"
         if new is None:

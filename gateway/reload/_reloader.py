@@ -24,6 +24,7 @@ from gateway.middleware import Chain
 from gateway.policy import Policies
 from gateway.reload._diff import ConfigDiff, applicable, diff_configs
 from gateway.reload._privileged import lock_widenings, privileged_changes
+from gateway.shared import NOTICE
 
 if TYPE_CHECKING:
     from gateway.sandbox import Sandbox
@@ -47,7 +48,8 @@ come from the gateway's own OS user or root: an operator."""
 
 @dataclass(frozen=True, slots=True)
 class ReloadResult:
-    """What one reload did: `attempt` counts every reload since start, refused ones too."""
+    """What one reload did. `attempt` counts every reload since start, refused and unchanged ones
+    too; `reload` is the number of the applied reload it made (as search_docs names it), else None."""
 
     attempt: int
     trigger: Trigger
@@ -58,12 +60,14 @@ class ReloadResult:
     requested_by: Mapping[str, Any] | None = None
     privileged: list[str] = field(default_factory=list[str])
     """The changes only an operator may apply: applied by an operator's reload, else the refusal's cause."""
+    reload: int | None = None
     at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     def summary(self) -> dict[str, Any]:
         """The result as JSON (the status file `codemode-gateway reload` reads, the log line's fields)."""
         return {
             "attempt": self.attempt,
+            "reload": self.reload,
             "trigger": self.trigger,
             "outcome": self.outcome,
             "time": self.at.isoformat(timespec="seconds").replace("+00:00", "Z"),
@@ -155,15 +159,16 @@ class Reloader:
                 self._retired.send_nowait(replaced)
         # Sections that need a restart keep their old values, so the config in force says what runs.
         changes = self.gateway.apply_config(applicable(old, new, diff), lock)
-        outcome: Outcome = "applied" if diff or privileged else "unchanged"
+        applied = bool(diff or privileged)  # else unchanged: nothing new for the model to hear of
         return ReloadResult(
             self.attempts,
             trigger,
-            outcome,
+            "applied" if applied else "unchanged",
             diff,
             changes=changes,
             requested_by=requested_by,
             privileged=privileged,
+            reload=self.gateway.count_reload() if applied else None,
         )
 
     def _unattended_refusal(self, trigger: Trigger, privileged: list[str]) -> list[str]:
@@ -241,11 +246,16 @@ class Reloader:
         if result.outcome == "refused":
             log.error("config reload refused: the config in force serves on", extra=fields)
         else:
-            log.warning("config reloaded", extra=fields)
+            message = "config reloaded" if result.outcome == "applied" else "config reload changed nothing"
+            log.log(NOTICE, message, extra=fields)
             if result.diff.restart_needed:
                 log.warning(
                     "config changes that apply only after a restart",
-                    extra={"sections": result.diff.restart_needed, "attempt": result.attempt},
+                    extra={
+                        "sections": result.diff.restart_needed,
+                        "attempt": result.attempt,
+                        "reload": result.reload,
+                    },
                 )
         gateway.telemetry.config_reloaded(result.outcome)
         audit = gateway.audit
@@ -253,7 +263,8 @@ class Reloader:
             audit.record(
                 lambda log_: log_.config_reload(
                     trigger=result.trigger,
-                    number=result.attempt,
+                    attempt=result.attempt,
+                    reload=result.reload,
                     outcome=result.outcome,
                     config_file=self.config_file,
                     servers=result.diff.servers,

@@ -28,7 +28,7 @@ from gateway.reload import ReloadOptions, serve_reloads
 from gateway.server._gate import session_digest
 from gateway.server._server import warn_of_unidentified_callers
 from gateway.server._stdio import cancel_on_signals
-from gateway.shared import redact_logs
+from gateway.shared import NOTICE, redact_logs
 
 __all__ = ["run_http", "serve_http"]
 
@@ -61,9 +61,10 @@ def listen(http: HttpConfig) -> socket.socket:
         ) from exc
 
 
-def _url(listener: socket.socket, http: HttpConfig) -> str:
+def _serving(listener: socket.socket, http: HttpConfig) -> dict[str, object]:
+    """Where the gateway serves, as the notice logs it: the MCP URL, and the port (`--port 0` picks one)."""
     host, port = listener.getsockname()[:2]
-    return f"http://{f'[{host}]' if ':' in host else host}:{port}{http.path}"
+    return {"url": f"http://{f'[{host}]' if ':' in host else host}:{port}{http.path}", "port": port}
 
 
 def _configure_http_logs() -> None:
@@ -162,14 +163,14 @@ async def serve_http(
                             until_stopped.cancel()  # uvicorn stopped by itself: shut down too
 
                     serving.start_soon(run)
-                    log.info("serving MCP over HTTP", extra={"url": _url(listener, http)})
+                    log.log(NOTICE, "serving MCP over HTTP", extra=_serving(listener, http))
                     with until_stopped:
                         await anyio.sleep_forever()
                     await app.drain(http.shutdown_grace_seconds)
                     server.should_exit = True
                 reloads.cancel_scope.cancel()  # before the gateway stops: no reload races its shutdown
             signals.cancel_scope.cancel()
-    log.info("gateway stopped")
+    log.log(NOTICE, "gateway stopped")
 
 
 def run_http(

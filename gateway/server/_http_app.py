@@ -55,7 +55,8 @@ class HttpApp:
         mcp: ASGIApp = McpGate(self.sessions.handle_request, http, self.admission, self._is_shutting_down)
         auth = gateway.config.auth
         self._gateway = gateway
-        self._verifier = None if auth is None else build_verifier(auth)
+        telemetry = gateway.telemetry
+        self._verifier = None if auth is None else build_verifier(auth, on_refusal=telemetry.token_refused)
         readiness = Readiness(gateway, self._is_shutting_down)
         alive, ready = HEALTH_PATHS
         self._app: ASGIApp = Starlette(

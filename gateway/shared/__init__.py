@@ -4,12 +4,13 @@ each caller's share of a pool of places."""
 from gateway.shared._display import format_row, format_table, printable
 from gateway.shared._exception_groups import leaf_error
 from gateway.shared._json import as_array, as_object, properties_of
-from gateway.shared._logging import JsonFormatter, redact_logs
+from gateway.shared._logging import NOTICE, JsonFormatter, redact_logs
 from gateway.shared._redaction import Redactor
 from gateway.shared._shares import Shares, ShareWaitTimedOut, share_of
 from gateway.shared._version import PACKAGE_NAME, package_version
 
 __all__ = (
+    "NOTICE",
     "PACKAGE_NAME",
     "JsonFormatter",
     "Redactor",

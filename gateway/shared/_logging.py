@@ -10,7 +10,12 @@ from typing import Any
 
 from gateway.shared._redaction import Redactor
 
-__all__ = ["JsonFormatter", "RedactingFilter", "redact_logs"]
+__all__ = ["NOTICE", "JsonFormatter", "RedactingFilter", "redact_logs"]
+
+NOTICE = 25
+"""Between info and warning: what an operator needs to see of a normal run (the URL served on, a
+reload applied), shown at the default level without being a warning."""
+logging.addLevelName(NOTICE, "NOTICE")
 
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
 

@@ -155,6 +155,13 @@ class GatewayMetrics:
             ["outcome"],
             registry=self.registry,
         )
+        self.token_refusals = Counter(
+            "codemode_http_token_refusals",
+            "Bearer tokens refused over HTTP with `auth`, by reason: the reason the warning logged for "
+            "each names (unknown_token, expired, wrong_audience, wrong_issuer, unknown_signing_key...).",
+            ["reason"],
+            registry=self.registry,
+        )
         self._state = _State()
         self.registry.register(self._state)
         ProcessCollector(registry=self.registry)  # the process's CPU, memory and open files

@@ -149,6 +149,11 @@ class Telemetry:
         """Count a config reload by its outcome (applied, unchanged, refused)."""
         self.metrics.reloads.labels(outcome).inc()
 
+    def token_refused(self, reason: str) -> None:
+        """Count a bearer token refused over HTTP, by the reason its log line names (`wrong audience`
+        is counted as `wrong_audience`)."""
+        self.metrics.token_refusals.labels(reason.replace(" ", "_")).inc()
+
     def approval_refused(self) -> None:
         """Count a retry whose approval state was refused (expired, tampered with, used)."""
         self.metrics.approvals.labels("refused").inc()

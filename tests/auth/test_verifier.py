@@ -64,13 +64,18 @@ async def test_with_oauth_alone_a_bad_jwt_says_what_is_wrong_with_it(issuer: Loc
     assert await _reason(verifier, issuer.mint(aud="https://elsewhere.example.com")) == "wrong audience"
 
 
-async def test_verify_token_answers_none_and_logs_one_line_naming_the_reason(
+async def test_verify_token_answers_none_warns_once_naming_the_reason_and_reports_it_to_be_counted(
     issuer: LocalIssuer, auth_log: list[logging.LogRecord]
 ) -> None:
-    verifier = build_verifier(issuer.auth({"alice": ALICE}))
+    reasons: list[str] = []
+    verifier = build_verifier(issuer.auth({"alice": ALICE}), on_refusal=reasons.append)
     forged = issuer.mint(iss="https://attacker.example.com")
     with anyio.fail_after(10):
         assert await verifier.verify_token(forged) is None
+        assert await verifier.verify_token(ALICE) is not None
     refusals = [record for record in auth_log if record.getMessage() == "bearer token refused"]
-    assert [(r.__dict__["reason"], r.__dict__["verifier"]) for r in refusals] == [("wrong issuer", "auth")]
+    assert [(r.levelno, r.__dict__["reason"], r.__dict__["verifier"]) for r in refusals] == [
+        (logging.WARNING, "wrong issuer", "auth")
+    ]
+    assert reasons == ["wrong issuer"]
     assert all(forged not in str(record.__dict__) for record in auth_log)

@@ -72,11 +72,17 @@ _LIMIT_FILES = (
 
 @asynccontextmanager
 async def http_gateway(
-    config: Path, *, env: dict[str, str] | None = None, max_files: int | None = None
+    config: Path,
+    *,
+    env: dict[str, str] | None = None,
+    max_files: int | None = None,
+    log_level: str | None = "INFO",
 ) -> AsyncIterator[HttpGateway]:
     """`codemode-gateway serve --http --port 0 --config CONFIG`, once it listens; SIGTERM at the end.
-    With `max_files`, the process may hold at most that many descriptors (RLIMIT_NOFILE)."""
-    command = [sys.executable, "-m", "gateway", "--log-level", "INFO", "serve", "--http", "--port", "0"]
+    With `max_files`, the process may hold at most that many descriptors (RLIMIT_NOFILE); with
+    `log_level` None, it logs at the default level."""
+    levels = ["--log-level", log_level] if log_level is not None else []
+    command = [sys.executable, "-m", "gateway", *levels, "serve", "--http", "--port", "0"]
     if max_files is not None:
         command = [sys.executable, "-c", _LIMIT_FILES, str(max_files), *command[1:]]
     process = await anyio.open_process(

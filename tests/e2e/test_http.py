@@ -24,6 +24,7 @@ from tests.e2e.gateway_http import Answers, HttpGateway, User, http_client, http
 from tests.e2e.gateway_process import (
     EVERYTHING,
     WAIT,
+    environment,
     ledger_entries,
     search_docs,
     text,
@@ -398,6 +399,26 @@ async def test_sigterm_lets_a_call_in_flight_finish_refuses_new_ones_then_stops(
     assert "shutting down" in str(refused)
     assert exit_code == 0
     assert gateway.messages()[-1] == "gateway stopped"
+
+
+async def test_at_the_default_log_level_the_gateway_says_on_which_port_it_serves_and_that_it_stopped(
+    tmp_path: Path,
+) -> None:
+    config = write_config(tmp_path, {"mcpServers": {}})
+    env = environment(drop=("CODEMODE_LOG_LEVEL",))  # the level an operator starts with
+    async with http_gateway(config, env=env, log_level=None) as gateway:
+        with anyio.fail_after(WAIT):
+            async with httpx2.AsyncClient() as probe:
+                alive = await probe.get(f"{gateway.base}/healthz")
+        exit_code = await gateway.stop()
+    [serving] = [record for record in gateway.logs if record.get("msg") == "serving MCP over HTTP"]
+    assert serving["level"] == "notice"
+    assert serving["port"] > 0  # `--port 0`: the port the system picked
+    assert serving["url"] == f"http://127.0.0.1:{serving['port']}/mcp"
+    assert alive.status_code == 200  # on that port
+    assert exit_code == 0
+    assert gateway.messages()[-1] == "gateway stopped"
+    assert not {"debug", "info"} & {record["level"] for record in gateway.logs}
 
 
 async def test_calls_still_running_after_the_grace_period_are_cancelled_and_the_gateway_stops(

@@ -8,6 +8,7 @@ names."""
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -180,3 +181,29 @@ async def test_a_role_gives_its_principal_less_reach_and_the_audit_names_it(serv
         assert record["principal"] == "bob"
         assert record["roles"] == ["contractor"]
         assert record["client"]["name"], record
+
+
+async def test_a_refused_token_is_a_warning_at_the_default_level_with_its_reason_and_never_the_token(
+    tmp_path: Path,
+) -> None:
+    config = write_config(tmp_path, {"mcpServers": {}, "auth": {"tokens": {"alice": "${ALICE_TOKEN}"}}})
+    env = environment(ENV, drop=("CODEMODE_LOG_LEVEL",))
+    wrong = secrets.token_urlsafe(32)
+    async with http_gateway(config, env=env, log_level=None) as gateway, httpx2.AsyncClient() as http:
+        with anyio.fail_after(WAIT):
+            refused = await http.post(
+                gateway.url,
+                json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                headers={"Authorization": f"Bearer {wrong}"},
+            )
+            await gateway.logged("bearer token refused")
+            scraped = await http.get(f"{gateway.base}/metrics")
+    [record] = [record for record in gateway.logs if record.get("msg") == "bearer token refused"]
+    everything = json.dumps(gateway.logs)
+    assert refused.status_code == 401
+    assert record["level"] == "warning"
+    assert (record["reason"], record["verifier"], record["client"]) == ("unknown token", "auth", "127.0.0.1")
+    assert wrong[:8] not in everything  # not the token, nor any part of it
+    assert wrong[-8:] not in everything
+    assert ALICE[:16] not in everything
+    assert 'codemode_http_token_refusals_total{reason="unknown_token"} 1.0' in scraped.text

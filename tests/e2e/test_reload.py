@@ -88,11 +88,12 @@ def audit(tmp_path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines]
 
 
-async def reload_record(tmp_path: Path, number: int) -> dict[str, Any]:
-    """The audit record of reload `number`, once the gateway has written it."""
+async def attempt_record(tmp_path: Path, attempt: int) -> dict[str, Any]:
+    """The audit record of reload attempt `attempt` (every reload counts, refused ones too), once the
+    gateway has written it."""
     with anyio.fail_after(WAIT):
         while True:
-            records = [r for r in audit(tmp_path) if r["kind"] == "reload" and r["reload"] == number]
+            records = [r for r in audit(tmp_path) if r["kind"] == "reload" and r["attempt"] == attempt]
             if records:
                 return records[0]
             await anyio.sleep(POLL_SECONDS)
@@ -107,6 +108,11 @@ async def execute(client: Client, code: str) -> dict[str, Any]:
 
 async def overview(client: Client) -> str:
     return await search_docs(client)
+
+
+def reload_note(shown: str) -> list[str]:
+    """The overview's line saying which reload applied the config in force (none before the first)."""
+    return [line for line in shown.splitlines() if line.startswith("Config reloaded ")]
 
 
 async def until_exists(path: Path) -> None:
@@ -124,7 +130,7 @@ async def test_a_sighup_reload_that_adds_a_child_makes_its_tools_callable_in_the
         assert "Config" not in await overview(client)  # the config it started with is no news
         team(tmp_path, {"a": LATCH, "b": EVERYTHING})
         sighup(config)
-        record = await reload_record(tmp_path, 1)
+        record = await attempt_record(tmp_path, 1)
         added = await execute(client, "tools.b.echo(message='from b')")
         after = await execute(client, "tools.a.pid()")
         shown = await overview(client)
@@ -146,7 +152,7 @@ async def test_a_file_change_reload_removes_a_child_and_keeps_the_others_connect
     async with gateway(config) as client:  # watching the file: the default
         before = await execute(client, "[tools.a.pid(), tools.b.echo(message='here')]")
         team(tmp_path, {"a": LATCH})
-        record = await reload_record(tmp_path, 1)
+        record = await attempt_record(tmp_path, 1)
         gone = await execute(client, "tools.b.echo(message='gone')")
         after = await execute(client, "tools.a.pid()")
     assert record["trigger"] == "file"
@@ -185,9 +191,9 @@ def reloads(directory: Path) -> int:
 
 
 @pytest.fixture
-async def next_reload(shared: Client, shared_config: Path) -> AsyncIterator[int]:
-    """The number the shared gateway's next reload gets; afterwards the config is put back and
-    reloaded, so the next test starts from the config the module started with."""
+async def next_attempt(shared: Client, shared_config: Path) -> AsyncIterator[int]:
+    """The attempt number the shared gateway's next reload gets; afterwards the config is put back
+    and reloaded, so the next test starts from the config the module started with."""
     directory, config = shared_config.parent, anyio.Path(shared_config)
     original = await config.read_text(encoding="utf-8")
     yield 1 + reloads(directory)
@@ -195,7 +201,7 @@ async def next_reload(shared: Client, shared_config: Path) -> AsyncIterator[int]
         await config.write_text(original, encoding="utf-8")
         number = 1 + reloads(directory)
         sighup(shared_config)
-        await reload_record(directory, number)
+        await attempt_record(directory, number)
 
 
 @pytest.fixture
@@ -210,7 +216,7 @@ def entries(directory: Path, tag: str) -> list[str]:
 
 
 async def test_the_cli_tightens_policy_mid_session_and_a_run_in_flight_finishes_under_the_old_one(
-    shared: Client, shared_config: Path, next_reload: int, tag: str, tmp_path: Path
+    shared: Client, shared_config: Path, next_attempt: int, tag: str, tmp_path: Path
 ) -> None:
     directory = shared_config.parent
     release = tmp_path / "release"
@@ -232,50 +238,52 @@ async def test_the_cli_tightens_policy_mid_session_and_a_run_in_flight_finishes_
         code, out, err = await cli("reload", "--pid-file", str(pid_file(shared_config)))
         release.touch()
     refused = await execute(shared, f"tools.ledger.append(entry='{tag} after')")
+    record = await attempt_record(directory, next_attempt)
     assert code == 0, err
-    assert out.startswith(f"reload {next_reload}: applied"), out
+    assert out.startswith(f"attempt {next_attempt}: applied (reload {record['reload']})\n"), out
     assert "changed: policy" in out
     assert allowed["ok"]
     assert results[0]["ok"], results[0]
     assert not refused["ok"]
     assert "ledger.append is denied by policy" in refused["error"]["message"], refused["error"]
     assert entries(directory, tag) == ["before", "in flight"]
-    record = await reload_record(directory, next_reload)
     assert record["trigger"] == "cli"
     assert isinstance(record["requested_by"]["pid"], int)
     assert record["sections"] == ["policy"]
 
 
 async def test_an_invalid_config_is_refused_the_old_one_serves_on_and_the_audit_says_so(
-    shared: Client, shared_config: Path, next_reload: int
+    shared: Client, shared_config: Path, next_attempt: int
 ) -> None:
     directory = shared_config.parent
     servers = shared_servers(directory)
+    before = reload_note(await overview(shared))
     team(directory, servers, startup_timeout_seconds=-1, policy={"deny": ["nowhere.tool"]})
     code, out, _ = await cli("reload", "--pid-file", str(pid_file(shared_config)))
     still = await execute(shared, "tools.a.echo(text='still here')")
-    shown = await overview(shared)
+    after = reload_note(await overview(shared))
     assert code == 1
-    assert f"reload {next_reload}: refused" in out
+    assert f"attempt {next_attempt}: refused\n" in out
     assert "startup_timeout_seconds" in out
     assert "nowhere" in out
     assert still["ok"]
     assert still["value"] == {"result": "still here"}
-    assert f"(reload {next_reload})" not in shown  # the overview names only the reloads applied
-    record = await reload_record(directory, next_reload)
+    assert after == before  # the overview counts only the reloads applied
+    record = await attempt_record(directory, next_attempt)
+    assert record["reload"] is None
     assert record["outcome"] == "refused"
     assert record["ok"] is False
     assert any("startup_timeout_seconds" in error for error in record["errors"])
 
 
 async def test_a_policy_rule_that_would_match_no_tool_of_a_ready_child_refuses_the_reload(
-    shared: Client, shared_config: Path, next_reload: int
+    shared: Client, shared_config: Path, next_attempt: int
 ) -> None:
     directory = shared_config.parent
     await execute(shared, "tools.a.echo(text='ready')")
     team(directory, shared_servers(directory), policy={"deny": ["a.ecko"]})
     sighup(shared_config)
-    record = await reload_record(directory, next_reload)
+    record = await attempt_record(directory, next_attempt)
     still = await execute(shared, "tools.a.echo(text='still callable')")
     assert record["outcome"] == "refused"
     assert any("a.ecko" in error and "a.echo" in error for error in record["errors"]), record["errors"]
@@ -283,7 +291,7 @@ async def test_a_policy_rule_that_would_match_no_tool_of_a_ready_child_refuses_t
 
 
 async def test_clients_are_told_when_a_reload_changes_the_exposed_tools(
-    shared: Client, shared_config: Path, next_reload: int
+    shared: Client, shared_config: Path, next_attempt: int
 ) -> None:
     # 2026-07-28: change notifications come on a stream the client opens
     directory = shared_config.parent
@@ -297,7 +305,7 @@ async def test_clients_are_told_when_a_reload_changes_the_exposed_tools(
     with anyio.fail_after(WAIT):
         after = [tool.name for tool in (await shared.list_tools()).tools]
         echoed = await shared.call_tool("a__echo", {"text": "direct"})
-    record = await reload_record(directory, next_reload)
+    record = await attempt_record(directory, next_attempt)
     assert record["sections"] == ["expose"]
     assert before == ["search_docs", "execute_code"]
     assert after == ["search_docs", "execute_code", "a__echo"]
@@ -335,7 +343,7 @@ async def test_over_http_a_changed_listener_is_reported_as_needing_a_restart_whi
     async with http_gateway(config) as served:
         team(tmp_path, {"a": EVERYTHING}, http={"max_sessions": 60}, policy={"deny": ["a.echo"]})
         served.process.send_signal(signal.SIGHUP)  # the listener's settings: an operator's change
-        record = await reload_record(tmp_path, 1)
+        record = await attempt_record(tmp_path, 1)
         with anyio.fail_after(WAIT):
             await served.logged("config changes that apply only after a restart")
     assert record["trigger"] == "signal"
@@ -345,7 +353,7 @@ async def test_over_http_a_changed_listener_is_reported_as_needing_a_restart_whi
 
 
 async def test_new_sandbox_limits_apply_to_new_executions_while_one_in_flight_keeps_the_old(
-    shared: Client, shared_config: Path, next_reload: int, tmp_path: Path
+    shared: Client, shared_config: Path, next_attempt: int, tmp_path: Path
 ) -> None:
     directory = shared_config.parent
     release = tmp_path / "release"
@@ -361,7 +369,7 @@ async def test_new_sandbox_limits_apply_to_new_executions_while_one_in_flight_ke
         await until_exists(tmp_path / "release.waiting")
         team(directory, shared_servers(directory), sandbox={"max_tool_calls": 1})
         sighup(shared_config)
-        record = await reload_record(directory, next_reload)
+        record = await attempt_record(directory, next_attempt)
         release.touch()
     capped = await execute(shared, "tools.a.echo(text='one')\ntools.a.echo(text='two')")
     assert record["outcome"] == "applied"
@@ -374,14 +382,14 @@ async def test_new_sandbox_limits_apply_to_new_executions_while_one_in_flight_ke
 
 
 async def test_a_reload_that_adds_middleware_wraps_the_calls_of_new_executions(
-    shared: Client, shared_config: Path, next_reload: int, tag: str
+    shared: Client, shared_config: Path, next_attempt: int, tag: str
 ) -> None:
     directory = shared_config.parent
     await execute(shared, f"tools.ledger.append(entry='{tag} before')")
     middleware = ["tests.middleware.team_hooks:rewrite_entries"]
     team(directory, shared_servers(directory), middleware=middleware)
     sighup(shared_config)
-    record = await reload_record(directory, next_reload)
+    record = await attempt_record(directory, next_attempt)
     await execute(shared, f"tools.ledger.append(entry='{tag} after')")
     assert record["sections"] == ["middleware"]
     assert record["restart_needed"] == []

@@ -32,6 +32,7 @@ from tests.e2e.gateway_process import (
     execute,
     gateway_args,
     ledger_server,
+    search_docs,
 )
 from tests.real_servers import npm_entry_point
 
@@ -97,10 +98,11 @@ def audit(directory: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines]
 
 
-async def reload_record(directory: Path, number: int) -> dict[str, Any]:
+async def attempt_record(directory: Path, attempt: int) -> dict[str, Any]:
+    """The audit record of reload attempt `attempt`, once the gateway has written it."""
     with anyio.fail_after(WAIT):
         while True:
-            found = [r for r in audit(directory) if r["kind"] == "reload" and r["reload"] == number]
+            found = [r for r in audit(directory) if r["kind"] == "reload" and r["attempt"] == attempt]
             if found:
                 return found[0]
             await anyio.sleep(POLL_SECONDS)
@@ -139,7 +141,7 @@ async def test_a_snippet_that_rewrites_the_config_through_a_filesystem_child_run
     )
     async with gateway(config, log) as client:
         rewrite = await execute(client, REWRITE.format(path=str(config), lint=lint_entry(marker)))
-        record = await reload_record(tmp_path, 1)
+        record = await attempt_record(tmp_path, 1)
         denied = await execute(client, "tools.ledger.append(entry='after the rewrite')")
         still = await execute(client, "tools.filesystem.list_allowed_directories()")
     assert rewrite["ok"], rewrite
@@ -195,7 +197,7 @@ async def test_checking_out_a_branch_whose_config_adds_a_command_through_a_read_
         checkout = await execute(
             client, f"tools.git.git_checkout(repo_path={str(repo)!r}, branch_name='evil')"
         )
-        record = await reload_record(tmp_path, 1)
+        record = await attempt_record(tmp_path, 1)
         refused = await execute(client, "tools.ledger.append(entry='after the checkout')")
         status = await execute(client, f"tools.git.git_status(repo_path={str(repo)!r})")
     assert checkout["ok"], checkout
@@ -224,10 +226,10 @@ async def test_an_operator_reload_applies_the_new_server_the_file_watch_refused(
                 "audit": {"path": str(tmp_path / "audit.jsonl")},
             },
         )
-        watched = await reload_record(tmp_path, 1)
+        watched = await attempt_record(tmp_path, 1)
         before = await execute(client, "tools.b.echo(message='from b')")
         code, out, err = await cli("reload", "--pid-file", str(pid_file(log)))
-        operator = await reload_record(tmp_path, 2)
+        operator = await attempt_record(tmp_path, 2)
         after = await execute(client, "tools.b.echo(message='from b')")
     assert watched["outcome"] == "refused"
     assert watched["privileged"] == ["mcpServers.b: added"]
@@ -250,7 +252,7 @@ async def test_the_file_watch_still_applies_a_narrowing_change_at_once(tmp_path:
         allowed = await execute(client, "tools.ledger.append(entry='before')")
         narrower = {"mcpServers": {"ledger": servers["ledger"]}, "policy": {"deny": ["ledger.append"]}}
         write(config, {**narrower, "sandbox": {"max_tool_calls": 5}, "audit": {"path": audit_path}})
-        record = await reload_record(tmp_path, 1)
+        record = await attempt_record(tmp_path, 1)
         refused = await execute(client, "tools.ledger.append(entry='after')")
         gone = await execute(client, "tools.a.echo(message='gone')")
     assert allowed["ok"]
@@ -261,6 +263,64 @@ async def test_the_file_watch_still_applies_a_narrowing_change_at_once(tmp_path:
     assert not refused["ok"]
     assert "ledger.append is denied by policy" in refused["error"]["message"]
     assert not gone["ok"]
+
+
+async def test_the_file_watch_applies_a_server_removed_with_its_own_rules_not_with_a_wildcard_naming_another(
+    tmp_path: Path,
+) -> None:
+    log, audit_path = tmp_path / "gateway.log", str(tmp_path / "audit.jsonl")
+    both = {"a": EVERYTHING, "b": EVERYTHING}
+    config = write(
+        tmp_path / "team.json",
+        {"mcpServers": both, "policy": {"deny": ["b.echo", "*.get_sum"]}, "audit": {"path": audit_path}},
+    )
+    async with gateway(config, log) as client:
+        only_a = {"mcpServers": {"a": EVERYTHING}, "audit": {"path": audit_path}}
+        write(config, only_a)  # b goes, and both rules: `*.get_sum` also denied a.get_sum
+        widening = await attempt_record(tmp_path, 1)
+        still_denied = await execute(client, "tools.a.get_sum(a=1, b=2)")
+        write(config, {**only_a, "policy": {"deny": ["*.get_sum"]}})  # b goes with the rule naming it alone
+        removed = await attempt_record(tmp_path, 2)
+        gone = await execute(client, "tools.b.echo(message='gone')")
+        denied = await execute(client, "tools.a.get_sum(a=1, b=2)")
+        kept = await execute(client, "tools.a.echo(message='kept')")
+    assert widening["outcome"] == "refused"
+    assert widening["privileged"] == ["policy.deny: '*.get_sum' removed"]
+    assert not still_denied["ok"]
+    assert removed["trigger"] == "file"
+    assert removed["outcome"] == "applied", removed["errors"]
+    assert removed["privileged"] == []
+    assert removed["servers"]["removed"] == ["b"]
+    assert "unknown tool 'b.echo'" in gone["error"]["message"]
+    assert "a.get_sum is denied by policy" in denied["error"]["message"]
+    assert kept["value"] == "Echo: kept"
+
+
+async def test_after_a_refused_reload_and_an_applied_one_the_log_and_search_docs_name_the_same_reload(
+    tmp_path: Path,
+) -> None:
+    log, audit_path = tmp_path / "gateway.log", str(tmp_path / "audit.jsonl")
+    config = write(tmp_path / "team.json", {"mcpServers": {"a": EVERYTHING}, "audit": {"path": audit_path}})
+    async with gateway(config, log) as client:
+        write(config, {"mcpServers": {"a": EVERYTHING, "b": EVERYTHING}, "audit": {"path": audit_path}})
+        refused = await attempt_record(tmp_path, 1)  # a server added: the watch refuses it
+        write(
+            config,
+            {
+                "mcpServers": {"a": EVERYTHING},
+                "policy": {"deny": ["a.get_sum"]},
+                "audit": {"path": audit_path},
+            },
+        )
+        applied = await attempt_record(tmp_path, 2)
+        shown = await search_docs(client)
+    [refusal] = logged(log, "config reload refused: the config in force serves on")
+    [reloaded] = logged(log, "config reloaded")
+    assert (refused["outcome"], refused["reload"]) == ("refused", None)
+    assert (applied["outcome"], applied["reload"]) == ("applied", 1)
+    assert (refusal["attempt"], refusal["reload"]) == (1, None)
+    assert (reloaded["attempt"], reloaded["reload"], reloaded["level"]) == (2, 1, "notice")
+    assert "(reload 1): tools may differ from earlier searches." in shown
 
 
 PLANTED = """
@@ -319,8 +379,8 @@ async def watched(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Wat
 
 
 @pytest.fixture
-async def next_reload(watched: Watched) -> AsyncIterator[int]:
-    """The number the module gateway's next reload gets. Every test on it makes a change the watch
+async def next_attempt(watched: Watched) -> AsyncIterator[int]:
+    """The attempt number the module gateway's next reload gets. Every test on it makes a change the watch
     refuses; afterwards the lockfile and the config are put back, and the reload of the config put
     back (unchanged against the config in force) is awaited."""
     config, lock = anyio.Path(watched.config), anyio.Path(watched.directory / "team.lock.json")
@@ -330,15 +390,15 @@ async def next_reload(watched: Watched) -> AsyncIterator[int]:
     if await config.read_text(encoding="utf-8") != original:
         number = 1 + sum(1 for r in audit(watched.directory) if r["kind"] == "reload")
         await config.write_text(original, encoding="utf-8")
-        await reload_record(watched.directory, number)
+        await attempt_record(watched.directory, number)
 
 
 async def test_a_middleware_module_a_rewritten_config_names_is_never_imported_by_the_file_watch(
-    watched: Watched, next_reload: int
+    watched: Watched, next_attempt: int
 ) -> None:
     team = watched_team(watched.directory)
     write(watched.config, {**team, "middleware": ["planted_hooks:hook"]})
-    record = await reload_record(watched.directory, next_reload)
+    record = await attempt_record(watched.directory, next_attempt)
     still = await execute(watched.client, "tools.b.echo(message='still here')")
     assert record["outcome"] == "refused"
     assert record["privileged"] == ["middleware: changed"]
@@ -347,12 +407,12 @@ async def test_a_middleware_module_a_rewritten_config_names_is_never_imported_by
 
 
 async def test_a_rule_removed_from_allow_that_would_unblock_a_server_is_privileged(
-    watched: Watched, next_reload: int
+    watched: Watched, next_attempt: int
 ) -> None:
     # A rule naming none of a server's tools blocks the whole server; dropping it reaches every tool.
     before = await execute(watched.client, "tools.a.echo(message='blocked')")
     write(watched.config, {**watched_team(watched.directory), "policy": {"allow": ["*"]}})
-    record = await reload_record(watched.directory, next_reload)
+    record = await attempt_record(watched.directory, next_attempt)
     after = await execute(watched.client, "tools.a.echo(message='still blocked')")
     assert not before["ok"]
     assert record["outcome"] == "refused"
@@ -361,11 +421,11 @@ async def test_a_rule_removed_from_allow_that_would_unblock_a_server_is_privileg
 
 
 async def test_a_lockfile_removed_beside_a_narrowing_change_is_privileged(
-    watched: Watched, next_reload: int
+    watched: Watched, next_attempt: int
 ) -> None:
     await anyio.Path(watched.directory / "team.lock.json").unlink()
     write(watched.config, watched_team(watched.directory, deny=["b.echo"]))
-    record = await reload_record(watched.directory, next_reload)
+    record = await attempt_record(watched.directory, next_attempt)
     still = await execute(watched.client, "tools.b.echo(message='still')")
     assert record["outcome"] == "refused"
     assert record["privileged"] == ["lockfile: removed (every tool would be admitted unreviewed)"]

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ValidationError
 
 from gateway.catalog import Catalog
 from gateway.policy import Policy
-from gateway.policy.config import PolicyConfig, PolicyRule
+from gateway.policy.config import PolicyConfig, PolicyRule, may_name_server
 from tests.policy.helpers import get
 from tests.real_servers import snapshot_catalog
 
@@ -57,6 +57,28 @@ def test_the_example_config_of_the_issue_validates() -> None:
     assert rules.max_calls == 5
     assert rules.rate is not None
     assert (rules.rate.calls, rules.rate.per_seconds) == (10, 60)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "servers", "may"),
+    [
+        ("*", [], True),
+        ("*.delete_*", ["jira"], True),
+        ("git.*", ["git"], True),
+        ("git.*", ["github"], False),
+        ("git*", ["github"], True),
+        ("git*", ["jira"], False),
+        ("g?t.git_log", ["git"], True),
+        ("[gh]it.*", ["jira"], False),
+        ("repo:file://*", ["repo"], True),
+        ("repo:file://*", ["rep"], False),
+        ("s?rv:x", ["s"], True),  # `?` may take the colon: s:rv:x is server s's resource rv:x
+    ],
+)
+def test_a_pattern_may_name_a_server_unless_it_certainly_cannot(
+    pattern: str, servers: list[str], may: bool
+) -> None:
+    assert may_name_server(pattern, servers) is may
 
 
 @pytest.mark.parametrize(

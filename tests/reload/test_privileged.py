@@ -69,6 +69,64 @@ def test_rules_added_to_deny_hidden_and_approve_narrow_and_removed_ones_widen() 
     assert privileged(old, {"mcpServers": servers}) == ["policy.deny: 'a.x' removed"]
 
 
+def test_rules_removed_with_the_only_server_they_name_widen_nothing() -> None:
+    policy = {
+        "deny": ["a.x", "b.*"],
+        "hidden": ["b.secret", "b:file://*"],
+        "approve": ["b.write"],
+        "tools": {"b.write": {"max_calls": 1}},
+    }
+    old = {"mcpServers": {"a": TINY, "b": TINY}, "policy": policy}
+    assert privileged(old, {"mcpServers": {"a": TINY}, "policy": {"deny": ["a.x"]}}) == []
+
+
+def test_a_wildcard_rule_removed_with_a_server_widens_while_it_could_match_a_server_left() -> None:
+    old = {
+        "mcpServers": {"github": TINY, "gitlab": TINY, "jira": TINY},
+        "policy": {"deny": ["git*", "*.delete"]},
+    }
+    left = {"mcpServers": {"gitlab": TINY, "jira": TINY}}
+    assert privileged(old, left) == ["policy.deny: 'git*' removed", "policy.deny: '*.delete' removed"]
+    only_jira = {"mcpServers": {"jira": TINY}, "policy": {"deny": ["*.delete"]}}
+    assert privileged(old, only_jira) == []  # no server left starts with git
+
+
+def test_of_rules_removed_together_only_those_that_could_match_a_kept_server_widen() -> None:
+    old = {"mcpServers": {"a": TINY, "b": TINY}, "policy": {"deny": ["a.x", "b.x", "[ab].y", "?.z"]}}
+    assert privileged(old, {"mcpServers": {"a": TINY}}) == [
+        "policy.deny: 'a.x' removed",
+        "policy.deny: '[ab].y' removed",
+        "policy.deny: '?.z' removed",
+    ]
+
+
+def test_a_rule_removed_with_its_server_widens_if_the_change_adds_a_server_it_could_match() -> None:
+    old = {
+        "mcpServers": {"a": TINY, "b": TINY},
+        "policy": {"deny": ["b*"], "tools": {"c.x": {"max_calls": 1, "optional": True}}},
+    }
+    new = {"mcpServers": {"a": TINY, "b2": TINY, "c": TINY}}
+    assert privileged(old, new) == [
+        "mcpServers.b2: added",
+        "mcpServers.c: added",
+        "policy.deny: 'b*' removed",
+        "policy.tools.c.x: removed",
+    ]
+
+
+def test_a_rule_naming_a_server_by_its_python_name_or_one_left_out_still_restricts_it() -> None:
+    servers = {"brave-search": TINY, "class": TINY, "gh": {**TINY, "env": {"TOKEN": "${GH_TOKEN}"}}}
+    rules = ["brave_search.*", {"pattern": "class_.*", "optional": True}, "gh.*"]  # `class` is `class_`
+    old = {"mcpServers": servers, "policy": {"deny": rules}}
+    assert privileged(old, {"mcpServers": servers}) == [
+        "policy.deny: 'brave_search.*' removed",
+        "policy.deny: 'class_.*' removed",
+        "policy.deny: 'gh.*' removed",  # left out (GH_TOKEN is not set), but a reload may bring it in
+    ]
+    brave = {"mcpServers": {"brave-search": TINY}, "policy": {"deny": ["brave_search.*"]}}
+    assert privileged(old, brave) == []  # `class` and `gh` taken out with their rules
+
+
 def test_a_rule_made_optional_counts_as_removed_since_an_optional_rule_blocks_nothing() -> None:
     servers = {"a": TINY}
     old = {"mcpServers": servers, "policy": {"deny": ["a.x"]}}

@@ -218,3 +218,12 @@ def test_telemetry_of_two_gateways_never_share_a_registry() -> None:
     one.approval_refused()
     assert value(one.metrics, "codemode_approvals_total", outcome="refused") == 1
     assert value(two.metrics, "codemode_approvals_total", outcome="refused") == 0
+
+
+def test_refused_tokens_are_counted_by_the_reason_the_log_names_in_one_word() -> None:
+    telemetry = Telemetry()
+    for reason in ("unknown token", "wrong audience", "unknown token"):
+        telemetry.token_refused(reason)
+    metrics = telemetry.metrics
+    assert value(metrics, "codemode_http_token_refusals_total", reason="unknown_token") == 2
+    assert value(metrics, "codemode_http_token_refusals_total", reason="wrong_audience") == 1
