@@ -7,6 +7,7 @@ that key bound to that one algorithm, and `exp`, `nbf`, `iat` (with leeway), `is
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import jwt
@@ -108,7 +109,11 @@ class JwtVerifier:
             client_id=identity.client or identity.principal,
             subject=identity.principal,
             scopes=list(identity.scopes),
-            expires_at=identity.expires_at,
+            # The SDK's middleware refuses a token whose `expires_at` has passed, leeway or not: the
+            # leeway `jwt.decode` allowed must hold there too.
+            expires_at=None
+            if identity.expires_at is None
+            else identity.expires_at + math.ceil(self.config.leeway_seconds),
             resource=self.config.audience,
             claims=claims,
             identity=identity,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -85,6 +86,19 @@ async def test_a_valid_jwt_or_static_token_reaches_the_endpoint_as_its_principal
             by_token = await client.get("/mcp", headers=_bearer(ALICE))
     assert (by_jwt.status_code, by_jwt.json()) == (200, {"principal": "bob", "scopes": [SCOPE]})
     assert (by_token.status_code, by_token.json()["principal"]) == (200, "alice")
+
+
+async def test_a_jwt_past_its_expiry_by_less_than_the_leeway_reaches_the_endpoint(
+    issuer: LocalIssuer,
+) -> None:
+    expired = issuer.mint(exp=int(time.time()) - 20)
+    with anyio.fail_after(10):
+        async with _gateway_face(issuer.auth(leeway_seconds=60)) as client:
+            within = await client.get("/mcp", headers=_bearer(expired))
+        async with _gateway_face(issuer.auth(leeway_seconds=5)) as client:
+            past = await client.get("/mcp", headers=_bearer(expired))
+    assert (within.status_code, within.json()["principal"]) == (200, "alice")
+    assert past.status_code == 401
 
 
 async def test_a_token_without_a_required_scope_gets_403_insufficient_scope(issuer: LocalIssuer) -> None:
