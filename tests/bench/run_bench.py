@@ -2529,7 +2529,7 @@ def semantic_latency_row(figures: SearchFigures, model: SemanticModel) -> Row:
         f"p95 {fmt(semantic.p95_ms)} ms; lexical p50 {fmt(lexical.p50_ms)} ms "
         f"({fmt(semantic.p50_ms / lexical.p50_ms)}x); model loaded once in {fmt(model.load_ms)} ms "
         f"(importing ONNX Runtime included), the catalog's tools embedded in {fmt(figures.embed_ms)} ms",
-        Target(3.0),
+        Target(5.0),  # issue 30's: p50 at most 5 ms per query at 300 tools (this catalog has more)
     )
 
 
