@@ -2,6 +2,7 @@
 
 from gateway.auth._identity import STATIC_ISSUER, Identity, Owner, identity_of
 from gateway.auth._sdk import bearer_middleware, identity_in, require_token, resource_metadata_routes
+from gateway.auth._static import still_configured
 from gateway.auth._verifier import build_verifier
 
 __all__ = (
@@ -14,4 +15,5 @@ __all__ = (
     "identity_of",
     "require_token",
     "resource_metadata_routes",
+    "still_configured",
 )

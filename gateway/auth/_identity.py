@@ -78,6 +78,9 @@ class Identity:
     """The JWT's `iss`; None for a static token."""
     expires_at: int | None = None
     """When the token expires (seconds since the epoch); None for a static token."""
+    credential: str | None = None
+    """The static token that vouched for the caller, as its digest (`token_digest`), so that work it
+    started can be told apart once a reload removes or changes that token; None for a JWT."""
 
     @property
     def owner(self) -> Owner:

@@ -13,9 +13,10 @@ from hmac import compare_digest
 
 from gateway.auth._identity import STATIC_ISSUER, GatewayAccessToken, Identity, token_digest
 from gateway.auth._reasons import Reason, log_refusal, refused
+from gateway.auth.config import AuthConfig
 from gateway.errors import TokenRefused
 
-__all__ = ["StaticTokenVerifier"]
+__all__ = ["StaticTokenVerifier", "still_configured"]
 
 
 def _sha256(token: str) -> bytes:
@@ -47,13 +48,14 @@ class StaticTokenVerifier:
         principal = self.principal(token)
         if principal is None:
             return None
+        digest = token_digest(token)
         return GatewayAccessToken(
-            token=token_digest(token),
+            token=digest,
             client_id=principal,
             subject=principal,
             scopes=list(self._scopes),
             claims={"iss": STATIC_ISSUER},
-            identity=Identity(principal=principal, scopes=self._scopes),
+            identity=Identity(principal=principal, scopes=self._scopes, credential=digest),
         )
 
     async def authenticate(self, token: str) -> GatewayAccessToken:
@@ -70,3 +72,14 @@ class StaticTokenVerifier:
         except TokenRefused as refusal:
             log_refusal(refusal, "static")
             return None
+
+
+def still_configured(identity: Identity, auth: AuthConfig | None) -> bool:
+    """Whether the static token that vouched for `identity` is still one of `auth.tokens`, under the
+    same principal (a reload may remove or change it); a caller no static token vouched for, True."""
+    if identity.credential is None:
+        return True
+    token = auth.tokens.get(identity.principal) if auth is not None else None
+    if token is None:
+        return False
+    return compare_digest(token_digest(token.get_secret_value()), identity.credential)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncGenerator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, Self, overload
 
 import anyio
@@ -13,7 +15,7 @@ from anyio import AsyncContextManagerMixin
 from mcp import types
 
 from gateway.audit import AuditLog
-from gateway.auth import Identity
+from gateway.auth import Identity, still_configured
 from gateway.calls._approvals import Approvals, Inline
 from gateway.calls._catalogs import Catalogs
 from gateway.calls._executions import Executions
@@ -306,7 +308,14 @@ class Gateway(AsyncContextManagerMixin):
         """What the executions `identity` starts begin with: its policy and catalog, the middleware now."""
         policy = self.policies.for_caller(identity)
         caller = caller_of(identity, client, policy.roles)
-        return ExecutionStart(self.catalog(policy, identity), policy, caller, self.middleware, progress)
+        start = ExecutionStart(self.catalog(policy, identity), policy, caller, self.middleware, progress)
+        if identity is not None and identity.credential is not None:  # a static token a reload may take away
+            start = replace(start, vouched=partial(self._still_vouched, identity))
+        return start
+
+    def _still_vouched(self, identity: Identity) -> bool:
+        """Whether the static token that vouched for `identity` is in the config in force."""
+        return still_configured(identity, self.config.auth)
 
 
 def _middleware_of(config: GatewayConfig) -> tuple[object, float]:

@@ -72,6 +72,17 @@ CallKind = Literal["tools/call", "resources/read", "resources/list"]
 
 T = TypeVar("T")
 
+REVOKED = (
+    "the token this execution was started with is no longer in auth.tokens (a config reload removed or "
+    "changed it): it reaches no child any more; start again with a current token"
+)
+"""The error of a call whose execution's static token a reload took away."""
+
+
+def _vouched() -> bool:
+    return True
+
+
 # What may be scanned, validated or converted on the event loop: past this, a worker thread does it.
 LOOP_WORK_NODES = 2_000
 LOOP_WORK_CHARS = 32_768
@@ -104,6 +115,9 @@ class Execution:
     caller: Caller = NO_CALLER
     # The gateway's middleware when the execution started: a config reload changes it for later ones only.
     middleware: Chain = field(default_factory=Chain)
+    # Whether the token that started it still vouches for its caller: unlike its policy, asked at each
+    # call, so that a token a reload removes stops the work it started (a background run's 10 minutes).
+    vouched: Callable[[], bool] = _vouched
     quota: ExecutionQuota = field(init=False)
     calls: int = 0
     started: float = field(default_factory=time.monotonic)
@@ -159,12 +173,21 @@ class ExecutionStart:
     caller: Caller
     middleware: Chain
     progress: Progress | None = None
+    vouched: Callable[[], bool] = _vouched
+    """Whether the caller's token is still in force (`Execution.vouched`)."""
 
     def execution(self, execution_id: str, approver: Approver, *, reports: bool = True) -> Execution:
         """A new execution from this start; `reports` False: one that tells the client no progress."""
         progress = self.progress if reports else None
         return Execution(
-            execution_id, self.catalog, self.policy, approver, progress, self.caller, self.middleware
+            execution_id,
+            self.catalog,
+            self.policy,
+            approver,
+            progress,
+            self.caller,
+            self.middleware,
+            vouched=self.vouched,
         )
 
 
@@ -236,7 +259,13 @@ class Pipeline:
 
     async def child(self, call: Call, request: Awaitable[T]) -> T:
         """The child's answer to `request`, under the call's span (the child's trace context descends
-        from it); a child that is down is a ToolError to the snippet."""
+        from it); a child that is down is a ToolError to the snippet, and so is a call whose caller's
+        token a reload took away (asked here, the last step before any child is reached)."""
+        if not call.execution.vouched():
+            close = getattr(request, "close", None)
+            if close is not None:
+                close()  # never awaited: no "coroutine was never awaited" warning
+            raise ToolCallError(REVOKED)
         try:
             with self.telemetry.calling(call.span):
                 return await request

@@ -102,10 +102,13 @@ def _instructions_note(servers: Sequence[CatalogServer]) -> list[str]:
 
 
 def _instructions(server: CatalogServer) -> list[str]:
-    """The server's own instructions, under a line saying whose words they are."""
+    """The server's own instructions, under a line saying whose words they are, each of their lines
+    indented as a tool's description is: no line a child wrote starts where the gateway's own lines
+    do, so it cannot pass for them ("Instructions from the git server:", a note that a call was approved)."""
     if not server.instructions:
         return []
-    return [f"Instructions from the {server.identifier} server:", server.instructions]
+    lines = [f"  {line}" if line else "" for line in server.instructions.splitlines()]
+    return [f"Instructions from the {server.identifier} server:", *lines]
 
 
 def _resources_note(servers: Sequence[CatalogServer]) -> list[str]:

@@ -11,8 +11,10 @@ import anyio
 import pytest
 
 from gateway import TokenRefused
+from gateway.auth import Identity
 from gateway.auth import _static as static_module
-from gateway.auth._static import StaticTokenVerifier
+from gateway.auth._static import StaticTokenVerifier, still_configured
+from gateway.auth.config import AuthConfig
 
 pytestmark = pytest.mark.anyio
 
@@ -104,3 +106,18 @@ async def test_verify_token_answers_none_and_logs_why_without_the_token(
         "static",
     )
     assert wrong not in str(record.__dict__)
+
+
+def test_work_a_token_started_is_vouched_for_only_while_that_token_is_configured_for_its_principal() -> None:
+    alice, bob = "a" * 40, "b" * 40
+    identity = StaticTokenVerifier({"alice": alice}).accept(alice)
+    assert identity is not None
+    both = AuthConfig.model_validate({"tokens": {"alice": alice, "bob": bob}})
+    assert still_configured(identity.identity, both)
+    assert not still_configured(identity.identity, AuthConfig.model_validate({"tokens": {"bob": bob}}))
+    rotated = AuthConfig.model_validate({"tokens": {"alice": "c" * 40}})
+    assert not still_configured(identity.identity, rotated)  # a leaked token replaced stops its work too
+    assert not still_configured(identity.identity, None)
+    assert still_configured(
+        Identity("alice", issuer="https://id.example.com"), None
+    )  # a JWT: no static token

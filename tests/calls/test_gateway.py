@@ -189,7 +189,7 @@ async def test_observed_shapes_and_a_childs_instructions_follow_the_search_secti
     line = next(line for line in listing.split("\n") if line.startswith("tiny.plain_echo("))
     if shown:
         assert line.startswith("tiny.plain_echo(*, text: str) -> list[int]  # (observed)")
-        assert listing.endswith("Instructions from the tiny server:\nEcho before anything else.")
+        assert listing.endswith("Instructions from the tiny server:\n  Echo before anything else.")
     else:
         assert line.startswith("tiny.plain_echo(*, text: str) -> Any  # Return the text unchanged")
         assert "nstructions" not in listing

@@ -88,7 +88,7 @@ def test_help_on_a_server_shows_its_instructions_and_no_search_docs_hint() -> No
     statuses = [ChildStatus("time", "stdio", ChildState.READY, instructions="Prefer IANA zone names.")]
     catalog = Catalog(snapshot_tools(), statuses, instructions_chars=2000)
     listing = read_docs(catalog, "@docs", {"server": "time"})["doc"]
-    assert listing.splitlines()[-2:] == ["Instructions from the time server:", "Prefer IANA zone names."]
+    assert listing.splitlines()[-2:] == ["Instructions from the time server:", "  Prefer IANA zone names."]
     assert "search_docs" not in listing
 
 

@@ -121,10 +121,10 @@ async def test_a_childs_instructions_are_shown_where_the_model_looks_at_that_ser
 ) -> None:
     listing = await search_docs(client, server="everything", limit=1)
     instructions = listing.split("Instructions from the everything server:\n", 1)[1]
-    assert instructions.startswith("# Everything Server")
+    assert instructions.startswith("  # Everything Server")
     assert "## Operational Patterns" in instructions
     outcome = await execute(client, "help(tools.everything)")
-    assert "Instructions from the everything server:\n# Everything Server" in outcome["stdout"]
+    assert "Instructions from the everything server:\n  # Everything Server" in outcome["stdout"]
     assert "search_docs" not in outcome["stdout"].split("Instructions from")[0]  # no hint to the snippet
     assert "nstructions" not in await search_docs(client, server="git")  # git gives none
 
@@ -222,7 +222,7 @@ async def test_another_caller_sees_neither_the_shape_of_a_callers_results_nor_a_
         assert "DE0212" not in seen
         assert "nstructions" not in seen  # they name tiny.env, which bob's role hides
         assert "env" not in seen.replace("environment", "")
-    assert "Instructions from the tiny server:\nCall env to debug, echo for the rest." in alices
+    assert "Instructions from the tiny server:\n  Call env to debug, echo for the rest." in alices
     assert not still.is_error
     assert text(still) == "{'result': 'hi'}"
 
