@@ -59,7 +59,7 @@ def privileged_changes(old: GatewayConfig, new: GatewayConfig, diff: ConfigDiff)
         if key == "policy":
             changes += _policy_widenings(before, after, _server_names(new))
         elif key == "auth":
-            changes += _auth_widenings(before, after)
+            changes += _auth_changes(before, after)
         elif key in LOWERABLE_SECTIONS:
             changes += _raised(key, before, after)
         else:
@@ -74,16 +74,19 @@ def _server_names(config: GatewayConfig) -> set[str]:
     return {*names, *server_identifiers(names).values()}
 
 
-def _auth_widenings(before: AuthConfig | None, after: AuthConfig | None) -> list[str]:
-    """Who `after` lets in that `before` did not: a static token added or changed, or any change of
-    the JWT issuer; a token removed only turns a caller away, which the file watch may apply."""
+def _auth_changes(before: AuthConfig | None, after: AuthConfig | None) -> list[str]:
+    """Every change of who may call: a static token added or changed lets someone in, and one removed,
+    though it only turns a caller away, picks which callers keep their reach (a snippet that can write
+    the config could remove every other caller's token); any change of the JWT issuer."""
     if before is None or after is None or before.oauth != after.oauth:
         return ["auth: changed"]
-    return [
-        f"auth.tokens.{principal}: {'changed' if principal in before.tokens else 'added'}"
-        for principal, token in after.tokens.items()
-        if before.tokens.get(principal) != token
-    ]
+    changes: list[str] = []
+    for name in {**before.tokens, **after.tokens}:
+        old, new = before.tokens.get(name), after.tokens.get(name)
+        if old != new:
+            change = "added" if old is None else "removed" if new is None else "changed"
+            changes.append(f"auth.tokens.{name}: {change}")
+    return changes
 
 
 def lock_widenings(old: ToolLock | None, new: ToolLock | None) -> list[str]:

@@ -213,10 +213,12 @@ def test_a_lockfile_removed_or_admitting_a_tool_widens_and_one_holding_back_more
     ]
 
 
-def test_a_static_token_removed_only_turns_a_caller_away_and_one_added_or_changed_lets_someone_in() -> None:
+def test_a_static_token_added_changed_or_removed_is_privileged_each_named_by_its_principal() -> None:
     tokens = {"ALICE": "a" * 40, "BOB": "b" * 40, "CAROL": "c" * 40, "OTHER": "o" * 40}
     both = {"auth": {"tokens": {"alice": "${ALICE}", "bob": "${BOB}"}}}
-    assert privileged(both, {"auth": {"tokens": {"alice": "${ALICE}"}}}, tokens) == []
+    assert privileged(both, {"auth": {"tokens": {"alice": "${ALICE}"}}}, tokens) == [
+        "auth.tokens.bob: removed"
+    ]
     widened = {"auth": {"tokens": {"alice": "${OTHER}", "bob": "${BOB}", "carol": "${CAROL}"}}}
     assert privileged(both, widened, tokens) == ["auth.tokens.alice: changed", "auth.tokens.carol: added"]
     issuer = {
