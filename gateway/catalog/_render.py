@@ -35,6 +35,7 @@ STILL_STARTING = "Still starting:"
 """Begins the line naming the children an answer could not wait for (search_docs never waits)."""
 _MAX_NAMES_PER_SERVER = 40  # past this the overview says how many more: search finds them
 _MAX_ERROR_CHARS = 200
+_MAX_FAILURE_CHARS = 400  # a failed child stays down until someone acts: its reason says what to do
 
 
 def _one_line(text: str, limit: int = _MAX_ERROR_CHARS) -> str:
@@ -47,7 +48,7 @@ def _state(server: CatalogServer) -> str:
     if server.blocked is not None:
         return f"blocked: {_one_line(server.blocked, 400)}"
     if status.state is ChildState.FAILED:
-        return f"failed: {_one_line(status.error or 'no error was reported')}"
+        return f"failed: {_one_line(status.error or 'no error was reported', _MAX_FAILURE_CHARS)}"
     if status.state is ChildState.CONNECTING:
         return "connecting, its tools appear when it is ready"
     if status.state is ChildState.RECONNECTING:

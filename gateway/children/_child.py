@@ -28,6 +28,7 @@ from mcp import types
 from mcp.client.session import ClientSession, IncomingMessage
 from mcp.shared.exceptions import MCPError
 
+from gateway.children._early_exits import EARLY_EXITS_TO_FAIL, EarlyExits, early_exit_reason
 from gateway.children._transport import (
     ChildConnection,
     SpawnFailed,
@@ -150,6 +151,7 @@ class Child:
         self._state = ChildState.IDLE if lazy else ChildState.CONNECTING
         self._error: str | None = None
         self._attempt = 0
+        self._early_exits = EarlyExits()  # a fresh Child (a reload's restart) counts them anew
         self._tools_version = 0
         self._startup_ms: float | None = None
         self._connection: ChildConnection | None = None  # the ready one
@@ -326,10 +328,21 @@ class Child:
             reason = f"cannot reach {self.server.url}: {describe_error(failure)}"
         else:
             reason = describe_error(failure)
+        printed: list[str] = []  # what the child said, which its next attempt is compared on
         if connection.garbage is not None:
-            reason += f"; it wrote non-MCP output to stdout: {connection.garbage!r}"
+            printed.append(f"it wrote non-MCP output to stdout: {connection.garbage!r}")
         if tail:
-            reason += f"; stderr: {tail}"
+            printed.append(f"stderr: {tail}")
+        output = "; ".join(printed)
+        if output:
+            reason += f"; {output}"
+        # The process ended before the handshake (not a timeout, not an answer the SDK refused).
+        exited = failure is not None and isinstance(self.server, StdioServer) and is_connection_lost(failure)
+        if not exited:
+            self._early_exits.other_failure()
+        elif (alike := self._early_exits.exited(output)) >= EARLY_EXITS_TO_FAIL:
+            self._fail(early_exit_reason(alike, output))
+            return
         self._down(reason, retry=failure is None or not isinstance(leaf_error(failure), SpawnFailed))
 
     async def _on_message(self, message: IncomingMessage) -> None:
@@ -352,6 +365,7 @@ class Child:
         # Child text that reaches the model, as its tool descriptions do: redacted the same way.
         self.instructions = self._redact(instructions) if instructions else None
         self._connection, self._attempt, self._tools_stale = connection, 0, False
+        self._early_exits.connected()
         self._startup_ms = round((time.monotonic() - started) * 1000, 1)
         self._last_used = anyio.current_time()
         self._set(ChildState.READY)

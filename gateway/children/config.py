@@ -72,7 +72,9 @@ class RestartPolicy(BaseModel):
         default=None,
         ge=0,
         description="Failed attempts in a row before the child is marked failed for good; "
-        "0 never reconnects, null keeps trying. A command that cannot be started is never retried.",
+        "0 never reconnects, null keeps trying. A command that cannot be started is never retried, and "
+        "a stdio child that exits before it ever connected 3 times in a row, printing the same each time "
+        "(a misspelled package), fails for good as well: fix its command, then reload.",
     )
     after_timeouts: int | None = Field(
         default=3,

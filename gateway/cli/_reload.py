@@ -42,6 +42,7 @@ def _describe(result: dict[str, object]) -> str:
         ("sections", "changed"),
         ("restart_needed", "need a restart"),
         ("privileged", privileged),
+        ("restarted", "failed servers started again"),
     ):
         value = result.get(key)
         if isinstance(value, list) and value:

@@ -75,6 +75,8 @@ class ReloadResult:
             "sections": self.diff.sections,
             "restart_needed": self.diff.restart_needed,
             "privileged": self.privileged,
+            # Failed for good before (an unchanged entry too): a reload starts them again.
+            "restarted": list(self.changes.restarted) if self.changes is not None else [],
             "errors": self.errors,
         }
 
@@ -240,9 +242,6 @@ class Reloader:
         fields = {key: value for key, value in result.summary().items() if key != "time"}
         if result.requested_by is not None:
             fields["requested_by"] = dict(result.requested_by)
-        changes = result.changes
-        if changes is not None and changes.restarted:
-            fields["restarted"] = changes.restarted  # failed for good before: a reload starts them again
         if result.outcome == "refused":
             log.error("config reload refused: the config in force serves on", extra=fields)
         else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncGenerator, Callable
-from contextlib import asynccontextmanager, nullcontext
+from contextlib import asynccontextmanager
 from functools import lru_cache, partial
 from typing import Any
 
@@ -23,7 +23,7 @@ from gateway.auth import Identity, identity_of
 from gateway.calls import ApprovalNeeded, Approvals, ExposedTool, Gateway, Inline, InRounds, Progress
 from gateway.catalog.docs import SearchRefused
 from gateway.config import GatewayConfig
-from gateway.errors import GatewayError
+from gateway.errors import ConfigError, GatewayError
 from gateway.policy import no_approver
 from gateway.policy.elicitation import can_elicit, elicitation_approver
 from gateway.reload import ReloadOptions, serve_reloads
@@ -38,10 +38,11 @@ from gateway.server._arguments import (
 )
 from gateway.server._background import BackgroundExecutions
 from gateway.server._metrics import RefusedStates
+from gateway.server._refused_config import serve_refused_config
 from gateway.server._results import execution_tool_result, max_result_chars
 from gateway.server._shared_executions import open_execution_store
 from gateway.server._start_gate import HANDSHAKE_HEAD_START_SECONDS, StartGate
-from gateway.server._stdio import StdinLines, cancel_on_signals, pipe_stdin, pipe_stdout
+from gateway.server._stdio import cancel_on_signals, stdio_files
 from gateway.server._tasks import (
     TASKS_EXTENSION,
     background_reply,
@@ -357,9 +358,15 @@ async def serve_stdio(
     `reload`, reloading the config on SIGHUP and changes to the file (`gateway/reload/`). `started`
     is called once the gateway has started (the CLI tunes the process there).
 
-    The handshake is answered first; then the gateway starts (`_start_gate.py`)."""
+    The handshake is answered first; then the gateway starts (`_start_gate.py`). A config the
+    gateway cannot serve (a malformed lockfile, middleware that does not import) is served as a
+    refusal until the client leaves (`_refused_config.py`), then raised."""
     warn_of_unidentified_callers(config, "stdio")
-    gateway = Gateway(config)
+    try:
+        gateway = Gateway(config)
+    except ConfigError as error:
+        await serve_refused_config(error, config.config_file)
+        raise
     redact_logs(gateway.redactor)
     server = build_server(gateway, lasting_executions=True)
     start_now = anyio.Event()  # the handshake is answered, work has come, or stdin closed
@@ -370,10 +377,8 @@ async def serve_stdio(
     async with anyio.create_task_group() as task_group:
         # Watching first: a signal during startup also stops every child the gateway started.
         await task_group.start(cancel_on_signals, task_group.cancel_scope)
-        stdout = pipe_stdout()
         async with (
-            pipe_stdin() or StdinLines() as stdin,
-            stdout or nullcontext(),
+            stdio_files() as (stdin, stdout),
             stdio_server(stdin=stdin, stdout=stdout) as (read_stream, write_stream),
             anyio.create_task_group() as serving,
         ):

@@ -20,6 +20,8 @@ import signal
 import stat
 import sys
 import threading
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager, nullcontext
 from types import TracebackType
 from typing import Self
 
@@ -35,6 +37,7 @@ __all__ = [
     "cancel_on_signals",
     "pipe_stdin",
     "pipe_stdout",
+    "stdio_files",
 ]
 
 log = logging.getLogger("gateway.server")
@@ -199,6 +202,15 @@ def pipe_stdout(fd: int | None = None) -> StdoutLines | None:
     for the SDK's own writer (a terminal, a file, a socket)."""
     target: int = sys.stdout.fileno() if fd is None else fd
     return StdoutLines(target) if _is_pipe(target) else None
+
+
+@asynccontextmanager
+async def stdio_files() -> AsyncGenerator[tuple[anyio.AsyncFile[str], anyio.AsyncFile[str] | None]]:
+    """stdin and stdout for `stdio_server(stdin=..., stdout=...)`: read and written from the event
+    loop where they are pipes; a stdout of None leaves the writing to the SDK."""
+    stdout = pipe_stdout()
+    async with pipe_stdin() or StdinLines() as stdin, stdout or nullcontext():
+        yield stdin, stdout
 
 
 async def cancel_on_signals(

@@ -5,8 +5,15 @@ from __future__ import annotations
 import pytest
 
 from gateway.catalog import Catalog
-from gateway.catalog._render import CALL_HINT, MAX_HINTED_SERVERS, render_overview, render_search
+from gateway.catalog._render import (
+    CALL_HINT,
+    MAX_HINTED_SERVERS,
+    render_overview,
+    render_search,
+    server_listing,
+)
 from gateway.children import ChildState, ChildStatus
+from gateway.children._early_exits import early_exit_reason
 from tests.real_servers import snapshot_tools
 
 
@@ -50,6 +57,26 @@ def test_the_overview_shows_failed_servers_with_their_error_and_connecting_ones(
     assert lines[0].startswith("7 servers (5 ready), 50 tools.")
     assert "slack (failed: command not found: slack-mcp (exit status 127))" in lines
     assert "jira_cloud (connecting, its tools appear when it is ready)" in lines
+
+
+def test_a_failed_server_shows_what_to_do_and_all_uv_printed_of_a_misspelled_package() -> None:
+    printed = (
+        "stderr: \u00d7 No solution found when resolving tool dependencies: | \u2570\u2500\u25b6 Because "
+        "mcp-server-tiem was not found in the package registry and you require mcp-server-tiem, we can "
+        "conclude that your requirements are unsatisfiable."
+    )
+    reason = early_exit_reason(3, printed)
+    assert len(reason) > 200  # past the cut of other errors
+    catalog = Catalog({}, [ChildStatus("time", "stdio", ChildState.FAILED, reason)])
+    assert f"time (failed: {reason})" in render_overview(catalog).split("\n")
+    listing = server_listing(catalog, catalog.servers[0], 10, "names")
+    assert listing.endswith("we can conclude that your requirements are unsatisfiable.)")
+
+
+def test_a_failed_servers_reason_is_cut_at_400_characters() -> None:
+    failed = ChildStatus("time", "stdio", ChildState.FAILED, "x" * 1000)
+    [_, line] = render_overview(Catalog({}, [failed])).split("\n")
+    assert line == f"time (failed: {'x' * 397}...)"
 
 
 def test_the_overview_and_a_servers_listing_name_the_servers_that_offer_resources() -> None:

@@ -26,10 +26,11 @@ from gateway import ChildUnavailable
 from gateway.calls._gateway import Gateway
 from gateway.children import ChildPool, ChildState, ChildStatus
 from gateway.children._child import backoff_delay
+from gateway.children._early_exits import EARLY_EXITS_TO_FAIL
 from gateway.children.config import RestartPolicy
 from gateway.config import parse_config
 from tests.children.test_pool import pool_for
-from tests.real_servers import FAULT_SERVER
+from tests.real_servers import FAULT_SERVER, TINY_SERVER
 
 pytestmark = pytest.mark.anyio
 
@@ -52,6 +53,26 @@ def script(source: str, **extra: Any) -> Entry:
 
 
 EXITS = "import sys; print('missing API key', file=sys.stderr); sys.exit(3)"
+EXITS_EACH_TIME_ANEW = "import os, sys; sys.exit(f'missing API key (pid {os.getpid()})')"
+"""Exits at once, as EXITS does, saying something new each time: a failure that may be transient."""
+
+NOT_FOUND = "error: mcp-server-tiem was not found in the package registry"
+
+
+def until_fixed(fix: Path, **extra: Any) -> Entry:
+    """A child that exits at once saying its package does not exist (as `uvx mcp-server-tiem` does),
+    until the file `fix` exists: then it is the tiny server (tools echo, env, die)."""
+    source = "\n".join(
+        [
+            "import os, runpy, sys",
+            "fix, server = sys.argv[1:3]",
+            "if not os.path.exists(fix):",
+            f"    sys.exit({NOT_FOUND!r})",
+            "sys.argv = [server]",
+            "runpy.run_path(server, run_name='__main__')",
+        ]
+    )
+    return {"command": sys.executable, "args": ["-c", source, str(fix), str(TINY_SERVER)], **extra}
 
 
 def pool_of(servers: dict[str, Entry], **top: Any) -> ChildPool:
@@ -177,7 +198,7 @@ async def test_a_child_that_exits_at_startup_is_retried_until_max_attempts_then_
     child_log: list[logging.LogRecord], npm_server: Callable[[str], Entry]
 ) -> None:
     servers = {
-        "fault": script(EXITS, restart={"max_attempts": 2}),
+        "fault": script(EXITS_EACH_TIME_ANEW, restart={"max_attempts": 2}),
         "ok": npm_server("@modelcontextprotocol/server-everything"),
     }
     with anyio.fail_after(WAIT):
@@ -192,6 +213,49 @@ async def test_a_child_that_exits_at_startup_is_retried_until_max_attempts_then_
         r for r in messages(child_log, "child reconnecting") if getattr(r, "child", "") == "fault"
     ]
     assert [getattr(r, "attempt", None) for r in reconnecting] == [1, 2]
+
+
+async def test_a_child_that_exits_before_connecting_the_same_way_three_times_fails_for_good_saying_what_to_do(
+    tmp_path: Path, child_log: list[logging.LogRecord]
+) -> None:
+    with anyio.fail_after(WAIT):
+        async with pool_of({"tiem": until_fixed(tmp_path / "installed")}) as pool:
+            status = await pool.wait_status("tiem", lambda s: s.state is ChildState.FAILED)
+            with pytest.raises(ChildUnavailable) as caught:
+                await pool.call_tool("tiem", "echo", {"text": "x"})
+    assert status.error == (
+        f"exited before it connected, {EARLY_EXITS_TO_FAIL} times in a row the same way; fix its command, "
+        f"then reload the config (or restart the gateway); stderr: {NOT_FOUND}"
+    )
+    assert str(caught.value) == f"child server 'tiem' is unavailable (failed): {status.error}"
+    reconnecting = [r for r in messages(child_log, "child reconnecting") if getattr(r, "child", "") == "tiem"]
+    assert [getattr(r, "attempt", None) for r in reconnecting] == [1, 2]
+    [failed] = [r for r in messages(child_log, "child failed") if getattr(r, "child", "") == "tiem"]
+    assert getattr(failed, "error", "") == status.error
+
+
+async def test_a_child_that_exits_before_connecting_saying_something_new_each_time_keeps_retrying() -> None:
+    with anyio.fail_after(WAIT):
+        async with pool_of({"flaky": script(EXITS_EACH_TIME_ANEW)}) as pool:
+            status = await pool.wait_status("flaky", lambda s: s.attempt > EARLY_EXITS_TO_FAIL)
+    assert status.state is ChildState.RECONNECTING
+    assert "missing API key (pid " in (status.error or "")
+
+
+async def test_a_child_that_connected_once_keeps_reconnecting_when_it_then_exits_at_start(
+    tmp_path: Path,
+) -> None:
+    installed = tmp_path / "installed"
+    installed.touch()
+    with anyio.fail_after(WAIT):
+        async with pool_of({"tiem": until_fixed(installed)}) as pool:
+            assert await echo(pool, "tiem") == "hi"
+            installed.unlink()  # from now on each start exits at once, the same way
+            with pytest.raises(ChildUnavailable, match="connection lost"):
+                await pool.call_tool("tiem", "die", {})
+            status = await pool.wait_status("tiem", lambda s: s.attempt > EARLY_EXITS_TO_FAIL)
+    assert status.state is ChildState.RECONNECTING
+    assert NOT_FOUND in (status.error or "")
 
 
 async def test_a_hanging_call_is_cancelled_at_its_deadline_and_the_next_call_to_the_child_succeeds() -> None:

@@ -130,7 +130,8 @@ async def test_entering_the_pool_returns_at_once_and_a_call_waits_for_its_child_
 async def test_a_child_that_cannot_start_fails_and_one_that_exits_at_once_retries_while_the_others_serve(
     child_log: list[logging.LogRecord], npm_server: Callable[..., Entry]
 ) -> None:
-    exits = [sys.executable, "-c", "import sys; print('missing API key', file=sys.stderr); sys.exit(3)"]
+    # It says something new at each exit (its pid), as a failure that may pass does.
+    exits = [sys.executable, "-c", "import os, sys; sys.exit(f'missing API key (pid {os.getpid()})')"]
     servers: dict[str, Entry] = {
         "everything": npm_server("@modelcontextprotocol/server-everything"),
         "missing": {"command": "/nonexistent/codemode-no-such-server"},
@@ -143,7 +144,7 @@ async def test_a_child_that_cannot_start_fails_and_one_that_exits_at_once_retrie
             assert statuses["everything"].state is ChildState.READY
             assert statuses["missing"].state is ChildState.FAILED
             assert "cannot start '/nonexistent/codemode-no-such-server'" in (statuses["missing"].error or "")
-            # A command that exists may work next time (a fetch, a token): it is retried with backoff.
+            # A command that exists and fails a new way each time may work next time: retried with backoff.
             assert statuses["exits"].state is ChildState.RECONNECTING
             # The child's own explanation, from its stderr, is part of the error.
             assert "missing API key" in (statuses["exits"].error or "")
@@ -155,7 +156,7 @@ async def test_a_child_that_cannot_start_fails_and_one_that_exits_at_once_retrie
                 ChildUnavailable, match=r"is reconnecting \(attempt \d+\), last error: .*missing API"
             ):
                 await pool.call_tool("exits", "anything", {})
-    assert any(getattr(r, "line", None) == "missing API key" for r in child_log)
+    assert any(str(getattr(r, "line", "")).startswith("missing API key (pid ") for r in child_log)
     assert any(r.getMessage() == "child failed" and getattr(r, "child", None) == "missing" for r in child_log)
 
 

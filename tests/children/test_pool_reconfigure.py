@@ -15,6 +15,8 @@ from gateway import ChildUnavailable
 from gateway.calls._pool import child_settings
 from gateway.children import ChildPool, ChildState
 from gateway.config import GatewayConfig, parse_config
+from tests.children.test_child import FAST_RESTART, until_fixed
+from tests.children.test_pool import pool_for
 from tests.real_servers import SERVERS
 
 pytestmark = pytest.mark.anyio
@@ -113,6 +115,22 @@ async def test_unchanged_children_take_new_limits_in_place() -> None:
             child = pool._children["a"]  # pyright: ignore[reportPrivateUsage]
             assert child.call_slots.total_tokens == 2
             assert child.startup_timeout == 7
+
+
+async def test_a_reload_gives_a_child_that_failed_for_good_a_fresh_start(tmp_path: Path) -> None:
+    installed = tmp_path / "installed"
+    config = config_of({"tiem": until_fixed(installed)}, restart=FAST_RESTART)
+    with anyio.fail_after(WAIT):
+        async with pool_for(config) as pool:
+            failed = await pool.wait_status("tiem", lambda s: s.state is ChildState.FAILED)
+            assert (failed.error or "").startswith("exited before it connected, 3 times in a row")
+            installed.touch()  # the fix: its command now starts a server
+            changes = pool.reconfigure(config.mcp_servers, child_settings(config))
+            assert (changes.started, changes.replaced, changes.restarted) == ([], [], ["tiem"])
+            ready = await pool.wait_status("tiem", lambda s: s.state is ChildState.READY)
+            echoed = await pool.call_tool("tiem", "echo", {"text": "fixed"})
+    assert ready.error is None
+    assert echoed.structured_content == {"result": "fixed"}
 
 
 def by_state(pool: ChildPool) -> dict[str, ChildState]:

@@ -212,7 +212,7 @@ def full_record(result: types.CallToolResult) -> dict[str, Any]:
     return result.structured_content
 
 
-async def overview_once(client: ClientSession, wanted: str) -> str:
+async def overview_once(client: ToolCaller, wanted: str) -> str:
     """The search_docs overview, once it holds `wanted` (a child's catalog changes asynchronously)."""
     with anyio.fail_after(WAIT):
         while True:  # the client has no other way to see a child's tools change

@@ -25,6 +25,7 @@ from mcp import Client, StdioServerParameters, types
 from mcp.client.client import ConnectMode
 from mcp.client.session import IncomingMessage, MessageHandlerFnT
 
+from tests.children.test_child import FAST_RESTART, NOT_FOUND, until_fixed
 from tests.e2e.gateway_http import http_gateway
 from tests.e2e.gateway_process import (
     EVERYTHING,
@@ -34,6 +35,7 @@ from tests.e2e.gateway_process import (
     gateway_args,
     ledger_entries,
     ledger_server,
+    overview_once,
     search_docs,
     text,
     write_config,
@@ -145,6 +147,27 @@ async def test_a_sighup_reload_that_adds_a_child_makes_its_tools_callable_in_the
     assert "Config reloaded " in shown
     assert "(reload 1): tools may differ from earlier searches." in shown
     assert "b (ready" in shown
+
+
+async def test_a_child_that_failed_for_good_before_connecting_is_started_again_by_a_reload_after_the_fix(
+    tmp_path: Path,
+) -> None:
+    installed = tmp_path / "installed"
+    config = team(tmp_path, {"tiem": until_fixed(installed)}, restart=FAST_RESTART)
+    async with gateway(config, "--no-watch") as client:
+        failed = await overview_once(client, "tiem (failed")
+        installed.touch()  # the fix: its command now starts a server
+        code, out, _ = await cli("reload", "--pid-file", str(pid_file(config)))
+        ready = await overview_once(client, "tiem (ready")
+        echoed = await execute(client, "tools.tiem.echo(text='fixed')")
+    assert (
+        "tiem (failed: exited before it connected, 3 times in a row the same way; fix its command, then "
+        f"reload the config (or restart the gateway); stderr: {NOT_FOUND})"
+    ) in failed
+    assert code == 0
+    assert out.splitlines() == ["reload 1: unchanged", "  failed servers started again: tiem"]
+    assert "tiem (ready, 3 tools)" in ready
+    assert echoed["value"] == {"result": "fixed"}
 
 
 async def test_a_file_change_reload_removes_a_child_and_keeps_the_others_connected(tmp_path: Path) -> None:
