@@ -133,12 +133,20 @@ async def test_a_malformed_lockfile_keeps_the_gateway_from_serving_with_one_line
 ) -> None:
     config, _ = _locked(tmp_path, reviewed)
     lock_path(config).write_text('{"version": 1, "servers": {"web": ', encoding="utf-8")
+    refusal = (
+        f"codemode-gateway: lockfile {lock_path(config)}: not valid JSON (Expecting value at line 1 "
+        f"column 35); restore it from version control, or review the tools and write it again with "
+        f"`codemode-gateway lock --config {config}`"
+    )
     for command in (["serve"], ["exec", "-c", "1"]):
         code, out, err = await cli(*command, "--config", str(config))
         assert code == 2, err
         assert out == ""
-        assert err == (
-            f"codemode-gateway: lockfile {lock_path(config)}: not valid JSON (Expecting value at line 1 "
-            f"column 35); restore it from version control, or review the tools and write it again with "
-            f"`codemode-gateway lock --config {config}`\n"
-        )
+        *logged, last = err.splitlines()
+        assert last == refusal
+        # serve over stdio told the client why (stdin closed at once here), logging it as it began
+        said = [
+            json.loads(line)["msg"].startswith("config refused: the gateway serves nothing")
+            for line in logged
+        ]
+        assert said == ([True] if command == ["serve"] else [])

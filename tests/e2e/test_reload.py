@@ -165,7 +165,7 @@ async def test_a_child_that_failed_for_good_before_connecting_is_started_again_b
         f"reload the config (or restart the gateway); stderr: {NOT_FOUND})"
     ) in failed
     assert code == 0
-    assert out.splitlines() == ["reload 1: unchanged", "  failed servers started again: tiem"]
+    assert out.splitlines() == ["attempt 1: unchanged", "  failed servers started again: tiem"]
     assert "tiem (ready, 3 tools)" in ready
     assert echoed["value"] == {"result": "fixed"}
 
