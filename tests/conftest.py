@@ -6,7 +6,6 @@ import copy
 import logging
 import shutil
 import socket
-import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager
 from pathlib import Path
@@ -19,6 +18,7 @@ from starlette.types import ASGIApp
 from gateway import Sandbox, SandboxLimits
 from gateway.server._execution_store import executions_file
 from tests.auth.issuer import Keys, LocalIssuer
+from tests.e2e.gateway_process import python_child, serve_started
 from tests.real_servers import TINY_SERVER, Served, built, fresh_git_repo, npm_entry_point, serve_asgi_app
 from tests.state.redis_server import redis_server, redis_url  # noqa: F401  (fixtures, for every test)
 
@@ -62,10 +62,16 @@ def npm_server() -> Callable[[str], Entry]:
     return entry
 
 
+@pytest.fixture(scope="session", autouse=True)
+def forked_children() -> None:
+    """Start this process's serve server, from which Python test children fork (`python_child`)."""
+    serve_started()
+
+
 @pytest.fixture
 def tiny_server() -> Entry:
     """An mcpServers entry for the tiny test server over stdio."""
-    return {"command": sys.executable, "args": [str(TINY_SERVER)]}
+    return python_child(TINY_SERVER)
 
 
 @pytest.fixture

@@ -24,6 +24,7 @@ from gateway.errors import SandboxUnavailable
 from gateway.sandbox.limits import SandboxLimits
 from gateway.sandbox.result import ExecutionResult
 from tests.catalog.fake_embedder import FakeEmbedder
+from tests.e2e.gateway_process import python_child
 from tests.real_servers import TINY_SERVER, gated
 
 pytestmark = pytest.mark.anyio
@@ -50,9 +51,7 @@ async def test_a_wasm_runtime_that_cannot_be_imported_refuses_executions_naming_
     # The sandbox's face imports the runtime again, through an import that fails as a broken install's.
     monkeypatch.delattr(sandbox, "Sandbox", raising=False)
     monkeypatch.setitem(sys.modules, "gateway.sandbox._sandbox", None)
-    config = parse_config(
-        {"mcpServers": {"tiny": {"command": sys.executable, "args": [str(TINY_SERVER)]}}}, "t"
-    )
+    config = parse_config({"mcpServers": {"tiny": python_child(TINY_SERVER)}}, "t")
     async with Gateway(config) as gateway:
         with anyio.fail_after(60):
             for _ in range(2):
@@ -68,7 +67,7 @@ async def test_a_search_waiting_for_children_still_starting_answers_when_a_reloa
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="gateway")
-    tiny = {"command": sys.executable, "args": [str(TINY_SERVER)]}
+    tiny = python_child(TINY_SERVER)
     time = {"command": sys.executable, "args": ["-m", "mcp_server_time"]}
     settings = {"startup_timeout_seconds": 600, "search": {"semantic": "off", "wait_seconds": 600}}
     never = tmp_path / "never"  # the gated children stay starting until a reload takes them away

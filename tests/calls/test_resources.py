@@ -29,6 +29,7 @@ from gateway.policy import Policy, no_approver
 from gateway.sandbox import MAX_URI_CHARS
 from gateway.shared._redaction import Redactor
 from guest._blob import BLOB_MARKER
+from tests.e2e.gateway_process import python_child
 from tests.real_servers import CATALOG_SERVER, RESOURCE_SERVER, TINY_SERVER
 
 pytestmark = pytest.mark.anyio
@@ -255,7 +256,7 @@ async def test_a_server_without_the_resources_capability_says_it_has_none(tmp_pa
             "env": {"CATALOG_FILE": str(catalog_file)},
         },
         # An MCPServer declares the capability whether or not it has resources: it lists none.
-        "tiny": {"command": sys.executable, "args": [str(TINY_SERVER)]},
+        "tiny": python_child(TINY_SERVER),
     }
     async with reads_over(tmp_path, servers) as reads:
         with pytest.raises(ToolCallError) as refused:

@@ -7,7 +7,6 @@ the test creates the file, so nothing here waits on the clock."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator, Hashable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -20,11 +19,12 @@ from gateway.children import ChildPool
 from gateway.config import parse_config
 from gateway.shared import ShareWaitTimedOut
 from tests.children.test_pool import pool_for, text_of
+from tests.e2e.gateway_process import python_child
 from tests.real_servers import SERVERS
 
 pytestmark = pytest.mark.anyio
 
-LATCH: dict[str, Any] = {"command": sys.executable, "args": [str(SERVERS / "latch_server.py")]}
+LATCH: dict[str, Any] = python_child(SERVERS / "latch_server.py")
 WAIT = 60  # bounds a hang (the child starts in about a second), never a race
 
 

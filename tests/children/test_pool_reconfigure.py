@@ -3,7 +3,6 @@ its own, the others keeping their processes; real child processes over stdio."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,12 +16,13 @@ from gateway.children import ChildPool, ChildState
 from gateway.config import GatewayConfig, parse_config
 from tests.children.test_child import FAST_RESTART, until_fixed
 from tests.children.test_pool import pool_for
+from tests.e2e.gateway_process import python_child
 from tests.real_servers import SERVERS
 
 pytestmark = pytest.mark.anyio
 
 WAIT = 60  # real children start in seconds; this bounds a hang, not a race
-LATCH: dict[str, Any] = {"command": sys.executable, "args": [str(SERVERS / "latch_server.py")]}
+LATCH: dict[str, Any] = python_child(SERVERS / "latch_server.py")
 
 
 def config_of(servers: dict[str, Any], **top: Any) -> GatewayConfig:

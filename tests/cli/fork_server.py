@@ -13,6 +13,7 @@ import atexit
 import gc
 import json
 import os
+import runpy
 import sys
 import tempfile
 import traceback
@@ -49,6 +50,21 @@ def _command(argv: list[str]) -> int:
     return 0
 
 
+def _script(argv: list[str]) -> int:
+    """Run `python SCRIPT ARGS` (`argv`) as the interpreter would: the script as `__main__`, its
+    directory first on the path."""
+    sys.argv = list(argv)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(argv[0])))
+    try:
+        runpy.run_path(argv[0], run_name="__main__")
+    except SystemExit as stopped:
+        return _exit_code(stopped)
+    except BaseException:  # as the interpreter reports an uncaught exception
+        traceback.print_exc()
+        return 1
+    return 0
+
+
 def enter(request: dict[str, Any], streams: Sequence[int]) -> None:
     """In a forked process: the request's directory (if it names one), its environment, and `streams` as
     stdin, stdout and stderr (their own descriptors closed)."""
@@ -65,13 +81,14 @@ def enter(request: dict[str, Any], streams: Sequence[int]) -> None:
 def run_forked(
     request: dict[str, Any], streams: Sequence[int], prepare: Callable[[], None] | None = None
 ) -> NoReturn:
-    """In a forked process: `enter` the request, `prepare` (if given), run its command, exit with its code."""
+    """In a forked process: `enter` the request, `prepare` (if given), run its command (or with
+    `script`, a Python script: its argv), exit with its code."""
     code = 1
     try:
         enter(request, streams)
         if prepare is not None:
             prepare()
-        code = _command(request["argv"])
+        code = _script(request["argv"]) if request.get("script") else _command(request["argv"])
         atexit._run_exitfuncs()  # pyright: ignore[reportPrivateUsage, reportAttributeAccessIssue]
     finally:
         sys.stdout.flush()

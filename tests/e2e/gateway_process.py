@@ -27,7 +27,27 @@ from tests.real_servers import LEDGER_SERVER, TINY_SERVER, npm_entry_point
 WAIT = 120  # real child servers start in seconds; this bounds a hang, not a race
 STARTING_WAIT = 10.0  # how long a search waits for children still starting, as the gateway once did
 
-TINY: dict[str, Any] = {"command": sys.executable, "args": [str(TINY_SERVER)]}
+SERVE_SERVER = Path(__file__).with_name("serve_server.py")
+SERVE_LAUNCHER = Path(__file__).with_name("serve_launcher.py")
+_serve_started: list[subprocess.Popen[str]] = []
+
+
+def _serve_socket_path() -> Path:
+    """Where this process's serve server listens (`serve_started`), known before it starts: a child's
+    entry names it."""
+    return Path(tempfile.gettempdir()) / f"codemode-serve-{os.getpid()}" / "serve.sock"
+
+
+def python_child(script: Path, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """An mcpServers entry for a Python test server (`tests/servers/*.py`): a launcher whose script is
+    forked from this process's serve server, which imported the SDK once (a Python child's start costs
+    about a CPU-second of imports otherwise), or run as it is while none is started. For tests that
+    judge a child's process itself (its pid, group or exit), spawn the script directly instead."""
+    launched = ["-S", str(SERVE_LAUNCHER), str(_serve_socket_path()), "--script", str(script), *args]
+    return {"command": sys.executable, "args": launched, **({"env": env} if env is not None else {})}
+
+
+TINY: dict[str, Any] = python_child(TINY_SERVER)
 """An mcpServers entry for the tiny test server (tools echo, env, die)."""
 
 EVERYTHING: dict[str, Any] = {
@@ -41,7 +61,7 @@ Node child, for tests where any child will do (it starts on a fraction of a Pyth
 def ledger_server(directory: Path) -> dict[str, Any]:
     """An mcpServers entry for the ledger server, whose entries go to `directory/ledger.txt`."""
     ledger = str(directory / "ledger.txt")
-    return {"command": sys.executable, "args": [str(LEDGER_SERVER)], "env": {"LEDGER_FILE": ledger}}
+    return python_child(LEDGER_SERVER, env={"LEDGER_FILE": ledger})
 
 
 def ledger_entries(directory: Path) -> list[str]:
@@ -73,16 +93,11 @@ def environment(extra: dict[str, str] | None = None, *, drop: tuple[str, ...] = 
     return {k: v for k, v in os.environ.items() if k not in dropped} | (extra or {})
 
 
-SERVE_SERVER = Path(__file__).with_name("serve_server.py")
-SERVE_LAUNCHER = Path(__file__).with_name("serve_launcher.py")
-_serve_sockets: list[Path] = []
-
-
-def _serve_socket() -> Path:
-    """The socket of this process's serve server (`serve_server.py`), started at its first gateway."""
-    if not _serve_sockets:
-        directory = Path(tempfile.mkdtemp(prefix="codemode-serve-"))
-        socket_path = directory / "serve.sock"
+def serve_started() -> Path:
+    """The socket of this process's serve server (`serve_server.py`), started at its first use."""
+    socket_path = _serve_socket_path()
+    if not _serve_started:
+        socket_path.parent.mkdir(mode=0o700, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if k != "CODEMODE_CONFIG"}
         server = subprocess.Popen(
             [sys.executable, str(SERVE_SERVER), str(socket_path)],
@@ -97,13 +112,13 @@ def _serve_socket() -> Path:
 
         def stop() -> None:
             assert server.stdin is not None
-            server.stdin.close()  # it exits; gateways still running end with their clients
+            server.stdin.close()  # it exits; gateways and children still running end with their clients
             server.wait(timeout=WAIT)
-            shutil.rmtree(directory, ignore_errors=True)
+            shutil.rmtree(socket_path.parent, ignore_errors=True)
 
         atexit.register(stop)
-        _serve_sockets.append(socket_path)
-    return _serve_sockets[0]
+        _serve_started.append(server)
+    return socket_path
 
 
 def gateway_args(*args: str) -> list[str]:
@@ -111,7 +126,7 @@ def gateway_args(*args: str) -> list[str]:
     MCP client spawns: a launcher whose gateway is forked from this process's serve server, which imported
     `serve` once (a gateway then costs its own start, not the interpreter's and the imports), on the
     launcher's streams, environment and directory; it forwards SIGTERM, SIGINT and SIGHUP."""
-    return ["-S", str(SERVE_LAUNCHER), str(_serve_socket()), *args]
+    return ["-S", str(SERVE_LAUNCHER), str(serve_started()), *args]
 
 
 def serve_params(

@@ -1,5 +1,6 @@
 """What an MCP client spawns for a gateway served by `serve_server.py`: `python -S serve_launcher.py SOCKET
-ARGS`, ARGS as after `codemode-gateway`.
+ARGS`, ARGS as after `codemode-gateway`; or for a Python test child, `... SOCKET --script SCRIPT ARGS`
+(run as it is, without the server, when none listens on SOCKET).
 
 It hands its stdin, stdout and stderr, its environment and its directory to the server, which forks the
 gateway on them; then it forwards SIGTERM, SIGINT and SIGHUP to that gateway and exits with its exit
@@ -17,9 +18,17 @@ import sys
 
 
 def main() -> int:
+    script = sys.argv[2:3] == ["--script"]
+    argv = sys.argv[3:] if script else sys.argv[2:]
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.connect(sys.argv[1])
-    request = {"argv": sys.argv[2:], "env": dict(os.environ), "cwd": os.getcwd()}
+    try:
+        server.connect(sys.argv[1])
+    except OSError:
+        if not script:
+            raise
+        # No serve server in this test process (a test that starts no gateway): the script runs as it is.
+        os.execv(sys.executable, [sys.executable, *argv])
+    request = {"argv": argv, "script": script, "env": dict(os.environ), "cwd": os.getcwd()}
     socket.send_fds(server, [json.dumps(request).encode()], [0, 1, 2])
     replies = server.makefile("r", encoding="utf-8")
     pid = int(replies.readline())

@@ -1,4 +1,5 @@
-"""Imports `codemode-gateway serve` once, then serves each gateway a launcher asks for in a fork of itself.
+"""Imports `codemode-gateway serve` once, then serves each gateway a launcher asks for in a fork of itself,
+and each Python test child (`tests/servers/*.py`, which import the same SDK) too.
 
 Run as a script by `tests/e2e/gateway_process.py` (argv[1]: the Unix socket to listen on). A launcher
 (`serve_launcher.py`, what an MCP client spawns) connects, sends its stdin, stdout and stderr with a
@@ -47,7 +48,7 @@ def _start(listener: socket.socket, launchers: dict[int, socket.socket]) -> None
         launcher.close()
         for other in launchers.values():
             other.close()
-        run_forked(request, streams, _path_as_python_m)
+        run_forked(request, streams, None if request.get("script") else _path_as_python_m)
     for stream in streams:
         os.close(stream)
     launcher.sendall(f"{pid}\n".encode())
@@ -75,6 +76,8 @@ def main() -> None:
     gc.enable()
     gc.freeze()  # what the imports built stays shared with each fork instead of being copied
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    with contextlib.suppress(FileNotFoundError):  # left by an earlier process of the same pid
+        os.unlink(sys.argv[1])
     listener.bind(sys.argv[1])
     listener.listen()
     print("listening", flush=True)

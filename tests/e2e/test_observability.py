@@ -24,13 +24,13 @@ from starlette.types import Receive, Scope, Send
 
 from gateway.audit import read_audit
 from tests.e2e.gateway_http import http_client, http_gateway
-from tests.e2e.gateway_process import WAIT, environment, execute, write_config
+from tests.e2e.gateway_process import WAIT, environment, execute, python_child, write_config
 from tests.e2e.http_children import http_children
 from tests.real_servers import TRACE_SERVER, built, serve_asgi_app
 
 pytestmark = pytest.mark.anyio
 
-TRACE = {"command": sys.executable, "args": [str(TRACE_SERVER)]}
+TRACE = python_child(TRACE_SERVER)
 TOKEN = "scraper-test-token-" + "t" * 40
 
 

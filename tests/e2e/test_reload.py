@@ -36,6 +36,7 @@ from tests.e2e.gateway_process import (
     ledger_entries,
     ledger_server,
     overview_once,
+    python_child,
     search_docs,
     text,
     write_config,
@@ -44,7 +45,7 @@ from tests.real_servers import REPO, SERVERS
 
 pytestmark = pytest.mark.anyio
 
-LATCH: dict[str, Any] = {"command": sys.executable, "args": [str(SERVERS / "latch_server.py")]}
+LATCH: dict[str, Any] = python_child(SERVERS / "latch_server.py")
 # Where a test needs a child whose process it can tell apart (pid) or hold (wait_for), LATCH; where any
 # child will do, EVERYTHING, a Node child that starts on a fraction of a Python child's CPU.
 POLL_SECONDS = 0.02  # how often the audit log is read while waiting for a reload's record

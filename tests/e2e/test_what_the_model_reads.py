@@ -3,7 +3,6 @@ render it, through the real gateway process and the SDK client: every byte earns
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -12,7 +11,7 @@ import pytest
 from mcp import Client, types
 
 from tests.e2e.client_views import claude_code_view, text_view
-from tests.e2e.gateway_process import WAIT, sdk_client, write_config
+from tests.e2e.gateway_process import WAIT, python_child, sdk_client, write_config
 from tests.real_servers import TRACE_SERVER
 
 pytestmark = pytest.mark.anyio
@@ -33,7 +32,7 @@ def anyio_backend() -> str:
 async def client(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Client]:
     """One gateway serves the module: each test reads only the result of its own executions. Its one
     child, the trace server, has a tool that answers (trace_context) and one that fails."""
-    trace = {"command": sys.executable, "args": [str(TRACE_SERVER)]}
+    trace = python_child(TRACE_SERVER)
     config = write_config(
         tmp_path_factory.mktemp("config"), {"mcpServers": {"trace": trace}}, default_search=True
     )

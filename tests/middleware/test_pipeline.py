@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -15,6 +14,7 @@ from gateway.config import parse_config
 from gateway.errors import ToolCallError
 from gateway.middleware import Call, CallNext, Chain, Layer, Refused
 from gateway.policy import no_approver
+from tests.e2e.gateway_process import python_child
 from tests.real_servers import TINY_SERVER
 
 pytestmark = pytest.mark.anyio
@@ -44,7 +44,7 @@ def anyio_backend() -> str:
 @pytest.fixture(scope="module")
 async def shared_gateway() -> AsyncIterator[Gateway]:
     """One gateway over tiny for the module: each test sets the chain it needs (search is not used)."""
-    tiny = {"command": sys.executable, "args": [str(TINY_SERVER)]}
+    tiny = python_child(TINY_SERVER)
     data = {"mcpServers": {"tiny": tiny}, "expose": ["tiny.echo"], "search": {"semantic": "off"}}
     async with Gateway(parse_config(data, "test")) as gateway:
         with anyio.fail_after(WAIT):

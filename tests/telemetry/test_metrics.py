@@ -3,7 +3,6 @@ real sandbox, each outcome reached the way a snippet reaches it."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -18,13 +17,14 @@ from gateway.config import parse_config
 from gateway.policy import ApprovalOutcome
 from gateway.telemetry import Telemetry
 from gateway.telemetry._metrics import EXECUTION_BUCKETS, TOOL_CALL_BUCKETS, GatewayMetrics
+from tests.e2e.gateway_process import python_child
 from tests.real_servers import RESOURCE_SERVER, TRACE_SERVER
 
 pytestmark = pytest.mark.anyio
 
 WAIT = 60  # a real child starts in seconds; this bounds a hang
-TRACE = {"command": sys.executable, "args": [str(TRACE_SERVER)]}
-RESOURCES = {"command": sys.executable, "args": [str(RESOURCE_SERVER)]}
+TRACE = python_child(TRACE_SERVER)
+RESOURCES = python_child(RESOURCE_SERVER)
 
 
 @asynccontextmanager

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -24,13 +23,14 @@ from gateway.calls._gateway import Gateway
 from gateway.config import parse_config
 from gateway.errors import ConfigError
 from gateway.telemetry import Telemetry, _tracing, traces_from_environment
+from tests.e2e.gateway_process import python_child
 from tests.real_servers import RESOURCE_SERVER, TRACE_SERVER, built, serve_asgi_app
 
 pytestmark = pytest.mark.anyio
 
 WAIT = 60
-TRACE = {"command": sys.executable, "args": [str(TRACE_SERVER)]}
-RESOURCES = {"command": sys.executable, "args": [str(RESOURCE_SERVER)]}
+TRACE = python_child(TRACE_SERVER)
+RESOURCES = python_child(RESOURCE_SERVER)
 
 
 @asynccontextmanager
