@@ -29,7 +29,7 @@ import tempfile
 import time
 import tomllib
 import zlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field, replace
 from importlib.metadata import version
@@ -1592,6 +1592,12 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+def descendants_since(before: Collection[int]) -> list[int]:
+    """The live processes below this one that `before` (an earlier `descendants`) did not hold: what a
+    measurement spawned, not a test process's own helpers (its serve server)."""
+    return [pid for pid in descendants(os.getpid()) if pid not in before]
+
+
 def count_processes_per_child(children: int) -> float:
     """The processes below the gateway (each child a single process when run on its own), per child."""
     return len(descendants(gateway_pid())) / children
@@ -1619,9 +1625,10 @@ async def time_gateway_startup(
     params: StdioServerParameters, errlog: TextIO, children: int
 ) -> tuple[float, float, float]:
     """A fresh gateway: spawn → initialize result, → first search answer, → every child ready."""
+    before = descendants(os.getpid())
     async with connect(params, errlog) as gateway:
         times = (gateway.initialize_ms, *await wait_for_children(gateway, children))
-        spawned = descendants(os.getpid())
+        spawned = descendants_since(before)
     await wait_exited(spawned)
     return times
 
@@ -1690,9 +1697,10 @@ async def measure_gateway_rss(
 ) -> GatewayMemory:
     """A fresh gateway's RSS once every child is ready, then after the plan's executions over stdio
     (one in RSS_TOOL_EVERY calling a child tool), and after its further ones."""
+    before = descendants(os.getpid())
     async with connect(params, errlog) as gateway:
         memory = await measure_rss(gateway, children, plan)
-        spawned = descendants(os.getpid())
+        spawned = descendants_since(before)
     await wait_exited(spawned)
     return memory
 
@@ -1887,6 +1895,7 @@ async def measure_gateway(plan: Plan) -> GatewayFigures:
         config_file = write_gateway_config(workdir, servers)
         params = gateway_params(config_file)
         stderr_log = workdir / "stderr.log"
+        before = descendants(os.getpid())
         try:
             with stderr_log.open("w", encoding="utf-8") as errlog:
                 async with AsyncExitStack() as stack:
@@ -1928,7 +1937,7 @@ async def measure_gateway(plan: Plan) -> GatewayFigures:
                     memory = (
                         await measure_rss(connection, len(servers), plan) if plan.spare_processes else None
                     )
-                    spawned = descendants(os.getpid())
+                    spawned = descendants_since(before)
                 await wait_exited(spawned)
                 startup = await measure_startup(params, errlog, len(servers), plan.startup_runs, first)
                 if memory is None:

@@ -31,6 +31,7 @@ from tests.e2e.gateway_process import (
     session,
     write_config,
 )
+from tests.real_servers import TINY_SERVER
 
 pytestmark = pytest.mark.anyio
 
@@ -63,7 +64,7 @@ async def team_directory(tmp_path_factory: pytest.TempPathFactory) -> Checked:
     team = root / "team"
     (team / "bin").mkdir(parents=True)
     launcher = team / "bin" / "tiny"
-    launcher.write_text(f"#!/bin/sh\nexec {sys.executable} {TINY['args'][0]}\n", encoding="utf-8")
+    launcher.write_text(f"#!/bin/sh\nexec {sys.executable} {TINY_SERVER}\n", encoding="utf-8")
     launcher.chmod(launcher.stat().st_mode | stat.S_IXUSR)
     (team / "work").mkdir()
     config = write_config(
