@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import logging
 import re
 import threading
 from collections import OrderedDict
@@ -36,6 +37,8 @@ __all__ = [
     "merge_shapes",
     "shape_key",
 ]
+
+log = logging.getLogger("gateway.catalog.shapes")
 
 MAX_SHAPE_KEYS = 16
 """An object with more keys than this is a mapping of data (`dict[str, ...]`), not a record."""
@@ -257,7 +260,9 @@ def _merge_objects(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     properties = {
         key: merge_shapes(a_props[key], b_props[key])
         if key in a_props and key in b_props
-        else a_props.get(key) or b_props[key]
+        else a_props[key]
+        if key in a_props
+        else b_props[key]  # `{}` (any) is a shape too, and falsy
         for key in keys
     }
     required = set(cast("list[str]", a.get("required", []))) & set(cast("list[str]", b.get("required", [])))
@@ -301,9 +306,18 @@ class ObservedShapes:
         return key if self._caller is None else f'{key[:-1]},"{self._caller}"]'
 
     def observe(self, entry: CatalogEntry, value: Any) -> None:
-        """Merge the shape of `value`, which a call of `entry` returned, into the one kept for it."""
+        """Merge the shape of `value`, which a call of `entry` returned, into the one kept for it; a
+        shape is a hint, so failing to learn one is logged and never fails the call."""
         if entry.output_schema is not None:
             return  # the declared schema says it better
+        try:
+            self._learn(entry, value)
+        except Exception:
+            log.warning(
+                "a result's shape could not be learned", extra={"tool": entry.qualified}, exc_info=True
+            )
+
+    def _learn(self, entry: CatalogEntry, value: Any) -> None:
         key = self._key(entry)
         kept = self._load(key)
         shape = infer_shape(value)
@@ -322,10 +336,47 @@ class ObservedShapes:
 
     def _load(self, key: str) -> dict[str, Any] | None:
         text = self.store.get(key)
-        if text is None:
+        if text is None or len(text) > _MAX_STORED_CHARS:
             return None
         try:
             shape = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None  # a shared store's garbage is no shape
-        return cast("dict[str, Any]", shape) if isinstance(shape, dict) else None
+        return cast("dict[str, Any]", shape) if _well_formed(shape) else None
+
+
+_MAX_STORED_CHARS = 65_536  # a shape of _MAX_NODES nodes is a few KB
+_SHAPE_KEYS = frozenset({"type", "title", "items", "properties", "required", "additionalProperties", "anyOf"})
+_KINDS = frozenset({*_SCALARS.values(), "null", "array", "object"})
+
+
+def _well_formed(shape: object) -> bool:
+    """Whether `shape` is one `infer_shape` and `merge_shapes` could have made, and small: a shared store
+    may hold anything, and merging or rendering what it holds must neither fail nor loop."""
+    todo: list[tuple[object, int]] = [(shape, 0)]
+    visited = 0
+    while todo:
+        node, depth = todo.pop()
+        visited += 1
+        if not isinstance(node, dict) or depth > 4 * _MAX_DEPTH or visited > 8 * _MAX_NODES:
+            return False
+        node = cast("dict[str, Any]", node)
+        kind, title = node.get("type", "object"), node.get("title", "")
+        if not node.keys() <= _SHAPE_KEYS or not isinstance(kind, str) or kind not in _KINDS:
+            return False
+        if not isinstance(title, str):
+            return False
+        required, properties = node.get("required", []), node.get("properties", {})
+        if not isinstance(required, list) or not all(isinstance(k, str) for k in required):  # pyright: ignore[reportUnknownVariableType]
+            return False
+        if not isinstance(properties, dict):
+            return False
+        children: list[object] = list(cast("dict[str, Any]", properties).values())
+        children += [node[key] for key in ("items", "additionalProperties") if key in node]
+        if "anyOf" in node:
+            options = node["anyOf"]
+            if not isinstance(options, list) or not options or len(options) > _MAX_UNION:  # pyright: ignore[reportUnknownArgumentType]
+                return False
+            children += cast("list[object]", options)
+        todo += [(child, depth + 1) for child in children]
+    return True

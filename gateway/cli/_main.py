@@ -20,6 +20,7 @@ from gateway.cli._arguments import (
 from gateway.cli._children_args import parse_children, split_children
 from gateway.cli._exit_codes import EXIT_FAILED, EXIT_USAGE
 from gateway.cli._logging import DEFAULT_LEVEL, configure_logging, quiet_sdk_parse_errors
+from gateway.cli._terminal import terminal_output
 from gateway.errors import ConfigError, GatewayError
 from gateway.shared import PACKAGE_NAME, leaf_error, package_version
 
@@ -201,6 +202,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     configure_logging(
         getattr(args, "log_level", None) or os.environ.get("CODEMODE_LOG_LEVEL") or DEFAULT_LEVEL
     )
+    # serve's stdout is the MCP protocol over stdio; every other command prints for a person.
+    with terminal_output(stdout=args.command != "serve"):
+        code = _run(args, children)
+    sys.exit(code)
+
+
+def _run(args: argparse.Namespace, children: list[str] | None) -> int:
     try:
         args.children = parse_children(children) if children is not None else None
         with _collection_paused():
@@ -220,7 +228,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if not isinstance(error, GatewayError):
             raise
         code = _report(error)
-    sys.exit(code)
+    return code
 
 
 def _report(error: GatewayError) -> int:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from gateway.cli._exit_codes import EXIT_FAILED, EXIT_OK
 from gateway.reload import ReloadOptions, request_reload
+from gateway.shared import printable
 
 __all__ = ["reload_command", "reload_options"]
 
@@ -27,6 +28,11 @@ def reload_command(args: argparse.Namespace) -> int:
     return EXIT_FAILED if result.get("outcome") == "refused" else EXIT_OK
 
 
+def _listed(values: list[object]) -> str:
+    # Names and errors quote the config, which a child may have written: none may start a line.
+    return ", ".join(printable(str(value)) for value in values)
+
+
 def _describe(result: dict[str, object]) -> str:
     outcome = result.get("outcome")
     # `attempt` counts every reload, `reload` only those applied: the number search_docs names.
@@ -36,7 +42,7 @@ def _describe(result: dict[str, object]) -> str:
     if isinstance(servers, dict):
         for key, names in servers.items():  # pyright: ignore[reportUnknownVariableType]
             if names:
-                lines.append(f"  servers {key}: {', '.join(map(str, names))}")  # pyright: ignore[reportUnknownArgumentType]
+                lines.append(f"  servers {key}: {_listed(names)}")  # pyright: ignore[reportUnknownArgumentType]
     privileged = "privileged changes" + (" applied" if outcome == "applied" else "")
     for key, label in (
         ("sections", "changed"),
@@ -46,9 +52,9 @@ def _describe(result: dict[str, object]) -> str:
     ):
         value = result.get(key)
         if isinstance(value, list) and value:
-            lines.append(f"  {label}: {', '.join(map(str, value))}")  # pyright: ignore[reportUnknownArgumentType]
+            lines.append(f"  {label}: {_listed(value)}")  # pyright: ignore[reportUnknownArgumentType]
     errors = result.get("errors")
     if isinstance(errors, list) and errors:
         lines.append("  refused, the config in force serves on:")
-        lines += [f"    {error}" for error in errors]  # pyright: ignore[reportUnknownVariableType]
+        lines += [f"    {printable(str(error))}" for error in errors]  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
     return "\n".join(lines)

@@ -35,7 +35,7 @@ from gateway.config._variables import VARIABLE_REFERENCE, Expander, Unresolved
 from gateway.errors import ConfigError
 from gateway.middleware.config import DEFER_IMPORT
 from gateway.policy.config import PolicyConfig
-from gateway.shared import as_array, as_object
+from gateway.shared import as_array, as_object, printable
 from gateway.state.config import literal_password
 
 __all__ = [
@@ -194,12 +194,30 @@ def _resolve_paths(config: GatewayConfig, base: Path) -> None:
 def _policy_problems(top: dict[str, Any], configured: list[str]) -> list[str]:
     """Servers sharing a Python name, and policy rules and `expose` entries naming no configured server."""
     expose = as_array(top.get("expose"))
-    exposes = _shared_server_names(configured) + unknown_server_exposes(expose, configured)
+    exposes = (
+        _hidden_characters(configured)
+        + _shared_server_names(configured)
+        + unknown_server_exposes(expose, configured)
+    )
     try:
         policy = PolicyConfig.model_validate(top.get("policy", {}))
     except ValidationError:
         return exposes  # the whole config's validation reports the policy's problems
     return unknown_server_rules(policy, configured) + exposes
+
+
+def _hidden_characters(configured: list[str]) -> list[str]:
+    """A line for each server name holding a control or invisible character: the name is printed in
+    logs, `reload` and `check` and shown to the model, and such a character could start a line there
+    or send the operator's terminal a control sequence."""
+    lines: list[str] = []
+    for name in configured:
+        if (shown := printable(name)) != name:
+            lines.append(
+                f'mcpServers: "{shown}" holds a control or invisible character (shown escaped): name the '
+                "server with visible characters, since its name is printed in logs and command output"
+            )
+    return lines
 
 
 def _shared_server_names(configured: list[str]) -> list[str]:

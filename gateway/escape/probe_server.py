@@ -143,6 +143,11 @@ def build() -> MCPServer:
         """A person's record as JSON text, with no output schema: its field names carry the name."""
         return json.dumps({f"{name}_review": "due", "salary": 1})
 
+    @server.tool(annotations=_READ, structured_output=False)
+    def echo_json(text: str) -> str:  # pyright: ignore[reportUnusedFunction]
+        """`text` back as the answer, with no output schema: JSON text shapes what calls return."""
+        return text
+
     @server.tool(annotations=_READ)
     def big_answer(size: int) -> str:  # pyright: ignore[reportUnusedFunction]
         """An answer of `size` characters (a child answering with far more than anyone asked)."""

@@ -1,7 +1,7 @@
 """Small helpers every wing uses: JSON values and schemas, display, redaction, logs, the version, and
 each caller's share of a pool of places."""
 
-from gateway.shared._display import format_row, format_table, printable
+from gateway.shared._display import format_row, format_table, printable, terminal_text
 from gateway.shared._exception_groups import leaf_error
 from gateway.shared._json import as_array, as_object, properties_of
 from gateway.shared._logging import NOTICE, JsonFormatter, redact_logs
@@ -26,4 +26,5 @@ __all__ = (
     "properties_of",
     "redact_logs",
     "share_of",
+    "terminal_text",
 )

@@ -12,7 +12,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 
-__all__ = ["format_row", "format_table", "printable"]
+__all__ = ["format_row", "format_table", "printable", "terminal_text"]
 
 _HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
 _ASCII_CONTROL = re.compile("[\x00-\x1f\x7f]")
@@ -34,6 +34,31 @@ def printable(text: str, *, newlines: bool = False) -> str:
     if text.isascii():
         return _ASCII_CONTROL.sub(lambda match: _shown(match.group(), newlines), text)
     return "".join(_shown(char, newlines) for char in text)
+
+
+def _json_escape(char: str) -> str:
+    code = ord(char)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # JSON spells a character past the BMP as its UTF-16 surrogate pair
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def _terminal_char(match: re.Match[str]) -> str:
+    char = match.group()
+    return _json_escape(char) if unicodedata.category(char) in _HIDDEN_CATEGORIES else char
+
+
+# Every character `printable` escapes but a newline and a tab: those lay out the gateway's own output.
+_TERMINAL_HIDDEN = re.compile("[^\t\n\x20-\x7e\xa0-\u00ac\u00ae-\u05ff]")
+
+
+def terminal_text(text: str) -> str:
+    """`text` as a terminal may show it: every character that could move the cursor, start a
+    terminal sequence or reorder the line escaped, newlines and tabs kept. The escapes are JSON's,
+    and those characters occur in JSON text only inside strings, so JSON stays JSON with the same
+    value."""
+    return _TERMINAL_HIDDEN.sub(_terminal_char, text)
 
 
 def format_row(cells: Sequence[str], widths: Sequence[int]) -> str:

@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from gateway.shared._display import terminal_text
 from gateway.shared._redaction import Redactor
 
 __all__ = ["NOTICE", "JsonFormatter", "RedactingFilter", "redact_logs"]
@@ -21,7 +22,7 @@ _STANDARD = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"me
 
 
 class JsonFormatter(logging.Formatter):
-    """Renders a record and its `extra` fields as one JSON line."""
+    """Renders a record and its `extra` fields as one JSON line that moves no terminal's cursor."""
 
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {
@@ -36,7 +37,9 @@ class JsonFormatter(logging.Formatter):
                 entry[key] = value
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
-        return json.dumps(entry, default=str, ensure_ascii=False)
+        # JSON escapes only C0 controls: a C1 CSI, a bidi override or a line separator a child wrote to
+        # its stderr would reach the operator's terminal raw, so those are escaped too.
+        return terminal_text(json.dumps(entry, default=str, ensure_ascii=False))
 
 
 class RedactingFilter(logging.Filter):

@@ -228,3 +228,11 @@ def test_a_callers_view_shares_its_catalogs_index_and_a_catalog_without_shapes_i
     assert _index(view, TUNED) is _index(catalog, TUNED)  # built once, not per caller
     unshaped = Catalog({"git": [tool]})
     assert unshaped.for_caller("alice (https://issuer)") is unshaped
+
+
+def test_a_field_shaped_any_merges_with_an_answer_that_lacks_it() -> None:
+    # Five kinds of `p` are more than a union holds: `p` is `{}` (any), which is falsy but a shape.
+    seen = infer_shape([{"p": 1}, {"p": "s"}, {"p": None}, {"p": [1]}, {"p": {"k": 1}}])
+    merged = merge_shapes(seen, infer_shape([{"q": 1}]))
+    assert merged["items"]["properties"] == {"p": {}, "q": {"type": "integer"}}
+    assert merged["items"]["required"] == []

@@ -9,6 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from gateway.cli._reload import _describe
 from gateway.reload._pidfile import PidFile
 from tests.cli.command import Commands
 
@@ -64,3 +65,22 @@ async def test_reload_never_signals_a_pid_written_into_a_held_pid_file_by_someth
         bystander.kill()
         with anyio.fail_after(30):
             await bystander.wait()
+
+
+def test_the_reload_summary_shows_names_from_the_config_on_their_own_line_escaped() -> None:
+    # A lockfile beside the config is as writable as the config: its names could try to forge a line.
+    forged = "git.x\r  privileged changes applied: none\n  servers added: none\x9b2K"
+    summary = _describe(
+        {
+            "attempt": 2,
+            "outcome": "applied",
+            "reload": 1,
+            "privileged": [f"lockfile: admits {forged} (new or changed digests)"],
+            "errors": [],
+        }
+    )
+    assert summary.splitlines() == [
+        "attempt 2: applied (reload 1)",
+        "  privileged changes applied: lockfile: admits git.x\\u000d  privileged changes applied: none"
+        "\\u000a  servers added: none\\u009b2K (new or changed digests)",
+    ]

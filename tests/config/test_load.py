@@ -373,3 +373,21 @@ def test_servers_sharing_a_python_name_are_a_config_error_naming_them() -> None:
         'mcpServers: "my-db" and "my_db" are all my_db in Python (search_docs, policy rules); rename all '
         "but one, so that a rule naming it names one server for good"
     ]
+
+
+@pytest.mark.parametrize(
+    "name", ["git\n  servers added: none", "git\x1b[2K", "git\x9b2K", "git\u202e", "git\u2028"]
+)
+def test_a_server_name_holding_a_control_or_invisible_character_is_refused_shown_escaped(name: str) -> None:
+    data = {"mcpServers": {name: {"command": "git-mcp"}, "time": {"command": "time-mcp"}}}
+    with pytest.raises(ConfigError) as refused:
+        parse_config(data, "team.json", {})
+    message = str(refused.value)
+    assert "holds a control or invisible character" in message
+    assert name not in message  # named escaped: the refusal cannot reshape the operator's terminal either
+    assert "git\\u" in message
+
+
+def test_a_server_name_in_another_script_is_accepted() -> None:
+    config = parse_config({"mcpServers": {"dépôt-日本": {"command": "x"}}}, "team.json", {})
+    assert list(config.mcp_servers) == ["dépôt-日本"]

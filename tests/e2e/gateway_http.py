@@ -33,6 +33,7 @@ class HttpGateway:
     url: str  # the MCP endpoint
     process: Process
     logs: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    lines: list[bytes] = field(default_factory=list[bytes])  # stderr as written, for what a terminal shows
     exited: anyio.Event = field(default_factory=anyio.Event)
     terminated: bool = False
     new_record: anyio.Event = field(default_factory=anyio.Event)
@@ -103,6 +104,7 @@ async def http_gateway(
                 pending += chunk
                 *lines, pending = pending.split(b"\n")
                 for line in lines:
+                    gateway.lines.append(line)
                     try:
                         record = json.loads(line)
                     except ValueError:

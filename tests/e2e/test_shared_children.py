@@ -11,6 +11,8 @@ that one is inherent, and documented."""
 
 from __future__ import annotations
 
+import json
+import re
 import secrets
 import sys
 from collections.abc import AsyncIterator
@@ -23,6 +25,7 @@ import pytest
 from mcp import Client, types
 from mcp.client.client import ConnectMode
 
+from tests.cli.command import run_command
 from tests.e2e.gateway_http import HttpGateway, http_gateway
 from tests.e2e.gateway_process import WAIT, environment, text, write_config
 from tests.e2e.test_background import ALICE, BOB, client_of
@@ -39,10 +42,10 @@ def anyio_backend() -> str:
 
 
 @asynccontextmanager
-async def neighbour_gateway(directory: Path) -> AsyncIterator[HttpGateway]:
-    """The gateway over the neighbour child, with static tokens for alice and bob. A crashed child is
-    restarted at once, and its restart (which waits without serving) is given minutes to connect, so
-    that it stays down, reconnecting, while a test looks."""
+async def neighbour_gateway(directory: Path, audit: Path | None = None) -> AsyncIterator[HttpGateway]:
+    """The gateway over the neighbour child, with static tokens for alice and bob (and an audit log at
+    `audit`). A crashed child is restarted at once, and its restart (which waits without serving) is
+    given minutes to connect, so that it stays down, reconnecting, while a test looks."""
     neighbour = {
         "command": sys.executable,
         "args": [str(NEIGHBOUR_SERVER)],
@@ -50,10 +53,12 @@ async def neighbour_gateway(directory: Path) -> AsyncIterator[HttpGateway]:
         "startup_timeout_seconds": WAIT,
         "restart": {"initial_seconds": 0.01},
     }
-    config = {
+    config: dict[str, Any] = {
         "mcpServers": {"neighbour": neighbour},
         "auth": {"tokens": {"alice": "${ALICE_TOKEN}", "bob": "${BOB_TOKEN}"}},
     }
+    if audit is not None:
+        config["audit"] = {"path": str(audit)}
     env = environment({"ALICE_TOKEN": ALICE, "BOB_TOKEN": BOB})
     async with http_gateway(write_config(directory, config), env=env) as gateway:
         yield gateway
@@ -214,3 +219,38 @@ async def test_a_resource_a_child_makes_during_one_callers_call_is_listed_and_re
     assert not made.is_error, text(made)
     assert not read.is_error, text(read)
     assert kept_by_alice in text(read)
+
+
+# A C1 CSI erasing the line, a carriage return, a right-to-left override and a line separator: what a
+# terminal would act on, or a log reader split at, if it reached the operator raw.
+TERMINAL_TRICKS = "\x9b2K\r\u202e\u2028forged\x1b]0;title\x07"
+SHOWN_RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+async def test_what_a_snippet_passes_a_child_reaches_the_operators_logs_and_audit_output_escaped(
+    tmp_path: Path,
+) -> None:
+    audit = tmp_path / "audit.jsonl"
+    async with (
+        neighbour_gateway(tmp_path, audit) as gateway,
+        client_of(gateway, token=ALICE, read_timeout=WAIT) as alice,
+    ):
+        with anyio.fail_after(WAIT):
+            await alice.call_tool(
+                "execute_code", {"code": f"tools.neighbour.fail_loudly(text={TERMINAL_TRICKS!r})"}
+            )
+            await wait_for_stderr_line(gateway, f"cannot handle {TERMINAL_TRICKS}")
+    with anyio.fail_after(WAIT):
+        table = await run_command("audit", "--path", str(audit))
+        as_json = await run_command("audit", "--path", str(audit), "--json")
+    shown = {
+        "log": b"\n".join(gateway.lines).decode(),
+        "audit": table[1],
+        "audit --json": as_json[1],
+    }
+    for where, output in shown.items():
+        assert TERMINAL_TRICKS[2:] not in output, where
+        assert not SHOWN_RAW.search(output), (where, output)
+    # Escaped as JSON escapes: the same value read back.
+    sent = [json.loads(line).get("arguments") for line in as_json[1].splitlines()]
+    assert {"text": TERMINAL_TRICKS} in sent, sent

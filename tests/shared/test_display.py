@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from gateway.shared._display import format_row, format_table, printable
+from gateway.shared._display import format_row, format_table, printable, terminal_text
 
 
 @pytest.mark.parametrize(
@@ -42,3 +44,17 @@ def test_a_table_aligns_columns_to_the_widest_shown_cell() -> None:
         "github    ready",
         "x\\u000ay  failed",
     ]
+
+
+def test_terminal_text_escapes_what_a_terminal_acts_on_and_keeps_newlines_and_tabs() -> None:
+    text = "a\tb\nc\x1b[31m\r\x9b2K\x7f\u202e\u2028\u00ad\U000e0041 日本"
+    assert terminal_text(text) == (
+        "a\tb\nc\\u001b[31m\\u000d\\u009b2K\\u007f\\u202e\\u2028\\u00ad\\udb40\\udc41 日本"
+    )
+
+
+def test_terminal_text_keeps_json_text_json_with_the_same_value() -> None:
+    value = {"line": "\x9b2K\r\u202e\u2028\U000e0041\ud800", "n": [1, "x"]}
+    shown = terminal_text(json.dumps(value, ensure_ascii=False, indent=2))
+    assert not {"\x9b", "\r", "\u202e", "\u2028", "\U000e0041"} & set(shown)
+    assert json.loads(shown) == value

@@ -67,3 +67,19 @@ def test_the_log_filter_on_a_handler_also_redacts_records_of_child_loggers(
     assert len(handler.filters) == 1
     logging.getLogger(f"{logger.name}.child").warning("child stderr", extra={"line": TOKEN})
     assert json.loads(stream.getvalue())["line"] == "[REDACTED:GITHUB_TOKEN]"
+
+
+def test_a_log_line_carries_no_character_a_terminal_acts_on_and_reads_back_the_same(
+    json_log: tuple[logging.Logger, io.StringIO, logging.Handler],
+) -> None:
+    logger, stream, _ = json_log
+    line = "cannot handle \x9b2K\r\u202e\u2028forged\x1b]0;t\x07"  # what a child may print to its stderr
+    logger.info("child stderr %s", "\x85", extra={"line": line})
+
+    written = stream.getvalue()
+    assert written.count("\n") == 1
+    assert written.endswith("\n")
+    assert not {"\x9b", "\x85", "\r", "\x1b", "\u202e", "\u2028"} & set(written)
+    record = json.loads(written)
+    assert record["line"] == line
+    assert record["msg"] == "child stderr \x85"

@@ -3,10 +3,14 @@ the next look, so one replica's shapes reach the others without a call waiting o
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import pytest
+from mcp import types
 
-from gateway.catalog._shapes import MemoryShapeStore
+from gateway.catalog import Catalog
+from gateway.catalog._shapes import MemoryShapeStore, ObservedShapes, shape_key
 from gateway.errors import StateUnavailable
 from gateway.state import SharedState
 from gateway.state._shapes import RedisShapeStore
@@ -70,3 +74,40 @@ async def flushed(store: RedisShapeStore, state: SharedState) -> None:
                 await anyio.sleep(0.05)
         else:
             return
+
+
+# What the store may hold at a shape's key that no gateway wrote: not JSON, nested past the parser's
+# depth, and shapes no merge made (a union that is no list looped the merge's size count for good).
+FOREIGN_SHAPES = [
+    "not json",
+    "[" * 100_000,
+    '{"a":' * 5_000 + "1" + "}" * 5_000,
+    '{"type":"array","items":{"anyOf":"x"}}',
+    '{"type":"object","properties":{"a":5}}',
+    '{"type":["object"],"properties":null}',
+    '{"anyOf":[]}',
+    "x" * 1_000_000,
+]
+
+
+async def test_a_shape_the_store_holds_that_no_gateway_wrote_is_ignored_and_calls_go_on(
+    redis_url: str,
+) -> None:
+    entry = next(iter(Catalog({"s": [types.Tool(name="t", input_schema={"type": "object"})]}, []).entries))
+    with anyio.fail_after(WAIT):
+        async with SharedState.connected(patient(redis_url)) as state:
+            for value in FOREIGN_SHAPES:
+                store = RedisShapeStore(state)
+                shapes = ObservedShapes(store)
+                await state.client.set(state.key("shape", shape_key(entry)), value)
+                assert shapes.shape_of(entry) is None  # asks the store, for the next look
+                await store.flush()
+
+                def learn_and_show(shapes: ObservedShapes = shapes) -> dict[str, Any] | None:
+                    shapes.observe(entry, {"a": [1, {"b": "x"}]})
+                    return shapes.shape_of(entry)
+
+                # On a worker thread that a hang cannot hold: the deadline above fails the test instead.
+                shown = await anyio.to_thread.run_sync(learn_and_show, abandon_on_cancel=True)
+                assert shown is not None, value[:40]
+                assert shown["type"] == "object", (value[:40], shown)

@@ -648,6 +648,17 @@ CASES: tuple[EscapeCase, ...] = (
         then_caller=_SECOND_CALLER,
         needs=needs_tool_calls(1),
     ),
+    _case(
+        # A field seen with more kinds than a union holds is shaped `Any` (`{}`); a later answer without
+        # that field must merge with it, not fail the call that the child already answered.
+        "discovery-result-shape-poisoned-by-a-field-of-any-kind",
+        "import json\n"
+        "rows = [{'p': 1}, {'p': 's'}, {'p': None}, {'p': [1]}, {'p': {'k': 1}}]\n"
+        "tools.probe.echo_json(text=json.dumps(rows))\n"
+        "tools.probe.echo_json(text=json.dumps([{'q': 1}]))",
+        value_is([{"q": 1}]),
+        needs=needs_tool_calls(2),
+    ),
     _bare(
         "discovery-no-catalog-search",
         "search('echo')",
