@@ -36,18 +36,23 @@ def _exit_code(stopped: SystemExit) -> int:
     return 1
 
 
-def _command(argv: list[str]) -> int:
-    from gateway.cli import main
-
-    sys.argv = [ENTRY_POINT, *argv]
+def _exit_code_of(run: Callable[[], object]) -> int:
+    """The exit code the interpreter gives `run` as its main program."""
     try:
-        main()
+        run()
     except SystemExit as stopped:
         return _exit_code(stopped)
     except BaseException:  # as the interpreter reports an uncaught exception
         traceback.print_exc()
         return 1
     return 0
+
+
+def _command(argv: list[str]) -> int:
+    from gateway.cli import main
+
+    sys.argv = [ENTRY_POINT, *argv]
+    return _exit_code_of(main)
 
 
 def _script(argv: list[str]) -> int:
@@ -55,14 +60,7 @@ def _script(argv: list[str]) -> int:
     directory first on the path."""
     sys.argv = list(argv)
     sys.path.insert(0, os.path.dirname(os.path.abspath(argv[0])))
-    try:
-        runpy.run_path(argv[0], run_name="__main__")
-    except SystemExit as stopped:
-        return _exit_code(stopped)
-    except BaseException:  # as the interpreter reports an uncaught exception
-        traceback.print_exc()
-        return 1
-    return 0
+    return _exit_code_of(lambda: runpy.run_path(argv[0], run_name="__main__"))
 
 
 def enter(request: dict[str, Any], streams: Sequence[int]) -> None:
