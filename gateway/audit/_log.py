@@ -37,6 +37,7 @@ already recorded; `fsync` also survives a crash of the machine. Lines are ASCII 
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
@@ -57,7 +58,7 @@ from gateway.sandbox.limits import SandboxLimits
 from gateway.sandbox.result import ExecutionResult
 from gateway.shared import Redactor
 
-__all__ = ["Approval", "AuditLog", "Caller", "new_execution_id"]
+__all__ = ["Approval", "AuditLog", "Caller", "check_audit_log", "new_execution_id"]
 
 log = logging.getLogger("gateway.audit")
 
@@ -81,6 +82,40 @@ _NOT_PER_EXECUTION = frozenset(
 def new_execution_id() -> str:
     """A fresh id linking an execution's record to its tool calls' records."""
     return uuid.uuid4().hex
+
+
+def check_audit_log(config: AuditConfig, base_dir: Path) -> None:
+    """Raise the ConfigError opening the log `config` describes would, as far as the file system tells
+    without opening or creating anything: for `check`, and a gateway about to answer a handshake."""
+    path = config.resolve_path(base_dir)
+    try:
+        _check_openable(path)
+    except OSError as exc:
+        raise _unopenable(path, exc) from None
+
+
+def _check_openable(path: Path) -> None:
+    """Raise the OSError that creating the log's directories and opening it for appending would:
+    a symlink, a directory, a file where a directory should be, or no permission to write."""
+    if path.is_symlink():  # opened with O_NOFOLLOW
+        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP))
+    existing = path
+    while not existing.exists():  # opening creates what is missing below the nearest existing ancestor
+        existing = existing.parent
+    if existing == path and path.is_dir():
+        raise OSError(errno.EISDIR, os.strerror(errno.EISDIR))
+    if existing != path and not existing.is_dir():
+        raise OSError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
+    needed = os.W_OK if existing == path else os.W_OK | os.X_OK
+    if not os.access(existing, needed, effective_ids=os.access in os.supports_effective_ids):
+        raise OSError(errno.EACCES, os.strerror(errno.EACCES))
+
+
+def _unopenable(path: Path, error: OSError) -> ConfigError:
+    return ConfigError(
+        f"cannot open the audit log {path}: {error.strerror or error}; set audit.path to a file the "
+        "gateway can create or append to"
+    )
 
 
 def _now() -> datetime:
@@ -211,7 +246,7 @@ class AuditLog:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._fd: int | None = self._open(truncate=False)
         except OSError as exc:
-            raise ConfigError(f"cannot open the audit log {path}: {exc.strerror or exc}") from None
+            raise _unopenable(path, exc) from None
 
     @classmethod
     def from_config(cls, config: AuditConfig, base_dir: Path, redactor: Redactor | None = None) -> AuditLog:

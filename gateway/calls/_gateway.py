@@ -14,7 +14,7 @@ import anyio
 from anyio import AsyncContextManagerMixin
 from mcp import types
 
-from gateway.audit import AuditLog
+from gateway.audit import AuditLog, check_audit_log
 from gateway.auth import Identity, still_configured
 from gateway.calls._approvals import Approvals, Inline
 from gateway.calls._catalogs import Catalogs
@@ -66,6 +66,10 @@ class Gateway(AsyncContextManagerMixin):
     def __init__(self, config: GatewayConfig, telemetry: Telemetry | None = None) -> None:
         """`telemetry`: where its metrics and spans go (a registry of its own, the global tracer)."""
         self.config: GatewayConfig = config
+        if config.audit is not None:
+            # Opened only as the gateway starts (a stdio one answers its handshake first), so checked
+            # now: a log that cannot be opened is refused with the rest of the config.
+            check_audit_log(config.audit, config.base_dir)
         self.telemetry = telemetry or Telemetry()
         # What replicas share with `state` set (spent approvals, rate windows, shapes), else this process.
         self.stores = Stores.of(config.state)

@@ -10,6 +10,7 @@ import sys
 import anyio
 from mcp import types
 
+from gateway.audit import check_audit_log
 from gateway.calls import child_pool, expose_tools, gateway_secrets
 from gateway.catalog import Catalog
 from gateway.catalog.docs import semantic_search
@@ -27,6 +28,7 @@ from gateway.config import (
 from gateway.policy import Policy
 from gateway.reload import reach_warnings
 from gateway.shared import Redactor, as_object, format_table
+from gateway.telemetry import check_traces_environment
 
 __all__ = ["check_children", "check_command", "format_statuses"]
 
@@ -76,6 +78,9 @@ def check_command(args: argparse.Namespace) -> int:
     _print_command_line(config, file_servers)
     lock = config_lock(config)  # before the children start: a malformed lockfile is a config error
     semantic_search(config.search.semantic)  # `on` without the model's runtime: a config error, as in `serve`
+    if config.audit is not None:  # a log `serve` could not open: a config error, as in `serve`
+        check_audit_log(config.audit, config.base_dir)
+    check_traces_environment()  # an OTEL_* exporter `serve` could not build, likewise
     for line in reach_warnings(config):  # a heuristic: it warns, and the exit code does not change
         print(f"warning: {line}", file=sys.stderr)
     if not config.mcp_servers and not config.unavailable_servers and lock is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+from contextlib import ExitStack
 
 from gateway.children import PARENT_ENV_VAR
 from gateway.cli._exit_codes import EXIT_OK
@@ -30,17 +31,19 @@ def serve_command(args: argparse.Namespace) -> int:
             f"this gateway was started by another codemode-gateway ({PARENT_ENV_VAR}={parent}): an "
             "mcpServers entry of that gateway's config runs the gateway itself; remove that entry"
         )
-    try:
-        config = load_config_for_cli(args.config, args.children)
-        http = http_settings(config, args)
-    except ConfigError as error:
-        if not _over_stdio(args):
+    with ExitStack() as serving:
+        try:
+            config = load_config_for_cli(args.config, args.children)
+            http = http_settings(config, args)
+            # Spans exported as the OTEL_* variables say (the otel extra); a bad exporter is a refused config.
+            serving.enter_context(traces_from_environment())
+        except ConfigError as error:
+            if not _over_stdio(args):
+                raise
+            # Exiting would show the client only "failed to connect": it is told why instead.
+            run_refused_config(error, find_config_file(args.config))
             raise
-        # Exiting would show the client only "failed to connect": it is told why instead.
-        run_refused_config(error, find_config_file(args.config))
-        raise
-    hold_mmap_threshold()  # before the search model loads: its freed blocks go back to the kernel
-    with traces_from_environment():  # spans exported as the OTEL_* variables say (the otel extra)
+        hold_mmap_threshold()  # before the search model loads: its freed blocks go back to the kernel
         if http is None:
             run_stdio(config, reload_options(args), started=gc.freeze)
         else:

@@ -3,12 +3,18 @@ OpenTelemetry spans exported as the standard `OTEL_*` variables say (the `otel` 
 
 from gateway.telemetry._metrics import SlotUsage
 from gateway.telemetry._telemetry import Telemetry
-from gateway.telemetry._tracing import TraceSpan, inject_trace_headers, traces_from_environment
+from gateway.telemetry._tracing import (
+    TraceSpan,
+    check_traces_environment,
+    inject_trace_headers,
+    traces_from_environment,
+)
 
 __all__ = (
     "SlotUsage",
     "Telemetry",
     "TraceSpan",
+    "check_traces_environment",
     "inject_trace_headers",
     "traces_from_environment",
 )

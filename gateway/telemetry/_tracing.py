@@ -22,6 +22,7 @@ import os
 from collections.abc import Generator
 from contextlib import contextmanager
 from types import ModuleType
+from typing import Any
 
 import httpx2
 from opentelemetry import propagate, trace
@@ -30,7 +31,13 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from gateway.errors import ConfigError
 from gateway.shared import PACKAGE_NAME, package_version
 
-__all__ = ["TraceSpan", "Tracing", "inject_trace_headers", "traces_from_environment"]
+__all__ = [
+    "TraceSpan",
+    "Tracing",
+    "check_traces_environment",
+    "inject_trace_headers",
+    "traces_from_environment",
+]
 
 log = logging.getLogger("gateway.telemetry")
 
@@ -143,10 +150,9 @@ def _sdk_module() -> ModuleType | None:
     return _sdk
 
 
-@contextmanager
-def traces_from_environment() -> Generator[bool]:
-    """Export spans as the standard `OTEL_*` variables say while inside, and flush them on the way out;
-    yields whether spans are exported. Installs the process's global tracer provider (once)."""
+def _provider_from_environment() -> tuple[ModuleType, Any] | None:
+    """`_sdk` and the tracer provider the `OTEL_*` variables describe, its exporters built; None when
+    they ask for none, or without the otel extra (warned). Raises ConfigError for a bad exporter."""
     named = sorted(name for name in os.environ if name.startswith("OTEL_"))
     sdk = _sdk_module() if named else None  # with no variable set, nothing is exported
     if sdk is None:
@@ -155,15 +161,30 @@ def traces_from_environment() -> Generator[bool]:
                 "OTEL_* variables are set but the otel extra is not installed: no traces are exported",
                 extra={"variables": named, "install": f"pip install '{PACKAGE_NAME}[otel]'"},
             )
-        yield False
-        return
+        return None
     try:
         provider = sdk.tracer_provider()
     except ValueError as exc:
         raise ConfigError(f"tracing: {exc}") from None
-    if provider is None:
+    return None if provider is None else (sdk, provider)
+
+
+def check_traces_environment() -> None:
+    """Raise the ConfigError `traces_from_environment` would, exporting nothing (for `check`)."""
+    built = _provider_from_environment()
+    if built is not None:
+        built[1].shutdown()
+
+
+@contextmanager
+def traces_from_environment() -> Generator[bool]:
+    """Export spans as the standard `OTEL_*` variables say while inside, and flush them on the way out;
+    yields whether spans are exported. Installs the process's global tracer provider (once)."""
+    built = _provider_from_environment()
+    if built is None:
         yield False
         return
+    sdk, provider = built
     trace.set_tracer_provider(provider)
     log.info("exporting traces", extra={"exporters": sdk.exporter_names()})
     try:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from gateway import ConfigError, ExecutionResult, PolicyDenied, SandboxLimits
-from gateway.audit import AuditLog, Caller, new_execution_id, read_audit
+from gateway.audit import AuditLog, Caller, check_audit_log, new_execution_id, read_audit
 from gateway.audit._log import MAX_TOOL_CHARS
 from gateway.audit._read import audit_files
 from gateway.audit.config import AuditConfig
@@ -265,6 +265,42 @@ def test_an_unwritable_path_is_a_config_error(tmp_path: Path) -> None:
     blocker.write_text("", encoding="utf-8")
     with pytest.raises(ConfigError, match="cannot open the audit log"):
         AuditLog(blocker / "audit.jsonl")
+
+
+@pytest.mark.parametrize(
+    ("where", "reason"),
+    [
+        ("a file as its directory", "Not a directory"),
+        ("a file as a directory above it", "Not a directory"),
+        ("a directory", "Is a directory"),
+        ("a symlink", "Too many levels of symbolic links"),
+    ],
+)
+def test_a_path_the_log_cannot_be_opened_at_is_refused_by_the_check_as_by_opening(
+    tmp_path: Path, where: str, reason: str
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("", encoding="utf-8")
+    path = {
+        "a file as its directory": blocker / "audit.jsonl",
+        "a file as a directory above it": blocker / "logs" / "audit.jsonl",
+        "a directory": tmp_path,
+        "a symlink": tmp_path / "link.jsonl",
+    }[where]
+    if where == "a symlink":
+        path.symlink_to(blocker)
+    with pytest.raises(ConfigError, match=f"cannot open the audit log {path}: {reason}; set audit.path"):
+        check_audit_log(AuditConfig(path=str(path)), tmp_path)
+    with pytest.raises(ConfigError, match=f"cannot open the audit log {path}: "):
+        AuditLog(path)
+
+
+def test_the_check_passes_a_log_to_be_created_and_creates_nothing(tmp_path: Path) -> None:
+    check_audit_log(AuditConfig(path="logs/today/audit.jsonl"), tmp_path)
+    assert list(tmp_path.iterdir()) == []
+    with AuditLog(AuditConfig(path="logs/today/audit.jsonl").resolve_path(tmp_path)):
+        pass
+    check_audit_log(AuditConfig(path="logs/today/audit.jsonl"), tmp_path)  # and an existing one
 
 
 def test_the_config_section_has_defaults_and_resolves_a_relative_path_against_the_base_dir(

@@ -45,22 +45,25 @@ class Served:
 
 
 @asynccontextmanager
-async def client_of(config: Path, log: Path) -> AsyncIterator[ClientSession]:
-    """An SDK client session (to initialize) with `serve --config CONFIG` (at INFO, its stderr to `log`),
-    whose exit status ends the log once the client has left."""
+async def client_of(
+    config: Path, log: Path, env: dict[str, str] | None = None
+) -> AsyncIterator[ClientSession]:
+    """An SDK client session (to initialize) with `serve --config CONFIG` (at INFO, its stderr to `log`,
+    `env` added to its environment), whose exit status ends the log once the client has left."""
     serve = gateway_args("--log-level", "INFO", "serve", "--config", str(config))
     params = StdioServerParameters(
-        command="sh", args=["-c", EXIT_STATUS, "sh", sys.executable, *serve], env=environment()
+        command="sh", args=["-c", EXIT_STATUS, "sh", sys.executable, *serve], env=environment(env)
     )
     with log.open("w", encoding="utf-8") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as client:
             yield client
 
 
-async def served(config: Path, log: Path) -> Served:
-    """Connect to `serve --config CONFIG`, list its tools, call both, and leave."""
+async def served(config: Path, log: Path, env: dict[str, str] | None = None) -> Served:
+    """Connect to `serve --config CONFIG` (`env` added to its environment), list its tools, call both,
+    and leave."""
     with anyio.fail_after(WAIT):
-        async with client_of(config, log) as client:
+        async with client_of(config, log, env) as client:
             initialized = await client.initialize()
             tools = [tool.name for tool in (await client.list_tools()).tools]
             answers = []
@@ -84,8 +87,8 @@ def invalid_settings(directory: Path) -> Path:
     )
 
 
-async def check_says(config: Path) -> str:
-    code, _, err = await cli("check", "--config", str(config))
+async def check_says(config: Path, env: dict[str, str] | None = None) -> str:
+    code, _, err = await cli("check", "--config", str(config), env=environment(env))
     assert code == 2, err
     return err.strip()
 
@@ -118,25 +121,49 @@ async def test_a_refused_config_over_stdio_is_told_to_the_client_and_the_gateway
 
 
 @pytest.mark.usefixtures("patient_client")
-@pytest.mark.parametrize("mistake", ["not JSON", "an unset variable", "a malformed lockfile"])
+@pytest.mark.parametrize(
+    "mistake",
+    [
+        "not JSON",
+        "an unset variable",
+        "a malformed lockfile",
+        "an unopenable audit log",
+        "an unknown exporter",
+    ],
+)
 async def test_each_kind_of_refusal_reaches_the_client_as_check_prints_it(
     tmp_path: Path, mistake: str
 ) -> None:
     config = tmp_path / "team.json"
     written: dict[str, Any] = {"mcpServers": {}, "search": {"semantic": "off"}}
+    env: dict[str, str] = {}
     if mistake == "not JSON":
         config.write_text('{"mcpServers": {},}', encoding="utf-8")
     elif mistake == "an unset variable":
         written["state"] = {"url": "redis://:${CODEMODE_TEST_UNSET_PASSWORD}@localhost:6379/0"}
         config.write_text(json.dumps(written), encoding="utf-8")
-    else:
+    elif mistake == "a malformed lockfile":
         config.write_text(json.dumps(written), encoding="utf-8")
         (tmp_path / "team.lock.json").write_text("{", encoding="utf-8")  # a merge mangled it
-    said = await served(config, tmp_path / "gateway.log")
+    elif mistake == "an unopenable audit log":
+        (tmp_path / "logs").write_text("a file where the log's directory should be", encoding="utf-8")
+        written["audit"] = {"path": "logs/audit.jsonl"}
+        config.write_text(json.dumps(written), encoding="utf-8")
+    else:
+        env["OTEL_TRACES_EXPORTER"] = "no_such_exporter"
+        config.write_text(json.dumps(written), encoding="utf-8")
+    log = tmp_path / "gateway.log"
+    said = await served(config, log, env)
+    by_check = await check_says(config, env)
     assert said.instructions is not None
     assert said.instructions.startswith(REFUSED)
-    assert await check_says(config) in said.instructions
+    assert by_check in said.instructions
     assert [error for error, _ in said.answers] == [True, True]
+    assert log.read_text(encoding="utf-8").rstrip().endswith("exit status 2")
+    if mistake == "an unopenable audit log":
+        assert f"cannot open the audit log {tmp_path / 'logs' / 'audit.jsonl'}: Not a directory" in by_check
+    if mistake == "an unknown exporter":
+        assert "tracing: OTEL_TRACES_EXPORTER names 'no_such_exporter'" in by_check
 
 
 async def test_a_config_that_loads_serves_as_before(tmp_path: Path) -> None:
