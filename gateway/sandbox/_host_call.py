@@ -645,7 +645,7 @@ MAX_SERVICE_ARGS_BYTES = 1 << 20
 """What the guest sends a sleep, a wait or cancel (10,000 call ids), a resource request or the clock,
 at most: far past what the guest's own code sends, and checked before anything is parsed."""
 _CALL_ENVELOPE_BYTES = 4_096  # `{"name": ..., "arguments": ...}` around a started call's arguments
-_SHOW_ENVELOPE_BYTES = 6 * MAX_URI_CHARS + 1_024  # a shown Blob's kind, MIME type and uri around its data
+_SHOW_ENVELOPE_BYTES = 12 * MAX_URI_CHARS + 1_024  # its kind, MIME type and uri, escaped (12 bytes a char)
 # The name of a started call, read from the head of its JSON without parsing the rest (the guest
 # writes it first); only for the message of a call refused for its size.
 _STARTED_NAME = re.compile(r'\{"name": ?("(?:[^"\\]|\\.){1,3072}")')

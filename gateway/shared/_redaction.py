@@ -207,6 +207,12 @@ class Redactor:
             )
         return self.redact(text)
 
+    def guessable_label(self, *texts: str) -> str | None:
+        """The label of a guessable secret that any of `texts` holds (or holds redacted), else None."""
+        if not self._guessable:
+            return None
+        return next((label for text in texts if (label := self._guessable_in(text)) is not None), None)
+
     def redact_value(self, value: Any) -> Any:
         """A JSON value redacted; withheld whole (as text) when it holds a guessable secret."""
         dumped = _dump(value) if value is not None else None
