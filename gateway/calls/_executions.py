@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -283,10 +284,47 @@ def _unfinished(error: ExecutionFailed, execution: Execution) -> ExecutionResult
     return ExecutionResult(ok=False, error=ErrorInfo.from_exception(error), ms=ms)
 
 
+def _withheld_whole(redactor: Redactor, result: ExecutionResult) -> ExecutionResult | None:
+    """The result with every output withheld, when one of them holds a guessable secret; else None.
+
+    Each output withheld alone told which of them held it: a snippet printing a third of a PIN's
+    candidates to each of stdout, stderr and its value learned in which third the PIN was."""
+    error = result.error
+    outputs = [result.stdout, result.stderr, result.value_repr or ""]
+    if error is not None:
+        outputs += [error.message, error.traceback or ""]
+    value = json.dumps(result.value, ensure_ascii=False, default=str) if result.value is not None else ""
+    label = redactor.guessable_label(*outputs, value)
+    if label is None:
+        return None
+    held = label.strip("[]").replace("REDACTED:", "the value of ")
+    note = (
+        f"[output withheld: it held {held}, a short secret, which is never shown, not even redacted in place]"
+    )
+    if error is not None:
+        error = error.model_copy(update={"message": note, "traceback": None})
+    calls = [
+        call.model_copy(update={"tool": redactor.redact_text(call.tool, "tool name"), "message": None})
+        for call in result.tool_calls
+    ]
+    return result.model_copy(
+        update={
+            "stdout": note if error is None else "",
+            "stderr": "",
+            "value": None,
+            "value_repr": None,
+            "error": error,
+            "tool_calls": calls,
+        }
+    )
+
+
 def redacted_result(redactor: Redactor, result: ExecutionResult) -> ExecutionResult:
     """A copy of an execution's result with secrets redacted from everything a client sees."""
     if not redactor:
         return result
+    if (withheld := _withheld_whole(redactor, result)) is not None:
+        return withheld
     text = redactor.redact_text
     error = result.error
     if error is not None:

@@ -266,6 +266,9 @@ class ToolCalls:
     def precheck(self, execution: Execution, calls: object) -> dict[str, Any]:
         """The snippet's literal calls (as the guest found them) checked before it runs: the refusals
         they would meet at steps 1-3, each as the call would get it, redacted."""
+        # Step 0, as each of these calls would meet it when made: the findings quote the snippet's
+        # names, which redacted in place would tell, by the label's place, which candidate is a secret.
+        self._pipeline.refuse_secrets("the snippet's tool calls", _literal_parts(calls))
         findings = precheck_calls(execution.catalog, calls, access=partial(_access_refusal, execution.policy))
         return {
             "findings": [
@@ -317,6 +320,21 @@ def _as_result(value: Any) -> types.CallToolResult:
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)], structured_content=structured
     )
+
+
+def _literal_parts(calls: object) -> list[Any]:
+    """What the guest reports of each literal call that the call itself will carry: its name, keywords
+    and literal arguments (not its line, nor its count of positional arguments)."""
+    records = cast("list[Any]", calls) if isinstance(calls, list) else []
+    return [
+        {
+            key: value
+            for key, value in cast("dict[str, Any]", record).items()
+            if key not in ("line", "positional")
+        }
+        for record in records
+        if isinstance(record, dict)
+    ]
 
 
 def _payload(result: types.CallToolResult) -> list[Any]:

@@ -16,6 +16,7 @@ from typing import Any
 from mcp import types
 
 from gateway.errors import ToolCallError
+from gateway.shared import MAX_JSON_DEPTH, nesting_depth
 from guest._blob import BLOB_MARKER
 
 __all__ = ["resource_contents_value", "tool_result_value"]
@@ -38,9 +39,15 @@ def _text_value(text: str) -> Any:
     if stripped[:1] in ("{", "[", '"') or stripped in ("true", "false", "null") or _is_number(stripped):
         try:
             # Python's json also reads NaN, Infinity and -Infinity, which JSON has not: such text stays text.
-            return json.loads(stripped, parse_constant=_not_json)
-        except ValueError:
+            value = json.loads(stripped, parse_constant=_not_json)
+        except (ValueError, RecursionError):
             return text
+        # Nested past what crosses into the sandbox (the redactor and the encoder recurse on it too):
+        # the child's text stays text, which the snippet can still take apart itself.
+        brackets = stripped.count("[") + stripped.count("{")  # at C speed: most answers stop here
+        if brackets > MAX_JSON_DEPTH and nesting_depth(value) > MAX_JSON_DEPTH:
+            return text
+        return value
     return text
 
 

@@ -40,6 +40,7 @@ from gateway.errors import (
     ToolPayloadTooLarge,
     WallTimeExceeded,
 )
+from gateway.sandbox._blobs import MIME_TYPE, checked_blobs
 from gateway.sandbox._hop import call_on_loop
 from gateway.sandbox._journal import HostJournal
 from gateway.sandbox._parallel import CallInFlight, CallsInFlight
@@ -53,7 +54,8 @@ from gateway.sandbox._services import (
 )
 from gateway.sandbox.limits import SandboxLimits
 from gateway.sandbox.result import ShownItem, ToolCallRecord
-from gateway.shared import ShareWaitTimedOut
+from gateway.shared import MAX_JSON_DEPTH, ShareWaitTimedOut
+from guest._blob import BLOB_MARKER
 
 __all__ = [
     "ExecutionState",
@@ -78,7 +80,6 @@ PARALLEL_SERVICES = ("@start", "@wait", "@cancel")
 MAX_WAIT_IDS = 10_000
 
 MAX_NAME_CHARS = 256
-MAX_JSON_DEPTH = 64
 MAX_ERROR_CHARS = 4_000
 """A refusal's message, at most, as the snippet's ToolError gets it: a child failing at length, or a
 validator quoting a huge argument back, must not flood the snippet (or the model reading it)."""
@@ -89,8 +90,18 @@ class _Refused(Exception):
     at the boundary, `_guest_error`)."""
 
     def __init__(self, error: type[ToolCallError] | type[ValueError], message: str) -> None:
-        super().__init__(_cut(message))
+        super().__init__(_cut(_indented(message)))
         self.error = error
+
+
+def _indented(message: str) -> str:
+    """A message with every line after its first indented: a child's error text (which it may write
+    to look like a `[stderr]` marker, a limit's error or a failed call's line) never starts a line of
+    the result the model reads where the gateway's own lines start."""
+    if message.isprintable():  # no line break of any kind (newline, \r, U+2028...): nothing to do
+        return message
+    first, *rest = message.splitlines()
+    return "\n".join([first, *(line if line[:1] in (" ", "\t") else "  " + line for line in rest)])
 
 
 @dataclass
@@ -439,6 +450,8 @@ def _settle(
         raise error
     try:
         encoded = _encode_for_guest(value)
+        if BLOB_MARKER in encoded:  # rare: a blob, or a child's JSON holding the marker
+            encoded = _encode_for_guest(checked_blobs(value))
     except (TypeError, ValueError, RecursionError) as exc:
         record.error = "bad result"
         raise _Refused(
@@ -467,7 +480,6 @@ def _summary_line(message: str) -> str:
 
 
 _SHOWN_KINDS = {"image": "image/", "audio": "audio/", "resource": ""}
-_MIME_TYPE = re.compile(r"[a-z0-9][a-z0-9!#$&^_.+-]{0,63}/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}")
 
 
 def _shown_item(payload: Any, number: int) -> ShownItem:
@@ -476,7 +488,7 @@ def _shown_item(payload: Any, number: int) -> ShownItem:
     kind, mime_type, data, uri = (fields.get(key) for key in ("kind", "mime_type", "data", "uri"))
     if kind not in _SHOWN_KINDS or not isinstance(data, str):
         raise _Refused(ValueError, "show() takes Blob objects (images, audio, files)")
-    if not isinstance(mime_type, str) or not _MIME_TYPE.fullmatch(mime_type.lower()):
+    if not isinstance(mime_type, str) or not MIME_TYPE.fullmatch(mime_type.lower()):
         raise _Refused(
             ValueError, f"show() needs the Blob's MIME type, such as 'image/png'; got {mime_type!r}"
         )
@@ -623,9 +635,67 @@ HOST_SERVICES: dict[str, HostService] = {
 def _dispatch(execution: ExecutionState, name: str, args_json: str) -> str:
     service = HOST_SERVICES.get(name)
     if service is not None:
+        _check_service_size(execution, name, args_json)
         return service(execution, args_json)
     _check_tool_name(name)
     return _call_tool(execution, name, args_json)
+
+
+MAX_SERVICE_ARGS_BYTES = 1 << 20
+"""What the guest sends a sleep, a wait or cancel (10,000 call ids), a resource request or the clock,
+at most: far past what the guest's own code sends, and checked before anything is parsed."""
+_CALL_ENVELOPE_BYTES = 4_096  # `{"name": ..., "arguments": ...}` around a started call's arguments
+_SHOW_ENVELOPE_BYTES = 12 * MAX_URI_CHARS + 1_024  # its kind, MIME type and uri, escaped (12 bytes a char)
+# The name of a started call, read from the head of its JSON without parsing the rest (the guest
+# writes it first); only for the message of a call refused for its size.
+_STARTED_NAME = re.compile(r'\{"name": ?("(?:[^"\\]|\\.){1,3072}")')
+
+
+def _services_cap(limits: SandboxLimits, service: str) -> int | None:
+    """The most JSON text `service` parses; None for those that check their own before parsing."""
+    if service == "@start":
+        return limits.max_tool_args_bytes + _CALL_ENVELOPE_BYTES
+    if service == "@show":
+        return 4 * math.ceil(limits.max_shown_bytes / 3) + _SHOW_ENVELOPE_BYTES  # its bytes as base64
+    return None if service in DOCS_SERVICES else MAX_SERVICE_ARGS_BYTES
+
+
+def _check_service_size(execution: ExecutionState, service: str, args_json: str) -> None:
+    """Refuse a host service's arguments past its cap before they are parsed: parsing holds the
+    interpreter (every other execution and the event loop wait) and memory several times the text."""
+    limits = execution.limits
+    cap = _services_cap(limits, service)
+    if cap is None or len(args_json) <= cap // 4:  # at most 4 UTF-8 bytes a character
+        return
+    size = len(args_json.encode())
+    if size <= cap:
+        return
+    if service == "@start":
+        head = _STARTED_NAME.match(args_json)
+        name = _started_name(head.group(1)) if head else "a tool call"
+        raise ToolPayloadTooLarge(
+            f"arguments to {name} are over the {limits.max_tool_args_bytes}-byte cap "
+            f"(sandbox.max_tool_args_bytes): the call is {size:,} bytes of JSON"
+        )
+    if service == "@show":
+        raise ShownTooLarge(
+            f"a shown item is {size:,} bytes as JSON, more than its bytes may be under the "
+            f"{limits.max_shown_bytes:,}-byte cap (sandbox.max_shown_bytes): show smaller images "
+            "(fewer pixels, JPEG), or fewer"
+        )
+    raise _Refused(
+        ToolCallError,
+        f"the request to the host's {service[1:]} service is {size:,} bytes, over its "
+        f"{MAX_SERVICE_ARGS_BYTES:,}-byte cap",
+    )
+
+
+def _started_name(literal: str) -> str:
+    try:
+        name = json.loads(literal)
+    except ValueError:
+        return "a tool call"
+    return name[:MAX_NAME_CHARS] if isinstance(name, str) else "a tool call"
 
 
 def _answer(execution: ExecutionState, name: str, args_json: str) -> Variant:

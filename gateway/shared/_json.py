@@ -5,7 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
-__all__ = ["as_array", "as_object", "properties_of"]
+__all__ = ["MAX_JSON_DEPTH", "as_array", "as_object", "nesting_depth", "properties_of"]
+
+MAX_JSON_DEPTH = 64
+"""The deepest JSON that crosses the sandbox's boundary, either way: children, schema validators, the
+redactor and the SDK all recurse on nesting, and no real tool call or answer nests this deep."""
 
 
 def as_object(value: object) -> dict[str, Any] | None:
@@ -24,3 +28,19 @@ def properties_of(schema: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]
     if properties is None:
         return {}
     return {str(name): as_object(sub) or {} for name, sub in properties.items()}
+
+
+def nesting_depth(value: object) -> int:
+    """How deep a parsed JSON value nests (a scalar is 1), without recursion."""
+    # Level by level: each level's children are gathered by `extend`, far cheaper than a stack of pairs.
+    depth, level = 0, [value]
+    while level:
+        depth += 1
+        below: list[Any] = []
+        for item in level:
+            if isinstance(item, dict):
+                below.extend(cast("dict[str, Any]", item).values())
+            elif isinstance(item, list):
+                below.extend(cast("list[Any]", item))
+        level = below
+    return depth

@@ -90,6 +90,7 @@ class Redactor:
         self._labels: dict[str, str] = {}
         self._forms: tuple[str, ...] = ()
         self._guessable: tuple[str, ...] = ()
+        self._guessable_labels: tuple[str, ...] = ()
         self._patterns: dict[tuple[str, ...], re.Pattern[str]] = {}
         self.names: frozenset[str] = frozenset()
         self.add(secrets)
@@ -103,7 +104,7 @@ class Redactor:
             else dict.fromkeys(secrets)
         )
         labels = dict(self._labels)
-        short = set(self._guessable)
+        short, short_labels = set(self._guessable), set(self._guessable_labels)
         for value, name in named.items():
             if len(value) < MIN_SECRET_CHARS:
                 continue
@@ -112,10 +113,12 @@ class Redactor:
                 labels.setdefault(form, label)
                 if guessable(value):
                     short.add(form)
+                    short_labels.add(labels[form])
         # Labels before forms: a reader that sees a new form finds its label.
         self._labels = labels
         self._forms = tuple(labels)
         self._guessable = tuple(sorted(short))
+        self._guessable_labels = tuple(sorted(short_labels))
         self.names = self.names | frozenset(name for name in named.values() if name)
 
     def __bool__(self) -> bool:
@@ -172,7 +175,11 @@ class Redactor:
         return self._labels[match.group()] if match is not None else None
 
     def _guessable_in(self, text: str) -> str | None:
-        return next((self._labels[form] for form in self._guessable if form in text), None)
+        """The label of a guessable secret in `text`, as itself or already redacted in place: text the
+        snippet chose and the gateway redacted on the way (an error quoting its tool calls, say) would
+        tell by the label's place which of its candidates was the secret."""
+        found = next((self._labels[form] for form in self._guessable if form in text), None)
+        return found or next((label for label in self._guessable_labels if label in text), None)
 
     def _walk(self, pattern: re.Pattern[str], value: Any) -> Any:
         if isinstance(value, str):
@@ -199,6 +206,12 @@ class Redactor:
                 "a short secret, which is never shown, not even redacted in place]"
             )
         return self.redact(text)
+
+    def guessable_label(self, *texts: str) -> str | None:
+        """The label of a guessable secret that any of `texts` holds (or holds redacted), else None."""
+        if not self._guessable:
+            return None
+        return next((label for text in texts if (label := self._guessable_in(text)) is not None), None)
 
     def redact_value(self, value: Any) -> Any:
         """A JSON value redacted; withheld whole (as text) when it holds a guessable secret."""

@@ -44,3 +44,26 @@ def test_an_execution_result_is_redacted_everywhere_a_client_reads_it() -> None:
 def test_a_redactor_without_secrets_returns_the_result_unchanged() -> None:
     result = ExecutionResult(ok=True, stdout="hello")
     assert redacted_result(Redactor(), result) is result
+
+
+def test_every_output_is_withheld_when_one_of_them_holds_a_short_secret() -> None:
+    # Withheld one by one, the outputs told which of the snippet's sets of candidates held the PIN.
+    redactor = Redactor({"4821": "PIN"})
+    result = ExecutionResult(
+        ok=True, stdout="4820 4821 4822\n", stderr="0001 0002\n", value="5001 5002", value_repr="'5001 5002'"
+    )
+    redacted = redacted_result(redactor, result)
+    assert redacted.stdout.startswith("[output withheld: it held the value of PIN")
+    assert (redacted.stderr, redacted.value, redacted.value_repr) == ("", None, None)
+    failed = result.model_copy(
+        update={
+            "ok": False,
+            "stdout": "0001",
+            "error": ErrorInfo(type="ValueError", category="snippet", message="4821", traceback="..."),
+        }
+    )
+    redacted = redacted_result(redactor, failed)
+    assert redacted.stdout == ""
+    assert redacted.error is not None
+    assert redacted.error.message.startswith("[output withheld")
+    assert redacted.error.traceback is None

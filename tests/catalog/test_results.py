@@ -151,3 +151,18 @@ def test_an_error_result_raises_with_the_childs_text_even_with_structured_conten
 def test_an_error_result_without_text_still_says_the_tool_failed() -> None:
     with pytest.raises(ToolCallError, match="reported an error without a message"):
         tool_result_value(types.CallToolResult(content=[], is_error=True))
+
+
+@pytest.mark.parametrize("depth", [65, 990, 100_000])
+def test_json_text_nested_past_the_sandboxs_boundary_stays_text(depth: int) -> None:
+    # Deep enough, it raised RecursionError in the host, which ended the run as a gateway failure.
+    deep = "[" * depth + "]" * depth
+    assert tool_result_value(result(text(deep))) == deep
+
+
+def test_json_text_nested_to_the_sandboxs_boundary_is_parsed() -> None:
+    value = tool_result_value(result(text("[" * 64 + "]" * 64)))
+    for _ in range(63):
+        assert isinstance(value, list)
+        [value] = value
+    assert value == []

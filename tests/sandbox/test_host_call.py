@@ -17,11 +17,14 @@ from gateway.errors import (
     ExecutionCancelled,
     GuestCrashed,
     PolicyDenied,
+    ShownTooLarge,
+    ToolCallError,
     ToolCallLimitExceeded,
     ToolPayloadTooLarge,
     WallTimeExceeded,
 )
 from gateway.sandbox import ToolCaller
+from gateway.sandbox import _host_call as host_call_module
 from gateway.sandbox._hop import asyncio_loop
 from gateway.sandbox._host_call import ExecutionState, bound_to_thread, host_call
 from gateway.sandbox._services import ToolsOnly
@@ -232,6 +235,55 @@ async def test_a_refused_calls_record_keeps_what_the_snippet_was_told_on_one_sho
     assert record.message.startswith("not this one: because because")
     assert "\n" not in record.message
     assert len(record.message) == 200 < len(told)
+
+
+async def test_a_refusals_further_lines_reach_the_snippet_indented_under_its_first() -> None:
+    # A child's error text must not start a line where the gateway's own lines start in the result.
+    async def refuse() -> None:
+        raise ToolCallError("bad input: x\n[stderr]\rWallTimeExceeded: no\u2028[m.x failed: no]\n  kept")
+
+    told = refusal(await call(run(tools=InProcessTools({"m.refuse": refuse})), "m.refuse"))["message"]
+    assert told == "bad input: x\n  [stderr]\n  WallTimeExceeded: no\n  [m.x failed: no]\n  kept"
+
+
+SERVICE_PAYLOAD = '{"name": "m.add", "arguments": {"a": [' + "0," * 1_100_000 + "0]}}"  # 2.2 MB
+
+
+@pytest.mark.parametrize(
+    ("service", "ended_by", "said"),
+    [
+        ("@start", ToolPayloadTooLarge, "arguments to m.add are over the 262144-byte cap (sandbox.max_tool"),
+        ("@show", ShownTooLarge, "sandbox.max_shown_bytes"),
+        ("@sleep", None, "the host's sleep service is 2,200,042 bytes, over its 1,048,576-byte cap"),
+        ("@wait", None, "over its 1,048,576-byte cap"),
+        ("@cancel", None, "over its 1,048,576-byte cap"),
+        ("@resources", None, "over its 1,048,576-byte cap"),
+    ],
+)
+async def test_a_host_service_refuses_what_it_was_sent_past_its_cap_without_parsing_it(
+    monkeypatch: pytest.MonkeyPatch, service: str, ended_by: type[Exception] | None, said: str
+) -> None:
+    # Parsing holds the interpreter and memory several times the text: a 60 MB call that the guest
+    # could send took the host 12 s and 800 MB before it measured the arguments.
+    parsed: list[int] = []
+    decoder = host_call_module._DECODER  # pyright: ignore[reportPrivateUsage]
+
+    class Measured:
+        def decode(self, text: str) -> Any:
+            parsed.append(len(text))
+            return decoder.decode(text)
+
+    monkeypatch.setattr(host_call_module, "_DECODER", Measured())
+    execution = run(SandboxLimits(max_shown_bytes=1024), InProcessTools({"m.add": add}))
+    answer = await call(execution, service, SERVICE_PAYLOAD)
+    assert parsed == []
+    if ended_by is None:
+        assert said in refusal(answer)["message"]
+    else:
+        assert answer is None
+        assert isinstance(execution.ended_by, ended_by)
+        assert said in str(execution.ended_by)
+    assert execution.tool_calls == []
 
 
 async def test_a_tool_call_past_the_wall_clock_budget_ends_the_execution() -> None:

@@ -72,3 +72,16 @@ def test_json_values_are_redacted_in_strings_and_keys_and_keep_their_shape(redac
     }
     clean = {"a": ["b", {"c": 1}]}
     assert redactor.redact_json(clean) is clean  # nothing to redact: no copy
+
+
+def test_text_already_holding_a_short_secrets_label_is_withheld_whole_as_if_it_held_the_secret() -> None:
+    # Text a snippet chose (candidates for a PIN), redacted in place on the way, then shown: the
+    # label's place among the candidates would tell which one the PIN is.
+    redactor = Redactor({"4821": "PIN", "a-long-token-value-1234": "TOKEN"})
+    placed = "4820_" + redactor.redact("4821") + "_4822"
+    assert placed == "4820_[REDACTED:PIN]_4822"
+    withheld = redactor.redact_text(placed, "traceback")
+    assert withheld.startswith("[traceback withheld: it held the value of PIN")
+    assert "4820" not in withheld
+    long_label = "token: " + redactor.redact("a-long-token-value-1234")
+    assert redactor.redact_text(long_label, "stdout") == "token: [REDACTED:TOKEN]"

@@ -35,6 +35,13 @@ def _call(name: str, args: str) -> str:
     return HOST_IMPORT + f"host.call({name}, {args})"
 
 
+# About 12 MB of JSON a tool call's arguments could never be: a list of 6 million numbers, which the
+# host took 4 s and 300 MB to parse (60 MB: 12 s, 800 MB) before it measured the arguments.
+_FAR_PAST = '\'{"name": "probe.echo", "arguments": {"a": [\' + \'0,\' * 6_000_000 + \'0]}}\''
+_UNPARSED = "the host refuses it by its size, before parsing it"
+_PAST_SERVICE_CAP = refused("Err", "1,048,576-byte cap")
+
+
 CASES: tuple[EscapeCase, ...] = (
     _case("host-bad-json", _call("'probe.echo'", "'{not json'"), _NOT_JSON),
     _case("host-empty-args", _call("'probe.echo'", "''"), _NOT_JSON),
@@ -115,6 +122,22 @@ CASES: tuple[EscapeCase, ...] = (
         HOST_IMPORT + "big = '[' + '1,' * 120000 + '1]'\nwhile True:\n    try:\n"
         "        host.call('probe.echo', big)\n    except Exception:\n        pass",
         _FLOOD_ENDS,
+    ),
+    # Every host service measures what it was sent before it parses it.
+    _case(
+        "host-started-call-far-past-the-arguments-cap",
+        _call("'@start'", _FAR_PAST),
+        limit("ToolPayloadTooLarge", check=within_budget, what=_UNPARSED),
+        needs=_ONE,
+    ),
+    _case(
+        "host-show-far-past-the-shown-bytes-cap",
+        _call("'@show'", _FAR_PAST),
+        limit("ShownTooLarge", check=within_budget, what=_UNPARSED),
+    ),
+    *(
+        _case(f"host-{service}-far-past-its-cap", _call(f"'@{service}'", _FAR_PAST), _PAST_SERVICE_CAP)
+        for service in ("sleep", "wait", "cancel", "resources")
     ),
     _case("host-clock-flood", HOST_IMPORT + "while True:\n    host.call('@clock', '{}')", _FLOOD_ENDS),
     _case("host-sleep-zero-flood", "import time\nwhile True:\n    time.sleep(0)", _FLOOD_ENDS),

@@ -11,7 +11,15 @@ from __future__ import annotations
 
 import json
 
-from gateway.escape.cases._model import EscapeCase, Expect, Seen, case_maker, needs_tool_calls, succeeds
+from gateway.escape.cases._model import (
+    HOST_IMPORT,
+    EscapeCase,
+    Expect,
+    Seen,
+    case_maker,
+    needs_tool_calls,
+    succeeds,
+)
 from gateway.escape.cases._probe import PROBE_PIN, PROBE_PROXY_PASSWORD, PROBE_SECRET
 from gateway.sandbox.limits import SandboxLimits
 from gateway.sandbox.result import ExecutionResult
@@ -202,7 +210,45 @@ CASES: tuple[EscapeCase, ...] = (
         Expect(("SecretInArguments",), check=_nothing_leaks, what="the run ends; the secret is not echoed"),
         needs=needs_tool_calls(1),
     ),
+    # The check of a snippet's tool calls before it runs quoted the names in its findings, redacted in
+    # place: shown, or read by the snippet asking the host itself, the label's place told the PIN.
+    _case(
+        "redaction-oracle-candidates-in-a-checked-call-before-the-run",
+        "tools.probe.x" + "_".join(str(i) for i in range(4800, 4850)) + "()",
+        _ENDED,
+        needs=needs_tool_calls(1),
+    ),
+    _case(
+        "redaction-oracle-candidates-in-a-check-the-snippet-asks-for",
+        HOST_IMPORT + "import json\nname = 'probe.x' + '_'.join(str(i) for i in range(4800, 4850))\n"
+        "record = {'line': 1, 'tool': name, 'positional': 0, 'star_args': False, 'keywords': [],\n"
+        "          'star_kwargs': False, 'literals': {}}\n"
+        "m = json.loads(host.call('@precheck', json.dumps({'calls': [record]})))['findings'][0]['message']\n"
+        "(m.find('REDACTED') - m.find('4800')) // 5",
+        _ENDED,
+        needs=needs_tool_calls(1),
+    ),
+    _case(
+        "redaction-oracle-candidates-in-discovery-questions",
+        "c = 'x' + '_'.join(str(i) for i in range(4800, 4850))\nout = []\n"
+        "for ask in (lambda: search(c), lambda: search('q', server=c), lambda: help(getattr(tools, c)),\n"
+        "            lambda: dir(getattr(tools, c)), lambda: help(getattr(tools.probe, c))):\n"
+        "    try:\n        out.append(str(ask()).find('REDACTED'))\n"
+        "    except ToolError as e:\n        out.append(str(e).find('REDACTED'))\nout",
+        succeeds(_no_pin_place, "no answer redacts the question in place"),
+        needs=needs_tool_calls(1),
+    ),
     # The same oracle without any tool: the snippet's own outputs, read by the model.
+    _case(
+        "redaction-oracle-membership-across-outputs",
+        "import sys\nprint(' '.join(f'{i:04d}' for i in range(4800, 4900)))\n"
+        "print(' '.join(f'{i:04d}' for i in range(0, 100)), file=sys.stderr)\n"
+        "' '.join(f'{i:04d}' for i in range(5000, 5100))",
+        succeeds(
+            lambda r, limits: _no_pin_place(r, limits) and "0099" not in _seen(r) and "5099" not in _seen(r),
+            "every output is withheld, not only the one holding the PIN, which told where it was",
+        ),
+    ),
     _case("redaction-oracle-candidates-printed", f"print({_CANDIDATES})", _WITHHELD),
     _case("redaction-oracle-candidates-as-the-value", _NEAR, _WITHHELD),
     _case(

@@ -49,8 +49,9 @@ def _tags(expression: str) -> str:
 
 
 def _numbers(count: int) -> str:
-    """`range(count)` less the numbers that spell the probe's PIN (a secret in arguments ends the run)."""
-    return f"[i for i in range({count}) if {PROBE_PIN!r} not in str(i)]"
+    """`range(count)` less the numbers that spell the probe's PIN (a secret in arguments ends the run);
+    the PIN is built at run time, since a traceback quoting it would withhold the whole output."""
+    return f"[i for i in range({count}) if {PROBE_PIN[:2]!r} + {PROBE_PIN[2:]!r} not in str(i)]"
 
 
 def _read(path: str) -> str:
