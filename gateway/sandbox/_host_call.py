@@ -54,7 +54,7 @@ from gateway.sandbox._services import (
 )
 from gateway.sandbox.limits import SandboxLimits
 from gateway.sandbox.result import ShownItem, ToolCallRecord
-from gateway.shared import MAX_JSON_DEPTH, ShareWaitTimedOut
+from gateway.shared import MAX_JSON_DEPTH, ShareWaitTimedOut, nesting_depth
 from guest._blob import BLOB_MARKER
 
 __all__ = [
@@ -726,32 +726,13 @@ def _live_answer(execution: ExecutionState, name: str, args_json: str) -> Varian
         return Variant("err", json.dumps(_guest_error(refused)))
 
 
-def _depth(value: Any) -> int:
-    """Nesting depth of a JSON value, without recursion; ValueError for a number JSON cannot hold."""
-    # Level by level: the per-node work is one type test, and each level's children are gathered by
-    # `extend`, which is far cheaper than a stack of (node, level) pairs.
-    depth, level = 0, [value]
-    while level:
-        depth += 1
-        below: list[Any] = []
-        for item in level:
-            if isinstance(item, dict):
-                below.extend(cast("dict[str, Any]", item).values())
-            elif isinstance(item, list):
-                below.extend(cast("list[Any]", item))
-            elif isinstance(item, float) and not math.isfinite(item):
-                raise ValueError(f"{item} is not a JSON number (a literal too large for a float)")
-        level = below
-    return depth
-
-
 def _parse_json(text: str, what: str) -> Any:
     """Parse JSON from the guest; anything malformed or absurdly nested is a refusal, never a crash."""
     try:
         if text.startswith("\ufeff"):  # as `json.loads` refuses it (`_DECODER.decode` would not say why)
             raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
         value = _DECODER.decode(text)
-        depth = _depth(value)
+        depth = nesting_depth(value, finite=True)
     except ValueError as exc:
         raise _Refused(ToolCallError, f"{what} are not valid JSON: {exc}") from None
     except RecursionError:

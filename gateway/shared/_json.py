@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -30,8 +31,9 @@ def properties_of(schema: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]
     return {str(name): as_object(sub) or {} for name, sub in properties.items()}
 
 
-def nesting_depth(value: object) -> int:
-    """How deep a parsed JSON value nests (a scalar is 1), without recursion."""
+def nesting_depth(value: object, *, finite: bool = False) -> int:
+    """How deep a parsed JSON value nests (a scalar is 1), without recursion; with `finite`, a
+    ValueError for a float JSON cannot hold (a literal too large for one)."""
     # Level by level: each level's children are gathered by `extend`, far cheaper than a stack of pairs.
     depth, level = 0, [value]
     while level:
@@ -42,5 +44,7 @@ def nesting_depth(value: object) -> int:
                 below.extend(cast("dict[str, Any]", item).values())
             elif isinstance(item, list):
                 below.extend(cast("list[Any]", item))
+            elif finite and isinstance(item, float) and not math.isfinite(item):
+                raise ValueError(f"{item} is not a JSON number (a literal too large for a float)")
         level = below
     return depth
