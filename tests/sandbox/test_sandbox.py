@@ -645,6 +645,11 @@ async def test_the_used_instance_is_freed_after_the_result_is_handed_back_not_be
             replenish()
 
         pool.replenish = recording
+        with anyio.fail_after(30):
+            # The run takes the prewarmed instance: one still being made would wake the pool's thread
+            # as it is added, and that thread would free the run's instance before any replenish.
+            while not pool._ready:  # noqa: ASYNC110 (the pool's thread makes it)
+                await anyio.sleep(0.001)
         result = await run(sandbox, "print(1)")
         at_return = list(told)  # no loop iteration since: the response is still to be written
         with anyio.fail_after(30):
