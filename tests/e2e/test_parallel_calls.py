@@ -26,7 +26,7 @@ pytestmark = pytest.mark.anyio
 QUOTA = 5  # policy.max_tool_calls: calls per execution
 GATHER_OVERLAPS = (
     "import asyncio\n"
-    "r = await asyncio.gather(*[tools.{server}.overlap(seconds=0.3) for _ in range(5)])\n"
+    "r = await asyncio.gather(*[tools.{server}.overlap(seconds=0.3, meet={meet}) for _ in range(5)])\n"
     "max(x['result'] for x in r)"
 )
 
@@ -60,8 +60,9 @@ async def gateway(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Gat
 
 async def test_gathered_calls_reach_the_child_side_by_side_up_to_its_cap(gateway: Gateway) -> None:
     audited_before = len(gateway.audited_calls())
-    wide = await execute(gateway.client, GATHER_OVERLAPS.format(server="wide"))
-    narrow = await execute(gateway.client, GATHER_OVERLAPS.format(server="narrow"))
+    # The calls meet as many in flight as the child's cap lets through, however slowly they arrive.
+    wide = await execute(gateway.client, GATHER_OVERLAPS.format(server="wide", meet=5))
+    narrow = await execute(gateway.client, GATHER_OVERLAPS.format(server="narrow", meet=2))
     assert wide["value"] == 5, wide
     assert narrow["value"] == 2, narrow  # max_concurrent_calls of that child
     assert len(gateway.audited_calls()) - audited_before == 10
